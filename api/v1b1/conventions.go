@@ -1,0 +1,27 @@
+package v1b1
+
+// Labels, annotations and finalizers shared by every controller. Internal objects carry
+// LabelWorkload and an OwnerReference (controller=true) to their Workload.
+const (
+	// LabelWorkload names the Workload an internal object belongs to.
+	LabelWorkload = "score.dev/workload"
+
+	// AnnotationProfile is the user's abstract profile hint (for example "web-service").
+	AnnotationProfile = "score.dev/profile"
+	// AnnotationRequirements lists abstract features the Workload needs, as a JSON array or a
+	// comma-separated list (for example ["scale-to-zero"]).
+	AnnotationRequirements = "score.dev/requirements"
+	// AnnotationDeprovisionPolicy on a Score resource's metadata overrides the claim's
+	// deprovision policy (Delete, Retain or Orphan).
+	AnnotationDeprovisionPolicy = "score.dev/deprovision-policy"
+
+	// AnnotationScoreMetadata keeps Score metadata keys that have no Kubernetes counterpart
+	// (everything but name, annotations and labels) as JSON, so a conversion round-trips.
+	AnnotationScoreMetadata = "score.dev/score-metadata"
+	// AnnotationFileSources records, as JSON, the original files[].source of files the
+	// converter inlined, keyed by "<container>:<target>", so a conversion round-trips.
+	AnnotationFileSources = "score.dev/file-sources"
+
+	// WorkloadFinalizer orders deletion: claims are deprovisioned before the Workload goes.
+	WorkloadFinalizer = "workloads.score.dev/finalizer"
+)

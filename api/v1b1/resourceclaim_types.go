@@ -1,0 +1,177 @@
+package v1b1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResourceClaim asks a provisioner for one dependency of a Workload. The orchestrator writes
+// its spec; only the provisioner writes its status. Documentation always writes
+// resourceclaims.score.dev, because the core API has a kind of the same name.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rclaim,categories=score
+// +kubebuilder:printcolumn:name="Workload",type=string,JSONPath=`.spec.workloadRef.name`
+// +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.spec.key`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ResourceClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ResourceClaimSpec   `json:"spec"`
+	Status ResourceClaimStatus `json:"status,omitempty"`
+}
+
+// LocalWorkloadRef identifies a Workload in the same namespace, by name and UID.
+type LocalWorkloadRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	UID string `json:"uid"`
+}
+
+// DeprovisionPolicy says what happens to a claim and what it provisioned when its Workload
+// (or its resource key) goes away.
+//
+// +kubebuilder:validation:Enum=Delete;Retain;Orphan
+type DeprovisionPolicy string
+
+// The deprovision policies.
+const (
+	// DeprovisionDelete removes the claim and everything it provisioned, and waits for it.
+	DeprovisionDelete DeprovisionPolicy = "Delete"
+	// DeprovisionRetain removes the claim's ownership and keeps the claim and its data, so a
+	// later claim with the same identity re-binds to them.
+	DeprovisionRetain DeprovisionPolicy = "Retain"
+	// DeprovisionOrphan leaves the claim untouched.
+	DeprovisionOrphan DeprovisionPolicy = "Orphan"
+)
+
+// ResourceClaimSpec says what is claimed. The identity fields are immutable.
+type ResourceClaimSpec struct {
+	// WorkloadRef is the Workload that made the claim.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="workloadRef is immutable"
+	WorkloadRef LocalWorkloadRef `json:"workloadRef"`
+
+	// Key is the resource name in the Workload's spec.resources.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="key is immutable"
+	Key string `json:"key"`
+
+	// Type is the resource type.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9-]{0,61}[A-Za-z0-9]$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
+	Type string `json:"type"`
+
+	// Class is the resource class, if any.
+	// +optional
+	Class string `json:"class,omitempty"`
+
+	// ID shares one instance between claims with the same type, class and id.
+	// +optional
+	ID string `json:"id,omitempty"`
+
+	// Params are the resource's params with placeholders resolved.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Params *apiextensionsv1.JSON `json:"params,omitempty"`
+
+	// Metadata is the resource's metadata from the Workload.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Metadata *apiextensionsv1.JSON `json:"metadata,omitempty"`
+
+	// DeprovisionPolicy is Delete (default), Retain or Orphan.
+	// +optional
+	// +kubebuilder:default=Delete
+	DeprovisionPolicy DeprovisionPolicy `json:"deprovisionPolicy,omitempty"`
+}
+
+// ClaimPhase is the progress of a claim.
+//
+// +kubebuilder:validation:Enum=Pending;Binding;Bound;Failed
+type ClaimPhase string
+
+// The claim phases: Pending → Binding → Bound, or Failed.
+const (
+	ClaimPhasePending ClaimPhase = "Pending"
+	ClaimPhaseBinding ClaimPhase = "Binding"
+	ClaimPhaseBound   ClaimPhase = "Bound"
+	ClaimPhaseFailed  ClaimPhase = "Failed"
+)
+
+// ResourceClaimStatus is written only by the provisioner.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.outputsAvailable) || !self.outputsAvailable || (has(self.outputs) && size(self.outputs) > 0) || (has(self.secretRef) && size(self.secretRef.keys) > 0)",message="outputsAvailable requires at least one output in outputs or secretRef.keys"
+type ResourceClaimStatus struct {
+	// ObservedGeneration is the spec generation the provisioner last processed.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase is Pending, Binding, Bound or Failed.
+	// +optional
+	Phase ClaimPhase `json:"phase,omitempty"`
+
+	// Reason is an abstract reason from the Workload reason set.
+	// +optional
+	Reason Reason `json:"reason,omitempty"`
+
+	// Message explains the phase for platform engineers.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Provisioner is the URI of the provisioner definition that serves the claim.
+	// +optional
+	Provisioner string `json:"provisioner,omitempty"`
+
+	// Outputs are the non-secret outputs.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	Outputs map[string]apiextensionsv1.JSON `json:"outputs,omitempty"`
+
+	// SecretRef names the Secret, in the claim's namespace, that holds the secret outputs.
+	// +optional
+	SecretRef *OutputsSecretRef `json:"secretRef,omitempty"`
+
+	// OutputsAvailable is true when every declared output is published.
+	// +optional
+	OutputsAvailable bool `json:"outputsAvailable,omitempty"`
+
+	// Conditions carry the provisioner's detail.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// OutputsSecretRef names a Secret and the output keys it holds.
+type OutputsSecretRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Keys are the output keys held in the Secret.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	Keys []string `json:"keys,omitempty"`
+}
+
+// ResourceClaimList is a list of ResourceClaims.
+//
+// +kubebuilder:object:root=true
+type ResourceClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceClaim `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ResourceClaim{}, &ResourceClaimList{})
+}

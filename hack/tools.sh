@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Builds the local cluster's binaries from source through the Go module proxy and links them
+# into ./bin. No Docker engine and no internet are needed, only the module proxy.
+#
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
+#   etcd                                                              (go.etcd.io/etcd/server/v3)
+#   kwok, kwokctl                                                     (sigs.k8s.io/kwok)
+#
+# Binaries are built once into a versioned cache directory outside the clone
+# ($SCORE_TOOLS_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/score-orchestrator), so a fresh clone
+# on the same machine, and a CI rerun, reuse them. The three throwaway modules are kept apart:
+# mixing them would let one downgrade the other's Kubernetes libraries.
+set -euo pipefail
+
+KUBE_VERSION=v1.37.1
+STAGING_VERSION=v0.37.1
+ETCD_VERSION=v3.6.16
+KWOK_VERSION=v0.8.0
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${SCORE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/score-orchestrator}"
+dir="$cache/tools/kube-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+
+# built NAME...: true when every named binary is already in the cache.
+built() {
+	local b
+	for b in "$@"; do [[ -x "$dir/$b" ]] || return 1; done
+}
+
+# newmodule NAME: an empty throwaway module directory for one build.
+newmodule() {
+	local m="$dir/src/$1"
+	rm -rf "$m" && mkdir -p "$m"
+	(cd "$m" && go mod init "scoretools.local/$1" >/dev/null 2>&1)
+	echo "$m"
+}
+
+build_kubernetes() {
+	built kube-apiserver kube-controller-manager kube-scheduler kubectl && return
+	log "building Kubernetes $KUBE_VERSION (cold: ~10 min on 2 cores)"
+	local m gomod
+	m="$(newmodule kubernetes)"
+	gomod="$(cd "$m" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+	# k8s.io/kubernetes points its staging modules at ./staging; outside its repo each must be
+	# replaced by the published module of the matching version.
+	{
+		echo "require k8s.io/kubernetes $KUBE_VERSION"
+		echo "replace ("
+		sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"$STAGING_VERSION"'#p' "$gomod"
+		echo ")"
+	} >>"$m/go.mod"
+	cat >"$m/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+	(cd "$m" && go mod tidy -e >/dev/null 2>&1 || true)
+	(cd "$m" && go mod download)
+	local ld="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitTreeState=clean"
+	local b
+	for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+		built "$b" && continue
+		log "  $b"
+		(cd "$m" && go build -tags tools -ldflags "$ld" -o "$dir/$b.tmp" "k8s.io/kubernetes/cmd/$b") && mv "$dir/$b.tmp" "$dir/$b"
+	done
+}
+
+build_etcd() {
+	built etcd && return
+	log "building etcd $ETCD_VERSION"
+	local m
+	m="$(newmodule etcd)"
+	cat >"$m/main.go" <<'GO'
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+	(cd "$m" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1)
+	(cd "$m" && go build -ldflags "-s -w" -o "$dir/etcd.tmp" .) && mv "$dir/etcd.tmp" "$dir/etcd"
+}
+
+build_kwok() {
+	built kwok kwokctl && return
+	log "building kwok $KWOK_VERSION"
+	local m
+	m="$(newmodule kwok)"
+	cat >"$m/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "sigs.k8s.io/kwok/cmd/kwok"
+	_ "sigs.k8s.io/kwok/cmd/kwokctl"
+)
+GO
+	(cd "$m" && go get "sigs.k8s.io/kwok@$KWOK_VERSION" >/dev/null 2>&1 && go mod tidy -e >/dev/null 2>&1 || true)
+	local b
+	for b in kwok kwokctl; do
+		(cd "$m" && go build -tags tools -ldflags "-s -w" -o "$dir/$b.tmp" "sigs.k8s.io/kwok/cmd/$b") && mv "$dir/$b.tmp" "$dir/$b"
+	done
+}
+
+case "${1:-all}" in
+dir) echo "$dir"; exit 0 ;;
+esac
+
+mkdir -p "$dir" "$root/bin"
+build_kubernetes
+build_etcd
+build_kwok
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
+	ln -sfn "$dir/$b" "$root/bin/$b"
+done
+log "ready in $dir"

@@ -1,0 +1,29 @@
+package orchconfig
+
+import (
+	"fmt"
+
+	"github.com/google/cel-go/cel"
+)
+
+// ProfileRuleEnv is the CEL environment of profile rules: one variable, workload, a map with
+// metadata (name, namespace, labels, annotations) and spec (the Workload spec as JSON).
+func ProfileRuleEnv() (*cel.Env, error) {
+	return cel.NewEnv(cel.OptionalTypes(), cel.Variable("workload", cel.MapType(cel.StringType, cel.DynType)))
+}
+
+// CompileProfileRule compiles a rule's expression and checks that it yields a bool.
+func CompileProfileRule(env *cel.Env, expr string) (cel.Program, error) {
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("does not compile: %w", iss.Err())
+	}
+	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
+		return nil, fmt.Errorf("must evaluate to a bool, not %s", ast.OutputType())
+	}
+	prg, err := env.Program(ast, cel.CostLimit(100000))
+	if err != nil {
+		return nil, fmt.Errorf("cannot be planned: %w", err)
+	}
+	return prg, nil
+}

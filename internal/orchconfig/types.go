@@ -1,0 +1,160 @@
+// Package orchconfig defines the Orchestrator Config document, its strict parser and its
+// whole-document validator. It is pure: no API client, no clock, no file system.
+package orchconfig
+
+// APIVersion and Kind identify an Orchestrator Config document.
+const (
+	APIVersion = "score.dev/v1b1"
+	Kind       = "OrchestratorConfig"
+)
+
+// Config is the platform's one Orchestrator Config document: abstract profiles mapped to
+// runtime backends, the provisioners that realise dependencies, and defaults.
+type Config struct {
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
+
+	// AllowMutableRefs permits template refs without a digest. For development only: a
+	// mutable ref makes rendering depend on when it was fetched.
+	AllowMutableRefs bool `json:"allowMutableRefs,omitempty" yaml:"allowMutableRefs,omitempty"`
+
+	// Profiles are the abstract profiles, each with its backend candidates.
+	Profiles []Profile `json:"profiles" yaml:"profiles"`
+
+	// ProfileRules derive a profile from the Workload when it carries no hint. They are
+	// evaluated in order; the first whose expression is true wins.
+	ProfileRules []ProfileRule `json:"profileRules,omitempty" yaml:"profileRules,omitempty"`
+
+	// Defaults choose a profile when neither a hint nor a rule did.
+	Defaults Defaults `json:"defaults,omitempty" yaml:"defaults,omitempty"`
+
+	// Provisioners realise dependencies; entries use the score-k8s provisioner file format.
+	Provisioners []Provisioner `json:"provisioners,omitempty" yaml:"provisioners,omitempty"`
+
+	// Endpoint is the endpoint mirror policy.
+	Endpoint EndpointPolicy `json:"endpoint,omitempty" yaml:"endpoint,omitempty"`
+}
+
+// Profile is an abstract profile (web-service, batch-job, ...) and its backend candidates.
+type Profile struct {
+	Name        string    `json:"name" yaml:"name"`
+	Description string    `json:"description,omitempty" yaml:"description,omitempty"`
+	Backends    []Backend `json:"backends" yaml:"backends"`
+}
+
+// Backend is one way to run a profile: a runtime class and an immutable template.
+type Backend struct {
+	BackendID    string      `json:"backendId" yaml:"backendId"`
+	RuntimeClass string      `json:"runtimeClass" yaml:"runtimeClass"`
+	Template     Template    `json:"template" yaml:"template"`
+	Priority     int         `json:"priority,omitempty" yaml:"priority,omitempty"`
+	Version      string      `json:"version" yaml:"version"`
+	Constraints  Constraints `json:"constraints,omitempty" yaml:"constraints,omitempty"`
+}
+
+// Template references a backend template by an immutable ref, with default values.
+type Template struct {
+	// Kind is manifests, helm or kustomize.
+	Kind string `json:"kind" yaml:"kind"`
+	// Ref is oci://<registry>/<repository>@sha256:<hex> or configmap://<namespace>/<name>[/<key>].
+	Ref string `json:"ref" yaml:"ref"`
+	// Digest is "sha256:<hex>" of the content; required for configmap refs, and must agree
+	// with an OCI ref's digest when both are given.
+	Digest string `json:"digest,omitempty" yaml:"digest,omitempty"`
+	// Values are the backend's defaults, the left-most operand of value composition.
+	Values map[string]any `json:"values,omitempty" yaml:"values,omitempty"`
+}
+
+// Constraints filter backend candidates.
+type Constraints struct {
+	// Selectors match Workload labels (and optionally namespaces); any selector matching
+	// admits the backend. No selectors admit every Workload.
+	Selectors []Selector `json:"selectors,omitempty" yaml:"selectors,omitempty"`
+	// Features this backend offers; a Workload's score.dev/requirements must be a subset.
+	Features []string `json:"features,omitempty" yaml:"features,omitempty"`
+	// Regions this backend runs in; when set, the orchestrator's region must be one of them.
+	Regions []string `json:"regions,omitempty" yaml:"regions,omitempty"`
+	// Resources bound the Workload's total container requests this backend accepts.
+	Resources ResourceRanges `json:"resources,omitempty" yaml:"resources,omitempty"`
+}
+
+// ResourceRanges are ranges of Kubernetes quantities: "<q>" (exactly), "<min>-<max>",
+// "<min>-" (at least) or "-<max>" (at most).
+type ResourceRanges struct {
+	CPU    string `json:"cpu,omitempty" yaml:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty" yaml:"memory,omitempty"`
+}
+
+// Selector matches Workload labels; matchLabels and matchExpressions are ANDed.
+type Selector struct {
+	MatchLabels      map[string]string     `json:"matchLabels,omitempty" yaml:"matchLabels,omitempty"`
+	MatchExpressions []SelectorRequirement `json:"matchExpressions,omitempty" yaml:"matchExpressions,omitempty"`
+	// Namespaces, when set, restrict the selector to Workloads in these namespaces.
+	Namespaces []string `json:"namespaces,omitempty" yaml:"namespaces,omitempty"`
+}
+
+// SelectorRequirement is a label selector requirement (In, NotIn, Exists, DoesNotExist).
+type SelectorRequirement struct {
+	Key      string   `json:"key" yaml:"key"`
+	Operator string   `json:"operator" yaml:"operator"`
+	Values   []string `json:"values,omitempty" yaml:"values,omitempty"`
+}
+
+// ProfileRule derives a profile from the Workload with a CEL expression over `workload`
+// (metadata.name, metadata.namespace, metadata.labels, metadata.annotations and spec).
+type ProfileRule struct {
+	Profile     string `json:"profile" yaml:"profile"`
+	When        string `json:"when" yaml:"when"`
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+}
+
+// Defaults pick a profile by Workload labels, then fall back to one profile.
+type Defaults struct {
+	Profile   string            `json:"profile,omitempty" yaml:"profile,omitempty"`
+	Selectors []ProfileSelector `json:"selectors,omitempty" yaml:"selectors,omitempty"`
+}
+
+// ProfileSelector picks Profile for Workloads whose labels match.
+type ProfileSelector struct {
+	Profile  string `json:"profile" yaml:"profile"`
+	Selector `json:",inline" yaml:",inline"`
+}
+
+// Provisioner is a score-k8s provisioner definition, accepted unchanged, plus the
+// orchestrator's additions (params routing and a default deprovision policy).
+type Provisioner struct {
+	// URI identifies the provisioner; its scheme is how it runs: template://, cmd://.
+	URI         string  `json:"uri" yaml:"uri"`
+	Type        string  `json:"type" yaml:"type"`
+	Class       *string `json:"class,omitempty" yaml:"class,omitempty"`
+	ID          *string `json:"id,omitempty" yaml:"id,omitempty"`
+	Description string  `json:"description,omitempty" yaml:"description,omitempty"`
+
+	// Go templates (with sprig) of the template:// strategy.
+	Init      string `json:"init,omitempty" yaml:"init,omitempty"`
+	State     string `json:"state,omitempty" yaml:"state,omitempty"`
+	Shared    string `json:"shared,omitempty" yaml:"shared,omitempty"`
+	Outputs   string `json:"outputs,omitempty" yaml:"outputs,omitempty"`
+	Manifests string `json:"manifests,omitempty" yaml:"manifests,omitempty"`
+
+	// Args of the cmd:// strategy.
+	Args []string `json:"args,omitempty" yaml:"args,omitempty"`
+
+	SupportedParams []string `json:"supported_params,omitempty" yaml:"supported_params,omitempty"`
+	ExpectedOutputs []string `json:"expected_outputs,omitempty" yaml:"expected_outputs,omitempty"`
+
+	// MatchParams routes on the claim's params: an exact match beats a subset match beats a
+	// provisioner without MatchParams.
+	MatchParams map[string]any `json:"matchParams,omitempty" yaml:"matchParams,omitempty"`
+	// DeprovisionPolicy is the default policy of claims this provisioner serves.
+	DeprovisionPolicy string `json:"deprovisionPolicy,omitempty" yaml:"deprovisionPolicy,omitempty"`
+}
+
+// EndpointPolicy is how the orchestrator mirrors runtime endpoints.
+type EndpointPolicy struct {
+	// PublicOnly hides endpoints whose scope is not Public: the Workload's endpoint stays null.
+	PublicOnly bool `json:"publicOnly,omitempty" yaml:"publicOnly,omitempty"`
+	// Template, when set, replaces the runtime-published URL; a Go template over
+	// .workload.name and .workload.namespace.
+	Template string `json:"template,omitempty" yaml:"template,omitempty"`
+}

@@ -1,0 +1,348 @@
+package orchconfig
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"text/template"
+
+	"github.com/blang/semver/v4"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
+)
+
+var (
+	backendIDPattern    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	resourceTypePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,61}[A-Za-z0-9]$`)
+	resourceIDPattern   = regexp.MustCompile(`^[a-z0-9]+(?:-+[a-z0-9]+)*(?:\.[a-z0-9]+(?:-+[a-z0-9]+)*)*$`)
+	uriPattern          = regexp.MustCompile(`^([a-z][a-z0-9+.-]*)://(.+)$`)
+	featurePattern      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+)
+
+// The template kinds a backend may use.
+var templateKinds = map[string]bool{"manifests": true, "helm": true, "kustomize": true}
+
+// ProvisionerSchemes are the provisioner strategies a uri's scheme may name.
+var ProvisionerSchemes = map[string]bool{"template": true, "cmd": true}
+
+var deprovisionPolicies = map[string]bool{"Delete": true, "Retain": true, "Orphan": true}
+
+// Validate checks a decoded document as a whole and returns every problem, each with the
+// path of the field it concerns. It never stops at the first problem.
+func Validate(cfg *Config) []FieldError {
+	v := &validator{}
+	v.header(cfg)
+	profiles := v.profiles(cfg)
+	v.profileRules(cfg, profiles)
+	v.defaults(cfg, profiles)
+	v.provisioners(cfg)
+	v.endpoint(cfg)
+	return v.errs
+}
+
+type validator struct {
+	errs []FieldError
+}
+
+func (v *validator) fail(path, format string, args ...any) {
+	v.errs = append(v.errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) header(cfg *Config) {
+	if cfg.APIVersion != APIVersion {
+		v.fail("apiVersion", "must be %q, found %q", APIVersion, cfg.APIVersion)
+	}
+	if cfg.Kind != Kind {
+		v.fail("kind", "must be %q, found %q", Kind, cfg.Kind)
+	}
+}
+
+// profiles checks every profile and backend and returns the set of valid profile names.
+func (v *validator) profiles(cfg *Config) map[string]bool {
+	names := map[string]bool{}
+	backendIDs := map[string]string{}
+	if len(cfg.Profiles) == 0 {
+		v.fail("profiles", "at least one profile is required")
+	}
+	for i, p := range cfg.Profiles {
+		path := fmt.Sprintf("profiles[%d]", i)
+		switch {
+		case !isDNSLabel(p.Name):
+			v.fail(path+".name", "%q must be a DNS label (lower-case letters, digits and '-', at most 63 characters)", p.Name)
+		case names[p.Name]:
+			v.fail(path+".name", "profile %q is defined more than once", p.Name)
+		}
+		names[p.Name] = true
+		if len(p.Backends) == 0 {
+			v.fail(path+".backends", "profile %q needs at least one backend", p.Name)
+		}
+		for j, b := range p.Backends {
+			bpath := fmt.Sprintf("%s.backends[%d]", path, j)
+			if prev, dup := backendIDs[b.BackendID]; dup && b.BackendID != "" {
+				v.fail(bpath+".backendId", "backendId %q is already used at %s; backendIds are unique across the document", b.BackendID, prev)
+			} else {
+				backendIDs[b.BackendID] = bpath
+			}
+			v.backend(bpath, b, cfg.AllowMutableRefs)
+		}
+	}
+	return names
+}
+
+func (v *validator) backend(path string, b Backend, allowMutable bool) {
+	if !backendIDPattern.MatchString(b.BackendID) || len(b.BackendID) > 253 {
+		v.fail(path+".backendId", "%q must be lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", b.BackendID)
+	}
+	if !isDNSLabel(b.RuntimeClass) {
+		v.fail(path+".runtimeClass", "%q must be a DNS label such as kubernetes", b.RuntimeClass)
+	}
+	if b.Priority < 0 {
+		v.fail(path+".priority", "must not be negative, found %d", b.Priority)
+	}
+	if _, err := semver.Parse(b.Version); err != nil {
+		v.fail(path+".version", "%q must be a SemVer 2.0.0 version such as 1.4.0 or 2.0.0-rc.1", b.Version)
+	}
+	v.template(path+".template", b.Template, allowMutable)
+	v.constraints(path+".constraints", b.Constraints)
+}
+
+func (v *validator) template(path string, t Template, allowMutable bool) {
+	if !templateKinds[t.Kind] {
+		v.fail(path+".kind", "%q is not a template kind: use manifests, helm or kustomize", t.Kind)
+	}
+	if t.Digest != "" && !digestPattern.MatchString(t.Digest) {
+		v.fail(path+".digest", "%q must be sha256: followed by 64 lower-case hex digits", t.Digest)
+		return
+	}
+	ref, err := ParseRef(t.Ref)
+	if err != nil {
+		v.fail(path+".ref", "%q: %v", t.Ref, err)
+		return
+	}
+	if ref.Digest != "" && t.Digest != "" && ref.Digest != t.Digest {
+		v.fail(path+".digest", "%s disagrees with the digest in ref (%s)", t.Digest, ref.Digest)
+	}
+	if ref.Digest == "" && t.Digest == "" && !allowMutable {
+		v.fail(path+".ref", "%q is mutable: pin it with a digest (ref @sha256:... or digest: sha256:...), or set allowMutableRefs: true for development", t.Ref)
+	}
+}
+
+func (v *validator) constraints(path string, c Constraints) {
+	for i, s := range c.Selectors {
+		v.selector(fmt.Sprintf("%s.selectors[%d]", path, i), s)
+	}
+	seen := map[string]bool{}
+	for i, f := range c.Features {
+		switch {
+		case !featurePattern.MatchString(f):
+			v.fail(fmt.Sprintf("%s.features[%d]", path, i), "%q must be lower-case letters, digits, '-' and '.'", f)
+		case seen[f]:
+			v.fail(fmt.Sprintf("%s.features[%d]", path, i), "feature %q is listed twice", f)
+		}
+		seen[f] = true
+	}
+	for i, r := range c.Regions {
+		if strings.TrimSpace(r) == "" {
+			v.fail(fmt.Sprintf("%s.regions[%d]", path, i), "a region must not be empty")
+		}
+	}
+	if c.Resources.CPU != "" {
+		if _, err := ParseQuantityRange(c.Resources.CPU); err != nil {
+			v.fail(path+".resources.cpu", "%v", err)
+		}
+	}
+	if c.Resources.Memory != "" {
+		if _, err := ParseQuantityRange(c.Resources.Memory); err != nil {
+			v.fail(path+".resources.memory", "%v", err)
+		}
+	}
+}
+
+var selectorOperators = map[string]bool{"In": true, "NotIn": true, "Exists": true, "DoesNotExist": true}
+
+func (v *validator) selector(path string, s Selector) {
+	if len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0 && len(s.Namespaces) == 0 {
+		v.fail(path, "a selector needs matchLabels, matchExpressions or namespaces")
+	}
+	for _, k := range sortedKeys(s.MatchLabels) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.fail(path+".matchLabels", "label key %q is invalid: %s", k, errs[0])
+		}
+		if errs := validation.IsValidLabelValue(s.MatchLabels[k]); len(errs) > 0 {
+			v.fail(path+".matchLabels."+k, "label value %q is invalid: %s", s.MatchLabels[k], errs[0])
+		}
+	}
+	for i, e := range s.MatchExpressions {
+		epath := fmt.Sprintf("%s.matchExpressions[%d]", path, i)
+		if errs := validation.IsQualifiedName(e.Key); len(errs) > 0 {
+			v.fail(epath+".key", "label key %q is invalid: %s", e.Key, errs[0])
+		}
+		switch {
+		case !selectorOperators[e.Operator]:
+			v.fail(epath+".operator", "%q is not an operator: use In, NotIn, Exists or DoesNotExist", e.Operator)
+		case (e.Operator == "In" || e.Operator == "NotIn") && len(e.Values) == 0:
+			v.fail(epath+".values", "operator %s needs at least one value", e.Operator)
+		case (e.Operator == "Exists" || e.Operator == "DoesNotExist") && len(e.Values) > 0:
+			v.fail(epath+".values", "operator %s takes no values", e.Operator)
+		}
+	}
+	for i, ns := range s.Namespaces {
+		if !isDNSLabel(ns) {
+			v.fail(fmt.Sprintf("%s.namespaces[%d]", path, i), "%q is not a valid namespace name", ns)
+		}
+	}
+}
+
+func (v *validator) profileRules(cfg *Config, profiles map[string]bool) {
+	if len(cfg.ProfileRules) == 0 {
+		return
+	}
+	env, err := ProfileRuleEnv()
+	if err != nil {
+		v.fail("profileRules", "cannot build the rule environment: %v", err)
+		return
+	}
+	for i, r := range cfg.ProfileRules {
+		path := fmt.Sprintf("profileRules[%d]", i)
+		if !profiles[r.Profile] {
+			v.fail(path+".profile", "names profile %q, which is not defined in profiles", r.Profile)
+		}
+		if strings.TrimSpace(r.When) == "" {
+			v.fail(path+".when", "an expression is required")
+			continue
+		}
+		if _, err := CompileProfileRule(env, r.When); err != nil {
+			v.fail(path+".when", "%v", err)
+		}
+	}
+}
+
+func (v *validator) defaults(cfg *Config, profiles map[string]bool) {
+	if cfg.Defaults.Profile != "" && !profiles[cfg.Defaults.Profile] {
+		v.fail("defaults.profile", "names profile %q, which is not defined in profiles", cfg.Defaults.Profile)
+	}
+	for i, s := range cfg.Defaults.Selectors {
+		path := fmt.Sprintf("defaults.selectors[%d]", i)
+		if !profiles[s.Profile] {
+			v.fail(path+".profile", "names profile %q, which is not defined in profiles", s.Profile)
+		}
+		v.selector(path, s.Selector)
+	}
+}
+
+func (v *validator) provisioners(cfg *Config) {
+	for i, p := range cfg.Provisioners {
+		path := fmt.Sprintf("provisioners[%d]", i)
+		m := uriPattern.FindStringSubmatch(p.URI)
+		switch {
+		case p.URI == "":
+			v.fail(path+".uri", "a uri is required, for example template://my-org/postgres")
+		case m == nil:
+			v.fail(path+".uri", "%q must be <scheme>://<name>", p.URI)
+		case !ProvisionerSchemes[m[1]]:
+			v.fail(path+".uri", "scheme %q is not a provisioner strategy: use template or cmd", m[1])
+		}
+		if !resourceTypePattern.MatchString(p.Type) {
+			v.fail(path+".type", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", p.Type)
+		}
+		if p.Class != nil && !resourceTypePattern.MatchString(*p.Class) {
+			v.fail(path+".class", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", *p.Class)
+		}
+		if p.ID != nil && (!resourceIDPattern.MatchString(*p.ID) || len(*p.ID) > 63) {
+			v.fail(path+".id", "%q must be dot-separated lower-case labels of letters, digits and '-'", *p.ID)
+		}
+		if p.DeprovisionPolicy != "" && !deprovisionPolicies[p.DeprovisionPolicy] {
+			v.fail(path+".deprovisionPolicy", "%q must be Delete, Retain or Orphan", p.DeprovisionPolicy)
+		}
+		if m != nil && m[1] == "cmd" {
+			for field, tpl := range map[string]string{"init": p.Init, "state": p.State, "shared": p.Shared, "outputs": p.Outputs, "manifests": p.Manifests} {
+				if tpl != "" {
+					v.fail(path+"."+field, "a cmd:// provisioner takes args, not templates")
+				}
+			}
+			continue
+		}
+		if len(p.Args) > 0 {
+			v.fail(path+".args", "only cmd:// provisioners take args")
+		}
+		for _, f := range []struct{ name, text string }{
+			{"init", p.Init}, {"state", p.State}, {"shared", p.Shared}, {"outputs", p.Outputs}, {"manifests", p.Manifests},
+		} {
+			if f.text == "" {
+				continue
+			}
+			if _, err := template.New(f.name).Funcs(tplfuncs.Provisioner()).Parse(f.text); err != nil {
+				v.fail(path+"."+f.name, "template does not parse: %v", err)
+			}
+		}
+	}
+}
+
+func (v *validator) endpoint(cfg *Config) {
+	if cfg.Endpoint.Template == "" {
+		return
+	}
+	if _, err := template.New("endpoint").Option("missingkey=error").Parse(cfg.Endpoint.Template); err != nil {
+		v.fail("endpoint.template", "template does not parse: %v", err)
+	}
+}
+
+func isDNSLabel(s string) bool {
+	return len(s) <= 63 && dnsLabel.MatchString(s)
+}
+
+// QuantityRange is an inclusive range of Kubernetes quantities; a nil bound is open.
+type QuantityRange struct {
+	Min, Max *resource.Quantity
+}
+
+// Contains reports whether q lies in the range.
+func (r QuantityRange) Contains(q resource.Quantity) bool {
+	if r.Min != nil && q.Cmp(*r.Min) < 0 {
+		return false
+	}
+	if r.Max != nil && q.Cmp(*r.Max) > 0 {
+		return false
+	}
+	return true
+}
+
+// ParseQuantityRange parses "<q>", "<min>-<max>", "<min>-" and "-<max>".
+func ParseQuantityRange(s string) (QuantityRange, error) {
+	if q, err := resource.ParseQuantity(s); err == nil && !strings.HasPrefix(s, "-") {
+		return QuantityRange{Min: &q, Max: &q}, nil
+	}
+	// The separator is a '-' with a quantity (or nothing) on each side; a quantity such as
+	// 1e-3 contains a '-' itself, so try every position.
+	for i := 0; i < len(s); i++ {
+		if s[i] != '-' {
+			continue
+		}
+		lo, hi := s[:i], s[i+1:]
+		if lo == "" && hi == "" {
+			break
+		}
+		var r QuantityRange
+		if lo != "" {
+			q, err := resource.ParseQuantity(lo)
+			if err != nil {
+				continue
+			}
+			r.Min = &q
+		}
+		if hi != "" {
+			q, err := resource.ParseQuantity(hi)
+			if err != nil {
+				continue
+			}
+			r.Max = &q
+		}
+		if r.Min != nil && r.Max != nil && r.Min.Cmp(*r.Max) > 0 {
+			return QuantityRange{}, fmt.Errorf("range %q has its minimum above its maximum", s)
+		}
+		return r, nil
+	}
+	return QuantityRange{}, fmt.Errorf("%q is not a quantity range: use \"<q>\", \"<min>-<max>\", \"<min>-\" or \"-<max>\" with Kubernetes quantities such as 500m or 2Gi", s)
+}

@@ -1,0 +1,246 @@
+package orchconfig
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// validConfig is a small valid document each case breaks in one place.
+func validConfig() *Config {
+	return &Config{
+		APIVersion: APIVersion,
+		Kind:       Kind,
+		Profiles: []Profile{{
+			Name: "web-service",
+			Backends: []Backend{{
+				BackendID:    "k8s-web",
+				RuntimeClass: "kubernetes",
+				Version:      "1.0.0",
+				Template: Template{
+					Kind: "manifests",
+					Ref:  "oci://registry.example.internal/templates/web@sha256:" + strings.Repeat("a", 64),
+				},
+			}},
+		}, {
+			Name: "batch-job",
+			Backends: []Backend{{
+				BackendID:    "k8s-job",
+				RuntimeClass: "kubernetes",
+				Version:      "1.0.0",
+				Template: Template{
+					Kind:   "manifests",
+					Ref:    "configmap://score-system/templates/job.yaml",
+					Digest: "sha256:" + strings.Repeat("b", 64),
+				},
+			}},
+		}},
+		Defaults: Defaults{Profile: "web-service"},
+		Provisioners: []Provisioner{{
+			URI:     "template://samples/env",
+			Type:    "environment",
+			Outputs: "KEY: value",
+		}},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name     string
+		mutate   func(*Config)
+		wantPath string
+		wantMsg  string
+	}{
+		{"valid document", func(*Config) {}, "", ""},
+		{"wrong apiVersion", func(c *Config) { c.APIVersion = "score.dev/v1" }, "apiVersion", `must be "score.dev/v1b1"`},
+		{"wrong kind", func(c *Config) { c.Kind = "Config" }, "kind", `must be "OrchestratorConfig"`},
+		{"no profiles", func(c *Config) { c.Profiles = nil; c.Defaults.Profile = "" }, "profiles", "at least one profile"},
+		{"profile name not a DNS label", func(c *Config) { c.Profiles[0].Name = "Web_Service" }, "profiles[0].name", "must be a DNS label"},
+		{"duplicate profile name", func(c *Config) { c.Profiles[1].Name = "web-service" }, "profiles[1].name", "defined more than once"},
+		{"profile without backends", func(c *Config) { c.Profiles[1].Backends = nil }, "profiles[1].backends", "at least one backend"},
+		{"duplicate backendId across profiles", func(c *Config) { c.Profiles[1].Backends[0].BackendID = "k8s-web" }, "profiles[1].backends[0].backendId", "unique across the document"},
+		{"bad backendId", func(c *Config) { c.Profiles[0].Backends[0].BackendID = "K8S web" }, "profiles[0].backends[0].backendId", "lower-case letters"},
+		{"missing runtimeClass", func(c *Config) { c.Profiles[0].Backends[0].RuntimeClass = "" }, "profiles[0].backends[0].runtimeClass", "DNS label"},
+		{"negative priority", func(c *Config) { c.Profiles[0].Backends[0].Priority = -1 }, "profiles[0].backends[0].priority", "must not be negative"},
+		{"version not SemVer", func(c *Config) { c.Profiles[0].Backends[0].Version = "v1.2" }, "profiles[0].backends[0].version", "SemVer 2.0.0"},
+		{"missing version", func(c *Config) { c.Profiles[0].Backends[0].Version = "" }, "profiles[0].backends[0].version", "SemVer"},
+		{"unknown template kind", func(c *Config) { c.Profiles[0].Backends[0].Template.Kind = "jsonnet" }, "profiles[0].backends[0].template.kind", "manifests, helm or kustomize"},
+		{"unknown ref scheme", func(c *Config) { c.Profiles[0].Backends[0].Template.Ref = "git://example/x" }, "profiles[0].backends[0].template.ref", "unknown scheme"},
+		{"ref without scheme", func(c *Config) { c.Profiles[0].Backends[0].Template.Ref = "templates/web" }, "profiles[0].backends[0].template.ref", "must start with oci://"},
+		{"malformed oci digest", func(c *Config) {
+			c.Profiles[0].Backends[0].Template.Ref = "oci://registry.example.internal/t/web@sha256:abc"
+		}, "profiles[0].backends[0].template.ref", "64 lower-case hex"},
+		{"mutable oci tag", func(c *Config) {
+			c.Profiles[0].Backends[0].Template.Ref = "oci://registry.example.internal/t/web:latest"
+		}, "profiles[0].backends[0].template.ref", "is mutable"},
+		{"configmap ref without digest", func(c *Config) { c.Profiles[1].Backends[0].Template.Digest = "" }, "profiles[1].backends[0].template.ref", "is mutable"},
+		{"malformed digest field", func(c *Config) { c.Profiles[1].Backends[0].Template.Digest = "md5:1234" }, "profiles[1].backends[0].template.digest", "sha256:"},
+		{"digest disagrees with ref", func(c *Config) {
+			c.Profiles[0].Backends[0].Template.Digest = "sha256:" + strings.Repeat("c", 64)
+		}, "profiles[0].backends[0].template.digest", "disagrees"},
+		{"malformed configmap ref", func(c *Config) { c.Profiles[1].Backends[0].Template.Ref = "configmap://only-namespace" }, "profiles[1].backends[0].template.ref", "configmap://<namespace>/<name>"},
+		{"malformed cpu range", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Resources.CPU = "lots" }, "profiles[0].backends[0].constraints.resources.cpu", "not a quantity range"},
+		{"inverted memory range", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Resources.Memory = "4Gi-1Gi" }, "profiles[0].backends[0].constraints.resources.memory", "minimum above its maximum"},
+		{"empty selector", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Selectors = []Selector{{}} }, "profiles[0].backends[0].constraints.selectors[0]", "needs matchLabels"},
+		{"bad selector operator", func(c *Config) {
+			c.Profiles[0].Backends[0].Constraints.Selectors = []Selector{{MatchExpressions: []SelectorRequirement{{Key: "tier", Operator: "Equals", Values: []string{"a"}}}}}
+		}, "profiles[0].backends[0].constraints.selectors[0].matchExpressions[0].operator", "not an operator"},
+		{"In without values", func(c *Config) {
+			c.Profiles[0].Backends[0].Constraints.Selectors = []Selector{{MatchExpressions: []SelectorRequirement{{Key: "tier", Operator: "In"}}}}
+		}, "profiles[0].backends[0].constraints.selectors[0].matchExpressions[0].values", "at least one value"},
+		{"Exists with values", func(c *Config) {
+			c.Profiles[0].Backends[0].Constraints.Selectors = []Selector{{MatchExpressions: []SelectorRequirement{{Key: "tier", Operator: "Exists", Values: []string{"x"}}}}}
+		}, "profiles[0].backends[0].constraints.selectors[0].matchExpressions[0].values", "takes no values"},
+		{"bad label key", func(c *Config) {
+			c.Profiles[0].Backends[0].Constraints.Selectors = []Selector{{MatchLabels: map[string]string{"bad key": "x"}}}
+		}, "profiles[0].backends[0].constraints.selectors[0].matchLabels", "label key"},
+		{"bad label value", func(c *Config) {
+			c.Profiles[0].Backends[0].Constraints.Selectors = []Selector{{MatchLabels: map[string]string{"tier": "not valid!"}}}
+		}, "profiles[0].backends[0].constraints.selectors[0].matchLabels.tier", "label value"},
+		{"bad selector namespace", func(c *Config) {
+			c.Profiles[0].Backends[0].Constraints.Selectors = []Selector{{Namespaces: []string{"Team_A"}}}
+		}, "profiles[0].backends[0].constraints.selectors[0].namespaces[0]", "not a valid namespace"},
+		{"bad feature", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Features = []string{"Scale To Zero"} }, "profiles[0].backends[0].constraints.features[0]", "lower-case"},
+		{"duplicate feature", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Features = []string{"gpu", "gpu"} }, "profiles[0].backends[0].constraints.features[1]", "listed twice"},
+		{"empty region", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Regions = []string{" "} }, "profiles[0].backends[0].constraints.regions[0]", "must not be empty"},
+		{"default profile unknown", func(c *Config) { c.Defaults.Profile = "function" }, "defaults.profile", `"function", which is not defined`},
+		{"default selector profile unknown", func(c *Config) {
+			c.Defaults.Selectors = []ProfileSelector{{Profile: "worker", Selector: Selector{MatchLabels: map[string]string{"a": "b"}}}}
+		}, "defaults.selectors[0].profile", "not defined"},
+		{"default selector empty", func(c *Config) { c.Defaults.Selectors = []ProfileSelector{{Profile: "batch-job"}} }, "defaults.selectors[0]", "needs matchLabels"},
+		{"rule names unknown profile", func(c *Config) { c.ProfileRules = []ProfileRule{{Profile: "worker", When: "true"}} }, "profileRules[0].profile", "not defined"},
+		{"rule without expression", func(c *Config) { c.ProfileRules = []ProfileRule{{Profile: "batch-job"}} }, "profileRules[0].when", "expression is required"},
+		{"rule does not compile", func(c *Config) { c.ProfileRules = []ProfileRule{{Profile: "batch-job", When: "workload.spec.("}} }, "profileRules[0].when", "does not compile"},
+		{"rule is not boolean", func(c *Config) { c.ProfileRules = []ProfileRule{{Profile: "batch-job", When: `"yes"`}} }, "profileRules[0].when", "must evaluate to a bool"},
+		{"provisioner without uri", func(c *Config) { c.Provisioners[0].URI = "" }, "provisioners[0].uri", "uri is required"},
+		{"provisioner uri without scheme", func(c *Config) { c.Provisioners[0].URI = "postgres" }, "provisioners[0].uri", "<scheme>://<name>"},
+		{"provisioner unknown scheme", func(c *Config) { c.Provisioners[0].URI = "lambda://x" }, "provisioners[0].uri", "not a provisioner strategy"},
+		{"provisioner bad type", func(c *Config) { c.Provisioners[0].Type = "p" }, "provisioners[0].type", "2-63 letters"},
+		{"provisioner bad class", func(c *Config) { c.Provisioners[0].Class = ptr("-x-") }, "provisioners[0].class", "2-63 letters"},
+		{"provisioner bad id", func(c *Config) { c.Provisioners[0].ID = ptr("Shared_DB") }, "provisioners[0].id", "dot-separated"},
+		{"provisioner bad deprovision policy", func(c *Config) { c.Provisioners[0].DeprovisionPolicy = "Keep" }, "provisioners[0].deprovisionPolicy", "Delete, Retain or Orphan"},
+		{"provisioner template does not parse", func(c *Config) { c.Provisioners[0].Outputs = "host: {{ .State.host " }, "provisioners[0].outputs", "does not parse"},
+		{"provisioner template uses an unknown function", func(c *Config) { c.Provisioners[0].Init = "{{ shell \"id\" }}" }, "provisioners[0].init", "does not parse"},
+		{"cmd provisioner with templates", func(c *Config) { c.Provisioners[0].URI = "cmd://bash" }, "provisioners[0].outputs", "takes args, not templates"},
+		{"template provisioner with args", func(c *Config) { c.Provisioners[0].Args = []string{"-c"} }, "provisioners[0].args", "only cmd://"},
+		{"endpoint template does not parse", func(c *Config) { c.Endpoint.Template = "https://{{ .workload.name" }, "endpoint.template", "does not parse"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig()
+			tc.mutate(cfg)
+			errs := Validate(cfg)
+			if tc.wantPath == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want no errors, got %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if e.Path == tc.wantPath && strings.Contains(e.Message, tc.wantMsg) {
+					return
+				}
+			}
+			t.Fatalf("want an error at %s containing %q, got %v", tc.wantPath, tc.wantMsg, errs)
+		})
+	}
+}
+
+func TestMutableRefsAllowedForDevelopment(t *testing.T) {
+	cfg := validConfig()
+	cfg.AllowMutableRefs = true
+	cfg.Profiles[0].Backends[0].Template.Ref = "oci://registry.example.internal/t/web:dev"
+	cfg.Profiles[1].Backends[0].Template.Digest = ""
+	if errs := Validate(cfg); len(errs) > 0 {
+		t.Fatalf("want no errors with allowMutableRefs, got %v", errs)
+	}
+}
+
+func TestParseQuantityRange(t *testing.T) {
+	cases := []struct {
+		in       string
+		min, max string // "" for open
+		wantErr  bool
+	}{
+		{in: "2", min: "2", max: "2"},
+		{in: "500m-2", min: "500m", max: "2"},
+		{in: "1Gi-", min: "1Gi"},
+		{in: "-8Gi", max: "8Gi"},
+		{in: "1e-3-1", min: "1e-3", max: "1"},
+		{in: "-", wantErr: true},
+		{in: "2-1", wantErr: true},
+		{in: "a-b", wantErr: true},
+		{in: "", wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			r, err := ParseQuantityRange(tc.in)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("want an error, got %+v", r)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(name string, got interface{ String() string }, isNil bool, want string) {
+				if want == "" {
+					if !isNil {
+						t.Errorf("%s: want open, got %s", name, got)
+					}
+					return
+				}
+				if isNil || got.String() != want {
+					t.Errorf("%s: want %s, got %v", name, want, got)
+				}
+			}
+			check("min", r.Min, r.Min == nil, tc.min)
+			check("max", r.Max, r.Max == nil, tc.max)
+		})
+	}
+}
+
+func TestSampleConfigIsValid(t *testing.T) {
+	data, err := os.ReadFile("../../config/samples/orchestrator-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Profiles) < 2 || len(cfg.Provisioners) < 2 {
+		t.Fatalf("the sample should show two profiles and several provisioners, got %d and %d", len(cfg.Profiles), len(cfg.Provisioners))
+	}
+	backends := 0
+	for _, p := range cfg.Profiles {
+		backends += len(p.Backends)
+	}
+	if backends < 3 {
+		t.Fatalf("the sample should show several backends, got %d", backends)
+	}
+}
+
+// The JSON tags must agree with the YAML tags: scorectl prints configs as JSON.
+func TestJSONAndYAMLTagsAgree(t *testing.T) {
+	data, err := os.ReadFile("../../config/samples/orchestrator-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaJSON Config
+	if err := yaml.UnmarshalStrict(data, &viaJSON); err != nil {
+		t.Fatalf("the sample does not decode through the JSON tags: %v", err)
+	}
+	if viaJSON.Profiles[0].Backends[0].BackendID != cfg.Profiles[0].Backends[0].BackendID || viaJSON.Defaults.Selectors[0].MatchLabels["score.dev/kind"] != "job" {
+		t.Fatalf("JSON and YAML decoding disagree")
+	}
+}
