@@ -110,7 +110,7 @@ const (
 
 // ResourceClaimStatus is written only by the provisioner.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.outputsAvailable) || !self.outputsAvailable || (has(self.outputs) && size(self.outputs) > 0) || (has(self.secretRef) && size(self.secretRef.keys) > 0)",message="outputsAvailable requires at least one output in outputs or secretRef.keys"
+// +kubebuilder:validation:XValidation:rule="!has(self.outputsAvailable) || !self.outputsAvailable || has(self.outputs) || (has(self.secretRef) && size(self.secretRef.keys) > 0)",message="outputsAvailable requires at least one output in outputs or secretRef.keys"
 type ResourceClaimStatus struct {
 	// ObservedGeneration is the spec generation the provisioner last processed.
 	// +optional
@@ -132,10 +132,13 @@ type ResourceClaimStatus struct {
 	// +optional
 	Provisioner string `json:"provisioner,omitempty"`
 
-	// Outputs are the non-secret outputs.
+	// Outputs are the non-secret outputs, keyed by output name; values may be nested.
 	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=256
-	Outputs map[string]apiextensionsv1.JSON `json:"outputs,omitempty"`
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Outputs *apiextensionsv1.JSON `json:"outputs,omitempty"`
 
 	// SecretRef names the Secret, in the claim's namespace, that holds the secret outputs.
 	// +optional

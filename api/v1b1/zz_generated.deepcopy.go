@@ -635,10 +635,8 @@ func (in *ResourceClaimStatus) DeepCopyInto(out *ResourceClaimStatus) {
 	*out = *in
 	if in.Outputs != nil {
 		in, out := &in.Outputs, &out.Outputs
-		*out = make(map[string]v1.JSON, len(*in))
-		for key, val := range *in {
-			(*out)[key] = *val.DeepCopy()
-		}
+		*out = new(v1.JSON)
+		(*in).DeepCopyInto(*out)
 	}
 	if in.SecretRef != nil {
 		in, out := &in.SecretRef, &out.SecretRef

@@ -1,0 +1,67 @@
+// Package conformance locates the third-party Score and provisioner files the product must
+// handle (../shared/conformance beside the repository, or $SCORE_CONFORMANCE_DIR).
+package conformance
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// Dir returns the conformance corpus directory.
+func Dir() (string, error) {
+	if d := os.Getenv("SCORE_CONFORMANCE_DIR"); d != "" {
+		return d, nil
+	}
+	_, file, _, _ := runtime.Caller(0)
+	d := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "conformance")
+	if _, err := os.Stat(d); err != nil {
+		return "", fmt.Errorf("the conformance corpus is not at %s (set SCORE_CONFORMANCE_DIR): %w", d, err)
+	}
+	return d, nil
+}
+
+// ScoreFiles returns every Score file of the corpus: those under score/ and the Score files
+// paired with community provisioners, sorted.
+func ScoreFiles() ([]string, error) {
+	d, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	err = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		rel, _ := filepath.Rel(d, p)
+		if strings.HasPrefix(rel, "score"+string(filepath.Separator)) || strings.Contains(filepath.Base(p), ".provisioners__score") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+// ProvisionerFiles returns every provisioner file of the corpus, sorted.
+func ProvisionerFiles() ([]string, error) {
+	d, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	all, err := filepath.Glob(filepath.Join(d, "provisioners", "*", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range all {
+		if !strings.Contains(filepath.Base(p), ".provisioners__score") {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

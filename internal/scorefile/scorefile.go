@@ -1,0 +1,314 @@
+// Package scorefile converts between Score files (score.yaml) and Workload objects. It is
+// built on score-go: the Score schema (compiled once), its upgrade transforms for the
+// deprecated array forms of files and volumes, and its semantic checks.
+package scorefile
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/score-spec/score-go/schema"
+	"gopkg.in/yaml.v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+// ScoreAPIVersion is the apiVersion of Score files.
+const ScoreAPIVersion = "score.dev/v1b1"
+
+// lastApplied is kubectl's annotation; it is not part of the Score file.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+var compiledSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	return jsonschema.CompileString("score-v1b1.json", schema.ScoreSchemaV1b1)
+})
+
+// SchemaError is a Score file the Score schema rejects; its message is score-go's.
+type SchemaError struct {
+	Err error
+}
+
+func (e *SchemaError) Error() string { return "the Score schema rejects the file: " + e.Err.Error() }
+func (e *SchemaError) Unwrap() error { return e.Err }
+
+// Options tune ToWorkload.
+type Options struct {
+	// BaseDir resolves files[].source relative to the Score file. When empty, sources are
+	// kept as they are (and the orchestrator reports them, since it cannot read them).
+	BaseDir string
+	// Namespace is set on the Workload when not empty.
+	Namespace string
+}
+
+// Result is one converted Score file.
+type Result struct {
+	Workload *scorev1b1.Workload
+	// Changes lists what the upgrade transforms rewrote (deprecated forms).
+	Changes []string
+}
+
+// DecodeDocuments splits YAML into its documents, each decoded as a map.
+func DecodeDocuments(data []byte) ([]map[string]any, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []map[string]any
+	for i := 1; ; i++ {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d is not valid YAML: %w", i, err)
+		}
+		if doc != nil {
+			docs = append(docs, doc)
+		}
+	}
+}
+
+// ToWorkload converts one decoded Score file to a Workload: it applies score-go's upgrade
+// transforms, validates against the Score schema, inlines files[].source relative to
+// opts.BaseDir, and records what has no Kubernetes counterpart in annotations so FromWorkload
+// restores the file.
+func ToWorkload(raw map[string]any, opts Options) (*Result, error) {
+	changes, err := schema.ApplyCommonUpgradeTransforms(raw)
+	if err != nil {
+		return nil, &SchemaError{Err: err}
+	}
+	s, err := compiledSchema()
+	if err != nil {
+		return nil, fmt.Errorf("compiling the Score schema: %w", err)
+	}
+	if err := s.Validate(raw); err != nil {
+		return nil, &SchemaError{Err: err}
+	}
+
+	meta, _ := raw["metadata"].(map[string]any)
+	w := &scorev1b1.Workload{
+		TypeMeta: metav1.TypeMeta{APIVersion: scorev1b1.GroupVersion.String(), Kind: "Workload"},
+	}
+	w.Name, _ = meta["name"].(string)
+	w.Namespace = opts.Namespace
+	if err := convertMetadata(meta, w); err != nil {
+		return nil, err
+	}
+
+	spec := map[string]any{}
+	for _, k := range []string{"containers", "service", "resources"} {
+		if v, ok := raw[k]; ok {
+			spec[k] = v
+		}
+	}
+	if err := decodeStrict(spec, &w.Spec); err != nil {
+		return nil, fmt.Errorf("converting the Score spec: %w", err)
+	}
+	if opts.BaseDir != "" {
+		if err := inlineFileSources(w, opts.BaseDir); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Workload: w, Changes: changes}, nil
+}
+
+// convertMetadata maps Score metadata onto the object: annotations and labels directly,
+// everything else as JSON in AnnotationScoreMetadata.
+func convertMetadata(meta map[string]any, w *scorev1b1.Workload) error {
+	extra := map[string]any{}
+	for k, v := range meta {
+		switch k {
+		case "name":
+		case "annotations":
+			anns, _ := v.(map[string]any)
+			for ak, av := range anns {
+				if w.Annotations == nil {
+					w.Annotations = map[string]string{}
+				}
+				w.Annotations[ak], _ = av.(string)
+			}
+		case "labels":
+			labels, ok := asLabels(v)
+			if !ok {
+				extra[k] = v
+				continue
+			}
+			w.Labels = labels
+		default:
+			extra[k] = v
+		}
+	}
+	if len(extra) > 0 {
+		b, err := json.Marshal(extra)
+		if err != nil {
+			return fmt.Errorf("encoding metadata: %w", err)
+		}
+		if w.Annotations == nil {
+			w.Annotations = map[string]string{}
+		}
+		w.Annotations[scorev1b1.AnnotationScoreMetadata] = string(b)
+	}
+	return nil
+}
+
+// asLabels accepts a map only when every key and value is a valid Kubernetes label.
+func asLabels(v any) (map[string]string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	for k, val := range m {
+		s, ok := val.(string)
+		if !ok || len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(s)) > 0 {
+			return nil, false
+		}
+		out[k] = s
+	}
+	return out, true
+}
+
+func decodeStrict(in any, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(out)
+}
+
+// inlineFileSources reads each files[].source relative to baseDir into content (UTF-8) or
+// binaryContent, as score-go's loader.Normalize does, and records the source for the way back.
+func inlineFileSources(w *scorev1b1.Workload, baseDir string) error {
+	sources := map[string]string{}
+	for cname, c := range w.Spec.Containers {
+		for target, f := range c.Files {
+			if f.Source == nil {
+				continue
+			}
+			path := *f.Source
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(baseDir, path)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("containers.%s.files[%s].source: %w", cname, target, err)
+			}
+			sources[cname+":"+target] = *f.Source
+			f.Source = nil
+			s := string(data)
+			if utf8.Valid(data) {
+				f.Content = &s
+			} else {
+				b := base64.StdEncoding.EncodeToString(data)
+				f.BinaryContent = &b
+			}
+			c.Files[target] = f
+		}
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(sources)
+	if err != nil {
+		return err
+	}
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	w.Annotations[scorev1b1.AnnotationFileSources] = string(b)
+	return nil
+}
+
+// FromWorkload converts a Workload back to a Score file, restoring the metadata keys and file
+// sources that ToWorkload recorded.
+func FromWorkload(w *scorev1b1.Workload) (map[string]any, error) {
+	var spec map[string]any
+	if err := roundTripJSON(w.Spec, &spec); err != nil {
+		return nil, fmt.Errorf("encoding the spec: %w", err)
+	}
+	meta := map[string]any{"name": w.Name}
+	if raw := w.Annotations[scorev1b1.AnnotationScoreMetadata]; raw != "" {
+		var extra map[string]any
+		if err := json.Unmarshal([]byte(raw), &extra); err != nil {
+			return nil, fmt.Errorf("annotation %s is not a JSON object: %w", scorev1b1.AnnotationScoreMetadata, err)
+		}
+		for k, v := range extra {
+			meta[k] = v
+		}
+	}
+	anns := map[string]any{}
+	for k, v := range w.Annotations {
+		switch k {
+		case scorev1b1.AnnotationScoreMetadata, scorev1b1.AnnotationFileSources, lastApplied:
+		default:
+			anns[k] = v
+		}
+	}
+	if len(anns) > 0 {
+		meta["annotations"] = anns
+	}
+	if len(w.Labels) > 0 {
+		labels := map[string]any{}
+		for k, v := range w.Labels {
+			labels[k] = v
+		}
+		meta["labels"] = labels
+	}
+	if raw := w.Annotations[scorev1b1.AnnotationFileSources]; raw != "" {
+		if err := restoreFileSources(spec, raw); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]any{"apiVersion": ScoreAPIVersion, "metadata": meta}
+	for k, v := range spec {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func restoreFileSources(spec map[string]any, raw string) error {
+	var sources map[string]string
+	if err := json.Unmarshal([]byte(raw), &sources); err != nil {
+		return fmt.Errorf("annotation %s is not a JSON object: %w", scorev1b1.AnnotationFileSources, err)
+	}
+	containers, _ := spec["containers"].(map[string]any)
+	keys := make([]string, 0, len(sources))
+	for k := range sources {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cname, target, _ := strings.Cut(k, ":")
+		c, _ := containers[cname].(map[string]any)
+		files, _ := c["files"].(map[string]any)
+		f, ok := files[target].(map[string]any)
+		if !ok {
+			continue
+		}
+		delete(f, "content")
+		delete(f, "binaryContent")
+		f["source"] = sources[k]
+	}
+	return nil
+}
+
+func roundTripJSON(in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}
