@@ -1,0 +1,56 @@
+# Score Orchestrator. The two commands a newcomer needs:
+#   make dev    the main job on a local simulated cluster (builds what it needs on first use)
+#   make test   every test
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+export GOTOOLCHAIN := local
+export GOFLAGS := -buildvcs=false
+
+KUBECONFIG_DEV := $(CURDIR)/.dev/kubeconfig
+KUBECTL := $(CURDIR)/bin/kubectl --kubeconfig $(KUBECONFIG_DEV)
+
+.PHONY: all
+all: build
+
+.PHONY: build
+build: ## Build the binaries into bin/
+	go build -o bin/scorectl ./cmd/scorectl
+
+.PHONY: tools
+tools: ## Build (once, cached) kube-apiserver, etcd, controller-manager, scheduler, kubectl and kwok
+	hack/tools.sh
+
+.PHONY: generate
+generate: ## Regenerate CRDs and deep-copy code from api/
+	go tool controller-gen object paths=./api/...
+	go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+.PHONY: lint
+lint: ## gofmt, go vet and a tidy go.mod
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	go mod tidy -diff
+
+.PHONY: test
+test: tools lint ## Every test: unit, integration (real API server) and generated-file checks
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin go test -count=1 ./...
+
+.PHONY: cluster-up
+cluster-up: ## Start the local simulated cluster (kubeconfig .dev/kubeconfig)
+	hack/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Stop and delete the local simulated cluster
+	hack/cluster.sh down
+
+.PHONY: dev
+dev: ## The main job: local cluster, kinds, config and the examples
+	hack/dev.sh up
+
+.PHONY: dev-down
+dev-down: ## Stop everything make dev started
+	hack/dev.sh down
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'

@@ -1,0 +1,42 @@
+// Command scorectl is the Score Orchestrator's command line: it converts Score files to
+// Workloads and back, and validates Orchestrator Config documents. Installed as kubectl-score
+// it also runs as a kubectl plugin (kubectl score ...).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRootCommand()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "scorectl",
+		Short:         "Work with Score workloads on the Score Orchestrator",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newConvertCommand(), newConfigCommand())
+	return root
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The local simulated cluster: real kube-apiserver, etcd, kube-controller-manager and
+# kube-scheduler, with kwok simulating nodes and pods. No Docker engine, no internet.
+#
+#   hack/cluster.sh up     start it (idempotent); kubeconfig at .dev/kubeconfig
+#   hack/cluster.sh down   stop and delete it
+#   hack/cluster.sh status print whether it is up
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="$root/bin"
+state="$root/.dev"
+name="${SCORE_CLUSTER_NAME:-score-dev}"
+kubeconfig="$state/kubeconfig"
+export KWOK_WORKDIR="$state/kwok"
+export KWOK_KUBE_VERSION=v1.37.1
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+
+up() {
+	"$root/hack/tools.sh"
+	mkdir -p "$state"
+	if "$bin/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
+		if kubectl get --raw /readyz >/dev/null 2>&1; then
+			log "cluster $name is already up"
+			return
+		fi
+		log "cluster $name exists but does not answer: starting it"
+		"$bin/kwokctl" start cluster --name "$name" --wait 2m >&2 || { "$bin/kwokctl" delete cluster --name "$name" >&2; }
+	fi
+	if ! "$bin/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
+		log "creating cluster $name"
+		"$bin/kwokctl" create cluster --name "$name" --runtime binary \
+			--kube-apiserver-binary "$bin/kube-apiserver" \
+			--kube-controller-manager-binary "$bin/kube-controller-manager" \
+			--kube-scheduler-binary "$bin/kube-scheduler" \
+			--etcd-binary "$bin/etcd" \
+			--kwok-controller-binary "$bin/kwok" \
+			--kubeconfig "$kubeconfig" \
+			--disable-qps-limits \
+			--wait 2m >&2
+	fi
+	"$bin/kwokctl" get kubeconfig --name "$name" >"$kubeconfig"
+	kubectl get --raw /readyz >/dev/null
+	nodes
+	service_range
+	log "ready: $bin/kubectl --kubeconfig $kubeconfig get nodes"
+}
+
+# nodes creates two large fake nodes that kwok keeps Ready; pods scheduled to them run at once.
+nodes() {
+	local i
+	for i in 0 1; do
+		kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/hostname: kwok-node-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    kubernetes.io/role: agent
+    type: kwok
+spec: {}
+status:
+  allocatable: {cpu: "64", memory: 512Gi, pods: "1000"}
+  capacity: {cpu: "64", memory: 512Gi, pods: "1000"}
+YAML
+	done
+	kubectl wait --for=condition=Ready node/kwok-node-0 node/kwok-node-1 --timeout=60s >/dev/null
+}
+
+# service_range adds a /20 of Service IPs: the default /24 runs out at ~254 Services.
+service_range() {
+	kubectl apply -f - >/dev/null <<YAML
+apiVersion: networking.k8s.io/v1
+kind: ServiceCIDR
+metadata:
+  name: score-dev-extra
+spec:
+  cidrs: ["10.100.0.0/20"]
+YAML
+}
+
+down() {
+	if [[ -x "$bin/kwokctl" ]] && "$bin/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
+		log "deleting cluster $name"
+		"$bin/kwokctl" delete cluster --name "$name" >&2
+	fi
+	rm -f "$kubeconfig"
+}
+
+status() {
+	if [[ -f "$kubeconfig" ]] && kubectl get --raw /readyz >/dev/null 2>&1; then
+		echo "up"
+	else
+		echo "down"
+		return 1
+	fi
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+status) status ;;
+*) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac
