@@ -94,8 +94,9 @@ type WorkloadPlanSpec struct {
 type OutputRef struct {
 	// ClaimKey is the resource name in the Workload.
 	ClaimKey string `json:"claimKey"`
-	// OutputKey is the output name, dotted for nested outputs.
-	OutputKey string `json:"outputKey"`
+	// OutputKey is the output name, dotted for nested outputs; empty for the whole output map.
+	// +optional
+	OutputKey string `json:"outputKey,omitempty"`
 }
 
 // Projection is how claim outputs reach each container.
@@ -107,40 +108,51 @@ type Projection struct {
 	Containers []ContainerProjection `json:"containers,omitempty"`
 }
 
-// ContainerProjection is the projection for one container.
+// ContainerProjection is the projection for one container: everything of the container
+// that may hold placeholders. The rest (image, resources, probes, before) is in values.
 type ContainerProjection struct {
 	Name string `json:"name"`
 	// ImageFrom supplies the image from a claim output when the Workload's image is ".".
 	// +optional
 	ImageFrom *OutputRef `json:"imageFrom,omitempty"`
-	// Env lists the variables, sorted by name; each has a literal value or comes from an output.
+	// Command overrides the entrypoint, one entry per argument.
+	// +optional
+	Command []ValueProjection `json:"command,omitempty"`
+	// Args are the arguments, one entry per argument.
+	// +optional
+	Args []ValueProjection `json:"args,omitempty"`
+	// Env lists the variables, sorted by name.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	Env []EnvProjection `json:"env,omitempty"`
-	// Files lists files whose content references outputs.
+	// Files lists the files to mount, sorted by target.
 	// +optional
 	// +listType=map
 	// +listMapKey=target
 	Files []FileProjection `json:"files,omitempty"`
-	// Volumes lists volumes whose source is a claim output.
+	// Volumes lists the volumes to mount, sorted by target.
 	// +optional
 	// +listType=map
 	// +listMapKey=target
 	Volumes []VolumeProjection `json:"volumes,omitempty"`
 }
 
-// EnvProjection is one environment variable. A value mixing text and secret outputs is
-// expressed as a template over parts; the runtime composes it with $(VAR) references.
-type EnvProjection struct {
-	Name string `json:"name"`
+// ValueProjection is one string: a literal value, exactly one output, or parts that
+// compose literals and outputs in order.
+type ValueProjection struct {
 	// +optional
 	Value *string `json:"value,omitempty"`
 	// +optional
 	From *OutputRef `json:"from,omitempty"`
-	// Parts compose a value from literals and outputs, in order.
 	// +optional
 	Parts []ValuePart `json:"parts,omitempty"`
+}
+
+// EnvProjection is one environment variable.
+type EnvProjection struct {
+	Name            string `json:"name"`
+	ValueProjection `json:",inline"`
 }
 
 // ValuePart is a literal or an output reference.
@@ -151,22 +163,31 @@ type ValuePart struct {
 	From *OutputRef `json:"from,omitempty"`
 }
 
-// FileProjection is a file whose content is composed from literals and outputs.
+// FileProjection is a file to mount: text composed from literals and outputs, or binary.
 type FileProjection struct {
 	Target string `json:"target"`
 	// +optional
 	Mode *string `json:"mode,omitempty"`
+	// Parts compose the text content.
 	// +optional
 	Parts []ValuePart `json:"parts,omitempty"`
-	// Secret is true when any part comes from a secret output: the runtime mounts it from a Secret.
+	// BinaryContent is standard base64 content.
+	// +optional
+	BinaryContent *string `json:"binaryContent,omitempty"`
+	// Secret is true when a part comes from a secret output: the runtime mounts it from a Secret.
 	// +optional
 	Secret bool `json:"secret,omitempty"`
 }
 
-// VolumeProjection is a volume whose source is a claim output.
+// VolumeProjection is a volume to mount. From with an empty outputKey is the whole output
+// map of the claim, whose "source" output is the volume source (score-k8s's convention).
 type VolumeProjection struct {
-	Target string    `json:"target"`
-	From   OutputRef `json:"from"`
+	Target string `json:"target"`
+	// +optional
+	From *OutputRef `json:"from,omitempty"`
+	// Source is a literal volume reference when the Workload names no claim.
+	// +optional
+	Source *string `json:"source,omitempty"`
 	// +optional
 	Path *string `json:"path,omitempty"`
 	// +optional
@@ -177,9 +198,13 @@ type VolumeProjection struct {
 type PlanClaim struct {
 	Key       string `json:"key"`
 	ClaimName string `json:"claimName"`
-	// SecretName is the Secret holding the claim's secret outputs, if any.
+	// SecretName is the Secret holding the claim's secret outputs, if any; a secret output is
+	// the key of the same name in it.
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
+	// SecretKeys are the claim's secret outputs.
+	// +optional
+	SecretKeys []string `json:"secretKeys,omitempty"`
 }
 
 // PlanPhase is the runtime's progress on a plan.

@@ -1,0 +1,257 @@
+package planner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
+)
+
+// ClaimView is what the planner needs to know of an observed claim.
+type ClaimView struct {
+	Name string
+	// Phase is the provisioner's phase; Pending when the provisioner has not yet seen the
+	// current spec.
+	Phase  scorev1b1.ClaimPhase
+	Reason scorev1b1.Reason
+	// Ready is Bound with every output available, for the current spec.
+	Ready bool
+	// Outputs are the non-secret outputs.
+	Outputs map[string]any
+	// SecretName holds the secret outputs, listed in SecretKeys.
+	SecretName string
+	SecretKeys []string
+}
+
+// ViewClaim summarises an observed claim.
+func ViewClaim(c *scorev1b1.ResourceClaim) ClaimView {
+	v := ClaimView{Name: c.Name, Phase: c.Status.Phase, Reason: c.Status.Reason}
+	if c.Status.ObservedGeneration != c.Generation && c.Status.Phase != scorev1b1.ClaimPhaseFailed {
+		v.Phase = scorev1b1.ClaimPhasePending
+	}
+	if v.Phase == "" {
+		v.Phase = scorev1b1.ClaimPhasePending
+	}
+	if c.Status.Outputs != nil {
+		_ = json.Unmarshal(c.Status.Outputs.Raw, &v.Outputs)
+	}
+	if c.Status.SecretRef != nil {
+		v.SecretName = c.Status.SecretRef.Name
+		v.SecretKeys = append([]string(nil), c.Status.SecretRef.Keys...)
+		sort.Strings(v.SecretKeys)
+	}
+	v.Ready = v.Phase == scorev1b1.ClaimPhaseBound && c.Status.OutputsAvailable
+	return v
+}
+
+func (v ClaimView) isSecret(output string) bool {
+	for _, k := range v.SecretKeys {
+		if k == output {
+			return true
+		}
+	}
+	return false
+}
+
+// DesiredClaim is a claim the orchestrator wants, or waits to create.
+type DesiredClaim struct {
+	Key  string
+	Name string
+	Spec scorev1b1.ResourceClaimSpec
+	// WaitingFor lists resources whose outputs the params need and that are not yet ready;
+	// such a claim is not created yet.
+	WaitingFor []string
+}
+
+// ClaimName is the deterministic, collision-free name of a Workload's claim for key:
+// "<workload>-<key>-<hash>", where the hash covers both names so that ("a-b", "c") and
+// ("a", "b-c") differ.
+func ClaimName(workload, key string) string {
+	sum := sha256.Sum256([]byte(workload + "\x00" + key))
+	return fmt.Sprintf("%s-%s-%s", workload, key, hex.EncodeToString(sum[:])[:8])
+}
+
+// ClaimsInput is what DesiredClaims looks at.
+type ClaimsInput struct {
+	Workload     *scorev1b1.Workload
+	Provisioners []orchconfig.Provisioner
+	// Observed are the Workload's claims, by key.
+	Observed map[string]ClaimView
+}
+
+// DesiredClaims returns one claim per resource, in dependency order (a resource whose params
+// use another's outputs comes after it), with params resolved from metadata and the
+// published non-secret outputs. The Workload must have passed CheckInputs.
+func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
+	w := in.Workload
+	order := dependencyOrder(w)
+	meta := Metadata(w)
+	out := make([]DesiredClaim, 0, len(order))
+	for _, key := range order {
+		res := w.Spec.Resources[key]
+		params, err := jsonObject(res.Params)
+		if err != nil {
+			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
+		}
+		d := DesiredClaim{Key: key, Name: ClaimName(w.Name, key)}
+		resolved, waiting, err := resolveParams(params, meta, in.Observed)
+		if err != nil {
+			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
+		}
+		d.WaitingFor = waiting
+		policy, _ := PolicyAnnotation(res)
+		class, id := deref(res.Class), deref(res.ID)
+		if policy == "" {
+			if i := provisionermatch.Match(in.Provisioners, provisionermatch.Claim{Type: res.Type, Class: class, ID: id, Params: resolved}); i >= 0 {
+				policy = scorev1b1.DeprovisionPolicy(in.Provisioners[i].DeprovisionPolicy)
+			}
+		}
+		if policy == "" {
+			policy = scorev1b1.DeprovisionDelete
+		}
+		d.Spec = scorev1b1.ResourceClaimSpec{
+			WorkloadRef:       scorev1b1.LocalWorkloadRef{Name: w.Name, UID: string(w.UID)},
+			Key:               key,
+			Type:              res.Type,
+			Class:             class,
+			ID:                id,
+			Metadata:          res.Metadata,
+			DeprovisionPolicy: policy,
+		}
+		if len(resolved) > 0 {
+			raw, err := json.Marshal(resolved)
+			if err != nil {
+				return nil, err
+			}
+			d.Spec.Params = &apiextensionsv1.JSON{Raw: raw}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// resolveParams substitutes metadata and the non-secret outputs of ready claims. Outputs of
+// claims not yet ready are waited for; a secret output may not flow into params, because a
+// claim's spec is not a Secret.
+func resolveParams(params, meta map[string]any, observed map[string]ClaimView) (map[string]any, []string, error) {
+	refs, err := placeholder.RefsInValue(params)
+	if err != nil {
+		return nil, nil, err
+	}
+	waiting := map[string]bool{}
+	for _, r := range refs {
+		if r.Root != placeholder.RootResources {
+			continue
+		}
+		c, ok := observed[r.Resource()]
+		switch {
+		case !ok || !c.Ready:
+			waiting[r.Resource()] = true
+		case c.isSecret(r.Output()):
+			return nil, nil, fmt.Errorf("the placeholder ${%s} names a secret output, which params may not use", r.Raw)
+		}
+	}
+	if len(waiting) > 0 {
+		return params, values.SortedKeys(waiting), nil
+	}
+	resolved, err := placeholder.SubstituteValue(params, func(r placeholder.Ref) (any, bool) {
+		if r.Root == placeholder.RootMetadata {
+			return placeholder.LookupPath(meta, r.Path)
+		}
+		return placeholder.LookupPath(observed[r.Resource()].Outputs, r.Path[1:])
+	})
+	if err != nil {
+		var un *placeholder.Unresolved
+		if errors.As(err, &un) {
+			return params, []string{un.Ref.Resource()}, nil
+		}
+		return nil, nil, err
+	}
+	m, _ := resolved.(map[string]any)
+	return m, nil, nil
+}
+
+// dependencyOrder sorts resource keys so that dependencies come first, ties by name.
+func dependencyOrder(w *scorev1b1.Workload) []string {
+	keys := values.SortedKeys(w.Spec.Resources)
+	placed := map[string]bool{}
+	var out []string
+	for len(out) < len(keys) {
+		progressed := false
+		for _, k := range keys {
+			if placed[k] {
+				continue
+			}
+			ready := true
+			for _, d := range paramsDependencies(w, k) {
+				if !placed[d] && d != k {
+					ready = false
+				}
+			}
+			if ready {
+				placed[k] = true
+				out = append(out, k)
+				progressed = true
+			}
+		}
+		if !progressed { // a cycle: CheckInputs reports it; keep the rest in name order
+			for _, k := range keys {
+				if !placed[k] {
+					placed[k] = true
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// PolicyAnnotation reads score.dev/deprovision-policy from a resource's metadata.
+func PolicyAnnotation(res scorev1b1.Resource) (scorev1b1.DeprovisionPolicy, error) {
+	meta, err := jsonObject(res.Metadata)
+	if err != nil {
+		return "", err
+	}
+	anns, _ := meta["annotations"].(map[string]any)
+	v, ok := anns[scorev1b1.AnnotationDeprovisionPolicy]
+	if !ok {
+		return "", nil
+	}
+	switch p := scorev1b1.DeprovisionPolicy(fmt.Sprint(v)); p {
+	case scorev1b1.DeprovisionDelete, scorev1b1.DeprovisionRetain, scorev1b1.DeprovisionOrphan:
+		return p, nil
+	default:
+		return "", fmt.Errorf("the %s annotation must be Delete, Retain or Orphan, not %q", scorev1b1.AnnotationDeprovisionPolicy, p)
+	}
+}
+
+func jsonObject(j *apiextensionsv1.JSON) (map[string]any, error) {
+	if j == nil || len(j.Raw) == 0 {
+		return map[string]any{}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j.Raw, &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,266 @@
+// Package planner turns a Workload, the selected backend and the observed claims into the
+// objects the orchestrator wants: the ResourceClaims, in dependency order, and the
+// WorkloadPlan. It also decides which inputs are SpecInvalid. It is pure.
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
+)
+
+// BuildResourceTypes can supply the image of a container whose image is ".".
+var BuildResourceTypes = []string{"image", "build", "buildpack"}
+
+// Problem is one invalid input: the field and what is wrong, in neutral words.
+type Problem struct {
+	Field   string
+	Message string
+}
+
+func (p Problem) String() string { return p.Field + ": " + p.Message }
+
+// CheckInputs finds what makes a Workload SpecInvalid beyond what the API server checks:
+// placeholders that are malformed or name undeclared resources or unknown metadata, whole
+// resources used where an output is needed, volume sources that are not one reference,
+// file sources left in, before cycles, and an image "." with no build resource. Problems
+// are sorted by field.
+func CheckInputs(w *scorev1b1.Workload) []Problem {
+	var out []Problem
+	meta := Metadata(w)
+	add := func(field, format string, args ...any) {
+		out = append(out, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	checkRefs := func(field string, refs []placeholder.Ref, err error, wholeAllowed bool) {
+		if err != nil {
+			add(field, "%s", sentence(err.Error()))
+			return
+		}
+		for _, r := range refs {
+			switch r.Root {
+			case placeholder.RootMetadata:
+				if _, ok := placeholder.LookupPath(meta, r.Path); !ok {
+					add(field, "The placeholder ${%s} names metadata the workload does not have.", r.Raw)
+				}
+			case placeholder.RootResources:
+				if _, ok := w.Spec.Resources[r.Resource()]; !ok {
+					add(field, "The placeholder ${%s} names resource %q, which is not declared.", r.Raw, r.Resource())
+				} else if r.Output() == "" && !wholeAllowed {
+					add(field, "The placeholder ${%s} must name an output of the resource.", r.Raw)
+				}
+			}
+		}
+	}
+
+	for _, cname := range values.SortedKeys(w.Spec.Containers) {
+		c := w.Spec.Containers[cname]
+		base := "spec.containers." + cname
+		for i, a := range c.Command {
+			refs, err := placeholder.Refs(a)
+			checkRefs(fmt.Sprintf("%s.command[%d]", base, i), refs, err, false)
+		}
+		for i, a := range c.Args {
+			refs, err := placeholder.Refs(a)
+			checkRefs(fmt.Sprintf("%s.args[%d]", base, i), refs, err, false)
+		}
+		for _, k := range values.SortedKeys(c.Variables) {
+			refs, err := placeholder.Refs(c.Variables[k])
+			checkRefs(base+".variables."+k, refs, err, false)
+		}
+		for _, target := range values.SortedKeys(c.Files) {
+			f := c.Files[target]
+			field := base + ".files." + target
+			if f.Source != nil {
+				add(field, "The file's source must be inlined before the workload is submitted; scorectl convert does it.")
+				continue
+			}
+			if f.Content != nil && (f.NoExpand == nil || !*f.NoExpand) {
+				refs, err := placeholder.Refs(*f.Content)
+				checkRefs(field+".content", refs, err, false)
+			}
+		}
+		for _, target := range values.SortedKeys(c.Volumes) {
+			field := base + ".volumes." + target + ".source"
+			parts, err := placeholder.Parse(c.Volumes[target].Source)
+			if err != nil {
+				add(field, "%s", sentence(err.Error()))
+				continue
+			}
+			if len(parts) > 1 || (len(parts) == 1 && parts[0].Ref != nil && parts[0].Ref.Root != placeholder.RootResources) {
+				add(field, "A volume source must be a single ${resources.<name>} reference or a plain name.")
+				continue
+			}
+			if len(parts) == 1 && parts[0].Ref != nil {
+				checkRefs(field, []placeholder.Ref{*parts[0].Ref}, nil, true)
+			}
+		}
+		if c.Image == "." && buildResource(w) == "" {
+			add(base+".image", "The image \".\" needs a resource of type %s to supply it.", strings.Join(BuildResourceTypes, ", "))
+		}
+	}
+	if cycle := beforeCycle(w); cycle != "" {
+		add("spec.containers", "The before relationships form a cycle: %s.", cycle)
+	}
+	for _, key := range values.SortedKeys(w.Spec.Resources) {
+		res := w.Spec.Resources[key]
+		field := "spec.resources." + key
+		params, err := jsonObject(res.Params)
+		if err != nil {
+			add(field+".params", "The params are not an object.")
+			continue
+		}
+		refs, err := placeholder.RefsInValue(params)
+		checkRefs(field+".params", refs, err, false)
+		if _, err := PolicyAnnotation(res); err != nil {
+			add(field+".metadata.annotations", "%s", sentence(err.Error()))
+		}
+	}
+	if cycle := paramsCycle(w); cycle != "" {
+		add("spec.resources", "The resources' params refer to each other in a cycle: %s.", cycle)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
+
+// sentence capitalises an error text and ends it with a period.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// Metadata is what ${metadata.*} placeholders see: the Score metadata of the Workload (name,
+// annotations, labels and any other Score metadata keys).
+func Metadata(w *scorev1b1.Workload) map[string]any {
+	m := map[string]any{"name": w.Name}
+	if raw := w.Annotations[scorev1b1.AnnotationScoreMetadata]; raw != "" {
+		var extra map[string]any
+		if json.Unmarshal([]byte(raw), &extra) == nil {
+			for k, v := range extra {
+				m[k] = v
+			}
+		}
+	}
+	anns := map[string]any{}
+	for k, v := range w.Annotations {
+		if k != scorev1b1.AnnotationScoreMetadata && k != scorev1b1.AnnotationFileSources {
+			anns[k] = v
+		}
+	}
+	if len(anns) > 0 {
+		m["annotations"] = anns
+	}
+	if len(w.Labels) > 0 {
+		labels := map[string]any{}
+		for k, v := range w.Labels {
+			labels[k] = v
+		}
+		m["labels"] = labels
+	}
+	return m
+}
+
+// buildResource is the resource that supplies "." images: the first, by name, of a build type.
+func buildResource(w *scorev1b1.Workload) string {
+	for _, key := range values.SortedKeys(w.Spec.Resources) {
+		for _, t := range BuildResourceTypes {
+			if w.Spec.Resources[key].Type == t {
+				return key
+			}
+		}
+	}
+	return ""
+}
+
+// beforeCycle returns a cycle in the containers' before relationships, or "".
+func beforeCycle(w *scorev1b1.Workload) string {
+	graph := map[string][]string{}
+	for name, c := range w.Spec.Containers {
+		for dep := range c.Before {
+			if _, ok := w.Spec.Containers[dep]; ok && dep != name {
+				graph[name] = append(graph[name], dep)
+			}
+		}
+	}
+	return findCycle(values.SortedKeys(w.Spec.Containers), graph)
+}
+
+// paramsCycle returns a cycle among resources whose params reference each other, or "".
+func paramsCycle(w *scorev1b1.Workload) string {
+	graph := map[string][]string{}
+	for key := range w.Spec.Resources {
+		graph[key] = paramsDependencies(w, key)
+	}
+	return findCycle(values.SortedKeys(w.Spec.Resources), graph)
+}
+
+// paramsDependencies are the declared resources whose outputs key's params use, sorted.
+func paramsDependencies(w *scorev1b1.Workload, key string) []string {
+	params, err := jsonObject(w.Spec.Resources[key].Params)
+	if err != nil {
+		return nil
+	}
+	refs, _ := placeholder.RefsInValue(params)
+	seen := map[string]bool{}
+	var deps []string
+	for _, r := range refs {
+		d := r.Resource()
+		if _, declared := w.Spec.Resources[d]; declared && !seen[d] && r.Root == placeholder.RootResources {
+			seen[d] = true
+			deps = append(deps, d)
+		}
+	}
+	sort.Strings(deps)
+	return deps
+}
+
+// findCycle returns "a → b → a" for the first cycle found from nodes in order, or "".
+func findCycle(nodes []string, graph map[string][]string) string {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var found []string
+	var visit func(string) bool
+	visit = func(n string) bool {
+		color[n] = grey
+		stack = append(stack, n)
+		deps := append([]string(nil), graph[n]...)
+		sort.Strings(deps)
+		for _, d := range deps {
+			if color[d] == grey {
+				for i, s := range stack {
+					if s == d {
+						found = append(append([]string(nil), stack[i:]...), d)
+					}
+				}
+				return true
+			}
+			if color[d] == white && visit(d) {
+				return true
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+		return false
+	}
+	for _, n := range nodes {
+		if color[n] == white && visit(n) {
+			return strings.Join(found, " → ")
+		}
+	}
+	return ""
+}
