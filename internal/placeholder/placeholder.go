@@ -142,7 +142,9 @@ type Unresolved struct {
 	Ref Ref
 }
 
-func (e *Unresolved) Error() string { return fmt.Sprintf("placeholder ${%s} is not resolved", e.Ref.Raw) }
+func (e *Unresolved) Error() string {
+	return fmt.Sprintf("placeholder ${%s} is not resolved", e.Ref.Raw)
+}
 
 // Substitute resolves every placeholder in s. Non-string values are written as JSON, as
 // score-go does. The first unknown placeholder is returned as an *Unresolved error.

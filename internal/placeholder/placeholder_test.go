@@ -75,8 +75,12 @@ func TestSubstitute(t *testing.T) {
 func TestAgreesWithScoreGo(t *testing.T) {
 	inputs := []string{"", "plain", "$$", "$${x}", "a${metadata.name}b", "$$${metadata.name}", "${resources.db.host}:${resources.db.port}", "${resources.db.nested}", "100$ and $$5"}
 	goLookup := framework.BuildSubstitutionFunction(values["metadata"].(map[string]any), map[string]framework.OutputLookupFunc{
-		"db":  func(keys ...string) (any, error) { return lookupPathErr(values["resources"].(map[string]any)["db"], keys) },
-		"dns": func(keys ...string) (any, error) { return lookupPathErr(values["resources"].(map[string]any)["dns"], keys) },
+		"db": func(keys ...string) (any, error) {
+			return lookupPathErr(values["resources"].(map[string]any)["db"], keys)
+		},
+		"dns": func(keys ...string) (any, error) {
+			return lookupPathErr(values["resources"].(map[string]any)["dns"], keys)
+		},
 	})
 	for _, in := range inputs {
 		want, err := framework.SubstituteString(in, goLookup)
