@@ -1,0 +1,179 @@
+// Package mirror holds the endpoint mirror rules: how a runtime-published WorkloadExposure
+// becomes the Workload's endpoint and an abstract runtime signal. The orchestrator calls it
+// as a stage of its one status computation, so the Workload's status keeps a single writer.
+// It is pure.
+package mirror
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"text/template"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+// Policy is the platform's endpoint policy.
+type Policy struct {
+	// PublicOnly hides endpoints whose scope is not Public.
+	PublicOnly bool
+	// EndpointTemplate, when set, replaces the runtime-published URL once the runtime has
+	// published a valid one; a Go template over .workload.name and .workload.namespace.
+	EndpointTemplate string
+}
+
+// Input is what the mirror looks at.
+type Input struct {
+	// Exposure is the Workload's WorkloadExposure, or nil.
+	Exposure *scorev1b1.WorkloadExposure
+	// WorkloadName, Namespace, UID and Generation identify the Workload being reconciled.
+	WorkloadName, Namespace, WorkloadUID string
+	WorkloadGeneration                   int64
+	// Previous is the Workload's current endpoint.
+	Previous *string
+	Policy   Policy
+}
+
+// Result is the mirrored endpoint and what the runtime says about the workload.
+type Result struct {
+	Endpoint *string
+	// Rejected explains why exposures[0] was not mirrored (invalid URL); the previous
+	// endpoint is kept.
+	Rejected string
+	// Ignored explains why the exposure was not looked at (stale generation, another UID).
+	Ignored string
+	// Signal is the runtime's normalised condition, or nil when it published none.
+	Signal *Signal
+}
+
+// Signal is a runtime condition normalised to the abstract vocabulary.
+type Signal struct {
+	Status metav1.ConditionStatus
+	Reason scorev1b1.Reason
+}
+
+// Mirror applies the rules of the endpoint mirror: exposures[0].url only after URI
+// validation; a stale generation or another Workload's UID is ignored; an invalid URL keeps
+// the previous value; non-Public scopes hidden when the policy says so; the template
+// override replaces the URL.
+func Mirror(in Input) Result {
+	e := in.Exposure
+	if e == nil {
+		return Result{}
+	}
+	if e.Spec.WorkloadRef.UID != in.WorkloadUID {
+		return Result{Endpoint: in.Previous, Ignored: "the exposure belongs to another incarnation of the workload"}
+	}
+	if e.Status.ObservedWorkloadGeneration < in.WorkloadGeneration {
+		return Result{Endpoint: in.Previous, Ignored: fmt.Sprintf("the exposure reflects generation %d, the workload is at %d", e.Status.ObservedWorkloadGeneration, in.WorkloadGeneration)}
+	}
+	r := Result{Signal: Normalize(e.Status.Conditions)}
+	if len(e.Status.Exposures) == 0 {
+		return r
+	}
+	first := e.Status.Exposures[0]
+	if err := ValidateURL(first.URL); err != nil {
+		r.Endpoint, r.Rejected = in.Previous, err.Error()
+		return r
+	}
+	if in.Policy.PublicOnly && first.Scope != scorev1b1.ScopePublic {
+		return r
+	}
+	endpoint := first.URL
+	if in.Policy.EndpointTemplate != "" {
+		rendered, err := renderTemplate(in.Policy.EndpointTemplate, in.WorkloadName, in.Namespace)
+		if err != nil {
+			r.Endpoint, r.Rejected = in.Previous, err.Error()
+			return r
+		}
+		endpoint = rendered
+	}
+	r.Endpoint = &endpoint
+	return r
+}
+
+// ValidateURL accepts an absolute URI with a scheme and a host, without credentials, that
+// does not point at the loopback interface.
+func ValidateURL(raw string) error {
+	if raw == "" || strings.TrimSpace(raw) != raw || strings.ContainsAny(raw, " \t\n") {
+		return fmt.Errorf("the URL %q is empty or contains white space", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("the URL %q does not parse: %w", raw, err)
+	}
+	if u.Scheme == "" || u.Host == "" || u.Hostname() == "" {
+		return fmt.Errorf("the URL %q needs a scheme and a host", raw)
+	}
+	if u.User != nil {
+		return fmt.Errorf("the URL %q carries credentials", redact(u))
+	}
+	host := u.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return fmt.Errorf("the URL %q points at localhost", raw)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return fmt.Errorf("the URL %q points at the loopback interface", raw)
+	}
+	return nil
+}
+
+func redact(u *url.URL) string {
+	c := *u
+	c.User = url.User("redacted")
+	return c.String()
+}
+
+func renderTemplate(text, name, namespace string) (string, error) {
+	t, err := template.New("endpoint").Option("missingkey=error").Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("the endpoint template does not parse: %w", err)
+	}
+	var b bytes.Buffer
+	data := map[string]any{"workload": map[string]any{"name": name, "namespace": namespace}}
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("the endpoint template fails: %w", err)
+	}
+	if err := ValidateURL(b.String()); err != nil {
+		return "", fmt.Errorf("the endpoint template gives an invalid URL: %w", err)
+	}
+	return b.String(), nil
+}
+
+// The condition normalisation map of endpoint-mirror.md. A runtime condition of one of these
+// types with status True carries the signal; the most severe wins.
+var normalization = []struct {
+	types  []string
+	signal Signal
+}{
+	{[]string{"PolicyViolation"}, Signal{metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation}},
+	{[]string{"QuotaExceeded"}, Signal{metav1.ConditionFalse, scorev1b1.ReasonQuotaExceeded}},
+	{[]string{"PermissionDenied"}, Signal{metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied}},
+	{[]string{"LBPending", "IngressPending", "DNSNotReady"}, Signal{metav1.ConditionFalse, scorev1b1.ReasonNetworkUnavailable}},
+	{[]string{"Selecting", "Provisioning", "Applying"}, Signal{metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning}},
+	{[]string{"Degraded"}, Signal{metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded}},
+	{[]string{"Healthy", "Available"}, Signal{metav1.ConditionTrue, scorev1b1.ReasonSucceeded}},
+}
+
+// Normalize maps runtime conditions to one abstract signal, or nil when none is recognised.
+func Normalize(conditions []metav1.Condition) *Signal {
+	active := map[string]bool{}
+	for _, c := range conditions {
+		if c.Status == metav1.ConditionTrue {
+			active[c.Type] = true
+		}
+	}
+	for _, n := range normalization {
+		for _, t := range n.types {
+			if active[t] {
+				s := n.signal
+				return &s
+			}
+		}
+	}
+	return nil
+}

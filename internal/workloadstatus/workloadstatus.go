@@ -1,0 +1,310 @@
+// Package workloadstatus computes a Workload's abstract conditions: one setter per
+// condition's situation, each with a neutral message, and exactly one function that derives
+// Ready from the others. It is pure: the time of a transition is passed in.
+package workloadstatus
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+// Condition is one abstract condition before it is written.
+type Condition struct {
+	Status  metav1.ConditionStatus
+	Reason  scorev1b1.Reason
+	Message string
+}
+
+// Conditions are the three conditions Ready derives from.
+type Conditions struct {
+	InputsValid  Condition
+	ClaimsReady  Condition
+	RuntimeReady Condition
+}
+
+// Ready derives the Ready condition: True when all three are True (its reason is then the
+// runtime's, Succeeded or RuntimeDegraded); otherwise the first condition that is not True,
+// in the order inputs, claims, runtime, gives its reason and message.
+func Ready(c Conditions) Condition {
+	for _, cond := range []Condition{c.InputsValid, c.ClaimsReady, c.RuntimeReady} {
+		if cond.Status != metav1.ConditionTrue {
+			status := metav1.ConditionFalse
+			return Condition{Status: status, Reason: cond.Reason, Message: cond.Message}
+		}
+	}
+	if c.RuntimeReady.Reason == scorev1b1.ReasonRuntimeDegraded {
+		return Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonRuntimeDegraded, Message: msgReadyDegraded}
+	}
+	return Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded, Message: msgReady}
+}
+
+// Apply writes the conditions and the derived Ready into existing (a copy is returned),
+// keeping lastTransitionTime where the status did not change.
+func Apply(existing []metav1.Condition, c Conditions, generation int64, now metav1.Time) []metav1.Condition {
+	out := make([]metav1.Condition, len(existing))
+	copy(out, existing)
+	set := func(typ string, cond Condition) {
+		meta.SetStatusCondition(&out, metav1.Condition{
+			Type: typ, Status: cond.Status, Reason: string(cond.Reason), Message: cond.Message,
+			ObservedGeneration: generation, LastTransitionTime: now,
+		})
+	}
+	set(scorev1b1.ConditionInputsValid, c.InputsValid)
+	set(scorev1b1.ConditionClaimsReady, c.ClaimsReady)
+	set(scorev1b1.ConditionRuntimeReady, c.RuntimeReady)
+	set(scorev1b1.ConditionReady, Ready(c))
+	order := map[string]int{scorev1b1.ConditionInputsValid: 0, scorev1b1.ConditionClaimsReady: 1, scorev1b1.ConditionRuntimeReady: 2, scorev1b1.ConditionReady: 3}
+	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Type] < order[out[j].Type] })
+	return out
+}
+
+// Transition is a condition whose status or reason changed.
+type Transition struct {
+	Type      string
+	Condition Condition
+}
+
+// Transitions lists the conditions whose status or reason differ between before and after;
+// events are emitted for these only.
+func Transitions(before, after []metav1.Condition) []Transition {
+	var out []Transition
+	for _, a := range after {
+		b := meta.FindStatusCondition(before, a.Type)
+		if b == nil || b.Status != a.Status || b.Reason != a.Reason {
+			out = append(out, Transition{Type: a.Type, Condition: Condition{Status: a.Status, Reason: scorev1b1.Reason(a.Reason), Message: a.Message}})
+		}
+	}
+	return out
+}
+
+// Messages. They never name a runtime noun; a test checks every one.
+const (
+	msgReady                = "The workload is ready."
+	msgReadyDegraded        = "The workload is ready with reduced capacity."
+	msgInputsValid          = "The workload specification is valid."
+	msgNoDependencies       = "The workload has no dependencies."
+	msgAllDependencies      = "All dependencies are ready."
+	msgBlockedByInputs      = "Not evaluated while the workload specification is invalid."
+	msgAwaitingConfig       = "Waiting for the platform configuration."
+	msgWaitingForClaims     = "Waiting for dependencies before deployment."
+	msgProjectionError      = "One or more required outputs are not resolved."
+	msgProvisioning         = "The workload is being deployed."
+	msgRunning              = "The workload is running."
+	msgDegraded             = "The workload is running with reduced capacity."
+	msgNetworkUnavailable   = "The workload is deployed but its endpoint is not reachable yet."
+	msgPolicyViolation      = "A platform policy denied the workload's deployment."
+	msgQuotaExceeded        = "The workload's deployment exceeds a quota."
+	msgPermissionDenied     = "The platform is not permitted to deploy the workload."
+	msgRuntimeFailed        = "The workload could not be deployed."
+	msgClaimPolicyViolation = "A platform policy denied dependency %q."
+	msgClaimQuota           = "Dependency %q exceeds a quota."
+	msgClaimPermission      = "The platform is not permitted to provision dependency %q."
+	msgClaimFailed          = "Dependency %q could not be provisioned."
+	msgClaimWaitingOutputs  = "Waiting for the outputs of %s."
+	msgClaimPending         = "Waiting to be provisioned."
+	msgClaimBinding         = "Being provisioned."
+	msgClaimBoundNoOutputs  = "Provisioned; waiting for its outputs."
+	msgClaimBound           = "Ready."
+	msgClaimsWaiting        = "Waiting for %d of %d dependencies: %s."
+	msgDeleting             = "Deleting; waiting for dependencies to be released: %s."
+)
+
+// InputsValid says the specification is valid.
+func InputsValid() Condition {
+	return Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgInputsValid}
+}
+
+// SpecInvalid reports the first problem and how many more there are.
+func SpecInvalid(first string, more int) Condition {
+	msg := first
+	if more > 0 {
+		msg = fmt.Sprintf("%s (and %d more problem%s)", strings.TrimSuffix(first, "."), more, plural(more))
+		msg += "."
+	}
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msg}
+}
+
+// Selection reports a selection failure with the selection's own neutral message.
+func Selection(reason scorev1b1.Reason, message string) Condition {
+	return Condition{metav1.ConditionFalse, reason, message}
+}
+
+// BlockedByInputs is the claims and runtime conditions while the inputs are invalid.
+func BlockedByInputs() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msgBlockedByInputs}
+}
+
+// AwaitingConfig is the runtime condition before any valid platform configuration is known.
+func AwaitingConfig() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting, msgAwaitingConfig}
+}
+
+// WaitingForClaims is the runtime condition while dependencies are not ready.
+func WaitingForClaims() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgWaitingForClaims}
+}
+
+// ProjectionError is the runtime condition while an output is not resolved: no plan is emitted.
+func ProjectionError() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonProjectionError, msgProjectionError}
+}
+
+// Provisioning is the runtime condition while the runtime works on the plan.
+func Provisioning() Condition {
+	return Condition{metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning, msgProvisioning}
+}
+
+// Denied is the condition for a write the API server refused with an abstract reason.
+func Denied(reason scorev1b1.Reason) Condition {
+	return Runtime(metav1.ConditionFalse, reason)
+}
+
+// Runtime is the runtime condition for a normalised runtime status and reason.
+func Runtime(status metav1.ConditionStatus, reason scorev1b1.Reason) Condition {
+	switch reason {
+	case scorev1b1.ReasonSucceeded:
+		return Condition{status, reason, msgRunning}
+	case scorev1b1.ReasonRuntimeDegraded:
+		return Condition{status, reason, msgDegraded}
+	case scorev1b1.ReasonRuntimeProvisioning:
+		return Condition{status, reason, msgProvisioning}
+	case scorev1b1.ReasonNetworkUnavailable:
+		return Condition{status, reason, msgNetworkUnavailable}
+	case scorev1b1.ReasonPolicyViolation:
+		return Condition{status, reason, msgPolicyViolation}
+	case scorev1b1.ReasonQuotaExceeded:
+		return Condition{status, reason, msgQuotaExceeded}
+	case scorev1b1.ReasonPermissionDenied:
+		return Condition{status, reason, msgPermissionDenied}
+	default:
+		if !reason.IsKnown() || reason == scorev1b1.ReasonClaimPending || reason == scorev1b1.ReasonClaimFailed {
+			reason = scorev1b1.ReasonRuntimeProvisioning
+		}
+		return Condition{metav1.ConditionFalse, reason, msgRuntimeFailed}
+	}
+}
+
+// ClaimState is what the status needs to know of one dependency.
+type ClaimState struct {
+	Key   string
+	Phase scorev1b1.ClaimPhase
+	// Reason is the provisioner's abstract reason when Failed.
+	Reason           scorev1b1.Reason
+	OutputsAvailable bool
+	// WaitingFor lists dependencies whose outputs this one's params need.
+	WaitingFor []string
+	// Denied is the reason the API server refused to write the claim, if it did.
+	Denied scorev1b1.Reason
+}
+
+// Claims summarises the dependencies into status.claims[] and ClaimsReady: True when every
+// claim is Bound with its outputs; False with the first failed claim's reason when one
+// failed; False/ClaimPending otherwise.
+func Claims(states []ClaimState) ([]scorev1b1.ClaimSummary, Condition) {
+	sort.Slice(states, func(i, j int) bool { return states[i].Key < states[j].Key })
+	if len(states) == 0 {
+		return nil, Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgNoDependencies}
+	}
+	var summaries []scorev1b1.ClaimSummary
+	var failed *Condition
+	var waiting []string
+	for _, s := range states {
+		sum := summarize(s)
+		summaries = append(summaries, sum)
+		switch {
+		case sum.Phase == scorev1b1.ClaimPhaseFailed && failed == nil:
+			failed = &Condition{metav1.ConditionFalse, sum.Reason, sum.Message}
+		case sum.Phase != scorev1b1.ClaimPhaseBound || !sum.OutputsAvailable:
+			waiting = append(waiting, s.Key)
+		}
+	}
+	switch {
+	case failed != nil:
+		return summaries, *failed
+	case len(waiting) > 0:
+		return summaries, Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending,
+			fmt.Sprintf(msgClaimsWaiting, len(waiting), len(states), strings.Join(waiting, ", "))}
+	default:
+		return summaries, Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies}
+	}
+}
+
+func summarize(s ClaimState) scorev1b1.ClaimSummary {
+	sum := scorev1b1.ClaimSummary{Key: s.Key, Phase: s.Phase, OutputsAvailable: s.OutputsAvailable}
+	if s.Denied != "" {
+		sum.Phase, sum.Reason, sum.Message = scorev1b1.ClaimPhaseFailed, s.Denied, claimFailure(s.Denied, s.Key)
+		return sum
+	}
+	if len(s.WaitingFor) > 0 {
+		sum.Phase, sum.Reason, sum.Message = scorev1b1.ClaimPhasePending, scorev1b1.ReasonClaimPending, fmt.Sprintf(msgClaimWaitingOutputs, quoteAll(s.WaitingFor))
+		return sum
+	}
+	switch s.Phase {
+	case scorev1b1.ClaimPhaseFailed:
+		reason := s.Reason
+		if !reason.IsKnown() || reason == scorev1b1.ReasonSucceeded || reason == scorev1b1.ReasonClaimPending {
+			reason = scorev1b1.ReasonClaimFailed
+		}
+		sum.Reason, sum.Message = reason, claimFailure(reason, s.Key)
+	case scorev1b1.ClaimPhaseBound:
+		if s.OutputsAvailable {
+			sum.Reason, sum.Message = scorev1b1.ReasonSucceeded, msgClaimBound
+		} else {
+			sum.Reason, sum.Message = scorev1b1.ReasonClaimPending, msgClaimBoundNoOutputs
+		}
+	case scorev1b1.ClaimPhaseBinding:
+		sum.Reason, sum.Message = scorev1b1.ReasonClaimPending, msgClaimBinding
+	default:
+		sum.Phase, sum.Reason, sum.Message = scorev1b1.ClaimPhasePending, scorev1b1.ReasonClaimPending, msgClaimPending
+	}
+	return sum
+}
+
+func claimFailure(reason scorev1b1.Reason, key string) string {
+	switch reason {
+	case scorev1b1.ReasonPolicyViolation:
+		return fmt.Sprintf(msgClaimPolicyViolation, key)
+	case scorev1b1.ReasonQuotaExceeded:
+		return fmt.Sprintf(msgClaimQuota, key)
+	case scorev1b1.ReasonPermissionDenied:
+		return fmt.Sprintf(msgClaimPermission, key)
+	default:
+		return fmt.Sprintf(msgClaimFailed, key)
+	}
+}
+
+// Deleting says what deletion waits for.
+func Deleting(waitingFor []string) Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending, fmt.Sprintf(msgDeleting, strings.Join(waitingFor, ", "))}
+}
+
+func quoteAll(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = fmt.Sprintf("%q", k)
+	}
+	return strings.Join(q, ", ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// runtimeNouns are words a Workload's status must never show: they belong to a runtime.
+var runtimeNouns = regexp.MustCompile(`\b(Deployment|Pod|Pods|Service|StatefulSet|ReplicaSet|DaemonSet|Job|CronJob|Ingress|HTTPRoute|Gateway|ConfigMap|Secret|PersistentVolumeClaim|Namespace|Kubernetes|kubectl|Helm|ECS|Nomad|Knative|kustomize|container image)\b`)
+
+// RuntimeNoun returns the first runtime noun in a message, or "". Tests use it to hold every
+// message a Workload can show to the rule that none names a runtime.
+func RuntimeNoun(message string) string {
+	return runtimeNouns.FindString(message)
+}

@@ -1,0 +1,148 @@
+package workloadstatus
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+func TestReady(t *testing.T) {
+	ok := Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, "ok"}
+	cases := []struct {
+		name       string
+		c          Conditions
+		wantStatus metav1.ConditionStatus
+		wantReason scorev1b1.Reason
+	}{
+		{"all true", Conditions{ok, ok, ok}, metav1.ConditionTrue, scorev1b1.ReasonSucceeded},
+		{"degraded is ready", Conditions{ok, ok, Runtime(metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded)}, metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded},
+		{"inputs first", Conditions{SpecInvalid("x.", 0), WaitingForClaims(), ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid},
+		{"then claims", Conditions{ok, Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimFailed, "m"}, ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonClaimFailed},
+		{"then runtime", Conditions{ok, ok, ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonProjectionError},
+		{"unknown runtime is not ready", Conditions{ok, ok, Provisioning()}, metav1.ConditionFalse, scorev1b1.ReasonRuntimeProvisioning},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Ready(tc.c)
+			if r.Status != tc.wantStatus || r.Reason != tc.wantReason || r.Message == "" {
+				t.Fatalf("got %+v", r)
+			}
+		})
+	}
+}
+
+func TestClaims(t *testing.T) {
+	cases := []struct {
+		name       string
+		states     []ClaimState
+		wantStatus metav1.ConditionStatus
+		wantReason scorev1b1.Reason
+		wantMsg    string
+	}{
+		{"no dependencies", nil, "True", scorev1b1.ReasonSucceeded, msgNoDependencies},
+		{"all bound", []ClaimState{{Key: "db", Phase: "Bound", OutputsAvailable: true}}, "True", scorev1b1.ReasonSucceeded, msgAllDependencies},
+		{"bound without outputs is pending", []ClaimState{{Key: "db", Phase: "Bound"}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: db."},
+		{"pending and binding", []ClaimState{{Key: "db", Phase: "Binding"}, {Key: "cache", Phase: ""}, {Key: "q", Phase: "Bound", OutputsAvailable: true}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 2 of 3 dependencies: cache, db."},
+		{"failed gives ClaimFailed", []ClaimState{{Key: "db", Phase: "Failed", Reason: "Boom"}, {Key: "cache", Phase: "Binding"}}, "False", scorev1b1.ReasonClaimFailed, `Dependency "db" could not be provisioned.`},
+		{"failed keeps an abstract reason", []ClaimState{{Key: "db", Phase: "Failed", Reason: scorev1b1.ReasonQuotaExceeded}}, "False", scorev1b1.ReasonQuotaExceeded, `Dependency "db" exceeds a quota.`},
+		{"a denied write", []ClaimState{{Key: "db", Denied: scorev1b1.ReasonPolicyViolation}}, "False", scorev1b1.ReasonPolicyViolation, `A platform policy denied dependency "db".`},
+		{"waiting for another's outputs", []ClaimState{{Key: "route", WaitingFor: []string{"dns"}}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: route."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := Claims(tc.states)
+			if c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
+				t.Fatalf("got %+v", c)
+			}
+		})
+	}
+	sums, _ := Claims([]ClaimState{{Key: "route", WaitingFor: []string{"dns"}}})
+	if sums[0].Message != `Waiting for the outputs of "dns".` || sums[0].Phase != scorev1b1.ClaimPhasePending {
+		t.Fatalf("summary %+v", sums[0])
+	}
+}
+
+func TestApplyKeepsTransitionTimes(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	c := Conditions{InputsValid(), WaitingForClaims(), WaitingForClaims()}
+	first := Apply(nil, c, 1, t0)
+	second := Apply(first, c, 2, t1)
+	for _, cond := range second {
+		if !cond.LastTransitionTime.Equal(&t0) || cond.ObservedGeneration != 2 {
+			t.Fatalf("%s: %+v", cond.Type, cond)
+		}
+	}
+	c.ClaimsReady = Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies}
+	third := Apply(second, c, 2, t1)
+	if got := meta.FindStatusCondition(third, scorev1b1.ConditionClaimsReady); !got.LastTransitionTime.Equal(&t1) {
+		t.Fatalf("a changed status moves the time: %+v", got)
+	}
+	if tr := Transitions(second, third); len(tr) != 1 || tr[0].Type != scorev1b1.ConditionClaimsReady {
+		t.Fatalf("transitions %+v", tr)
+	}
+	if tr := Transitions(third, third); len(tr) != 0 {
+		t.Fatalf("no change, no transition: %+v", tr)
+	}
+	if third[0].Type != scorev1b1.ConditionInputsValid || third[3].Type != scorev1b1.ConditionReady {
+		t.Fatalf("order %v", third)
+	}
+}
+
+// Every message the package can produce is neutral.
+func TestMessagesAreNeutral(t *testing.T) {
+	var all []string
+	add := func(c Condition) { all = append(all, c.Message) }
+	add(InputsValid())
+	add(SpecInvalid("spec.containers.main.variables.DB: The placeholder ${resources.db.host} names resource \"db\", which is not declared.", 2))
+	add(BlockedByInputs())
+	add(AwaitingConfig())
+	add(WaitingForClaims())
+	add(ProjectionError())
+	add(Provisioning())
+	add(Deleting([]string{"db", "cache"}))
+	for _, r := range scorev1b1.Reasons {
+		add(Runtime(metav1.ConditionFalse, r))
+		add(Denied(r))
+		_, c := Claims([]ClaimState{{Key: "db", Phase: "Failed", Reason: r}})
+		add(c)
+		_, c = Claims([]ClaimState{{Key: "db", Denied: r}})
+		add(c)
+	}
+	for _, p := range []scorev1b1.ClaimPhase{"", "Pending", "Binding", "Bound"} {
+		sums, c := Claims([]ClaimState{{Key: "db", Phase: p}, {Key: "r", WaitingFor: []string{"db"}}})
+		add(c)
+		for _, s := range sums {
+			all = append(all, s.Message)
+		}
+	}
+	_, c := Claims([]ClaimState{{Key: "db", Phase: "Bound", OutputsAvailable: true}})
+	add(c)
+	_, c = Claims(nil)
+	add(c)
+	add(Ready(Conditions{InputsValid(), InputsValid(), Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}))
+	add(Ready(Conditions{InputsValid(), InputsValid(), Runtime(metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded)}))
+	for _, m := range all {
+		if m == "" {
+			t.Errorf("an empty message")
+		}
+		if n := RuntimeNoun(m); n != "" {
+			t.Errorf("message %q names the runtime noun %q", m, n)
+		}
+	}
+	if ProjectionError().Message != "One or more required outputs are not resolved." {
+		t.Errorf("the projection message is fixed by the lifecycle document")
+	}
+}
+
+func TestRuntimeNounCatchesNouns(t *testing.T) {
+	for _, bad := range []string{"The Deployment is not ready.", "Pod crashloop", "waiting for Service"} {
+		if RuntimeNoun(bad) == "" {
+			t.Errorf("%q slipped through", bad)
+		}
+	}
+}
