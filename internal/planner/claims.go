@@ -73,11 +73,12 @@ type DesiredClaim struct {
 	WaitingFor []string
 }
 
-// ClaimName is the deterministic, collision-free name of a Workload's claim for key:
-// "<workload>-<key>-<hash>", where the hash covers both names so that ("a-b", "c") and
-// ("a", "b-c") differ.
-func ClaimName(workload, key string) string {
-	sum := sha256.Sum256([]byte(workload + "\x00" + key))
+// ClaimName is the deterministic, collision-free name of a Workload's claim for a resource:
+// "<workload>-<key>-<hash>", where the hash covers the workload, the key and the type, so
+// that ("a-b", "c") and ("a", "b-c") differ and a key whose type changes gets a new claim
+// (the type of a claim is immutable).
+func ClaimName(workload, key, resourceType string) string {
+	sum := sha256.Sum256([]byte(workload + "\x00" + key + "\x00" + resourceType))
 	return fmt.Sprintf("%s-%s-%s", workload, key, hex.EncodeToString(sum[:])[:8])
 }
 
@@ -103,7 +104,7 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
 		}
-		d := DesiredClaim{Key: key, Name: ClaimName(w.Name, key)}
+		d := DesiredClaim{Key: key, Name: ClaimName(w.Name, key, res.Type)}
 		resolved, waiting, err := resolveParams(params, meta, in.Observed)
 		if err != nil {
 			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)

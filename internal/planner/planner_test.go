@@ -141,13 +141,16 @@ func TestCheckInputs(t *testing.T) {
 }
 
 func TestClaimName(t *testing.T) {
-	if ClaimName("a-b", "c") == ClaimName("a", "b-c") {
+	if ClaimName("a-b", "c", "postgres") == ClaimName("a", "b-c", "postgres") {
 		t.Fatal("names collide")
 	}
-	if ClaimName("web", "db") != ClaimName("web", "db") {
+	if ClaimName("web", "db", "postgres") != ClaimName("web", "db", "postgres") {
 		t.Fatal("not deterministic")
 	}
-	if n := ClaimName(strings.Repeat("w", 63), strings.Repeat("k", 63)); len(n) > 253 {
+	if ClaimName("web", "db", "postgres") == ClaimName("web", "db", "mysql") {
+		t.Fatal("a new type needs a new claim")
+	}
+	if n := ClaimName(strings.Repeat("w", 63), strings.Repeat("k", 63), strings.Repeat("t", 63)); len(n) > 253 {
 		t.Fatalf("too long: %d", len(n))
 	}
 }
@@ -188,7 +191,7 @@ func TestDesiredClaims(t *testing.T) {
 		if !reflect.DeepEqual(policies, want) {
 			t.Fatalf("policies %v", policies)
 		}
-		if got[1].Name != ClaimName("web", "db") || got[1].Spec.WorkloadRef.UID != "uid-1" || got[1].Spec.Type != "postgres" {
+		if got[1].Name != ClaimName("web", "db", "postgres") || got[1].Spec.WorkloadRef.UID != "uid-1" || got[1].Spec.Type != "postgres" {
 			t.Fatalf("db claim %+v", got[1])
 		}
 	})

@@ -1,0 +1,103 @@
+package configsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+)
+
+// ReloadsTotal counts config documents offered, by result (success, failure, unchanged).
+var ReloadsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "score_orchestrator_config_reloads_total",
+	Help: "Orchestrator Config documents offered, by result: success (became current), failure (invalid, ignored) or unchanged.",
+}, []string{"source", "result"})
+
+func init() {
+	metrics.Registry.MustRegister(ReloadsTotal)
+}
+
+// ConfigMapReconciler offers the Orchestrator Config ConfigMap's document to the store.
+type ConfigMapReconciler struct {
+	Client   client.Client
+	Store    *Store
+	Recorder recorder.EventRecorder
+	// Key locates the ConfigMap; DataKey is the key holding the document.
+	Key     types.NamespacedName
+	DataKey string
+}
+
+// Reconcile reads the ConfigMap and offers its document. An invalid document is reported as
+// a Warning event on the ConfigMap, a log line and a metric; the last valid config stays.
+func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	var cm corev1.ConfigMap
+	if err := r.Client.Get(ctx, r.Key, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			log.Info("Orchestrator config ConfigMap is absent; keeping the last valid config", "configMap", r.Key)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	data, ok := cm.Data[r.DataKey]
+	if !ok {
+		err := fmt.Errorf("the ConfigMap has no key %q", r.DataKey)
+		r.reject(ctx, &cm, err)
+		return ctrl.Result{}, nil
+	}
+	changed, err := r.Store.Offer("configmap/"+cm.ResourceVersion, []byte(data))
+	if err != nil {
+		r.reject(ctx, &cm, err)
+		return ctrl.Result{}, nil
+	}
+	if changed {
+		ReloadsTotal.WithLabelValues("configmap", "success").Inc()
+		log.Info("Loaded orchestrator config", "configMap", r.Key, "resourceVersion", cm.ResourceVersion)
+		r.Recorder.Eventf(&cm, nil, corev1.EventTypeNormal, "ConfigLoaded", "Load", "The orchestrator config is valid and in use.")
+	} else {
+		ReloadsTotal.WithLabelValues("configmap", "unchanged").Inc()
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *ConfigMapReconciler) reject(ctx context.Context, cm *corev1.ConfigMap, err error) {
+	ReloadsTotal.WithLabelValues("configmap", "failure").Inc()
+	msg := err.Error()
+	var inv *orchconfig.InvalidError
+	if errors.As(err, &inv) {
+		lines := make([]string, 0, len(inv.Errors))
+		for _, e := range inv.Errors {
+			lines = append(lines, e.String())
+		}
+		msg = strings.Join(lines, "; ")
+	}
+	if len(msg) > 900 {
+		msg = msg[:900] + "..."
+	}
+	ctrl.LoggerFrom(ctx).Error(err, "Rejected the orchestrator config; keeping the last valid one", "configMap", r.Key)
+	r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, "ConfigInvalid", "Load", "The orchestrator config is invalid and was not loaded; the last valid config stays in use: %s", msg)
+}
+
+// SetupWithManager watches the one ConfigMap.
+func (r *ConfigMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	isTheConfigMap := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == r.Key.Namespace && o.GetName() == r.Key.Name
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("orchestratorconfig").
+		For(&corev1.ConfigMap{}, builder.WithPredicates(isTheConfigMap, predicate.ResourceVersionChangedPredicate{})).
+		Complete(r)
+}

@@ -1,0 +1,71 @@
+// Package configsource keeps the last valid Orchestrator Config. A source (the ConfigMap
+// reconciler here) offers documents; a document becomes current only when it parses and
+// validates, so an invalid document never replaces the last valid one.
+package configsource
+
+import (
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+)
+
+// Loaded is a valid config, ready to use.
+type Loaded struct {
+	Config   *orchconfig.Config
+	Selector *selection.Selector
+	// Revision identifies the document (for example the ConfigMap's resourceVersion or the
+	// OCI digest).
+	Revision string
+}
+
+// Store holds the current config and tells subscribers when it changes.
+type Store struct {
+	mu      sync.RWMutex
+	current *Loaded
+	// Changes receives an event each time a new valid config becomes current; the Workload
+	// controller watches it to requeue every Workload.
+	Changes chan event.GenericEvent
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{Changes: make(chan event.GenericEvent, 1)}
+}
+
+// Get returns the current config, or false before any valid config was seen.
+func (s *Store) Get() (*Loaded, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.current, s.current != nil
+}
+
+// Offer parses and validates a document. When valid it becomes current and subscribers are
+// told; when invalid the current config stays and the error (an *orchconfig.InvalidError
+// with line-numbered problems) is returned. changed is false when the document is the one
+// already current.
+func (s *Store) Offer(revision string, data []byte) (changed bool, err error) {
+	cfg, err := orchconfig.Parse(data)
+	if err != nil {
+		return false, err
+	}
+	sel, err := selection.New(cfg)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	if s.current != nil && s.current.Revision == revision {
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.current = &Loaded{Config: cfg, Selector: sel, Revision: revision}
+	s.mu.Unlock()
+	// A pending notification already covers this change.
+	select {
+	case s.Changes <- event.GenericEvent{}:
+	default:
+	}
+	return true, nil
+}

@@ -1,0 +1,118 @@
+// Package workload is the orchestrator's Workload reconciler: the one writer of
+// Workload.status. It observes the Workload, the Orchestrator Config and the claims, plan
+// and exposure it owns, calls the pure packages (planner, selection, mirror,
+// workloadstatus) to decide, applies the decided writes, and patches the status once, only
+// when it changed.
+package workload
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
+)
+
+// Reconciler reconciles Workloads.
+type Reconciler struct {
+	Client   client.Client
+	Config   *configsource.Store
+	Recorder recorder.EventRecorder
+	// Region is where this orchestrator runs, for backends restricted to regions.
+	Region string
+	// Concurrency is the number of Workloads reconciled at once.
+	Concurrency int
+	// Now is the clock; tests inject one.
+	Now func() time.Time
+}
+
+// scope is one pass over one Workload. Fields are filled by the stage named beside them.
+type scope struct {
+	workload *scorev1b1.Workload
+	before   *scorev1b1.Workload // as read, for the status comparison
+
+	// observe
+	claims    []scorev1b1.ResourceClaim // labelled for this Workload, ours or retained
+	plan      *scorev1b1.WorkloadPlan
+	exposure  *scorev1b1.WorkloadExposure
+	denied    scorev1b1.Reason // a write to the plan or exposure the API server refused
+	decided   bool             // the status below is complete and may be written
+	conds     workloadstatus.Conditions
+	summaries []scorev1b1.ClaimSummary
+	endpoint  *string
+}
+
+// Reconcile brings one Workload one step closer to its desired state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	// 1. Get the Workload; a deleted one needs nothing.
+	w := &scorev1b1.Workload{}
+	if err := r.Client.Get(ctx, req.NamespacedName, w); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// 2. Keep the status as read; 3. patch the computed status once at the end.
+	s := &scope{workload: w, before: w.DeepCopy(), endpoint: w.Status.Endpoint}
+	defer func() {
+		retErr = errors.Join(retErr, r.patchStatus(ctx, s))
+	}()
+
+	// 4. Deletion.
+	if !w.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+	}
+	// 5-8. Observe, decide, act.
+	if err := r.observe(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.reconcileNormal(ctx, s)
+}
+
+// patchStatus writes the computed status when it differs from what was read. An
+// unconditional write would bump the resourceVersion, trigger the watch and loop; it would
+// also break the promise of zero writes when nothing changed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if !s.decided {
+		return nil
+	}
+	w := s.workload
+	now := metav1.NewTime(r.now())
+	w.Status.Conditions = workloadstatus.Apply(s.before.Status.Conditions, s.conds, w.Generation, now)
+	w.Status.Claims = s.summaries
+	w.Status.Endpoint = s.endpoint
+	w.Status.ObservedGeneration = w.Generation
+	if equality.Semantic.DeepEqual(s.before.Status, w.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, w, client.MergeFrom(s.before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.emitTransitions(ctx, s)
+	return nil
+}
+
+// emitTransitions records one event per condition whose status or reason changed.
+func (r *Reconciler) emitTransitions(ctx context.Context, s *scope) {
+	log := ctrl.LoggerFrom(ctx)
+	for _, t := range workloadstatus.Transitions(s.before.Status.Conditions, s.workload.Status.Conditions) {
+		eventType := "Normal"
+		if t.Condition.Status == metav1.ConditionFalse {
+			eventType = "Warning"
+		}
+		log.Info("Condition changed", "type", t.Type, "status", t.Condition.Status, "reason", t.Condition.Reason)
+		r.Recorder.Eventf(s.workload, nil, eventType, string(t.Condition.Reason), t.Type, "%s", t.Condition.Message)
+	}
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

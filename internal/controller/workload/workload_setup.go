@@ -1,0 +1,54 @@
+package workload
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+// SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
+// the claims, plans and exposures they own, and the config store: a new valid config
+// requeues every Workload. Nothing is polled.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	deletionStarted := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+	workloadChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted)
+	concurrency := r.Concurrency
+	if concurrency < 1 {
+		concurrency = 4
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("workload").
+		For(&scorev1b1.Workload{}, builder.WithPredicates(workloadChanged)).
+		Owns(&scorev1b1.ResourceClaim{}).
+		Owns(&scorev1b1.WorkloadPlan{}).
+		Owns(&scorev1b1.WorkloadExposure{}).
+		WatchesRawSource(source.Channel(r.Config.Changes, handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// allWorkloads lists every Workload: a config change can affect any of them.
+func (r *Reconciler) allWorkloads(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list scorev1b1.WorkloadList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads after a config change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, w := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&w)})
+	}
+	return reqs
+}
