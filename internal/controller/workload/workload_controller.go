@@ -32,6 +32,8 @@ type Reconciler struct {
 	Concurrency int
 	// Now is the clock; tests inject one.
 	Now func() time.Time
+
+	memory memory
 }
 
 // scope is one pass over one Workload. Fields are filled by the stage named beside them.
@@ -57,7 +59,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, w); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	// 2. Keep the status as read; 3. patch the computed status once at the end.
+	// 2. Keep the status as read (or as we last wrote it, when the cache is behind);
+	// 3. patch the computed status once at the end.
+	w.Status = *r.memory.statusAsOf(w.UID, w.ResourceVersion, &w.Status)
 	s := &scope{workload: w, before: w.DeepCopy(), endpoint: w.Status.Endpoint}
 	defer func() {
 		retErr = errors.Join(retErr, r.patchStatus(ctx, s))
@@ -90,22 +94,29 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, w.Status) {
 		return nil
 	}
+	replaced := w.ResourceVersion
 	if err := r.Client.Status().Patch(ctx, w, client.MergeFrom(s.before)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	r.memory.wroteStatus(w.UID, replaced, &w.Status)
 	r.emitTransitions(ctx, s)
 	return nil
 }
 
-// emitTransitions records one event per condition whose status or reason changed.
+// emitTransitions logs every condition transition and records one event when Ready changes
+// its status or reason: Ready carries the blocking reason, so each step of the lifecycle is
+// one event, and nothing else is.
 func (r *Reconciler) emitTransitions(ctx context.Context, s *scope) {
 	log := ctrl.LoggerFrom(ctx)
 	for _, t := range workloadstatus.Transitions(s.before.Status.Conditions, s.workload.Status.Conditions) {
+		log.Info("Condition changed", "type", t.Type, "status", t.Condition.Status, "reason", t.Condition.Reason)
+		if t.Type != scorev1b1.ConditionReady {
+			continue
+		}
 		eventType := "Normal"
-		if t.Condition.Status == metav1.ConditionFalse {
+		if t.Condition.Status == metav1.ConditionFalse && t.Condition.Reason != scorev1b1.ReasonClaimPending && t.Condition.Reason != scorev1b1.ReasonRuntimeProvisioning {
 			eventType = "Warning"
 		}
-		log.Info("Condition changed", "type", t.Type, "status", t.Condition.Status, "reason", t.Condition.Reason)
 		r.Recorder.Eventf(s.workload, nil, eventType, string(t.Condition.Reason), t.Type, "%s", t.Condition.Message)
 	}
 }

@@ -29,10 +29,14 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 		return fmt.Errorf("listing claims: %w", err)
 	}
 	s.claims = claims.Items
+	for _, c := range s.claims {
+		r.memory.seen(w.UID, "claim", c.Name)
+	}
 	plan := &scorev1b1.WorkloadPlan{}
 	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(w), plan); {
 	case err == nil && metav1.IsControlledBy(plan, w):
 		s.plan = plan
+		r.memory.seen(w.UID, "plan", plan.Name)
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading the plan: %w", err)
 	}
@@ -40,6 +44,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(w), exposure); {
 	case err == nil:
 		s.exposure = exposure
+		r.memory.seen(w.UID, "exposure", exposure.Name)
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading the exposure: %w", err)
 	}
@@ -217,6 +222,8 @@ func (r *Reconciler) applyClaims(ctx context.Context, s *scope, desired []planne
 		switch {
 		case len(d.WaitingFor) > 0 && existing == nil:
 			// Created once the outputs its params need are published.
+		case existing == nil && r.memory.pending(w.UID, "claim", d.Name):
+			// Created by an earlier pass; the cache does not show it yet.
 		case existing == nil:
 			if reason, err := r.createClaim(ctx, w, d); err != nil {
 				return nil, err
@@ -282,6 +289,7 @@ func (r *Reconciler) createClaim(ctx context.Context, w *scorev1b1.Workload, d p
 		}
 		return "", fmt.Errorf("creating claim %s: %w", d.Name, err)
 	}
+	r.memory.created(w.UID, "claim", d.Name)
 	return "", nil
 }
 
@@ -370,6 +378,9 @@ func (r *Reconciler) ensureExposure(ctx context.Context, s *scope, runtimeClass 
 		s.exposure = updated
 		return nil
 	}
+	if r.memory.pending(w.UID, "exposure", w.Name) {
+		return nil
+	}
 	created := &scorev1b1.WorkloadExposure{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: w.Name}},
 		Spec:       spec,
@@ -380,6 +391,7 @@ func (r *Reconciler) ensureExposure(ctx context.Context, s *scope, runtimeClass 
 	if err := r.Client.Create(ctx, created); err != nil && !apierrors.IsAlreadyExists(err) {
 		return r.deniedOr(s, err, "creating the exposure")
 	}
+	r.memory.created(w.UID, "exposure", w.Name)
 	return nil
 }
 
@@ -399,6 +411,9 @@ func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.W
 		s.plan = updated
 		return nil
 	}
+	if r.memory.pending(w.UID, "plan", w.Name) {
+		return nil
+	}
 	p := &scorev1b1.WorkloadPlan{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: w.Name}},
 		Spec:       *spec,
@@ -413,6 +428,7 @@ func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.W
 		}
 		return r.deniedOr(s, err, "creating the plan")
 	}
+	r.memory.created(w.UID, "plan", w.Name)
 	s.plan = p
 	return nil
 }
@@ -455,6 +471,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	}
 	controllerutil.RemoveFinalizer(w, scorev1b1.WorkloadFinalizer)
 	ctrl.LoggerFrom(ctx).Info("Cleanup complete; removing the finalizer")
+	r.memory.forget(w.UID)
 	if err := r.Client.Patch(ctx, w, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}

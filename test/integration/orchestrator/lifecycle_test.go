@@ -1,0 +1,149 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+// The main path: a Workload with one dependency goes to Ready, and the test counts the
+// orchestrator's API writes on the way.
+func TestOneDependencyToReady(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	before := writes.Load()
+	w := workload(ns, "orders",
+		withResource("db", "postgres"),
+		withVar("DB_HOST", "${resources.db.host}"),
+		withVar("DB_PASSWORD", "${resources.db.password}"),
+		withVar("DB_URL", "postgres://app:${resources.db.password}@${resources.db.host}/${metadata.name}"),
+	)
+	create(t, w)
+
+	w = conditionIs(t, ns, "orders", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
+	if len(w.Status.Claims) != 1 || w.Status.Claims[0].Key != "db" || w.Status.Claims[0].Phase != scorev1b1.ClaimPhasePending {
+		t.Fatalf("claims %+v", w.Status.Claims)
+	}
+	if c := condition(w, scorev1b1.ConditionRuntimeReady); c.Reason != string(scorev1b1.ReasonClaimPending) {
+		t.Fatalf("runtime waits for claims: %+v", c)
+	}
+	if !containsString(w.Finalizers, scorev1b1.WorkloadFinalizer) {
+		t.Fatalf("finalizer missing: %v", w.Finalizers)
+	}
+
+	claim := claimOf(t, w, "db", "postgres")
+	t.Run("the claim", func(t *testing.T) {
+		if !metav1.IsControlledBy(claim, w) || claim.Labels[scorev1b1.LabelWorkload] != "orders" {
+			t.Fatalf("ownership %+v %v", claim.OwnerReferences, claim.Labels)
+		}
+		if claim.Spec.Key != "db" || claim.Spec.Type != "postgres" || claim.Spec.WorkloadRef.UID != string(w.UID) {
+			t.Fatalf("spec %+v", claim.Spec)
+		}
+		if claim.Spec.DeprovisionPolicy != scorev1b1.DeprovisionRetain {
+			t.Fatalf("the provisioner's default policy applies: %s", claim.Spec.DeprovisionPolicy)
+		}
+	})
+
+	bind(t, claim, map[string]any{"host": "orders-db.svc", "port": 5432}, map[string]string{"password": "s3cr3t-value"})
+	conditionIs(t, ns, "orders", scorev1b1.ConditionClaimsReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+
+	plan := planOf(t, ns, "orders")
+	t.Run("the plan", func(t *testing.T) {
+		if !metav1.IsControlledBy(plan, w) || plan.Spec.BackendID != "k8s-web" || plan.Spec.Profile != "web-service" || plan.Spec.ObservedWorkloadGeneration != w.Generation {
+			t.Fatalf("plan %+v", plan.Spec)
+		}
+		raw, _ := json.Marshal(plan)
+		if strings.Contains(string(raw), "s3cr3t-value") {
+			t.Fatal("a secret value reached the plan")
+		}
+		env := map[string]scorev1b1.EnvProjection{}
+		for _, e := range plan.Spec.Projection.Containers[0].Env {
+			env[e.Name] = e
+		}
+		if e := env["DB_PASSWORD"]; e.From == nil || e.From.ClaimKey != "db" || e.From.OutputKey != "password" {
+			t.Fatalf("secret output as a reference: %+v", e)
+		}
+		if c := plan.Spec.Claims[0]; c.SecretName != claim.Name+"-outputs" || c.SecretKeys[0] != "password" {
+			t.Fatalf("claims %+v", plan.Spec.Claims)
+		}
+	})
+	conditionIs(t, ns, "orders", scorev1b1.ConditionRuntimeReady, metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning)
+
+	t.Run("the exposure registration", func(t *testing.T) {
+		e := &scorev1b1.WorkloadExposure{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Spec.WorkloadRef.UID != string(w.UID) || e.Spec.RuntimeClass != "kubernetes" || e.Spec.ObservedWorkloadGeneration != w.Generation || !metav1.IsControlledBy(e, w) {
+			t.Fatalf("exposure %+v", e.Spec)
+		}
+	})
+
+	project(t, ns, "orders", scorev1b1.PlanPhaseProjected, "")
+	expose(t, ns, "orders", w.Generation, []scorev1b1.Exposure{{URL: "http://orders.ns.svc.cluster.local:80", Scope: scorev1b1.ScopeClusterLocal, Reachable: ptr.To(true)}}, "Healthy")
+	w = conditionIs(t, ns, "orders", scorev1b1.ConditionReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+	eventually(t, "the endpoint", func() error {
+		w = get(t, ns, "orders")
+		if w.Status.Endpoint == nil || *w.Status.Endpoint != "http://orders.ns.svc.cluster.local:80" {
+			return fmt.Errorf("endpoint %v", w.Status.Endpoint)
+		}
+		return nil
+	})
+	settle()
+	cost := writes.Load() - before
+	t.Logf("API writes by the orchestrator for one Workload with one dependency, creation to Ready with endpoint: %d", cost)
+	if cost > 15 {
+		t.Errorf("%d writes; the budget is 15", cost)
+	}
+	if w.Status.ObservedGeneration != w.Generation {
+		t.Errorf("observedGeneration %d, generation %d", w.Status.ObservedGeneration, w.Generation)
+	}
+
+	t.Run("nothing changes, nothing is written", func(t *testing.T) {
+		idle := writes.Load()
+		// A change the plan does not depend on (a claim condition) makes the orchestrator look again.
+		setClaimStatus(t, claim, func() scorev1b1.ResourceClaimStatus {
+			s := claim.Status.DeepCopy()
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: "Observed", Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now()})
+			return *s
+		}())
+		settle()
+		if n := writes.Load() - idle; n != 0 {
+			t.Fatalf("%d writes while nothing the Workload depends on changed", n)
+		}
+		if p := planOf(t, ns, "orders"); p.ResourceVersion != plan.ResourceVersion {
+			// the runtime's status update changed it; compare the spec generation instead
+			if p.Generation != plan.Generation {
+				t.Fatalf("the plan was rewritten: generation %d → %d", plan.Generation, p.Generation)
+			}
+		}
+	})
+
+	t.Run("events only on transitions", func(t *testing.T) {
+		n := countEvents(t, ns, "orders")
+		settle()
+		if again := countEvents(t, ns, "orders"); again != n {
+			t.Fatalf("events went from %d to %d with nothing changing", n, again)
+		}
+	})
+}
+
+// settle waits for the orchestrator to finish reacting to the last change.
+func settle() { time.Sleep(700 * time.Millisecond) }
+
+func containsString(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
