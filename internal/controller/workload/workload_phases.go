@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -111,6 +112,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	}
 	summaries, claimsReady := workloadstatus.Claims(states)
 	s.summaries = summaries
+	for _, st := range states {
+		if st.Denied != "" {
+			s.denied = st.Denied
+		}
+	}
+	if s.denied != "" {
+		// A refused claim is reported; the refusal is retried with backoff, since what lifts
+		// it (a quota freed, a policy changed) is not something this controller watches.
+		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.WaitingForClaims())
+		return deniedError(s.denied)
+	}
 
 	// Runtime: a backend, the exposure registration, then the plan.
 	if !sel.OK {
@@ -119,6 +131,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	}
 	if err := r.ensureExposure(ctx, s, sel.Backend.RuntimeClass); err != nil {
 		return err
+	}
+	if s.denied != "" {
+		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.Denied(s.denied))
+		return deniedError(s.denied)
 	}
 	if claimsReady.Status != metav1.ConditionTrue {
 		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.WaitingForClaims())
@@ -139,7 +155,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.decide(workloadstatus.InputsValid(), claimsReady, r.runtimeCondition(s, mirrored))
+	if s.denied != "" {
+		return deniedError(s.denied)
+	}
 	return nil
+}
+
+// errDenied marks a write the API server refused; returning it retries with backoff.
+var errDenied = errors.New("the API server refused a write")
+
+func deniedError(reason scorev1b1.Reason) error {
+	return fmt.Errorf("%w (%s); retrying with backoff", errDenied, reason)
 }
 
 func (s *scope) decide(inputs, claims, runtime workloadstatus.Condition) {

@@ -343,13 +343,19 @@ func expose(t *testing.T, ns, name string, generation int64, exposures []scorev1
 
 func countEvents(t *testing.T, ns, name string) int {
 	t.Helper()
+	return countReasonEvents(t, ns, name, "")
+}
+
+// countReasonEvents counts the events on a Workload, of one reason when reason is set.
+func countReasonEvents(t *testing.T, ns, name, reason string) int {
+	t.Helper()
 	var events eventsv1.EventList
 	if err := env.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, e := range events.Items {
-		if e.Regarding.Kind == "Workload" && e.Regarding.Name == name {
+		if e.Regarding.Kind == "Workload" && e.Regarding.Name == name && (reason == "" || e.Reason == reason) {
 			n++
 			if noun := workloadstatus.RuntimeNoun(e.Note); noun != "" {
 				t.Errorf("event %q names %q", e.Note, noun)

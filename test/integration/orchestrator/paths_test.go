@@ -1,0 +1,262 @@
+package orchestrator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+)
+
+// Path 1: inputs the API server cannot judge are SpecInvalid, with a message naming the field.
+func TestSpecInvalid(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	cases := []struct {
+		name    string
+		w       *scorev1b1.Workload
+		message string
+	}{
+		{"undeclared-resource", workload(ns, "undeclared", withVar("DB", "${resources.db.host}")), `spec.containers.main.variables.DB: The placeholder ${resources.db.host} names resource "db", which is not declared.`},
+		{"unknown-profile", workload(ns, "unknown-profile", withAnnotation(scorev1b1.AnnotationProfile, "function")), `The requested profile "function" is not offered by the platform.`},
+		{"malformed", workload(ns, "malformed", withVar("X", "${resources}")), "spec.containers.main.variables.X: Placeholder ${resources} is malformed"},
+		{"params-cycle", workload(ns, "params-cycle", withResource("aa", "postgres"), withResource("bb", "redis"), withParams("aa", `{"x":"${resources.bb.host}"}`), withParams("bb", `{"x":"${resources.aa.host}"}`)), "spec.resources: The resources' params refer to each other in a cycle: aa → bb → aa."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			create(t, tc.w)
+			w := conditionIs(t, ns, tc.w.Name, scorev1b1.ConditionInputsValid, metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid)
+			if msg := condition(w, scorev1b1.ConditionInputsValid).Message; !strings.Contains(msg, tc.message) {
+				t.Fatalf("message %q, want %q", msg, tc.message)
+			}
+			if r := condition(w, scorev1b1.ConditionReady); r.Status != metav1.ConditionFalse || r.Reason != string(scorev1b1.ReasonSpecInvalid) {
+				t.Fatalf("ready %+v", r)
+			}
+			var claims scorev1b1.ResourceClaimList
+			if err := env.Client.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: tc.w.Name}); err != nil || len(claims.Items) > 0 {
+				t.Fatalf("no claims for invalid input: %v %d", err, len(claims.Items))
+			}
+		})
+	}
+	t.Run("fixing the input recovers", func(t *testing.T) {
+		w := get(t, ns, "undeclared")
+		w.Spec.Resources = map[string]scorev1b1.Resource{"db": {Type: "redis"}}
+		if err := env.Client.Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		conditionIs(t, ns, "undeclared", scorev1b1.ConditionInputsValid, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+		conditionIs(t, ns, "undeclared", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
+	})
+}
+
+// Path 2: no backend fits → RuntimeSelecting; a requirement a backend offers selects it.
+func TestSelection(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	create(t, workload(ns, "needs-s2z", withAnnotation(scorev1b1.AnnotationRequirements, `["scale-to-zero"]`)))
+	w := conditionIs(t, ns, "needs-s2z", scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting)
+	if c := condition(w, scorev1b1.ConditionInputsValid); c.Status != metav1.ConditionTrue {
+		t.Fatalf("inputs are valid: %+v", c)
+	}
+	create(t, workload(ns, "needs-gpu", withAnnotation(scorev1b1.AnnotationRequirements, "gpu")))
+	if p := planOf(t, ns, "needs-gpu"); p.Spec.BackendID != "k8s-web-gpu" {
+		t.Fatalf("backend %s", p.Spec.BackendID)
+	}
+	create(t, workload(ns, "hinted", withAnnotation(scorev1b1.AnnotationProfile, "batch-job")))
+	if p := planOf(t, ns, "hinted"); p.Spec.BackendID != "k8s-job" || p.Spec.Profile != "batch-job" {
+		t.Fatalf("plan %s/%s", p.Spec.Profile, p.Spec.BackendID)
+	}
+}
+
+// Path 3: claims — pending, failed with an abstract reason or ClaimFailed, params resolved in
+// dependency order, and keys removed per policy.
+func TestClaims(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	create(t, workload(ns, "app",
+		withResource("dns", "dns"),
+		withResource("route", "route"), withParams("route", `{"host":"${resources.dns.host}","path":"/"}`),
+		withResource("db", "postgres"),
+	))
+	w := conditionIs(t, ns, "app", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
+
+	t.Run("a claim whose params need another's outputs waits for them", func(t *testing.T) {
+		summary := map[string]scorev1b1.ClaimSummary{}
+		for _, c := range w.Status.Claims {
+			summary[c.Key] = c
+		}
+		if s := summary["route"]; s.Phase != scorev1b1.ClaimPhasePending || s.Message != `Waiting for the outputs of "dns".` {
+			t.Fatalf("route %+v", s)
+		}
+		route := &scorev1b1.ResourceClaim{}
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName(w, "route", "route")}, route)
+		if err == nil {
+			t.Fatal("the route claim must not exist before the dns outputs")
+		}
+		bind(t, claimOf(t, w, "dns", "dns"), map[string]any{"host": "app.example.com"}, nil)
+		route = claimOf(t, w, "route", "route")
+		if string(route.Spec.Params.Raw) != `{"host":"app.example.com","path":"/"}` {
+			t.Fatalf("params %s", route.Spec.Params.Raw)
+		}
+	})
+
+	t.Run("a failed claim with an abstract reason", func(t *testing.T) {
+		setClaimStatus(t, claimOf(t, w, "db", "postgres"), scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseFailed, Reason: scorev1b1.ReasonQuotaExceeded, Message: "StatefulSet refused: exceeded quota"})
+		w = conditionIs(t, ns, "app", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonQuotaExceeded)
+		if m := condition(w, scorev1b1.ConditionClaimsReady).Message; m != `Dependency "db" exceeds a quota.` {
+			t.Fatalf("message %q (the provisioner's detail stays on the claim)", m)
+		}
+	})
+
+	t.Run("a failed claim with a provisioner-specific reason is ClaimFailed", func(t *testing.T) {
+		setClaimStatus(t, claimOf(t, w, "db", "postgres"), scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseFailed, Reason: "ImagePullBackOff"})
+		conditionIs(t, ns, "app", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimFailed)
+	})
+
+	t.Run("recovery when the claim binds", func(t *testing.T) {
+		bind(t, claimOf(t, w, "db", "postgres"), map[string]any{"host": "db"}, nil)
+		bind(t, claimOf(t, w, "route", "route"), map[string]any{"url": "https://app.example.com/"}, nil)
+		conditionIs(t, ns, "app", scorev1b1.ConditionClaimsReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+	})
+
+	t.Run("removed keys are deprovisioned per policy", func(t *testing.T) {
+		dbName, dnsName := claimName(w, "db", "postgres"), claimName(w, "dns", "dns")
+		w = get(t, ns, "app")
+		delete(w.Spec.Resources, "db")  // Retain (the provisioner's default)
+		delete(w.Spec.Resources, "dns") // Delete
+		delete(w.Spec.Resources, "route")
+		if err := env.Client.Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "dns claim deleted", func() error {
+			c := &scorev1b1.ResourceClaim{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: dnsName}, c); err == nil {
+				return fmt.Errorf("still there")
+			}
+			return nil
+		})
+		eventually(t, "db claim retained without ownership", func() error {
+			c := &scorev1b1.ResourceClaim{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: dbName}, c); err != nil {
+				return err
+			}
+			if len(c.OwnerReferences) != 0 {
+				return fmt.Errorf("owners %v", c.OwnerReferences)
+			}
+			return nil
+		})
+		conditionIs(t, ns, "app", scorev1b1.ConditionClaimsReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+	})
+}
+
+// Path 4: while an output is not published no plan is emitted; it recovers by itself.
+func TestProjectionError(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	create(t, workload(ns, "proj", withResource("db", "postgres"), withVar("PORT", "${resources.db.port}")))
+	w := get(t, ns, "proj")
+	claim := claimOf(t, w, "db", "postgres")
+	bind(t, claim, map[string]any{"host": "db"}, nil)
+	w = conditionIs(t, ns, "proj", scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonProjectionError)
+	if m := condition(w, scorev1b1.ConditionRuntimeReady).Message; m != "One or more required outputs are not resolved." {
+		t.Fatalf("message %q", m)
+	}
+	consistently(t, "no plan while unresolved", 500*time.Millisecond, func() error {
+		p := &scorev1b1.WorkloadPlan{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "proj"}, p); err == nil {
+			return fmt.Errorf("a plan was emitted")
+		}
+		return nil
+	})
+	events := countReasonEvents(t, ns, "proj", string(scorev1b1.ReasonProjectionError))
+	if events != 1 {
+		t.Fatalf("%d ProjectionError events, want one per transition", events)
+	}
+	bind(t, claim, map[string]any{"host": "db", "port": 5432}, nil)
+	planOf(t, ns, "proj")
+	conditionIs(t, ns, "proj", scorev1b1.ConditionRuntimeReady, metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning)
+}
+
+// Paths 7 and 8: the runtime's signals and the endpoint mirror.
+func TestRuntimeAndMirror(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	create(t, workload(ns, "web"))
+	planOf(t, ns, "web")
+	w := get(t, ns, "web")
+	gen := w.Generation
+
+	t.Run("the runtime's failure reason", func(t *testing.T) {
+		project(t, ns, "web", scorev1b1.PlanPhaseFailed, scorev1b1.ReasonPolicyViolation)
+		conditionIs(t, ns, "web", scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation)
+	})
+	t.Run("projected is ready", func(t *testing.T) {
+		project(t, ns, "web", scorev1b1.PlanPhaseProjected, "")
+		conditionIs(t, ns, "web", scorev1b1.ConditionReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+	})
+	t.Run("a stale exposure is ignored", func(t *testing.T) {
+		expose(t, ns, "web", gen-1, []scorev1b1.Exposure{{URL: "https://stale.example.com"}})
+		consistently(t, "no endpoint", 500*time.Millisecond, func() error {
+			if e := get(t, ns, "web").Status.Endpoint; e != nil {
+				return fmt.Errorf("endpoint %s", *e)
+			}
+			return nil
+		})
+	})
+	t.Run("a valid exposure is mirrored as is", func(t *testing.T) {
+		expose(t, ns, "web", gen, []scorev1b1.Exposure{{URL: "https://web.example.com/app", Scope: scorev1b1.ScopePublic}, {URL: "http://web.ns.svc.cluster.local"}}, "Healthy")
+		endpointIs(t, ns, "web", "https://web.example.com/app")
+	})
+	t.Run("an invalid URL keeps the previous value", func(t *testing.T) {
+		expose(t, ns, "web", gen, []scorev1b1.Exposure{{URL: "http://localhost:8080"}}, "Healthy")
+		consistently(t, "endpoint kept", 500*time.Millisecond, func() error {
+			if e := get(t, ns, "web").Status.Endpoint; e == nil || *e != "https://web.example.com/app" {
+				return fmt.Errorf("endpoint %v", e)
+			}
+			return nil
+		})
+	})
+	t.Run("a pending load balancer is NetworkUnavailable", func(t *testing.T) {
+		expose(t, ns, "web", gen, []scorev1b1.Exposure{{URL: "https://web.example.com/app"}}, "LBPending")
+		conditionIs(t, ns, "web", scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonNetworkUnavailable)
+	})
+	t.Run("degraded is ready with RuntimeDegraded", func(t *testing.T) {
+		expose(t, ns, "web", gen, []scorev1b1.Exposure{{URL: "https://web.example.com/app"}}, "Degraded", "Healthy")
+		conditionIs(t, ns, "web", scorev1b1.ConditionReady, metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded)
+	})
+	t.Run("the policy hides non-public endpoints", func(t *testing.T) {
+		applyConfig(t, strings.Replace(baseConfig, "publicOnly: false", "publicOnly: true", 1))
+		expose(t, ns, "web", gen, []scorev1b1.Exposure{{URL: "http://web.ns.svc.cluster.local", Scope: scorev1b1.ScopeClusterLocal}}, "Healthy")
+		eventually(t, "endpoint hidden", func() error {
+			if e := get(t, ns, "web").Status.Endpoint; e != nil {
+				return fmt.Errorf("endpoint %s", *e)
+			}
+			return nil
+		})
+		applyConfig(t, baseConfig)
+	})
+	t.Run("the endpoint template overrides", func(t *testing.T) {
+		applyConfig(t, strings.Replace(baseConfig, "publicOnly: false", "publicOnly: false\n  template: \"https://{{.workload.name}}.{{.workload.namespace}}.apps.example.com\"", 1))
+		endpointIs(t, ns, "web", "https://web."+ns+".apps.example.com")
+		applyConfig(t, baseConfig)
+	})
+}
+
+func endpointIs(t *testing.T, ns, name, want string) {
+	t.Helper()
+	eventually(t, "endpoint "+want, func() error {
+		if e := get(t, ns, name).Status.Endpoint; e == nil || *e != want {
+			return fmt.Errorf("endpoint %v", e)
+		}
+		return nil
+	})
+}
+
+func claimName(w *scorev1b1.Workload, key, typ string) string {
+	return planner.ClaimName(w.Name, key, typ)
+}
