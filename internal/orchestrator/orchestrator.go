@@ -14,6 +14,7 @@ import (
 
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workload"
+	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 )
 
 // Options configure the orchestrator.
@@ -21,6 +22,12 @@ type Options struct {
 	// ConfigMap holds the Orchestrator Config under ConfigKey.
 	ConfigMap types.NamespacedName
 	ConfigKey string
+	// ConfigOCIRef, when set, loads the config from this OCI artifact pinned by digest
+	// instead of the ConfigMap.
+	ConfigOCIRef string
+	// OCICacheDir caches verified OCI content; OCIPlainHTTP reaches registries over HTTP.
+	OCICacheDir  string
+	OCIPlainHTTP bool
 	// Region is where this orchestrator runs.
 	Region string
 	// Concurrency is the number of Workloads reconciled at once.
@@ -39,12 +46,22 @@ func DefaultOptions() Options {
 // Setup registers the orchestrator's controllers with mgr and returns the config store.
 func Setup(mgr ctrl.Manager, opts Options) (*configsource.Store, error) {
 	store := configsource.NewStore()
-	cm := &configsource.ConfigMapReconciler{
-		Client: mgr.GetClient(), Store: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
-		Key: opts.ConfigMap, DataKey: opts.ConfigKey,
-	}
-	if err := cm.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the config source: %w", err)
+	if opts.ConfigOCIRef != "" {
+		src := &configsource.OCISource{
+			Ref: opts.ConfigOCIRef, Store: store,
+			Fetcher: &ocifetch.Fetcher{CacheDir: opts.OCICacheDir, PlainHTTP: opts.OCIPlainHTTP},
+		}
+		if err := mgr.Add(src); err != nil {
+			return nil, fmt.Errorf("setting up the OCI config source: %w", err)
+		}
+	} else {
+		cm := &configsource.ConfigMapReconciler{
+			Client: mgr.GetClient(), Store: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
+			Key: opts.ConfigMap, DataKey: opts.ConfigKey,
+		}
+		if err := cm.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the config source: %w", err)
+		}
 	}
 	wr := &workload.Reconciler{
 		Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
