@@ -14,8 +14,9 @@ log() { printf '[dev] %s\n' "$*" >&2; }
 
 up() {
 	hack/cluster.sh up
-	log "building scorectl"
+	log "building scorectl and the controllers"
 	go build -o bin/scorectl ./cmd/scorectl
+	go build -o bin/score-orchestrator ./cmd/score-orchestrator
 
 	log "installing the score.dev kinds"
 	kubectl apply --server-side -f config/crd/bases >/dev/null
@@ -27,12 +28,23 @@ up() {
 		--from-file=config.yaml=config/samples/orchestrator-config.yaml --dry-run=client -o yaml |
 		kubectl apply --server-side --force-conflicts -f - >/dev/null
 
+	start_controller score-orchestrator --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081
+
 	log "applying the examples to namespace score-demo"
 	kubectl create namespace score-demo --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 	local f
 	for f in examples/*/score.yaml; do
 		bin/scorectl convert "$f" -n score-demo | kubectl apply --server-side -f - >/dev/null
 		log "  $f"
+	done
+
+	log "waiting for the orchestrator to take the examples in hand"
+	local i
+	for i in $(seq 1 60); do
+		if [[ "$(kubectl get workloads -n score-demo -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].reason}{" "}{end}' | wc -w)" -ge 3 ]]; then
+			break
+		fi
+		sleep 0.5
 	done
 
 	echo
@@ -43,7 +55,26 @@ up() {
 	echo "Stop everything with: make dev-down"
 }
 
+# start_controller NAME ARGS...: (re)start a controller in the background, logging to .dev/NAME.log.
+start_controller() {
+	local name="$1"
+	shift
+	stop_controller "$name"
+	KUBECONFIG="$root/.dev/kubeconfig" nohup "bin/$name" "$@" >".dev/$name.log" 2>&1 &
+	echo $! >".dev/$name.pid"
+	log "started $name (pid $(cat ".dev/$name.pid"), logs in .dev/$name.log)"
+}
+
+stop_controller() {
+	local pidfile=".dev/$1.pid"
+	if [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+		kill "$(cat "$pidfile")" && wait "$(cat "$pidfile")" 2>/dev/null || true
+	fi
+	rm -f "$pidfile"
+}
+
 down() {
+	stop_controller score-orchestrator
 	hack/cluster.sh down
 }
 
