@@ -1,0 +1,109 @@
+// Package permission runs the orchestrator under an identity that may not create
+// WorkloadPlans, on a real API server with RBAC, and checks that the refusal reaches the
+// Workload as PermissionDenied.
+package permission
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+const config = `apiVersion: score.dev/v1b1
+kind: OrchestratorConfig
+allowMutableRefs: true
+profiles:
+  - name: web-service
+    backends:
+      - backendId: k8s-web
+        runtimeClass: kubernetes
+        version: 1.0.0
+        template: {kind: manifests, ref: "configmap://score-system/templates/web.yaml"}
+defaults: {profile: web-service}
+`
+
+func TestRBACRefusalIsPermissionDenied(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := env.Client
+
+	// Everything the orchestrator needs, except creating plans.
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "limited-orchestrator"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"score.dev"}, Resources: []string{"workloads", "resourceclaims", "workloadexposures"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"score.dev"}, Resources: []string{"workloads/status", "workloads/finalizers"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"score.dev"}, Resources: []string{"workloadplans"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "limited-orchestrator"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "limited-orchestrator", APIGroup: "rbac.authorization.k8s.io"}},
+	}
+	for _, o := range []client.Object{role, binding,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": config}},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "limited-orchestrator"}
+	opts := orchestrator.DefaultOptions()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: orchestrator.CacheOptions(opts)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orchestrator.Setup(mgr, opts); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = mgr.Start(ctx) }()
+
+	w := &scorev1b1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}},
+	}
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+			t.Fatal(err)
+		}
+		cond := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionRuntimeReady)
+		if cond != nil && cond.Reason == string(scorev1b1.ReasonPermissionDenied) {
+			if cond.Message != "The platform is not permitted to deploy the workload." {
+				t.Fatalf("message %q", cond.Message)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("RuntimeReady is %v", cond)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
