@@ -153,6 +153,11 @@ type ResourceClaimStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Resources is the inventory of objects the provisioner applied for the claim, with
+	// their health.
+	// +optional
+	Resources []AppliedObject `json:"resources,omitempty"`
 }
 
 // OutputsSecretRef names a Secret and the output keys it holds.

@@ -49,6 +49,7 @@ func TestOCISource(t *testing.T) {
 	fetcher := &ocifetch.Fetcher{PlainHTTP: true, CacheDir: t.TempDir()}
 
 	store := NewStore()
+	changes := store.Subscribe()
 	ref := publish(t, host, valid)
 	if err := (&OCISource{Ref: ref, Fetcher: fetcher, Store: store}).Start(ctx); err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestOCISource(t *testing.T) {
 		t.Fatalf("loaded %+v", loaded)
 	}
 	select {
-	case <-store.Changes:
+	case <-changes:
 	default:
 		t.Fatal("subscribers were not told")
 	}

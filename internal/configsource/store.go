@@ -23,16 +23,24 @@ type Loaded struct {
 
 // Store holds the current config and tells subscribers when it changes.
 type Store struct {
-	mu      sync.RWMutex
-	current *Loaded
-	// Changes receives an event each time a new valid config becomes current; the Workload
-	// controller watches it to requeue every Workload.
-	Changes chan event.GenericEvent
+	mu          sync.RWMutex
+	current     *Loaded
+	subscribers []chan event.GenericEvent
 }
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{Changes: make(chan event.GenericEvent, 1)}
+	return &Store{}
+}
+
+// Subscribe returns a channel that receives an event each time a new valid config becomes
+// current; controllers watch it to requeue what a config change can affect.
+func (s *Store) Subscribe() <-chan event.GenericEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan event.GenericEvent, 1)
+	s.subscribers = append(s.subscribers, ch)
+	return ch
 }
 
 // Get returns the current config, or false before any valid config was seen.
@@ -61,11 +69,14 @@ func (s *Store) Offer(revision string, data []byte) (changed bool, err error) {
 		return false, nil
 	}
 	s.current = &Loaded{Config: cfg, Selector: sel, Revision: revision}
+	subscribers := s.subscribers
 	s.mu.Unlock()
-	// A pending notification already covers this change.
-	select {
-	case s.Changes <- event.GenericEvent{}:
-	default:
+	for _, ch := range subscribers {
+		// A pending notification already covers this change.
+		select {
+		case ch <- event.GenericEvent{}:
+		default:
+		}
 	}
 	return true, nil
 }

@@ -50,7 +50,10 @@ func ViewClaim(c *scorev1b1.ResourceClaim) ClaimView {
 		v.SecretKeys = append([]string(nil), c.Status.SecretRef.Keys...)
 		sort.Strings(v.SecretKeys)
 	}
-	v.Ready = v.Phase == scorev1b1.ClaimPhaseBound && c.Status.OutputsAvailable
+	// A Bound claim is ready when its outputs are available, or when it publishes none at
+	// all (a route or an autoscaler has nothing to tell the Workload).
+	noOutputs := c.Status.Outputs == nil && c.Status.SecretRef == nil
+	v.Ready = v.Phase == scorev1b1.ClaimPhaseBound && (c.Status.OutputsAvailable || noOutputs)
 	return v
 }
 

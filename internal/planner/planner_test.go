@@ -351,4 +351,12 @@ func TestViewClaim(t *testing.T) {
 	if v := ViewClaim(c); !v.Ready || v.Outputs["host"] != "h" {
 		t.Fatalf("bound: %+v", v)
 	}
+	c.Status.OutputsAvailable = false
+	if v := ViewClaim(c); v.Ready {
+		t.Fatalf("bound with outputs not all available is not ready: %+v", v)
+	}
+	c.Status.Outputs = nil
+	if v := ViewClaim(c); !v.Ready {
+		t.Fatalf("bound with no outputs at all is ready: %+v", v)
+	}
 }

@@ -34,7 +34,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&scorev1b1.ResourceClaim{}).
 		Owns(&scorev1b1.WorkloadPlan{}).
 		Owns(&scorev1b1.WorkloadExposure{}).
-		WatchesRawSource(source.Channel(r.Config.Changes, handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
+		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }

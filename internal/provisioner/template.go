@@ -1,0 +1,176 @@
+// Package provisioner runs provisioner definitions in the score-k8s file format. The
+// template:// strategy evaluates init, state, shared, outputs and manifests as Go templates
+// with sprig and encodeSecretRef, over the same data score-k8s passes, so score-k8s
+// provisioner files run unchanged. It is pure: the controller supplies the previous state
+// and applies the result.
+package provisioner
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
+)
+
+// ServicePort is a port of another workload, as score-k8s's templates see it.
+type ServicePort struct {
+	Name       string
+	Port       int
+	TargetPort int
+	Protocol   string
+}
+
+// NetworkService is how to reach a workload, as score-k8s's templates see it.
+type NetworkService struct {
+	ServiceName string
+	Ports       map[string]ServicePort
+}
+
+// Data is what every template sees; the field names are score-k8s's.
+type Data struct {
+	Guid, Uid, Type, Class, Id string
+	Params, Metadata           map[string]any
+	Init, State, Shared        map[string]any
+	SourceWorkload             string
+	WorkloadMetadata           map[string]any
+	WorkloadServices           map[string]NetworkService
+	Namespace                  string
+}
+
+// Result is what a provisioning run produced.
+type Result struct {
+	Init      map[string]any
+	State     map[string]any
+	Shared    map[string]any
+	Outputs   map[string]any
+	Manifests []map[string]any
+}
+
+// RenderTemplates evaluates a template:// definition over data: init, then state (with
+// Init), then shared (merged into data.Shared), then outputs and manifests.
+func RenderTemplates(def orchconfig.Provisioner, data Data) (Result, error) {
+	var r Result
+	var err error
+	if r.Init, err = renderMap("init", def.Init, data); err != nil {
+		return Result{}, err
+	}
+	data.Init = r.Init
+	if r.State, err = renderMap("state", def.State, data); err != nil {
+		return Result{}, err
+	}
+	data.State = r.State
+	if r.Shared, err = renderMap("shared", def.Shared, data); err != nil {
+		return Result{}, err
+	}
+	data.Shared = PatchMap(data.Shared, r.Shared)
+	if r.Outputs, err = renderMap("outputs", def.Outputs, data); err != nil {
+		return Result{}, err
+	}
+	out, err := render("manifests", def.Manifests, data)
+	if err != nil {
+		return Result{}, err
+	}
+	if out != nil {
+		list, ok := out.([]any)
+		if !ok {
+			return Result{}, fmt.Errorf("manifests template: must produce a list of objects")
+		}
+		for i, item := range list {
+			m, ok := item.(map[string]any)
+			if !ok {
+				return Result{}, fmt.Errorf("manifests template: item %d is not an object", i)
+			}
+			if m["apiVersion"] == nil || m["kind"] == nil {
+				return Result{}, fmt.Errorf("manifests template: item %d has no apiVersion or kind", i)
+			}
+			r.Manifests = append(r.Manifests, m)
+		}
+	}
+	return r, nil
+}
+
+func renderMap(name, text string, data Data) (map[string]any, error) {
+	out, err := render(name, text, data)
+	if err != nil || out == nil {
+		return map[string]any{}, err
+	}
+	m, ok := out.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s template: must produce a mapping", name)
+	}
+	return m, nil
+}
+
+// render evaluates one template and decodes its output as YAML.
+func render(name, text string, data Data) (any, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, nil
+	}
+	t, err := template.New(name).Funcs(tplfuncs.Provisioner()).Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s template does not parse: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("%s template failed: %w", name, err)
+	}
+	if strings.TrimSpace(b.String()) == "" {
+		return nil, nil
+	}
+	var out any
+	if err := yaml.Unmarshal(b.Bytes(), &out); err != nil {
+		return nil, fmt.Errorf("%s template output is not YAML: %w", name, err)
+	}
+	return normalizeYAML(out), nil
+}
+
+// normalizeYAML makes yaml.v3 values JSON-friendly (map keys as strings).
+func normalizeYAML(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeYAML(e)
+		}
+		return x
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = normalizeYAML(e)
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeYAML(e)
+		}
+	}
+	return v
+}
+
+// PatchMap merges patch into base (recursively for maps); a nil value deletes the key, as
+// score-k8s's shared state does.
+func PatchMap(base, patch map[string]any) map[string]any {
+	out := make(map[string]any, len(base))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		if pm, ok := v.(map[string]any); ok {
+			if bm, ok := out[k].(map[string]any); ok {
+				out[k] = PatchMap(bm, pm)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
