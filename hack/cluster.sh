@@ -24,6 +24,9 @@ up() {
 	if "$bin/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
 		if kubectl get --raw /readyz >/dev/null 2>&1; then
 			log "cluster $name is already up"
+			nodes
+			service_range
+			volumes
 			return
 		fi
 		log "cluster $name exists but does not answer: starting it"
@@ -45,6 +48,7 @@ up() {
 	kubectl get --raw /readyz >/dev/null
 	nodes
 	service_range
+	volumes
 	log "ready: $bin/kubectl --kubeconfig $kubeconfig get nodes"
 }
 
@@ -85,6 +89,30 @@ metadata:
 spec:
   cidrs: ["10.100.0.0/20"]
 YAML
+}
+
+# volumes pre-creates a pool of PersistentVolumes: the simulated cluster has no storage
+# provisioner, and volume claims (a StatefulSet's volumeClaimTemplates) bind only to existing
+# volumes. The real PV controller binds them.
+volumes() {
+	local i
+	{
+		for i in $(seq -w 1 "${SCORE_CLUSTER_VOLUMES:-64}"); do
+			cat <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: score-dev-pv-$i
+  labels: {score.dev/pool: dev}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Delete
+  hostPath: {path: /tmp/score-dev-pv-$i}
+---
+YAML
+		done
+	} | kubectl apply -f - >/dev/null
 }
 
 down() {

@@ -16,19 +16,20 @@ up() {
 	hack/cluster.sh up
 	log "building scorectl and the controllers"
 	go build -o bin/scorectl ./cmd/scorectl
-	go build -o bin/score-orchestrator ./cmd/score-orchestrator
+	go build -o bin/score-controllers ./cmd/score-controllers
 
 	log "installing the score.dev kinds"
 	kubectl apply --server-side -f config/crd/bases >/dev/null
 	kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 
-	log "loading the Orchestrator Config (score-system/orchestrator-config)"
+	log "loading the Orchestrator Config (score-system/orchestrator-config): sample profiles and the development catalog"
+	go run ./hack/assemble-config config/samples/orchestrator-config.yaml config/provisioners/*.yaml >.dev/orchestrator-config.yaml
 	kubectl create namespace score-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 	kubectl -n score-system create configmap orchestrator-config \
-		--from-file=config.yaml=config/samples/orchestrator-config.yaml --dry-run=client -o yaml |
+		--from-file=config.yaml=.dev/orchestrator-config.yaml --dry-run=client -o yaml |
 		kubectl apply --server-side --force-conflicts -f - >/dev/null
 
-	start_controller score-orchestrator --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081
+	start_controller score-controllers --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081
 
 	log "applying the examples to namespace score-demo"
 	kubectl create namespace score-demo --dry-run=client -o yaml | kubectl apply -f - >/dev/null
@@ -74,7 +75,7 @@ stop_controller() {
 }
 
 down() {
-	stop_controller score-orchestrator
+	stop_controller score-controllers
 	hack/cluster.sh down
 }
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -70,12 +71,16 @@ func startOrchestrator(ctx context.Context) error {
 		Scheme:                 testenv.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  orchestrator.CacheOptions(opts),
+		Cache:                  configsource.CacheOptions(opts.Config),
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := orchestrator.Setup(mgr, opts); err != nil {
+	store, err := configsource.Setup(mgr, opts.Config, "score-orchestrator")
+	if err != nil {
+		return err
+	}
+	if err := orchestrator.Setup(mgr, store, opts); err != nil {
 		return err
 	}
 	go func() {

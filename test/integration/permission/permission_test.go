@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -73,11 +74,15 @@ func TestRBACRefusalIsPermissionDenied(t *testing.T) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "limited-orchestrator"}
 	opts := orchestrator.DefaultOptions()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: orchestrator.CacheOptions(opts)})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: configsource.CacheOptions(opts.Config)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := orchestrator.Setup(mgr, opts); err != nil {
+	store, err := configsource.Setup(mgr, opts.Config, "score-orchestrator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := orchestrator.Setup(mgr, store, opts); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = mgr.Start(ctx) }()

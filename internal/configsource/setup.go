@@ -1,0 +1,63 @@
+package configsource
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
+)
+
+// Options say where the Orchestrator Config comes from.
+type Options struct {
+	// ConfigMap holds the document under Key.
+	ConfigMap types.NamespacedName
+	Key       string
+	// OCIRef, when set, loads the document from this OCI artifact pinned by digest instead.
+	OCIRef string
+	// OCICacheDir caches verified OCI content; OCIPlainHTTP reaches registries over HTTP.
+	OCICacheDir  string
+	OCIPlainHTTP bool
+}
+
+// DefaultOptions are the documented defaults: score-system/orchestrator-config, config.yaml.
+func DefaultOptions() Options {
+	return Options{ConfigMap: types.NamespacedName{Namespace: "score-system", Name: "orchestrator-config"}, Key: "config.yaml"}
+}
+
+// Setup adds the configured source to mgr and returns the store it fills. Every controller
+// process that needs the config runs its own source.
+func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
+	store := NewStore()
+	if opts.OCIRef != "" {
+		src := &OCISource{Ref: opts.OCIRef, Store: store, Fetcher: &ocifetch.Fetcher{CacheDir: opts.OCICacheDir, PlainHTTP: opts.OCIPlainHTTP}}
+		if err := mgr.Add(src); err != nil {
+			return nil, fmt.Errorf("setting up the OCI config source: %w", err)
+		}
+		return store, nil
+	}
+	cm := &ConfigMapReconciler{
+		Client: mgr.GetClient(), Store: store, Recorder: mgr.GetEventRecorder(component),
+		Key: opts.ConfigMap, DataKey: opts.Key,
+	}
+	if err := cm.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the config source: %w", err)
+	}
+	return store, nil
+}
+
+// CacheOptions limit the ConfigMap informer to the one config ConfigMap, so a controller
+// does not cache every ConfigMap of the cluster.
+func CacheOptions(opts Options) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{opts.ConfigMap.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", opts.ConfigMap.Name),
+		},
+	}}
+}

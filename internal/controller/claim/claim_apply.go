@@ -1,0 +1,116 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+)
+
+// stage orders objects for apply: namespaces and CRDs before what may live in them.
+func stage(u *unstructured.Unstructured) int {
+	switch u.GetKind() {
+	case "Namespace", "CustomResourceDefinition":
+		return 0
+	default:
+		return 1
+	}
+}
+
+// apply server-side-applies the manifests in stages, labelled with the instance, and returns
+// the inventory and each object's health.
+func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioner.Identity, manifests []map[string]any) (map[string]bool, []scorev1b1.AppliedObject, error) {
+	objs := make([]*unstructured.Unstructured, 0, len(manifests))
+	for _, m := range manifests {
+		u := &unstructured.Unstructured{Object: m}
+		mapping, err := r.Client.RESTMapper().RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %s: the kind is not served: %w", u.GetKind(), u.GetName(), err)
+		}
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			if u.GetNamespace() != "" && u.GetNamespace() != c.Namespace {
+				return nil, nil, fmt.Errorf("%s %s: a provisioner may only create objects in the claim's namespace %s", u.GetKind(), u.GetName(), c.Namespace)
+			}
+			u.SetNamespace(c.Namespace)
+		}
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelInstance] = id.Hash()
+		u.SetLabels(labels)
+		objs = append(objs, u)
+	}
+	sort.SliceStable(objs, func(i, j int) bool { return stage(objs[i]) < stage(objs[j]) })
+
+	inventory := map[string]bool{}
+	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
+	for _, u := range objs {
+		if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		r.ensureWatch(ctx, u.GroupVersionKind())
+		inventory[objectKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())] = true
+		health, message := "Current", ""
+		if res, err := status.Compute(u); err == nil {
+			health, message = string(res.Status), res.Message
+		}
+		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: health, Message: message})
+	}
+	return inventory, applied, nil
+}
+
+func objectKey(apiVersion, kind, namespace, name string) string {
+	return apiVersion + "/" + kind + "/" + namespace + "/" + name
+}
+
+// prune deletes what an earlier run applied and this one did not, once this run applied
+// completely.
+func (r *Reconciler) prune(ctx context.Context, c *scorev1b1.ResourceClaim, keep map[string]bool) error {
+	for _, o := range c.Status.Resources {
+		if keep[objectKey(o.APIVersion, o.Kind, o.Namespace, o.Name)] {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Pruning an object the provisioner no longer produces", "kind", o.Kind, "name", o.Name)
+		if err := r.deleteObject(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) deleteObject(ctx context.Context, o scorev1b1.AppliedObject) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
+	u.SetNamespace(o.Namespace)
+	u.SetName(o.Name)
+	if err := r.Client.Delete(ctx, u, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		return fmt.Errorf("deleting %s %s: %w", o.Kind, o.Name, err)
+	}
+	return nil
+}
+
+// exists reports whether an inventory object is still there.
+func (r *Reconciler) exists(ctx context.Context, o scorev1b1.AppliedObject) (bool, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return false, nil
+	default:
+		return false, err
+	}
+}

@@ -1,0 +1,322 @@
+// Package claim is the provisioner controller: the one writer of ResourceClaim.status. It
+// finds the provisioner definition that serves a claim, runs it with the instance's stable
+// state, applies the manifests server-side, judges their health with kstatus, and publishes
+// the outputs: non-secret ones in status, secret ones in a Secret the claim owns.
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
+)
+
+// Labels and names the provisioner puts on what it creates.
+const (
+	// LabelInstance carries the instance's identity hash on every provisioned object.
+	LabelInstance = "score.dev/instance"
+	// Finalizer holds a claim until what it provisioned is released per its policy.
+	Finalizer = "resourceclaims.score.dev/provisioner"
+	// FieldManager is the server-side apply field manager of provisioned objects.
+	FieldManager = "score-provisioner"
+	// ConditionReady is the claim's detailed readiness condition.
+	ConditionReady = "Ready"
+)
+
+// Reconciler reconciles ResourceClaims.
+type Reconciler struct {
+	Client   client.Client
+	Config   *configsource.Store
+	Recorder recorder.EventRecorder
+	// EnableCmd allows cmd:// provisioners, which run binaries inside the controller. Off by
+	// default.
+	EnableCmd bool
+	// Concurrency is the number of claims reconciled at once.
+	Concurrency int
+
+	ctrl     controller.Controller
+	cache    cache.Cache
+	watchMu  sync.Mutex
+	watching map[schema.GroupVersionKind]bool
+}
+
+// Reconcile brings one claim one step closer to Bound, or releases it when deleted.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	c := &scorev1b1.ResourceClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := c.DeepCopy()
+	defer func() {
+		// The status is written once, and only when it changed: an unconditional write would
+		// trigger the watch and loop.
+		if equality.Semantic.DeepEqual(before.Status, c.Status) || !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, Finalizer) {
+			return
+		}
+		if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+		}
+	}()
+
+	if !c.DeletionTimestamp.IsZero() {
+		return r.release(ctx, c)
+	}
+	if controllerutil.AddFinalizer(c, Finalizer) {
+		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+		before.Finalizers, before.ResourceVersion = c.Finalizers, c.ResourceVersion
+	}
+	return r.provision(ctx, c)
+}
+
+// provision runs the matching definition and publishes the result.
+func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	loaded, ok := r.Config.Get()
+	if !ok {
+		setPhase(c, scorev1b1.ClaimPhasePending, "", "Waiting for the platform configuration.")
+		return ctrl.Result{}, nil
+	}
+	params, _ := jsonMap(c.Spec.Params)
+	idx := provisionermatch.Match(loaded.Config.Provisioners, provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: params})
+	if idx < 0 {
+		// Terminal until the config changes; the config watch brings the claim back.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, noProvisionerMessage(loaded.Config, c))
+		return ctrl.Result{}, nil
+	}
+	def := loaded.Config.Provisioners[idx]
+	c.Status.Provisioner = def.URI
+	scheme, _, _ := strings.Cut(def.URI, "://")
+	if scheme == "cmd" && !r.EnableCmd {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, fmt.Sprintf("Provisioner %s runs a command, and command provisioners are disabled (--enable-cmd-provisioners).", def.URI))
+		return ctrl.Result{}, nil
+	}
+	if scheme != "template" {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s uses the %s strategy, which this controller does not run.", def.URI, scheme))
+		return ctrl.Result{}, nil
+	}
+
+	id := provisioner.NewIdentity(c.Namespace, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID)
+	state, err := r.loadState(ctx, id)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	data, err := r.templateData(ctx, c, id, params, state)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := provisioner.RenderTemplates(def, data)
+	if err != nil {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err))
+		return ctrl.Result{}, reconcileErr(err)
+	}
+	if err := r.saveState(ctx, id, state, res); err != nil {
+		return ctrl.Result{}, err
+	}
+	if c.Status.Phase != scorev1b1.ClaimPhaseBound {
+		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Provisioning.")
+	}
+
+	inventory, applied, err := r.apply(ctx, c, id, res.Manifests)
+	if err != nil {
+		if reason, denied := apidenial.Classify(err); denied {
+			setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("The API server refused an object: %v.", err))
+			return ctrl.Result{}, reconcileErr(err)
+		}
+		return ctrl.Result{}, err
+	}
+	if err := r.prune(ctx, c, inventory); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	manifestSecrets := provisioner.SecretsInManifests(res.Manifests)
+	plain, secret, err := provisioner.SplitOutputs(res.Outputs, func(ref provisioner.SecretRef) (string, error) {
+		if v, ok := manifestSecrets[ref]; ok {
+			return v, nil
+		}
+		return r.readSecretKey(ctx, c.Namespace, ref)
+	})
+	if err != nil {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
+		return ctrl.Result{}, reconcileErr(err)
+	}
+	if err := r.publishSecretOutputs(ctx, c, secret); err != nil {
+		return ctrl.Result{}, err
+	}
+	c.Status.Outputs = nil
+	if len(plain) > 0 {
+		raw, err := json.Marshal(plain)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		c.Status.Outputs = &apiextensionsv1.JSON{Raw: raw}
+	}
+	c.Status.SecretRef = nil
+	if len(secret) > 0 {
+		keys := make([]string, 0, len(secret))
+		for k := range secret {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		c.Status.SecretRef = &scorev1b1.OutputsSecretRef{Name: outputsSecretName(c), Keys: keys}
+	}
+	c.Status.Resources = applied
+
+	missing := provisioner.MissingOutputs(def.ExpectedOutputs, plain, secret)
+	unhealthy := unhealthyObjects(applied)
+	switch {
+	case len(unhealthy) > 0:
+		c.Status.OutputsAvailable = false
+		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Waiting for "+strings.Join(unhealthy, ", ")+".")
+	case len(missing) > 0:
+		c.Status.OutputsAvailable = false
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s did not produce the expected outputs %s.", def.URI, strings.Join(missing, ", ")))
+	default:
+		c.Status.OutputsAvailable = len(plain)+len(secret) > 0
+		if c.Status.Phase != scorev1b1.ClaimPhaseBound {
+			log.Info("Claim bound", "provisioner", def.URI, "objects", len(applied))
+		}
+		setPhase(c, scorev1b1.ClaimPhaseBound, scorev1b1.ReasonSucceeded, fmt.Sprintf("Provisioned by %s.", def.URI))
+	}
+	c.Status.ObservedGeneration = c.Generation
+	return ctrl.Result{}, nil
+}
+
+// reconcileErr turns a provisioning failure into an error, so that it is retried with
+// exponential backoff.
+func reconcileErr(err error) error { return fmt.Errorf("provisioning failed, retrying with backoff: %w", err) }
+
+func noProvisionerMessage(cfg *orchconfig.Config, c *scorev1b1.ResourceClaim) string {
+	types := map[string]bool{}
+	for _, p := range cfg.Provisioners {
+		types[p.Type] = true
+	}
+	list := make([]string, 0, len(types))
+	for t := range types {
+		list = append(list, t)
+	}
+	sort.Strings(list)
+	what := c.Spec.Type
+	if c.Spec.Class != "" {
+		what += " of class " + c.Spec.Class
+	}
+	if c.Spec.ID != "" {
+		what += " with id " + c.Spec.ID
+	}
+	return fmt.Sprintf("No provisioner serves %s. Available types: %s.", what, strings.Join(list, ", "))
+}
+
+func setPhase(c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase, reason scorev1b1.Reason, message string) {
+	c.Status.Phase, c.Status.Reason, c.Status.Message = phase, reason, message
+	status := metav1.ConditionFalse
+	if phase == scorev1b1.ClaimPhaseBound {
+		status = metav1.ConditionTrue
+	}
+	condReason := string(reason)
+	if condReason == "" {
+		condReason = string(phase)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: status, Reason: condReason, Message: message, ObservedGeneration: c.Generation})
+	if phase == scorev1b1.ClaimPhaseFailed {
+		c.Status.ObservedGeneration = c.Generation
+		c.Status.OutputsAvailable = false
+	}
+}
+
+func outputsSecretName(c *scorev1b1.ResourceClaim) string { return c.Name + "-outputs" }
+
+func jsonMap(j *apiextensionsv1.JSON) (map[string]any, error) {
+	m := map[string]any{}
+	if j == nil || len(j.Raw) == 0 {
+		return m, nil
+	}
+	err := json.Unmarshal(j.Raw, &m)
+	return m, err
+}
+
+// readSecretKey reads a key of an existing Secret a provisioner's outputs refer to.
+func (r *Reconciler) readSecretKey(ctx context.Context, namespace string, ref provisioner.SecretRef) (string, error) {
+	s := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
+		return "", fmt.Errorf("secret %s referenced by an output: %w", ref.Name, err)
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok {
+		return "", fmt.Errorf("secret %s has no key %s", ref.Name, ref.Key)
+	}
+	return string(v), nil
+}
+
+// publishSecretOutputs writes the secret outputs into the claim's outputs Secret, only when
+// they changed, and removes it when there are none.
+func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.ResourceClaim, secret map[string]string) error {
+	name := outputsSecretName(c)
+	existing := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, existing)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	found := err == nil
+	if len(secret) == 0 {
+		if found {
+			return client.IgnoreNotFound(r.Client.Delete(ctx, existing))
+		}
+		return nil
+	}
+	data := map[string][]byte{}
+	for k, v := range secret {
+		data[k] = []byte(v)
+	}
+	if found && equality.Semantic.DeepEqual(existing.Data, data) {
+		return nil
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: c.Spec.WorkloadRef.Name}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+	if err := controllerutil.SetControllerReference(c, s, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if found {
+		existing.Data = data
+		return r.Client.Update(ctx, existing)
+	}
+	return r.Client.Create(ctx, s)
+}
+
+// unhealthyObjects names the applied objects kstatus does not judge Current.
+func unhealthyObjects(applied []scorev1b1.AppliedObject) []string {
+	var out []string
+	for _, o := range applied {
+		if o.Health != "Current" {
+			out = append(out, fmt.Sprintf("%s %s (%s)", o.Kind, o.Name, strings.ToLower(o.Health)))
+		}
+	}
+	return out
+}

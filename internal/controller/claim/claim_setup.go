@@ -1,0 +1,95 @@
+package claim
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+)
+
+// indexInstance indexes claims by the identity hash of the instance they claim.
+const indexInstance = "score.dev/instance"
+
+// SetupWithManager watches claims, the Secrets they own, the config store (a new config
+// requeues every claim), and, as they are first applied, each kind of provisioned object, so
+// that health changes and deletions bring their claims back. Nothing is polled.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstance, func(o client.Object) []string {
+		c := o.(*scorev1b1.ResourceClaim)
+		return []string{provisioner.NewIdentity(c.Namespace, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID).Hash()}
+	}); err != nil {
+		return err
+	}
+	concurrency := r.Concurrency
+	if concurrency < 1 {
+		concurrency = 4
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("resourceclaim").
+		For(&scorev1b1.ResourceClaim{}).
+		Owns(&corev1.Secret{}).
+		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allClaims))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.ctrl, r.cache = c, mgr.GetCache()
+	r.watching = map[schema.GroupVersionKind]bool{}
+	return nil
+}
+
+// ensureWatch starts watching a kind of provisioned object the first time one is applied.
+func (r *Reconciler) ensureWatch(ctx context.Context, gvk schema.GroupVersionKind) {
+	r.watchMu.Lock()
+	defer r.watchMu.Unlock()
+	if r.watching[gvk] || r.ctrl == nil {
+		return
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := r.ctrl.Watch(source.Kind[client.Object](r.cache, u, handler.EnqueueRequestsFromMapFunc(r.claimsOfObject))); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Watching provisioned objects", "kind", gvk.String())
+		return
+	}
+	r.watching[gvk] = true
+}
+
+// claimsOfObject maps a provisioned object to the claims of its instance.
+func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reconcile.Request {
+	hash := o.GetLabels()[LabelInstance]
+	if hash == "" {
+		return nil
+	}
+	var list scorev1b1.ResourceClaimList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexInstance: hash}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return out
+}
+
+func (r *Reconciler) allClaims(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list scorev1b1.ResourceClaimList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return out
+}

@@ -1,0 +1,155 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+)
+
+// sharedStateSecret keeps score-k8s's shared state for a namespace.
+const sharedStateSecret = "score-provisioner-shared-state"
+
+// instanceState is what survives restarts: the instance's state and the namespace's shared
+// state. Both may hold generated credentials, so both live in Secrets, never in status.
+type instanceState struct {
+	State  map[string]any
+	Shared map[string]any
+}
+
+func (r *Reconciler) loadState(ctx context.Context, id provisioner.Identity) (instanceState, error) {
+	var st instanceState
+	var err error
+	if st.State, err = r.readJSONSecret(ctx, id.Namespace, id.StateSecretName()); err != nil {
+		return st, err
+	}
+	if st.Shared, err = r.readJSONSecret(ctx, id.Namespace, sharedStateSecret); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string) (map[string]any, error) {
+	s := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return map[string]any{}, nil
+		}
+		return nil, fmt.Errorf("reading state %s: %w", name, err)
+	}
+	m := map[string]any{}
+	if raw := s.Data["state.json"]; len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("state %s is not JSON: %w", name, err)
+		}
+	}
+	return m, nil
+}
+
+// saveState writes the new state (and the merged shared state) when they changed. The state
+// Secret is named by the instance, not the claim, and has no owner: a Retain or Orphan claim
+// leaves it, and a later claim of the same identity picks it up with the same credentials.
+func (r *Reconciler) saveState(ctx context.Context, id provisioner.Identity, prev instanceState, res provisioner.Result) error {
+	if !sameJSON(prev.State, res.State) {
+		if err := r.writeJSONSecret(ctx, id.Namespace, id.StateSecretName(), res.State, map[string]string{LabelInstance: id.Hash()}); err != nil {
+			return err
+		}
+	}
+	if len(res.Shared) > 0 {
+		merged := provisioner.PatchMap(prev.Shared, res.Shared)
+		if !sameJSON(prev.Shared, merged) {
+			if err := r.writeJSONSecret(ctx, id.Namespace, sharedStateSecret, merged, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string, v map[string]any, labels map[string]string) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{}
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
+	switch {
+	case apierrors.IsNotFound(err):
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"state.json": raw}}
+		return r.Client.Create(ctx, s)
+	case err != nil:
+		return err
+	}
+	s.Data = map[string][]byte{"state.json": raw}
+	return r.Client.Update(ctx, s)
+}
+
+// templateData gathers what score-k8s passes to templates: the claim, the instance's state,
+// the source workload's metadata and the network services of the namespace's workloads.
+func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioner.Identity, params map[string]any, st instanceState) (provisioner.Data, error) {
+	metadata, _ := jsonMap(c.Spec.Metadata)
+	d := provisioner.Data{
+		Guid: id.Guid(), Uid: id.Uid(), Type: id.Type, Class: id.Class, Id: id.ID,
+		Params: params, Metadata: metadata, State: st.State, Shared: st.Shared,
+		SourceWorkload: c.Spec.WorkloadRef.Name, Namespace: c.Namespace,
+		WorkloadServices: map[string]provisioner.NetworkService{},
+	}
+	var workloads scorev1b1.WorkloadList
+	if err := r.Client.List(ctx, &workloads, client.InNamespace(c.Namespace)); err != nil {
+		return d, fmt.Errorf("listing workloads: %w", err)
+	}
+	for _, w := range workloads.Items {
+		ns := provisioner.NetworkService{ServiceName: w.Name, Ports: map[string]provisioner.ServicePort{}}
+		if w.Spec.Service != nil {
+			for name, p := range w.Spec.Service.Ports {
+				target, protocol := p.Port, "TCP"
+				if p.TargetPort != nil {
+					target = *p.TargetPort
+				}
+				if p.Protocol != nil {
+					protocol = *p.Protocol
+				}
+				ns.Ports[name] = provisioner.ServicePort{Name: name, Port: int(p.Port), TargetPort: int(target), Protocol: protocol}
+			}
+			// score-k8s also names each port by its number.
+			for _, p := range ns.Ports {
+				if _, taken := ns.Ports[strconv.Itoa(p.Port)]; !taken {
+					ns.Ports[strconv.Itoa(p.Port)] = p
+				}
+			}
+		}
+		d.WorkloadServices[w.Name] = ns
+		if w.Name == c.Spec.WorkloadRef.Name {
+			d.WorkloadMetadata = map[string]any{"name": w.Name}
+			if len(w.Annotations) > 0 {
+				anns := map[string]any{}
+				for k, v := range w.Annotations {
+					if k != scorev1b1.AnnotationScoreMetadata && k != scorev1b1.AnnotationFileSources {
+						anns[k] = v
+					}
+				}
+				d.WorkloadMetadata["annotations"] = anns
+			}
+		}
+	}
+	return d, nil
+}
+
+func sameJSON(a, b any) bool {
+	var x, y any
+	ab, _ := json.Marshal(a)
+	bb, _ := json.Marshal(b)
+	_ = json.Unmarshal(ab, &x)
+	_ = json.Unmarshal(bb, &y)
+	return reflect.DeepEqual(x, y)
+}
