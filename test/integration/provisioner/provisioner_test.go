@@ -1,0 +1,356 @@
+// Package provisioner tests the provisioner controller on a real kube-apiserver and etcd. Its
+// definitions create objects that are healthy as soon as they exist (ConfigMaps, Secrets), so
+// no node is needed; the simulated-cluster run of make dev covers StatefulSets.
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+const config = `apiVersion: score.dev/v1b1
+kind: OrchestratorConfig
+allowMutableRefs: true
+profiles:
+  - name: web-service
+    backends:
+      - {backendId: k8s-web, runtimeClass: kubernetes, version: 1.0.0, template: {kind: manifests, ref: "configmap://score-system/t/web.yaml"}}
+provisioners:
+  - uri: template://test/kv
+    type: kv
+    init: |
+      name: kv-{{ substr 0 8 .Guid }}
+    state: |
+      password: {{ dig "password" (randAlphaNum 32) .State | quote }}
+      runs: {{ add 1 (dig "runs" 0 .State) }}
+    shared: |
+      instances: {{ add 1 (dig "instances" 0 .Shared) }}
+    outputs: |
+      host: {{ .Init.name }}.{{ .Namespace }}
+      port: 1234
+      password: {{ encodeSecretRef .Init.name "password" }}
+      uid: {{ .Uid }}
+      source: {{ .SourceWorkload }}
+      size: {{ .Params.size | default "small" }}
+    expected_outputs: [host, port, password]
+    manifests: |
+      - apiVersion: v1
+        kind: Secret
+        metadata: {name: {{ .Init.name }}}
+        stringData: {password: {{ .State.password | quote }}}
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: {{ .Init.name }}}
+        data: {size: {{ .Params.size | default "small" | quote }}}
+  - uri: template://test/broken
+    type: broken
+    outputs: |
+      value: {{ fail "no capacity left" }}
+  - uri: cmd://bash#anything
+    type: shell
+    args: [-c, "echo {}"]
+  - uri: template://test/missing
+    type: missing-output
+    outputs: |
+      host: h
+    expected_outputs: [host, port]
+`
+
+var (
+	env *testenv.Env
+	ctx = context.Background()
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
+	c, cancel := context.WithCancel(ctx)
+	if err := start(c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cancel()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func start(ctx context.Context) error {
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": config}},
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	opts := configsource.DefaultOptions()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: configsource.CacheOptions(opts)})
+	if err != nil {
+		return err
+	}
+	store, err := configsource.Setup(mgr, opts, "score-provisioner")
+	if err != nil {
+		return err
+	}
+	r := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner")}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return nil
+}
+
+var nsN int
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	nsN++
+	name := fmt.Sprintf("p%02d", nsN)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func newClaim(ns, name, workload, key, typ, id string, policy scorev1b1.DeprovisionPolicy) *scorev1b1.ResourceClaim {
+	return &scorev1b1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: scorev1b1.ResourceClaimSpec{
+			WorkloadRef: scorev1b1.LocalWorkloadRef{Name: workload, UID: "uid-" + workload},
+			Key:         key, Type: typ, ID: id, DeprovisionPolicy: policy,
+		},
+	}
+}
+
+func waitPhase(t *testing.T, c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase) *scorev1b1.ResourceClaim {
+	t.Helper()
+	out := &scorev1b1.ResourceClaim{}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out)
+		if err == nil && out.Status.Phase == phase && out.Status.ObservedGeneration == out.Generation {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("claim %s: want %s, got %s (%s) %v", c.Name, phase, out.Status.Phase, out.Status.Message, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func secretValue(t *testing.T, ns, name, key string) string {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return string(s.Data[key])
+}
+
+func gone(t *testing.T, obj client.Object) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still there: %v", obj.GetName(), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestBindOutputsAndStableState(t *testing.T) {
+	ns := namespace(t)
+	c := newClaim(ns, "web-db", "web", "db", "kv", "", scorev1b1.DeprovisionDelete)
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+	if !c.Status.OutputsAvailable || c.Status.Provisioner != "template://test/kv" {
+		t.Fatalf("status %+v", c.Status)
+	}
+	out := string(c.Status.Outputs.Raw)
+	for _, want := range []string{`"port":1234`, `"uid":"kv.default#web.db"`, `"source":"web"`, `"size":"small"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("outputs %s lack %s", out, want)
+		}
+	}
+	if strings.Contains(out, "password") {
+		t.Fatalf("a secret output reached the status: %s", out)
+	}
+	if c.Status.SecretRef == nil || c.Status.SecretRef.Keys[0] != "password" {
+		t.Fatalf("secretRef %+v", c.Status.SecretRef)
+	}
+	password := secretValue(t, ns, c.Status.SecretRef.Name, "password")
+	if len(password) != 32 {
+		t.Fatalf("password %q", password)
+	}
+	if len(c.Status.Resources) != 2 || c.Status.Resources[0].Health != "Current" {
+		t.Fatalf("inventory %+v", c.Status.Resources)
+	}
+
+	t.Run("a spec change re-runs with the same state", func(t *testing.T) {
+		c.Spec.Params = jsonRaw(`{"size":"large"}`)
+		if err := env.Client.Update(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+		if !strings.Contains(string(c.Status.Outputs.Raw), `"size":"large"`) {
+			t.Fatalf("outputs %s", c.Status.Outputs.Raw)
+		}
+		if got := secretValue(t, ns, c.Status.SecretRef.Name, "password"); got != password {
+			t.Fatal("the password was regenerated")
+		}
+	})
+
+	t.Run("Delete removes what was provisioned", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Status.Resources[1].Name}}
+		if err := env.Client.Delete(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, c)
+		gone(t, cm)
+		var states corev1.SecretList
+		if err := env.Client.List(ctx, &states, client.InNamespace(ns), client.HasLabels{claim.LabelInstance}); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range states.Items {
+			if strings.HasPrefix(s.Name, "score-state-") {
+				t.Fatalf("the state %s must go with a Delete claim", s.Name)
+			}
+		}
+	})
+}
+
+func TestRetainRebindsToTheSameData(t *testing.T) {
+	ns := namespace(t)
+	c := newClaim(ns, "api-db-1", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+	password := secretValue(t, ns, c.Status.SecretRef.Name, "password")
+	data := c.Status.Resources[0]
+	if err := env.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, c)
+	if got := secretValue(t, ns, data.Name, "password"); got != password {
+		t.Fatal("Retain must keep the data")
+	}
+	again := newClaim(ns, "api-db-2", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
+	if err := env.Client.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	again = waitPhase(t, again, scorev1b1.ClaimPhaseBound)
+	if got := secretValue(t, ns, again.Status.SecretRef.Name, "password"); got != password {
+		t.Fatalf("a claim of the same identity must re-bind to the same credentials")
+	}
+}
+
+func TestOrphanLeavesEverything(t *testing.T) {
+	ns := namespace(t)
+	c := newClaim(ns, "job-db", "job", "db", "kv", "", scorev1b1.DeprovisionOrphan)
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+	objs := c.Status.Resources
+	if err := env.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, c)
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: objs[1].Name}, cm); err != nil {
+		t.Fatalf("Orphan must leave the objects: %v", err)
+	}
+}
+
+func TestSharedInstance(t *testing.T) {
+	ns := namespace(t)
+	a := newClaim(ns, "a-db", "a", "db", "kv", "orders", scorev1b1.DeprovisionDelete)
+	b := newClaim(ns, "b-database", "b", "database", "kv", "orders", scorev1b1.DeprovisionDelete)
+	for _, c := range []*scorev1b1.ResourceClaim{a, b} {
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b = waitPhase(t, a, scorev1b1.ClaimPhaseBound), waitPhase(t, b, scorev1b1.ClaimPhaseBound)
+	if a.Status.Resources[0].Name != b.Status.Resources[0].Name {
+		t.Fatalf("one shared id, one instance: %s vs %s", a.Status.Resources[0].Name, b.Status.Resources[0].Name)
+	}
+	if pa, pb := secretValue(t, ns, a.Status.SecretRef.Name, "password"), secretValue(t, ns, b.Status.SecretRef.Name, "password"); pa != pb {
+		var st corev1.SecretList
+		_ = env.Client.List(ctx, &st, client.InNamespace(ns))
+		for _, s := range st.Items {
+			t.Logf("%s %q", s.Name, s.Data)
+		}
+		t.Fatalf("the consumers of one instance share its credentials: %s vs %s", pa, pb)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Status.Resources[1].Name}}
+	if err := env.Client.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, a)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatalf("the instance must stay while a consumer remains: %v", err)
+	}
+	if err := env.Client.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, b)
+	gone(t, cm)
+}
+
+func TestFailures(t *testing.T) {
+	ns := namespace(t)
+	cases := []struct {
+		typ, reason, message string
+	}{
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, kv, missing-output, shell."},
+		{"broken", "ClaimFailed", "no capacity left"},
+		{"shell", "PermissionDenied", "command provisioners are disabled"},
+		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.typ, func(t *testing.T) {
+			c := newClaim(ns, "w-"+tc.typ, "w", tc.typ, tc.typ, "", scorev1b1.DeprovisionDelete)
+			if err := env.Client.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
+			if string(c.Status.Reason) != tc.reason || !strings.Contains(c.Status.Message, tc.message) || c.Status.OutputsAvailable {
+				t.Fatalf("status %s: %s", c.Status.Reason, c.Status.Message)
+			}
+		})
+	}
+}
+
+func jsonRaw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
