@@ -15,8 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -209,7 +209,9 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 
 // reconcileErr turns a provisioning failure into an error, so that it is retried with
 // exponential backoff.
-func reconcileErr(err error) error { return fmt.Errorf("provisioning failed, retrying with backoff: %w", err) }
+func reconcileErr(err error) error {
+	return fmt.Errorf("provisioning failed, retrying with backoff: %w", err)
+}
 
 func noProvisionerMessage(cfg *orchconfig.Config, c *scorev1b1.ResourceClaim) string {
 	types := map[string]bool{}

@@ -92,4 +92,3 @@ func TestAdmissionDenials(t *testing.T) {
 		})
 	})
 }
-
