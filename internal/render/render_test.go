@@ -1,0 +1,222 @@
+package render
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+func templateFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../config/templates/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func lit(s string) *string { return &s }
+
+func plan(values string, containers ...scorev1b1.ContainerProjection) *scorev1b1.WorkloadPlanSpec {
+	return &scorev1b1.WorkloadPlanSpec{
+		Values:     &apiextensionsv1.JSON{Raw: []byte(values)},
+		Projection: scorev1b1.Projection{Containers: containers},
+		Claims:     []scorev1b1.PlanClaim{{Key: "db", ClaimName: "web-db-x", SecretName: "web-db-x-outputs", SecretKeys: []string{"password"}}},
+	}
+}
+
+const values = `{
+  "replicas": 2,
+  "containers": {"main": {"image": "nginx:1.27", "resources": {"limits": {"cpu": "1"}},
+     "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "exec": {"command": ["true"]}},
+     "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080, "scheme": "HTTP"}}},
+   "migrate": {"image": "migrate:1", "before": {}},
+   "proxy": {"image": "envoy:1"}},
+  "service": {"ports": {"http": {"port": 80, "targetPort": 8080, "protocol": "TCP"}}},
+  "resources": {"db": {"type": "postgres", "outputs": {"host": "db.ns", "port": 5432, "nested": {"k": "v"}}},
+                "data": {"type": "volume", "outputs": {"source": {"emptyDir": {}}}}}
+}`
+
+func mainContainer() scorev1b1.ContainerProjection {
+	return scorev1b1.ContainerProjection{
+		Name: "main",
+		Env: []scorev1b1.EnvProjection{
+			{Name: "DB_HOST", ValueProjection: scorev1b1.ValueProjection{From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "host"}}},
+			{Name: "DB_PASSWORD", ValueProjection: scorev1b1.ValueProjection{From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "password"}}},
+			{Name: "DB_URL", ValueProjection: scorev1b1.ValueProjection{Parts: []scorev1b1.ValuePart{
+				{Literal: lit("postgres://app:")}, {From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "password"}},
+				{Literal: lit("@")}, {From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "host"}}, {Literal: lit(":")},
+				{From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "port"}}}}},
+			{Name: "LITERAL", ValueProjection: scorev1b1.ValueProjection{Value: lit("keep $(HOME) as text")}},
+		},
+		Args:    []scorev1b1.ValueProjection{{Value: lit("--port=8080")}, {From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "nested.k"}}},
+		Files:   []scorev1b1.FileProjection{{Target: "/etc/app/app.conf", Mode: lit("0600"), Parts: []scorev1b1.ValuePart{{Literal: lit("host=")}, {From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "host"}}}}},
+		Volumes: []scorev1b1.VolumeProjection{{Target: "/data", From: &scorev1b1.OutputRef{ClaimKey: "data"}, ReadOnly: ptr.To(true)}},
+	}
+}
+
+func byKind(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			return o
+		}
+	}
+	return nil
+}
+
+func TestRenderWebService(t *testing.T) {
+	spec := plan(strings.Replace(values, `"before": {}`, `"before": {}`, 1), mainContainer())
+	var v map[string]any
+	_ = json.Unmarshal(spec.Values.Raw, &v)
+	v["containers"].(map[string]any)["main"].(map[string]any)["before"] = map[string]any{"migrate": map[string]any{"ready": "complete"}, "proxy": map[string]any{"ready": "started"}}
+	spec.Values.Raw, _ = json.Marshal(v)
+	spec.Projection.Containers = append(spec.Projection.Containers, scorev1b1.ContainerProjection{Name: "migrate"}, scorev1b1.ContainerProjection{Name: "proxy"})
+
+	objs, err := Render(Input{Workload: "web", Namespace: "ns", Spec: spec, Template: templateFile(t, "web-service.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{}
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind())
+	}
+	if strings.Join(kinds, ",") != "ConfigMap,Deployment,Service" {
+		t.Fatalf("objects %v", kinds)
+	}
+	dep := byKind(objs, "Deployment")
+	if r, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); r != 2 {
+		t.Fatalf("replicas %d", r)
+	}
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("containers %v", containers)
+	}
+	c := containers[0].(map[string]any)
+	env := map[string]map[string]any{}
+	for _, e := range c["env"].([]any) {
+		env[e.(map[string]any)["name"].(string)] = e.(map[string]any)
+	}
+	if env["DB_HOST"]["value"] != "db.ns" {
+		t.Errorf("non-secret outputs are inlined: %v", env["DB_HOST"])
+	}
+	if ref := env["DB_PASSWORD"]["valueFrom"].(map[string]any)["secretKeyRef"].(map[string]any); ref["name"] != "web-db-x-outputs" || ref["key"] != "password" {
+		t.Errorf("secret outputs are secretKeyRefs: %v", ref)
+	}
+	if env["DB_URL"]["value"] != "postgres://app:$(SCORE_SECRET_DB_URL_1)@db.ns:5432" || env["SCORE_SECRET_DB_URL_1"] == nil {
+		t.Errorf("mixed strings compose with $(VAR): %v", env["DB_URL"])
+	}
+	if env["LITERAL"]["value"] != "keep $$(HOME) as text" {
+		t.Errorf("a literal $( is escaped: %v", env["LITERAL"])
+	}
+	if args := c["args"].([]any); args[1] != "v" {
+		t.Errorf("args %v", args)
+	}
+	if lp := c["livenessProbe"].(map[string]any); lp["exec"] == nil || lp["httpGet"] != nil {
+		t.Errorf("exec is preferred: %v", lp)
+	}
+	if c["resources"] == nil || c["readinessProbe"] == nil {
+		t.Errorf("resources and probes: %v", c)
+	}
+	mounts := c["volumeMounts"].([]any)
+	if m := mounts[0].(map[string]any); m["mountPath"] != "/etc/app/app.conf" || m["subPath"] == nil {
+		t.Errorf("files are mounted one by one: %v", m)
+	}
+	inits, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "initContainers")
+	if len(inits) != 2 || inits[1].(map[string]any)["restartPolicy"] != "Always" || inits[0].(map[string]any)["restartPolicy"] != nil {
+		t.Errorf("before: complete → init container, started → native sidecar: %v", inits)
+	}
+	vols, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+	if len(vols) != 2 || vols[1].(map[string]any)["emptyDir"] == nil {
+		t.Errorf("volumes %v", vols)
+	}
+	cm := byKind(objs, "ConfigMap")
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	for _, content := range data {
+		if content != "host=db.ns" {
+			t.Errorf("file content %q", content)
+		}
+	}
+	svc := byKind(objs, "Service")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if p := ports[0].(map[string]any); p["port"] != int64(80) || p["targetPort"] != int64(8080) {
+		t.Errorf("ports %v", ports)
+	}
+	raw, _ := json.Marshal(objs)
+	if strings.Contains(string(raw), "password\":\"") {
+		t.Fatalf("no secret value may be rendered: %s", raw)
+	}
+}
+
+func TestRenderIsDeterministic(t *testing.T) {
+	tpl := templateFile(t, "web-service.yaml")
+	first, err := Render(Input{Workload: "web", Namespace: "ns", Spec: plan(values, mainContainer()), Template: tpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(first)
+	for i := 0; i < 100; i++ {
+		again, _ := Render(Input{Workload: "web", Namespace: "ns", Spec: plan(values, mainContainer()), Template: tpl})
+		if got, _ := json.Marshal(again); string(got) != string(want) {
+			t.Fatalf("render %d differs", i)
+		}
+	}
+}
+
+// Workload values reach templates as data: template syntax, placeholders and YAML are
+// rendered literally and cannot add fields or objects.
+func TestValuesCannotInjectTemplatesOrObjects(t *testing.T) {
+	attacks := []string{
+		"{{ .Workload.Name }}",
+		"${resources.db.password}",
+		"x\"\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: pwn}",
+		"'}, {\"name\": \"INJECTED\", \"value\": \"1\"}], \"hostNetwork\": true, \"x\": [{'",
+	}
+	for _, a := range attacks {
+		c := scorev1b1.ContainerProjection{Name: "main", Env: []scorev1b1.EnvProjection{{Name: "ATTACK", ValueProjection: scorev1b1.ValueProjection{Value: lit(a)}}},
+			Args: []scorev1b1.ValueProjection{{Value: lit(a)}}}
+		v := strings.Replace(values, `"nginx:1.27"`, mustJSON(a), 1)
+		objs, err := Render(Input{Workload: "web", Namespace: "ns", Spec: plan(v, c), Template: templateFile(t, "web-service.yaml")})
+		if err != nil {
+			t.Fatalf("%q: %v", a, err)
+		}
+		if len(objs) != 2 {
+			t.Fatalf("%q added objects: %d", a, len(objs))
+		}
+		dep := byKind(objs, "Deployment")
+		spec, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
+		if len(spec) != 1 {
+			t.Fatalf("%q added pod fields: %v", a, spec)
+		}
+		c0 := spec["containers"].([]any)[0].(map[string]any)
+		if c0["image"] != a || c0["args"].([]any)[0] != strings.ReplaceAll(a, "$(", "$$(") || len(c0["env"].([]any)) != 1 {
+			t.Fatalf("%q was not kept literally: %v", a, c0)
+		}
+	}
+}
+
+func mustJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestRenderBatchJob(t *testing.T) {
+	objs, err := Render(Input{Workload: "report", Namespace: "ns", Spec: plan(`{"containers": {"main": {"image": "busybox"}}}`, scorev1b1.ContainerProjection{Name: "main"}), Template: templateFile(t, "batch-job.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := byKind(objs, "Job")
+	if job == nil || !strings.HasPrefix(job.GetName(), "report-") || len(job.GetName()) != len("report-")+8 {
+		t.Fatalf("job %v", objs)
+	}
+	other, _ := Render(Input{Workload: "report", Namespace: "ns", Spec: plan(`{"containers": {"main": {"image": "busybox:2"}}}`, scorev1b1.ContainerProjection{Name: "main"}), Template: templateFile(t, "batch-job.yaml")})
+	if byKind(other, "Job").GetName() == job.GetName() {
+		t.Fatal("a new input is a new Job")
+	}
+}
