@@ -29,6 +29,10 @@ up() {
 		--from-file=config.yaml=.dev/orchestrator-config.yaml --dry-run=client -o yaml |
 		kubectl apply --server-side --force-conflicts -f - >/dev/null
 
+	log "loading the default templates (score-system/score-templates)"
+	kubectl -n score-system create configmap score-templates --from-file=config/templates --dry-run=client -o yaml |
+		kubectl apply --server-side --force-conflicts -f - >/dev/null
+
 	start_controller score-controllers --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081
 
 	log "applying the examples to namespace score-demo"

@@ -1,7 +1,8 @@
 // Command score-controllers runs the Score Orchestrator's controllers: the orchestrator
-// (Workloads into claims and plans, one abstract status) and the provisioner (claims into
-// provisioned dependencies). --controllers chooses which run in this process, so they can be
-// deployed together or apart.
+// (Workloads into claims and plans, one abstract status), the provisioner (claims into
+// provisioned dependencies) and the Kubernetes runtime (plans into applied objects and
+// endpoints). --controllers chooses which run in this process, so they can be deployed
+// together or apart.
 package main
 
 import (
@@ -20,6 +21,8 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
+	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
 )
 
@@ -27,6 +30,7 @@ import (
 const (
 	controllerOrchestrator = "orchestrator"
 	controllerProvisioner  = "provisioner"
+	controllerRuntime      = "runtime"
 )
 
 func main() {
@@ -35,8 +39,9 @@ func main() {
 		controllers, metricsAddr, probeAddr string
 		leaderElect, enableCmd              bool
 		provisionerConcurrency              int
+		runtimeConcurrency                  int
 	)
-	flag.StringVar(&controllers, "controllers", controllerOrchestrator+","+controllerProvisioner, "comma-separated controllers to run: orchestrator, provisioner")
+	flag.StringVar(&controllers, "controllers", controllerOrchestrator+","+controllerProvisioner+","+controllerRuntime, "comma-separated controllers to run: orchestrator, provisioner, runtime")
 	flag.StringVar(&opts.Config.ConfigMap.Namespace, "config-namespace", opts.Config.ConfigMap.Namespace, "namespace of the Orchestrator Config ConfigMap")
 	flag.StringVar(&opts.Config.ConfigMap.Name, "config-name", opts.Config.ConfigMap.Name, "name of the Orchestrator Config ConfigMap")
 	flag.StringVar(&opts.Config.Key, "config-key", opts.Config.Key, "key of the document in the ConfigMap")
@@ -46,6 +51,7 @@ func main() {
 	flag.StringVar(&opts.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions)")
 	flag.IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Workloads reconciled at once")
 	flag.IntVar(&provisionerConcurrency, "provisioner-concurrency", 4, "claims provisioned at once")
+	flag.IntVar(&runtimeConcurrency, "runtime-concurrency", 4, "plans rendered and applied at once")
 	flag.BoolVar(&enableCmd, "enable-cmd-provisioners", false, "allow cmd:// provisioners, which run binaries inside the controller")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 to disable)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
@@ -59,8 +65,8 @@ func main() {
 	run := map[string]bool{}
 	for _, c := range strings.Split(controllers, ",") {
 		c = strings.TrimSpace(c)
-		if c != controllerOrchestrator && c != controllerProvisioner {
-			fmt.Fprintf(os.Stderr, "unknown controller %q: use orchestrator, provisioner\n", c)
+		if c != controllerOrchestrator && c != controllerProvisioner && c != controllerRuntime {
+			fmt.Fprintf(os.Stderr, "unknown controller %q: use orchestrator, provisioner, runtime\n", c)
 			os.Exit(2)
 		}
 		run[c] = true
@@ -98,6 +104,13 @@ func main() {
 		p := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd, Concurrency: provisionerConcurrency}
 		if err := p.SetupWithManager(mgr); err != nil {
 			fail(log, err, "Setting up the provisioner")
+		}
+	}
+	if run[controllerRuntime] {
+		templates := &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: opts.Config.OCICacheDir, PlainHTTP: opts.Config.OCIPlainHTTP}}
+		rt := &plan.Reconciler{Client: mgr.GetClient(), Templates: templates, Concurrency: runtimeConcurrency}
+		if err := rt.SetupWithManager(mgr); err != nil {
+			fail(log, err, "Setting up the runtime")
 		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -1,6 +1,8 @@
 package orchconfig
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"strings"
 	"testing"
@@ -242,5 +244,39 @@ func TestJSONAndYAMLTagsAgree(t *testing.T) {
 	}
 	if viaJSON.Profiles[0].Backends[0].BackendID != cfg.Profiles[0].Backends[0].BackendID || viaJSON.Defaults.Selectors[0].MatchLabels["score.dev/kind"] != "job" {
 		t.Fatalf("JSON and YAML decoding disagree")
+	}
+}
+
+// The sample's configmap template refs pin the sha256 of the templates shipped in
+// config/templates, which make dev loads into that ConfigMap.
+func TestSampleDigestsMatchTheShippedTemplates(t *testing.T) {
+	data, err := os.ReadFile("../../config/samples/orchestrator-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, p := range cfg.Profiles {
+		for _, b := range p.Backends {
+			ref, err := ParseRef(b.Template.Ref)
+			if err != nil || ref.Scheme != RefConfigMap {
+				continue
+			}
+			text, err := os.ReadFile("../../config/templates/" + ref.Key)
+			if err != nil {
+				t.Fatalf("%s: %v", b.BackendID, err)
+			}
+			sum := sha256.Sum256(text)
+			if want := "sha256:" + hex.EncodeToString(sum[:]); b.Template.Digest != want {
+				t.Errorf("%s pins %s, config/templates/%s is %s", b.BackendID, b.Template.Digest, ref.Key, want)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no configmap refs checked")
 	}
 }

@@ -1,0 +1,233 @@
+// Package plan is the Kubernetes runtime (runtimeClass kubernetes): it renders each
+// WorkloadPlan's template, server-side-applies the result, judges its health with kstatus,
+// writes WorkloadPlan.status and publishes endpoints in WorkloadExposure.status. It never
+// writes Workload.status.
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
+)
+
+// Names the runtime puts on what it applies.
+const (
+	// FieldManager is the server-side apply field manager of applied objects.
+	FieldManager = "score-runtime"
+	// AnnotationWorkloadUID marks every applied object with the Workload it belongs to; an
+	// object marked for another Workload is never taken over.
+	AnnotationWorkloadUID = "score.dev/workload-uid"
+	// RuntimeClass is the runtime class this controller serves.
+	RuntimeClass = "kubernetes"
+	// ConditionApplied and ConditionHealthy are the plan's detailed conditions.
+	ConditionApplied = "Applied"
+	ConditionHealthy = "Healthy"
+)
+
+// errConflict is an object that exists and belongs to another Workload.
+var errConflict = errors.New("belongs to another workload")
+
+// Reconciler reconciles WorkloadPlans of runtime class kubernetes.
+type Reconciler struct {
+	Client    client.Client
+	Templates *Templates
+	// Concurrency is the number of plans reconciled at once.
+	Concurrency int
+
+	ctrl     controller.Controller
+	cache    cache.Cache
+	watchMu  sync.Mutex
+	watching map[schema.GroupVersionKind]bool
+}
+
+// Reconcile renders, applies and judges one plan.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	p := &scorev1b1.WorkloadPlan{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if p.Spec.RuntimeClass != RuntimeClass || !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := p.DeepCopy()
+	defer func() {
+		// Written only when it changed: an unconditional write would loop through the watch.
+		if !equality.Semantic.DeepEqual(before.Status, p.Status) {
+			retErr = errors.Join(retErr, client.IgnoreNotFound(r.Client.Status().Patch(ctx, p, client.MergeFrom(before))))
+		}
+	}()
+	if p.Status.Phase == "" {
+		p.Status.Phase = scorev1b1.PlanPhasePending
+	}
+
+	text, err := r.Templates.Get(ctx, p.Spec.Template)
+	if err != nil {
+		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("The template %s cannot be used: %v", p.Spec.Template.Ref, err))
+		return ctrl.Result{}, fmt.Errorf("template: %w", err)
+	}
+	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: text})
+	if err != nil {
+		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Rendering failed: %v", err))
+		return ctrl.Result{}, nil // the plan or the template must change; their watches bring it back
+	}
+	p.Status.Phase = scorev1b1.PlanPhasePlanning
+
+	applied, err := r.apply(ctx, p, objs)
+	if err != nil {
+		switch reason, denied := apidenial.Classify(err); {
+		case errors.Is(err, errConflict):
+			r.fail(p, scorev1b1.ReasonPermissionDenied, err.Error())
+			return ctrl.Result{}, nil
+		case denied:
+			r.fail(p, reason, fmt.Sprintf("The API server refused an object: %v", err))
+			return ctrl.Result{}, fmt.Errorf("apply refused, retrying with backoff: %w", err)
+		default:
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.prune(ctx, p, applied); err != nil {
+		return ctrl.Result{}, err
+	}
+	p.Status.Objects = applied
+	p.Status.ObservedGeneration = p.Generation
+	setCondition(p, ConditionApplied, metav1.ConditionTrue, "Applied", fmt.Sprintf("%d objects applied.", len(applied)))
+	p.Status.Reason, p.Status.Message = "", ""
+
+	pending := notCurrent(applied)
+	if len(pending) == 0 {
+		p.Status.Phase = scorev1b1.PlanPhaseProjected
+		setCondition(p, ConditionHealthy, metav1.ConditionTrue, "Current", "Every object is healthy.")
+	} else {
+		setCondition(p, ConditionHealthy, metav1.ConditionFalse, "InProgress", "Waiting for "+strings.Join(pending, ", ")+".")
+	}
+	return ctrl.Result{}, r.publishExposure(ctx, p, applied, len(pending) == 0)
+}
+
+func (r *Reconciler) fail(p *scorev1b1.WorkloadPlan, reason scorev1b1.Reason, message string) {
+	p.Status.Phase, p.Status.Reason, p.Status.Message = scorev1b1.PlanPhaseFailed, reason, message
+	p.Status.ObservedGeneration = p.Generation
+	setCondition(p, ConditionApplied, metav1.ConditionFalse, string(reason), message)
+}
+
+func setCondition(p *scorev1b1.WorkloadPlan, typ string, s metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: p.Generation})
+}
+
+// apply server-side-applies the objects in stage order, each marked with the Workload and
+// owned by the plan, after checking that none belongs to another Workload.
+func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs []*unstructured.Unstructured) ([]scorev1b1.AppliedObject, error) {
+	uid := p.Spec.WorkloadRef.UID
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: the kind is not served: %w", u.GetKind(), u.GetName(), err)
+		}
+		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+			return nil, fmt.Errorf("%w: %s %s is cluster-scoped; templates create objects in the workload's namespace only", errConflict, u.GetKind(), u.GetName())
+		}
+		if ns := u.GetNamespace(); ns != "" && ns != p.Namespace {
+			return nil, fmt.Errorf("%w: %s %s targets namespace %s", errConflict, u.GetKind(), u.GetName(), ns)
+		}
+		u.SetNamespace(p.Namespace)
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(gvk)
+		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), existing); {
+		case err == nil:
+			if owner := existing.GetAnnotations()[AnnotationWorkloadUID]; owner != uid {
+				return nil, fmt.Errorf("%w: %s %s exists and %s", errConflict, u.GetKind(), u.GetName(), describeOwner(owner))
+			}
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+		anns := u.GetAnnotations()
+		if anns == nil {
+			anns = map[string]string{}
+		}
+		anns[AnnotationWorkloadUID] = uid
+		u.SetAnnotations(anns)
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[scorev1b1.LabelWorkload] = p.Spec.WorkloadRef.Name
+		u.SetLabels(labels)
+		if err := controllerutil.SetControllerReference(p, u, r.Client.Scheme()); err != nil {
+			return nil, err
+		}
+	}
+	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
+	for _, u := range objs {
+		if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		r.ensureWatch(ctx, u.GroupVersionKind())
+		health, message := "Current", ""
+		if res, err := status.Compute(u); err == nil {
+			health, message = string(res.Status), res.Message
+		}
+		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: health, Message: message})
+	}
+	return applied, nil
+}
+
+func describeOwner(uid string) string {
+	if uid == "" {
+		return "was not created by the runtime"
+	}
+	return "belongs to another workload"
+}
+
+// prune deletes what the previous render applied and this one did not, once this one
+// applied completely.
+func (r *Reconciler) prune(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []scorev1b1.AppliedObject) error {
+	keep := map[string]bool{}
+	for _, o := range applied {
+		keep[o.APIVersion+"/"+o.Kind+"/"+o.Name] = true
+	}
+	for _, o := range p.Status.Objects {
+		if keep[o.APIVersion+"/"+o.Kind+"/"+o.Name] {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
+		u.SetNamespace(o.Namespace)
+		u.SetName(o.Name)
+		ctrl.LoggerFrom(ctx).Info("Pruning an object the new render dropped", "kind", o.Kind, "name", o.Name)
+		if err := r.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pruning %s %s: %w", o.Kind, o.Name, err)
+		}
+	}
+	return nil
+}
+
+func notCurrent(applied []scorev1b1.AppliedObject) []string {
+	var out []string
+	for _, o := range applied {
+		if o.Health != string(status.CurrentStatus) {
+			out = append(out, o.Kind+" "+o.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
