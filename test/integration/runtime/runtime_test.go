@@ -1,0 +1,260 @@
+// Package runtime tests the Kubernetes runtime on a real kube-apiserver and etcd. No
+// controller-manager runs here, so Deployments never become available: health and the way
+// to Ready are covered by the simulated-cluster end-to-end test.
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+var (
+	env *testenv.Env
+	ctx = context.Background()
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
+	c, cancel := context.WithCancel(ctx)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	r := &plan.Reconciler{Client: mgr.GetClient(), Templates: &plan.Templates{Reader: mgr.GetAPIReader()}}
+	if err := r.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	go func() { _ = mgr.Start(c) }()
+	code := m.Run()
+	cancel()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func templateText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../../config/templates/web-service.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+var nsN int
+
+// setup creates a namespace with the template ConfigMap and returns it.
+func setup(t *testing.T, text string) string {
+	t.Helper()
+	nsN++
+	ns := fmt.Sprintf("r%02d", nsN)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "templates"}, Data: map[string]string{"web.yaml": text}},
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns
+}
+
+func newPlan(ns, name, uid, templateDigest, values string) *scorev1b1.WorkloadPlan {
+	return &scorev1b1.WorkloadPlan{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: scorev1b1.WorkloadPlanSpec{
+			WorkloadRef: scorev1b1.LocalWorkloadRef{Name: name, UID: uid}, ObservedWorkloadGeneration: 1,
+			RuntimeClass: "kubernetes", BackendID: "k8s-web",
+			Template:   scorev1b1.TemplateRef{Kind: scorev1b1.TemplateManifests, Ref: "configmap://" + ns + "/templates/web.yaml", Digest: templateDigest},
+			Values:     &apiextensionsv1.JSON{Raw: []byte(values)},
+			Projection: scorev1b1.Projection{Containers: []scorev1b1.ContainerProjection{{Name: "main"}}},
+		},
+	}
+}
+
+const webValues = `{"containers":{"main":{"image":"nginx"}},"service":{"ports":{"http":{"port":80,"targetPort":8080,"protocol":"TCP"},"admin":{"port":9000,"targetPort":9000,"protocol":"TCP"}}}}`
+
+func waitFor(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+func TestApplyPruneAndRepair(t *testing.T) {
+	text := templateText(t)
+	ns := setup(t, text)
+	exposure := &scorev1b1.WorkloadExposure{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: scorev1b1.WorkloadExposureSpec{WorkloadRef: scorev1b1.WorkloadRef{Name: "web", Namespace: ns, UID: "u1"}, RuntimeClass: "kubernetes", ObservedWorkloadGeneration: 1}}
+	if err := env.Client.Create(ctx, exposure); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlan(ns, "web", "u1", digest(text), webValues)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	dep, svc := &appsv1.Deployment{}, &corev1.Service{}
+	waitFor(t, "applied", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep); err != nil {
+			return err
+		}
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, svc)
+	})
+	if dep.Annotations[plan.AnnotationWorkloadUID] != "u1" || !metav1.IsControlledBy(dep, p) || dep.Labels[scorev1b1.LabelWorkload] != "web" {
+		t.Fatalf("ownership %v %v", dep.Annotations, dep.OwnerReferences)
+	}
+	waitFor(t, "plan status and exposure", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if len(p.Status.Objects) != 2 || p.Status.Phase != scorev1b1.PlanPhasePlanning {
+			return fmt.Errorf("status %s %+v", p.Status.Phase, p.Status.Objects)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(exposure), exposure); err != nil {
+			return err
+		}
+		if len(exposure.Status.Exposures) != 2 || exposure.Status.Exposures[0].URL != "http://web."+ns+".svc.cluster.local:9000" {
+			return fmt.Errorf("exposures %+v", exposure.Status.Exposures)
+		}
+		return nil
+	})
+
+	t.Run("a deleted object is recreated", func(t *testing.T) {
+		uid := dep.UID
+		if err := env.Client.Delete(ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "recreated", func() error {
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil {
+				return err
+			}
+			if d.UID == uid {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+	})
+
+	t.Run("drift is corrected", func(t *testing.T) {
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "evil:latest"
+		if err := env.Client.Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "image restored", func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil {
+				return err
+			}
+			if d.Spec.Template.Spec.Containers[0].Image != "nginx" {
+				return fmt.Errorf("image %s", d.Spec.Template.Spec.Containers[0].Image)
+			}
+			return nil
+		})
+	})
+
+	t.Run("objects a new render drops are pruned", func(t *testing.T) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"containers":{"main":{"image":"nginx"}}}`)}
+		if err := env.Client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "service pruned", func() error {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there: %v", err)
+		})
+	})
+}
+
+func TestConflictingObjectIsRefused(t *testing.T) {
+	text := templateText(t)
+	ns := setup(t, text)
+	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Annotations: map[string]string{plan.AnnotationWorkloadUID: "someone-else"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1}}}}
+	if err := env.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlan(ns, "api", "u2", digest(text), webValues)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "refused", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if p.Status.Phase != scorev1b1.PlanPhaseFailed || p.Status.Reason != scorev1b1.ReasonPermissionDenied || !strings.Contains(p.Status.Message, "Service api exists and belongs to another workload") {
+			return fmt.Errorf("status %s %s %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
+		}
+		return nil
+	})
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil || other.Annotations[plan.AnnotationWorkloadUID] != "someone-else" || len(other.OwnerReferences) > 0 {
+		t.Fatalf("the other workload's object was touched: %v %+v", err, other.ObjectMeta)
+	}
+}
+
+func TestTemplateDigestIsVerified(t *testing.T) {
+	text := templateText(t)
+	ns := setup(t, text)
+	p := newPlan(ns, "tampered", "u3", digest(text+"# changed"), webValues)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "refused", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if p.Status.Phase != scorev1b1.PlanPhaseFailed || !strings.Contains(p.Status.Message, "does not match its digest") {
+			return fmt.Errorf("status %s %s", p.Status.Phase, p.Status.Message)
+		}
+		return nil
+	})
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tampered"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("nothing may be applied from a template that fails its digest: %v", err)
+	}
+}
