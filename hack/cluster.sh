@@ -9,7 +9,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$root/bin"
-state="$root/.dev"
+state="${SCORE_DEV_DIR:-$root/.dev}"
 name="${SCORE_CLUSTER_NAME:-score-dev}"
 kubeconfig="$state/kubeconfig"
 export KWOK_WORKDIR="$state/kwok"

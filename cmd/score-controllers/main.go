@@ -7,7 +7,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"strings"
 
@@ -20,39 +19,28 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
-	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
-)
-
-// The controllers this binary can run.
-const (
-	controllerOrchestrator = "orchestrator"
-	controllerProvisioner  = "provisioner"
-	controllerRuntime      = "runtime"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 )
 
 func main() {
-	opts := orchestrator.DefaultOptions()
+	opts := controlplane.DefaultOptions()
+	cfg := &opts.Orchestrator.Config
 	var (
 		controllers, metricsAddr, probeAddr string
-		leaderElect, enableCmd              bool
-		provisionerConcurrency              int
-		runtimeConcurrency                  int
+		leaderElect                         bool
 	)
-	flag.StringVar(&controllers, "controllers", controllerOrchestrator+","+controllerProvisioner+","+controllerRuntime, "comma-separated controllers to run: orchestrator, provisioner, runtime")
-	flag.StringVar(&opts.Config.ConfigMap.Namespace, "config-namespace", opts.Config.ConfigMap.Namespace, "namespace of the Orchestrator Config ConfigMap")
-	flag.StringVar(&opts.Config.ConfigMap.Name, "config-name", opts.Config.ConfigMap.Name, "name of the Orchestrator Config ConfigMap")
-	flag.StringVar(&opts.Config.Key, "config-key", opts.Config.Key, "key of the document in the ConfigMap")
-	flag.StringVar(&opts.Config.OCIRef, "config-oci-ref", "", "load the Orchestrator Config from this OCI artifact, pinned by digest (<registry>/<repository>@sha256:<hex>), instead of the ConfigMap")
-	flag.StringVar(&opts.Config.OCICacheDir, "oci-cache-dir", "", "directory that caches verified OCI content by digest")
-	flag.BoolVar(&opts.Config.OCIPlainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP (development only)")
-	flag.StringVar(&opts.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions)")
-	flag.IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Workloads reconciled at once")
-	flag.IntVar(&provisionerConcurrency, "provisioner-concurrency", 4, "claims provisioned at once")
-	flag.IntVar(&runtimeConcurrency, "runtime-concurrency", 4, "plans rendered and applied at once")
-	flag.BoolVar(&enableCmd, "enable-cmd-provisioners", false, "allow cmd:// provisioners, which run binaries inside the controller")
+	flag.StringVar(&controllers, "controllers", strings.Join(controlplane.All, ","), "comma-separated controllers to run: orchestrator, provisioner, runtime")
+	flag.StringVar(&cfg.ConfigMap.Namespace, "config-namespace", cfg.ConfigMap.Namespace, "namespace of the Orchestrator Config ConfigMap")
+	flag.StringVar(&cfg.ConfigMap.Name, "config-name", cfg.ConfigMap.Name, "name of the Orchestrator Config ConfigMap")
+	flag.StringVar(&cfg.Key, "config-key", cfg.Key, "key of the document in the ConfigMap")
+	flag.StringVar(&cfg.OCIRef, "config-oci-ref", "", "load the Orchestrator Config from this OCI artifact, pinned by digest (<registry>/<repository>@sha256:<hex>), instead of the ConfigMap")
+	flag.StringVar(&cfg.OCICacheDir, "oci-cache-dir", "", "directory that caches verified OCI content (config and templates) by digest")
+	flag.BoolVar(&cfg.OCIPlainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP (development only)")
+	flag.StringVar(&opts.Orchestrator.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions)")
+	flag.IntVar(&opts.Orchestrator.Concurrency, "concurrency", opts.Orchestrator.Concurrency, "Workloads reconciled at once")
+	flag.IntVar(&opts.ProvisionerConcurrency, "provisioner-concurrency", opts.ProvisionerConcurrency, "claims provisioned at once")
+	flag.IntVar(&opts.RuntimeConcurrency, "runtime-concurrency", opts.RuntimeConcurrency, "plans rendered and applied at once")
+	flag.BoolVar(&opts.EnableCmdProvisioners, "enable-cmd-provisioners", false, "allow cmd:// provisioners, which run binaries inside the controller")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 to disable)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that one replica reconciles at a time")
@@ -61,23 +49,16 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
-
-	run := map[string]bool{}
-	for _, c := range strings.Split(controllers, ",") {
-		c = strings.TrimSpace(c)
-		if c != controllerOrchestrator && c != controllerProvisioner && c != controllerRuntime {
-			fmt.Fprintf(os.Stderr, "unknown controller %q: use orchestrator, provisioner, runtime\n", c)
-			os.Exit(2)
-		}
-		run[c] = true
-	}
+	opts.Controllers = strings.Split(controllers, ",")
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		fail(log, err, "Building the scheme")
+		log.Error(err, "Building the scheme")
+		os.Exit(1)
 	}
 	if err := scorev1b1.AddToScheme(scheme); err != nil {
-		fail(log, err, "Building the scheme")
+		log.Error(err, "Building the scheme")
+		os.Exit(1)
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
@@ -85,47 +66,28 @@ func main() {
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "score-" + strings.ReplaceAll(controllers, ",", "-") + ".score.dev",
-		LeaderElectionNamespace: opts.Config.ConfigMap.Namespace,
-		Cache:                   configsource.CacheOptions(opts.Config),
+		LeaderElectionNamespace: cfg.ConfigMap.Namespace,
+		Cache:                   configsource.CacheOptions(*cfg),
 	})
 	if err != nil {
-		fail(log, err, "Creating the manager")
+		log.Error(err, "Creating the manager")
+		os.Exit(1)
 	}
-	store, err := configsource.Setup(mgr, opts.Config, "score-controllers")
-	if err != nil {
-		fail(log, err, "Setting up the config source")
-	}
-	if run[controllerOrchestrator] {
-		if err := orchestrator.Setup(mgr, store, opts); err != nil {
-			fail(log, err, "Setting up the orchestrator")
-		}
-	}
-	if run[controllerProvisioner] {
-		p := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd, Concurrency: provisionerConcurrency}
-		if err := p.SetupWithManager(mgr); err != nil {
-			fail(log, err, "Setting up the provisioner")
-		}
-	}
-	if run[controllerRuntime] {
-		templates := &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: opts.Config.OCICacheDir, PlainHTTP: opts.Config.OCIPlainHTTP}}
-		rt := &plan.Reconciler{Client: mgr.GetClient(), Templates: templates, Concurrency: runtimeConcurrency}
-		if err := rt.SetupWithManager(mgr); err != nil {
-			fail(log, err, "Setting up the runtime")
-		}
+	if err := controlplane.Setup(mgr, opts); err != nil {
+		log.Error(err, "Setting up the controllers")
+		os.Exit(2)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		fail(log, err, "Adding the health check")
+		log.Error(err, "Adding the health check")
+		os.Exit(1)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		fail(log, err, "Adding the readiness check")
+		log.Error(err, "Adding the readiness check")
+		os.Exit(1)
 	}
-	log.Info("Starting", "controllers", controllers, "config", opts.Config.ConfigMap)
+	log.Info("Starting", "controllers", controllers, "config", cfg.ConfigMap)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		fail(log, err, "Running the manager")
+		log.Error(err, "Running the manager")
+		os.Exit(1)
 	}
-}
-
-func fail(log interface{ Error(error, string, ...any) }, err error, what string) {
-	log.Error(err, what)
-	os.Exit(1)
 }

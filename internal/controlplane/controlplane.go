@@ -1,0 +1,70 @@
+// Package controlplane wires the chosen controllers into one manager: the config source
+// they share, the orchestrator, the provisioner and the Kubernetes runtime. The
+// score-controllers binary and the end-to-end tests use it alike.
+package controlplane
+
+import (
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
+	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
+)
+
+// The controllers that can run in a process.
+const (
+	Orchestrator = "orchestrator"
+	Provisioner  = "provisioner"
+	Runtime      = "runtime"
+)
+
+// All is every controller.
+var All = []string{Orchestrator, Provisioner, Runtime}
+
+// Options configure the control plane.
+type Options struct {
+	// Controllers lists the controllers to run.
+	Controllers  []string
+	Orchestrator orchestrator.Options
+	// ProvisionerConcurrency and RuntimeConcurrency are claims and plans handled at once.
+	ProvisionerConcurrency, RuntimeConcurrency int
+	// EnableCmdProvisioners allows cmd:// provisioners.
+	EnableCmdProvisioners bool
+}
+
+// DefaultOptions run every controller with the documented defaults.
+func DefaultOptions() Options {
+	return Options{Controllers: All, Orchestrator: orchestrator.DefaultOptions(), ProvisionerConcurrency: 4, RuntimeConcurrency: 4}
+}
+
+// Setup adds the config source and the chosen controllers to mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	store, err := configsource.Setup(mgr, opts.Orchestrator.Config, "score-controllers")
+	if err != nil {
+		return err
+	}
+	for _, c := range opts.Controllers {
+		switch c {
+		case Orchestrator:
+			err = orchestrator.Setup(mgr, store, opts.Orchestrator)
+		case Provisioner:
+			p := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
+				EnableCmd: opts.EnableCmdProvisioners, Concurrency: opts.ProvisionerConcurrency}
+			err = p.SetupWithManager(mgr)
+		case Runtime:
+			cfg := opts.Orchestrator.Config
+			templates := &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: cfg.OCICacheDir, PlainHTTP: cfg.OCIPlainHTTP}}
+			err = (&plan.Reconciler{Client: mgr.GetClient(), Templates: templates, Concurrency: opts.RuntimeConcurrency}).SetupWithManager(mgr)
+		default:
+			err = fmt.Errorf("unknown controller %q: use %v", c, All)
+		}
+		if err != nil {
+			return fmt.Errorf("setting up the %s: %w", c, err)
+		}
+	}
+	return nil
+}

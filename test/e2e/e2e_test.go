@@ -1,0 +1,234 @@
+// Package e2e runs whole journeys on a simulated cluster of its own: real kube-apiserver,
+// etcd, kube-controller-manager and kube-scheduler, with kwok nodes. The controllers run in
+// the test process, exactly as score-controllers wires them.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+var (
+	cfg *rest.Config
+	c   client.Client
+	ctx = context.Background()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root := testenv.RepoRoot()
+	state, err := os.MkdirTemp("", "score-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	clusterEnv := append(os.Environ(), "SCORE_CLUSTER_NAME=score-e2e-"+fmt.Sprint(os.Getpid()), "SCORE_DEV_DIR="+state, "SCORE_CLUSTER_VOLUMES=16")
+	cluster := func(verb string) error {
+		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), verb)
+		cmd.Env, cmd.Stdout, cmd.Stderr = clusterEnv, os.Stderr, os.Stderr
+		return cmd.Run()
+	}
+	if err := cluster("up"); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
+		return 1
+	}
+	defer func() { _ = cluster("down") }()
+
+	if cfg, err = clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := install(root); err != nil {
+		fmt.Fprintln(os.Stderr, "installing:", err)
+		return 1
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := controlplane.DefaultOptions()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: configsource.CacheOptions(opts.Orchestrator.Config)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := controlplane.Setup(mgr, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() { _ = mgr.Start(mctx) }()
+	return m.Run()
+}
+
+// install does what make dev does: the kinds, the config (sample profiles and the
+// development catalog) and the default templates.
+func install(root string) error {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
+		return err
+	}
+	base, err := os.ReadFile(filepath.Join(root, "config", "samples", "orchestrator-config.yaml"))
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(base, &doc); err != nil {
+		return err
+	}
+	catalog, _ := filepath.Glob(filepath.Join(root, "config", "provisioners", "*.yaml"))
+	provs, _ := doc["provisioners"].([]any)
+	for _, f := range catalog {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var list []any
+		if err := yaml.Unmarshal(raw, &list); err != nil {
+			return err
+		}
+		provs = append(provs, list...)
+	}
+	doc["provisioners"] = provs
+	assembled, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	templates := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join(root, "config", "templates", "*.yaml"))
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		templates[filepath.Base(f)] = string(raw)
+	}
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": string(assembled)}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "score-templates"}, Data: templates},
+	} {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+// The examples of make dev — a hello web service, a web service with postgres and redis, a
+// batch job — all become Ready, the web services with a cluster-local endpoint.
+func TestExamplesBecomeReady(t *testing.T) {
+	root := testenv.RepoRoot()
+	ns := "e2e-examples"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	examples, _ := filepath.Glob(filepath.Join(root, "examples", "*", "score.yaml"))
+	var names []string
+	for _, f := range examples {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err := scorefile.DecodeDocuments(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := scorefile.ToWorkload(docs[0], scorefile.Options{BaseDir: filepath.Dir(f), Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, res.Workload); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, res.Workload.Name)
+	}
+	sort.Strings(names)
+	start := time.Now()
+	for _, name := range names {
+		waitFor(t, 3*time.Minute, name+" Ready", func() error {
+			w := &scorev1b1.Workload{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+				return err
+			}
+			if r := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
+				return fmt.Errorf("ready: %+v", r)
+			}
+			if w.Spec.Service != nil && (w.Status.Endpoint == nil || *w.Status.Endpoint != fmt.Sprintf("http://%s.%s.svc.cluster.local:80", name, ns)) {
+				return fmt.Errorf("endpoint %v", w.Status.Endpoint)
+			}
+			return nil
+		})
+	}
+	t.Logf("%d examples Ready in %s", len(names), time.Since(start).Round(time.Millisecond))
+
+	t.Run("deleting a Workload deprovisions its Delete dependencies", func(t *testing.T) {
+		var sets appsv1.StatefulSetList
+		if err := c.List(ctx, &sets, client.InNamespace(ns)); err != nil || len(sets.Items) != 2 {
+			t.Fatalf("postgres and redis: %v %d", err, len(sets.Items))
+		}
+		if err := c.Delete(ctx, &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Minute, "orders and its dependencies gone", func() error {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, &scorev1b1.Workload{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("workload: %v", err)
+			}
+			if err := c.List(ctx, &sets, client.InNamespace(ns)); err != nil || len(sets.Items) != 0 {
+				return fmt.Errorf("statefulsets left: %d %v", len(sets.Items), err)
+			}
+			var deps appsv1.DeploymentList
+			if err := c.List(ctx, &deps, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: "orders"}); err != nil || len(deps.Items) != 0 {
+				return fmt.Errorf("deployments left: %d %v", len(deps.Items), err)
+			}
+			return nil
+		})
+	})
+	_ = strings.TrimSpace
+}
