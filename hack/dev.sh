@@ -43,21 +43,41 @@ up() {
 		log "  $f"
 	done
 
-	log "waiting for the orchestrator to take the examples in hand"
-	local i
-	for i in $(seq 1 60); do
-		if [[ "$(kubectl get workloads -n score-demo -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].reason}{" "}{end}' | wc -w)" -ge 3 ]]; then
-			break
-		fi
-		sleep 0.5
-	done
+	wait_ready score-demo 180
 
 	echo
-	kubectl get score -A
+	kubectl get workloads -n score-demo
+	echo
+	echo "Endpoints:"
+	kubectl get workloads -n score-demo -o jsonpath='{range .items[*]}{"  "}{.metadata.name}{": "}{.status.endpoint}{"\n"}{end}'
 	echo
 	echo "The cluster keeps running. Use it with:"
 	echo "  bin/kubectl --kubeconfig .dev/kubeconfig get score -A"
 	echo "Stop everything with: make dev-down"
+}
+
+# wait_ready NAMESPACE SECONDS: wait until every Workload in NAMESPACE is Ready, showing
+# progress; on timeout, show what blocks each one and fail.
+wait_ready() {
+	local ns="$1" limit="$2" start=$SECONDS total ready line
+	while :; do
+		total=$(kubectl get workloads -n "$ns" --no-headers 2>/dev/null | wc -l)
+		line=$(kubectl get workloads -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name}{"="}{.status.conditions[?(@.type=="Ready")].reason}{" "}{end}')
+		ready=$(grep -o '=Succeeded' <<<"$line" | wc -l || true)
+		printf '\r[dev] %3ds  %d/%d Ready  %s' $((SECONDS - start)) "$ready" "$total" "$line" >&2
+		if [[ "$total" -gt 0 && "$ready" -eq "$total" ]]; then
+			echo >&2
+			return 0
+		fi
+		if ((SECONDS - start > limit)); then
+			echo >&2
+			log "not every example became Ready within ${limit}s:"
+			kubectl get workloads -n "$ns" -o custom-columns='NAME:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,REASON:.status.conditions[?(@.type=="Ready")].reason,MESSAGE:.status.conditions[?(@.type=="Ready")].message' >&2
+			log "controller logs: .dev/score-controllers.log"
+			return 1
+		fi
+		sleep 1
+	done
 }
 
 # start_controller NAME ARGS...: (re)start a controller in the background, logging to .dev/NAME.log.
