@@ -15,6 +15,7 @@ all: build
 .PHONY: build
 build: ## Build the binaries into bin/
 	go build -o bin/scorectl ./cmd/scorectl
+	go build -o bin/score-controllers ./cmd/score-controllers
 
 .PHONY: tools
 tools: ## Build (once, cached) kube-apiserver, etcd, controller-manager, scheduler, kubectl and kwok
