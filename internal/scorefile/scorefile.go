@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -311,4 +312,44 @@ func roundTripJSON(in, out any) error {
 		return err
 	}
 	return json.Unmarshal(b, out)
+}
+
+// SameScore reports whether two decoded Score documents say the same: equal as JSON, with
+// empty collections counting as absent (an empty "variables: {}" means no variables).
+func SameScore(a, b map[string]any) bool {
+	var x, y any
+	if roundTripJSON(a, &x) != nil || roundTripJSON(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(pruneEmpty(x), pruneEmpty(y))
+}
+
+func pruneEmpty(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			e = pruneEmpty(e)
+			switch c := e.(type) {
+			case nil:
+				delete(x, k)
+				continue
+			case map[string]any:
+				if len(c) == 0 {
+					delete(x, k)
+					continue
+				}
+			case []any:
+				if len(c) == 0 {
+					delete(x, k)
+					continue
+				}
+			}
+			x[k] = e
+		}
+	case []any:
+		for i := range x {
+			x[i] = pruneEmpty(x[i])
+		}
+	}
+	return v
 }

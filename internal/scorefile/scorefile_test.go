@@ -5,59 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
 )
-
-// normalize makes two Score documents comparable: JSON numbers, and empty collections (which
-// mean the same as absent ones) dropped.
-func normalize(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return prune(out)
-}
-
-func prune(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			e = prune(e)
-			if isEmpty(e) {
-				delete(x, k)
-				continue
-			}
-			x[k] = e
-		}
-	case []any:
-		for i := range x {
-			x[i] = prune(x[i])
-		}
-	}
-	return v
-}
-
-func isEmpty(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return len(x) == 0
-	case []any:
-		return len(x) == 0
-	}
-	return false
-}
 
 func TestConformanceRoundTrip(t *testing.T) {
 	files, err := conformance.ScoreFiles()
@@ -87,10 +40,9 @@ func TestConformanceRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, got := normalize(t, doc), normalize(t, back)
-				if !reflect.DeepEqual(want, got) {
-					wb, _ := json.MarshalIndent(want, "", " ")
-					gb, _ := json.MarshalIndent(got, "", " ")
+				if !SameScore(doc, back) {
+					wb, _ := json.MarshalIndent(doc, "", " ")
+					gb, _ := json.MarshalIndent(back, "", " ")
 					t.Fatalf("round trip lost something:\nwant %s\ngot  %s", wb, gb)
 				}
 			}

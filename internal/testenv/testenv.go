@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -77,4 +79,19 @@ func Start() (*Env, error) {
 // Stop stops the API server and etcd.
 func (e *Env) Stop() error {
 	return e.env.Stop()
+}
+
+// Eventually calls check until it returns nil or timeout passes, then fails the test with
+// what and the last error. Polling is how a test waits; the controllers themselves never poll.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
 }

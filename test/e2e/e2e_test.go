@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -148,19 +147,6 @@ func install(root string) error {
 	return nil
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 // The examples of make dev — a hello web service, a web service with postgres and redis, a
 // batch job — all become Ready, the web services with a cluster-local endpoint.
 func TestExamplesBecomeReady(t *testing.T) {
@@ -192,7 +178,7 @@ func TestExamplesBecomeReady(t *testing.T) {
 	sort.Strings(names)
 	start := time.Now()
 	for _, name := range names {
-		waitFor(t, 3*time.Minute, name+" Ready", func() error {
+		testenv.Eventually(t, 3*time.Minute, name+" Ready", func() error {
 			w := &scorev1b1.Workload{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
 				return err
@@ -216,7 +202,7 @@ func TestExamplesBecomeReady(t *testing.T) {
 		if err := c.Delete(ctx, &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"}}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, time.Minute, "orders and its dependencies gone", func() error {
+		testenv.Eventually(t, time.Minute, "orders and its dependencies gone", func() error {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, &scorev1b1.Workload{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("workload: %v", err)
 			}
@@ -230,5 +216,4 @@ func TestExamplesBecomeReady(t *testing.T) {
 			return nil
 		})
 	})
-	_ = strings.TrimSpace
 }

@@ -59,7 +59,7 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 		if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
-		r.ensureWatch(ctx, u.GroupVersionKind())
+		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		inventory[objectKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())] = true
 		health, message := "Current", ""
 		if res, err := status.Compute(u); err == nil {

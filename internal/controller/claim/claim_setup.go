@@ -4,8 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 )
 
@@ -44,25 +43,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.ctrl, r.cache = c, mgr.GetCache()
-	r.watching = map[schema.GroupVersionKind]bool{}
+	r.watcher = &objectwatch.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}
 	return nil
-}
-
-// ensureWatch starts watching a kind of provisioned object the first time one is applied.
-func (r *Reconciler) ensureWatch(ctx context.Context, gvk schema.GroupVersionKind) {
-	r.watchMu.Lock()
-	defer r.watchMu.Unlock()
-	if r.watching[gvk] || r.ctrl == nil {
-		return
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	if err := r.ctrl.Watch(source.Kind[client.Object](r.cache, u, handler.EnqueueRequestsFromMapFunc(r.claimsOfObject))); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Watching provisioned objects", "kind", gvk.String())
-		return
-	}
-	r.watching[gvk] = true
 }
 
 // claimsOfObject maps a provisioned object to the claims of its instance.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,13 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 )
 
@@ -54,10 +52,7 @@ type Reconciler struct {
 	// Concurrency is the number of plans reconciled at once.
 	Concurrency int
 
-	ctrl     controller.Controller
-	cache    cache.Cache
-	watchMu  sync.Mutex
-	watching map[schema.GroupVersionKind]bool
+	watcher *objectwatch.Watcher
 }
 
 // Reconcile renders, applies and judges one plan.
@@ -181,7 +176,7 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
-		r.ensureWatch(ctx, u.GroupVersionKind())
+		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		health, message := "Current", ""
 		if res, err := status.Compute(u); err == nil {
 			health, message = string(res.Status), res.Message

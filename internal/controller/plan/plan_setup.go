@@ -4,16 +4,14 @@ import (
 	"context"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 )
 
 // SetupWithManager watches plans, the exposures the runtime publishes to, EndpointSlices (for
@@ -34,8 +32,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.ctrl, r.cache = c, mgr.GetCache()
-	r.watching = map[schema.GroupVersionKind]bool{}
+	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &scorev1b1.WorkloadPlan{}, handler.OnlyControllerOwner())
+	r.watcher = &objectwatch.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: owner}
 	return nil
 }
 
@@ -51,21 +49,4 @@ func planOfService(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: wl}}}
-}
-
-// ensureWatch starts watching a kind of applied object the first time one is applied.
-func (r *Reconciler) ensureWatch(ctx context.Context, gvk schema.GroupVersionKind) {
-	r.watchMu.Lock()
-	defer r.watchMu.Unlock()
-	if r.watching[gvk] || r.ctrl == nil {
-		return
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	h := handler.EnqueueRequestForOwner(r.Client.Scheme(), r.Client.RESTMapper(), &scorev1b1.WorkloadPlan{}, handler.OnlyControllerOwner())
-	if err := r.ctrl.Watch(source.Kind[client.Object](r.cache, u, h)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Watching applied objects", "kind", gvk.String())
-		return
-	}
-	r.watching[gvk] = true
 }

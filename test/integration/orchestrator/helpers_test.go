@@ -20,6 +20,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
@@ -170,19 +171,10 @@ func create(t *testing.T, obj client.Object) {
 	}
 }
 
-// eventually polls check until it returns nil or the timeout passes. Polling is the test's
-// way to wait; the controller itself never polls.
+// eventually waits for check to pass.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
+	testenv.Eventually(t, 20*time.Second, what, check)
 }
 
 // consistently checks that check keeps returning nil for a while.

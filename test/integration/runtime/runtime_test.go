@@ -106,19 +106,6 @@ func newPlan(ns, name, uid, templateDigest, values string) *scorev1b1.WorkloadPl
 
 const webValues = `{"containers":{"main":{"image":"nginx"}},"service":{"ports":{"http":{"port":80,"targetPort":8080,"protocol":"TCP"},"admin":{"port":9000,"targetPort":9000,"protocol":"TCP"}}}}`
 
-func waitFor(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 func TestApplyPruneAndRepair(t *testing.T) {
 	text := templateText(t)
 	ns := setup(t, text)
@@ -132,7 +119,7 @@ func TestApplyPruneAndRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	dep, svc := &appsv1.Deployment{}, &corev1.Service{}
-	waitFor(t, "applied", func() error {
+	testenv.Eventually(t, 20*time.Second, "applied", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep); err != nil {
 			return err
 		}
@@ -141,7 +128,7 @@ func TestApplyPruneAndRepair(t *testing.T) {
 	if dep.Annotations[plan.AnnotationWorkloadUID] != "u1" || !metav1.IsControlledBy(dep, p) || dep.Labels[scorev1b1.LabelWorkload] != "web" {
 		t.Fatalf("ownership %v %v", dep.Annotations, dep.OwnerReferences)
 	}
-	waitFor(t, "plan status and exposure", func() error {
+	testenv.Eventually(t, 20*time.Second, "plan status and exposure", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
@@ -162,7 +149,7 @@ func TestApplyPruneAndRepair(t *testing.T) {
 		if err := env.Client.Delete(ctx, dep); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "recreated", func() error {
+		testenv.Eventually(t, 20*time.Second, "recreated", func() error {
 			d := &appsv1.Deployment{}
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil {
 				return err
@@ -183,7 +170,7 @@ func TestApplyPruneAndRepair(t *testing.T) {
 		if err := env.Client.Update(ctx, d); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "image restored", func() error {
+		testenv.Eventually(t, 20*time.Second, "image restored", func() error {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil {
 				return err
 			}
@@ -202,7 +189,7 @@ func TestApplyPruneAndRepair(t *testing.T) {
 		if err := env.Client.Update(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "service pruned", func() error {
+		testenv.Eventually(t, 20*time.Second, "service pruned", func() error {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -224,7 +211,7 @@ func TestConflictingObjectIsRefused(t *testing.T) {
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "refused", func() error {
+	testenv.Eventually(t, 20*time.Second, "refused", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
@@ -245,7 +232,7 @@ func TestTemplateDigestIsVerified(t *testing.T) {
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "refused", func() error {
+	testenv.Eventually(t, 20*time.Second, "refused", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}

@@ -1,0 +1,53 @@
+// Package objectwatch starts watches on kinds a controller learns about as it runs: the
+// provisioner and the runtime apply objects of any kind their definitions and templates
+// name, and watch each kind from its first apply, so health changes, drift and deletion reach
+// them without polling.
+package objectwatch
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Watcher adds one watch per kind to a running controller.
+type Watcher struct {
+	Controller controller.Controller
+	Cache      cache.Cache
+	// Handler maps an event on a watched object to requests of the controller.
+	Handler handler.EventHandler
+
+	mu       sync.Mutex
+	watching map[schema.GroupVersionKind]bool
+}
+
+// Ensure watches gvk, once. A failure is logged: the controller still works, it only learns
+// of that kind's changes on its next pass.
+func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watching[gvk] {
+		return
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := w.Controller.Watch(source.Kind[client.Object](w.Cache, u, w.Handler)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Watching applied objects", "kind", gvk.String())
+		return
+	}
+	if w.watching == nil {
+		w.watching = map[schema.GroupVersionKind]bool{}
+	}
+	w.watching[gvk] = true
+}
