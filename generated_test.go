@@ -9,13 +9,23 @@ import (
 	"testing"
 )
 
-// TestGeneratedFilesAreFresh regenerates the CRDs and deep-copy functions into a scratch
-// directory and fails when the committed ones differ: run `make generate` and commit.
+// TestGeneratedFilesAreFresh regenerates the CRDs, the controllers' RBAC roles and the
+// deep-copy functions into a scratch directory and fails when the committed ones differ: run
+// `make generate` and commit.
 func TestGeneratedFilesAreFresh(t *testing.T) {
 	out := t.TempDir()
 	crdDir := filepath.Join(out, "crd")
 	run(t, "go", "tool", "controller-gen", "crd", "paths=./api/...", "output:crd:artifacts:config="+crdDir)
 	compareDir(t, "config/crd/bases", crdDir)
+	for _, c := range []struct{ role, pkg, dir string }{
+		{"score-orchestrator", "workload", "orchestrator"},
+		{"score-provisioner", "claim", "provisioner"},
+		{"score-runtime", "plan", "runtime"},
+	} {
+		dir := filepath.Join(out, "rbac", c.dir)
+		run(t, "go", "tool", "controller-gen", "rbac:roleName="+c.role, "paths=./internal/controller/"+c.pkg+"/...", "output:rbac:artifacts:config="+dir)
+		compareDir(t, filepath.Join("config", "rbac", c.dir), dir)
+	}
 
 	// controller-gen writes deep-copy code beside its package, so generate a copy of the
 	// package inside the module (a directory go's wildcards skip) and compare.

@@ -16,13 +16,16 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -80,17 +83,27 @@ func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := controlplane.DefaultOptions()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: configsource.CacheOptions(opts.Orchestrator.Config)})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	// Each controller runs in its own manager under its own service account, bound to the
+	// ClusterRole generated from its RBAC markers (config/rbac): the journey proves those
+	// roles are enough.
+	for _, name := range controlplane.All {
+		opts := controlplane.DefaultOptions()
+		opts.Controllers = []string{name}
+		as := rest.CopyConfig(cfg)
+		as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:score-system:score-" + name}
+		// Three managers share this process, so each runs its own config source controller.
+		mgr, err := ctrl.NewManager(as, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			Cache: configsource.CacheOptions(opts.Orchestrator.Config), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := controlplane.Setup(mgr, opts); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		go func() { _ = mgr.Start(mctx) }()
 	}
-	if err := controlplane.Setup(mgr, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = mgr.Start(mctx) }()
 	return m.Run()
 }
 
@@ -135,11 +148,27 @@ func install(root string) error {
 		}
 		templates[filepath.Base(f)] = string(raw)
 	}
-	for _, o := range []client.Object{
+	objects := []client.Object{}
+	for _, name := range controlplane.All {
+		raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", name, "role.yaml"))
+		if err != nil {
+			return err
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.Unmarshal(raw, role); err != nil {
+			return err
+		}
+		objects = append(objects, role, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "score-system", Name: "score-" + name}},
+		})
+	}
+	for _, o := range append(objects,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": string(assembled)}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "score-templates"}, Data: templates},
-	} {
+	) {
 		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}

@@ -44,6 +44,20 @@ const (
 	ConditionReady = "Ready"
 )
 
+// The provisioner's permissions: it writes claim status and finalizers, the state and
+// outputs Secrets, and the kinds the development catalog's definitions create.
+//
+// +kubebuilder:rbac:groups=score.dev,resources=resourceclaims,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/finalizers,verbs=update
+// +kubebuilder:rbac:groups=score.dev,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // Reconciler reconciles ResourceClaims.
 type Reconciler struct {
 	Client   client.Client

@@ -45,6 +45,19 @@ const (
 // errConflict is an object that exists and belongs to another Workload.
 var errConflict = errors.New("belongs to another workload")
 
+// The runtime's permissions: it writes plan and exposure status (never their spec, never a
+// Workload) and the kinds the default templates create.
+//
+// +kubebuilder:rbac:groups=score.dev,resources=workloadplans;workloadexposures,verbs=get;list;watch
+// +kubebuilder:rbac:groups=score.dev,resources=workloadplans/status;workloadexposures/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=workloadplans/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // Reconciler reconciles WorkloadPlans of runtime class kubernetes.
 type Reconciler struct {
 	Client    client.Client

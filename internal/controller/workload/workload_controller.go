@@ -21,6 +21,17 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
+// The orchestrator's permissions: it writes Workload status and finalizers, and the spec of
+// claims, plans and exposures; it never writes their status.
+//
+// +kubebuilder:rbac:groups=score.dev,resources=workloads,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=workloads/finalizers,verbs=update
+// +kubebuilder:rbac:groups=score.dev,resources=resourceclaims;workloadplans;workloadexposures,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // Reconciler reconciles Workloads.
 type Reconciler struct {
 	Client   client.Client
