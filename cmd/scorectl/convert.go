@@ -89,10 +89,13 @@ func scoreToWorkloads(path, namespace string, out, warn io.Writer) error {
 }
 
 // workloadObject is the Workload as a manifest: no status, no server-set fields.
-func workloadObject(w *scorev1b1.Workload) map[string]any {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w)
+func workloadObject(w *scorev1b1.Workload) map[string]any { return withoutStatus(w) }
+
+// withoutStatus is an object as a manifest: no status, no server-set fields.
+func withoutStatus(o runtime.Object) map[string]any {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
-		panic(err) // a typed Workload always converts
+		panic(err) // a typed object always converts
 	}
 	delete(obj, "status")
 	if meta, ok := obj["metadata"].(map[string]any); ok {

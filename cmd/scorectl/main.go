@@ -37,6 +37,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newConvertCommand(), newConfigCommand())
+	root.AddCommand(newConvertCommand(), newConfigCommand(), newRenderCommand())
 	return root
 }

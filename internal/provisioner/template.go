@@ -8,11 +8,13 @@ package provisioner
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template"
 
 	"gopkg.in/yaml.v3"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
@@ -54,24 +56,30 @@ type Result struct {
 // RenderTemplates evaluates a template:// definition over data: init, then state (with
 // Init), then shared (merged into data.Shared), then outputs and manifests.
 func RenderTemplates(def orchconfig.Provisioner, data Data) (Result, error) {
+	return RenderTemplatesWith(tplfuncs.Provisioner(), def, data)
+}
+
+// RenderTemplatesWith is RenderTemplates with another function set (scorectl render uses
+// deterministic random functions).
+func RenderTemplatesWith(funcs template.FuncMap, def orchconfig.Provisioner, data Data) (Result, error) {
 	var r Result
 	var err error
-	if r.Init, err = renderMap("init", def.Init, data); err != nil {
+	if r.Init, err = renderMap(funcs, "init", def.Init, data); err != nil {
 		return Result{}, err
 	}
 	data.Init = r.Init
-	if r.State, err = renderMap("state", def.State, data); err != nil {
+	if r.State, err = renderMap(funcs, "state", def.State, data); err != nil {
 		return Result{}, err
 	}
 	data.State = r.State
-	if r.Shared, err = renderMap("shared", def.Shared, data); err != nil {
+	if r.Shared, err = renderMap(funcs, "shared", def.Shared, data); err != nil {
 		return Result{}, err
 	}
 	data.Shared = PatchMap(data.Shared, r.Shared)
-	if r.Outputs, err = renderMap("outputs", def.Outputs, data); err != nil {
+	if r.Outputs, err = renderMap(funcs, "outputs", def.Outputs, data); err != nil {
 		return Result{}, err
 	}
-	out, err := render("manifests", def.Manifests, data)
+	out, err := render(funcs, "manifests", def.Manifests, data)
 	if err != nil {
 		return Result{}, err
 	}
@@ -94,8 +102,8 @@ func RenderTemplates(def orchconfig.Provisioner, data Data) (Result, error) {
 	return r, nil
 }
 
-func renderMap(name, text string, data Data) (map[string]any, error) {
-	out, err := render(name, text, data)
+func renderMap(funcs template.FuncMap, name, text string, data Data) (map[string]any, error) {
+	out, err := render(funcs, name, text, data)
 	if err != nil || out == nil {
 		return map[string]any{}, err
 	}
@@ -107,12 +115,12 @@ func renderMap(name, text string, data Data) (map[string]any, error) {
 }
 
 // render evaluates one template and decodes its output as YAML.
-func render(name, text string, data Data) (any, error) {
+func render(funcs template.FuncMap, name, text string, data Data) (any, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, nil
 	}
-	t, err := template.New(name).Funcs(tplfuncs.Provisioner()).Parse(text)
+	t, err := template.New(name).Funcs(funcs).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("%s template does not parse: %w", name, err)
 	}
@@ -173,4 +181,29 @@ func PatchMap(base, patch map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// ServiceOf is how score-k8s's templates see a Workload's network service: its name and its
+// ports by name and, where not taken, by number.
+func ServiceOf(name string, svc *scorev1b1.Service) NetworkService {
+	ns := NetworkService{ServiceName: name, Ports: map[string]ServicePort{}}
+	if svc == nil {
+		return ns
+	}
+	for portName, p := range svc.Ports {
+		target, protocol := p.Port, "TCP"
+		if p.TargetPort != nil {
+			target = *p.TargetPort
+		}
+		if p.Protocol != nil {
+			protocol = *p.Protocol
+		}
+		ns.Ports[portName] = ServicePort{Name: portName, Port: int(p.Port), TargetPort: int(target), Protocol: protocol}
+	}
+	for _, p := range ns.Ports {
+		if _, taken := ns.Ports[strconv.Itoa(p.Port)]; !taken {
+			ns.Ports[strconv.Itoa(p.Port)] = p
+		}
+	}
+	return ns
 }

@@ -4,6 +4,7 @@
 package tplfuncs
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"text/template"
 
@@ -27,5 +28,28 @@ func EncodeSecretRef(secret, key string) string {
 func Provisioner() template.FuncMap {
 	fm := sprig.TxtFuncMap()
 	fm["encodeSecretRef"] = EncodeSecretRef
+	return fm
+}
+
+// Deterministic replaces sprig's random functions with ones derived from seed, for offline
+// rendering (scorectl render): the output is the same on every run, and what the random
+// functions produce is clearly not a usable secret.
+func Deterministic(fm template.FuncMap, seed string) template.FuncMap {
+	n := 0
+	next := func(prefix string, length int, alphabet string) string {
+		n++
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%s/%d", seed, prefix, n)))
+		out := make([]byte, length)
+		for i := range out {
+			out[i] = alphabet[int(sum[i%len(sum)])%len(alphabet)]
+		}
+		return string(out)
+	}
+	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	fm["randAlphaNum"] = func(l int) string { return next("alnum", l, alnum) }
+	fm["randAlpha"] = func(l int) string { return next("alpha", l, alnum[:52]) }
+	fm["randNumeric"] = func(l int) string { return next("num", l, alnum[52:]) }
+	fm["randAscii"] = func(l int) string { return next("ascii", l, alnum) }
+	fm["uuidv4"] = func() string { return next("uuid", 32, "0123456789abcdef") }
 	return fm
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 )
 
@@ -109,37 +109,10 @@ func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClai
 		return d, fmt.Errorf("listing workloads: %w", err)
 	}
 	for _, w := range workloads.Items {
-		ns := provisioner.NetworkService{ServiceName: w.Name, Ports: map[string]provisioner.ServicePort{}}
-		if w.Spec.Service != nil {
-			for name, p := range w.Spec.Service.Ports {
-				target, protocol := p.Port, "TCP"
-				if p.TargetPort != nil {
-					target = *p.TargetPort
-				}
-				if p.Protocol != nil {
-					protocol = *p.Protocol
-				}
-				ns.Ports[name] = provisioner.ServicePort{Name: name, Port: int(p.Port), TargetPort: int(target), Protocol: protocol}
-			}
-			// score-k8s also names each port by its number.
-			for _, p := range ns.Ports {
-				if _, taken := ns.Ports[strconv.Itoa(p.Port)]; !taken {
-					ns.Ports[strconv.Itoa(p.Port)] = p
-				}
-			}
-		}
+		ns := provisioner.ServiceOf(w.Name, w.Spec.Service)
 		d.WorkloadServices[w.Name] = ns
 		if w.Name == c.Spec.WorkloadRef.Name {
-			d.WorkloadMetadata = map[string]any{"name": w.Name}
-			if len(w.Annotations) > 0 {
-				anns := map[string]any{}
-				for k, v := range w.Annotations {
-					if k != scorev1b1.AnnotationScoreMetadata && k != scorev1b1.AnnotationFileSources {
-						anns[k] = v
-					}
-				}
-				d.WorkloadMetadata["annotations"] = anns
-			}
+			d.WorkloadMetadata = planner.Metadata(&w)
 		}
 	}
 	return d, nil
