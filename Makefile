@@ -16,6 +16,7 @@ all: build
 build: ## Build the binaries into bin/
 	go build -o bin/scorectl ./cmd/scorectl
 	go build -o bin/score-controllers ./cmd/score-controllers
+	ln -sf scorectl bin/kubectl-score
 
 .PHONY: tools
 tools: ## Build (once, cached) kube-apiserver, etcd, controller-manager, scheduler, kubectl and kwok

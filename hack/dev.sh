@@ -16,6 +16,7 @@ up() {
 	hack/cluster.sh up
 	log "building scorectl and the controllers"
 	go build -o bin/scorectl ./cmd/scorectl
+	ln -sf scorectl bin/kubectl-score
 	go build -o bin/score-controllers ./cmd/score-controllers
 
 	log "installing the score.dev kinds"

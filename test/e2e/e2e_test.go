@@ -39,9 +39,10 @@ import (
 )
 
 var (
-	cfg *rest.Config
-	c   client.Client
-	ctx = context.Background()
+	cfg        *rest.Config
+	c          client.Client
+	kubeconfig string
+	ctx        = context.Background()
 )
 
 func TestMain(m *testing.M) {
@@ -68,7 +69,8 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = cluster("down") }()
 
-	if cfg, err = clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig")); err != nil {
+	kubeconfig = filepath.Join(state, "kubeconfig")
+	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+func newStatusCommand() *cobra.Command {
+	var (
+		flags  clusterFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "status [NAME]",
+		Short: "Show the abstract status of Workloads",
+		Long:  "Show each Workload's readiness, the reason that blocks it, its endpoint and its dependencies.",
+		Example: `  scorectl status -n score-demo
+  scorectl status orders -n score-demo -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := flags.connect()
+			if err != nil {
+				return err
+			}
+			var items []scorev1b1.Workload
+			if len(args) == 1 {
+				w := &scorev1b1.Workload{}
+				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, w); err != nil {
+					return err
+				}
+				items = []scorev1b1.Workload{*w}
+			} else {
+				var list scorev1b1.WorkloadList
+				if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+					return err
+				}
+				items = list.Items
+			}
+			return printStatus(cmd.OutOrStdout(), items, output)
+		},
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, yaml or json")
+	return cmd
+}
+
+type statusView struct {
+	Name      string                   `json:"name"`
+	Namespace string                   `json:"namespace"`
+	Status    scorev1b1.WorkloadStatus `json:"status"`
+}
+
+func printStatus(out io.Writer, items []scorev1b1.Workload, output string) error {
+	views := make([]statusView, len(items))
+	for i, w := range items {
+		views[i] = statusView{Name: w.Name, Namespace: w.Namespace, Status: w.Status}
+	}
+	switch output {
+	case "json":
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(views)
+	case "yaml":
+		b, err := yaml.Marshal(views)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	case "table":
+	default:
+		return fmt.Errorf("-o must be table, yaml or json")
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tREADY\tREASON\tENDPOINT\tDEPENDENCIES\tMESSAGE")
+	for _, w := range items {
+		ready, reason, message := "Unknown", "", ""
+		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
+			ready, reason, message = string(c.Status), c.Reason, c.Message
+		}
+		endpoint := "-"
+		if w.Status.Endpoint != nil {
+			endpoint = *w.Status.Endpoint
+		}
+		bound := 0
+		for _, c := range w.Status.Claims {
+			if c.Phase == scorev1b1.ClaimPhaseBound {
+				bound++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", w.Name, ready, reason, endpoint, bound, len(w.Spec.Resources), message)
+	}
+	return tw.Flush()
+}

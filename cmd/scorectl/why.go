@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+)
+
+func newWhyCommand() *cobra.Command {
+	var (
+		flags                       clusterFlags
+		configNamespace, configName string
+		configKey, region           string
+	)
+	cmd := &cobra.Command{
+		Use:   "why NAME",
+		Short: "Explain the platform's decisions for a Workload and what blocks it",
+		Long: `Recompute, with the orchestrator's own selection code and the current Orchestrator Config,
+which profile the Workload gets and why, every backend candidate with the constraint that
+filtered it or its rank, the provisioner chosen for each dependency, and the one thing that
+currently keeps the Workload from Ready. For platform engineers: it reads the internal objects
+and the config; nothing is written.`,
+		Example: `  scorectl why orders -n score-demo`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := flags.connect()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			w := &scorev1b1.Workload{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, w); err != nil {
+				return err
+			}
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: configNamespace, Name: configName}, cm); err != nil {
+				return fmt.Errorf("reading the Orchestrator Config: %w", err)
+			}
+			cfg, err := orchconfig.Parse([]byte(cm.Data[configKey]))
+			if err != nil {
+				return fmt.Errorf("the Orchestrator Config in %s/%s is invalid (the orchestrator keeps using its last valid one): %w", configNamespace, configName, err)
+			}
+			var claims scorev1b1.ResourceClaimList
+			if err := c.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
+				return err
+			}
+			plan := &scorev1b1.WorkloadPlan{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(w), plan); err != nil {
+				plan = nil
+			}
+			return explain(cmd.OutOrStdout(), w, cfg, region, claims.Items, plan)
+		},
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVar(&configNamespace, "config-namespace", "score-system", "namespace of the Orchestrator Config ConfigMap")
+	cmd.Flags().StringVar(&configName, "config-name", "orchestrator-config", "name of the Orchestrator Config ConfigMap")
+	cmd.Flags().StringVar(&configKey, "config-key", "config.yaml", "key of the document in the ConfigMap")
+	cmd.Flags().StringVar(&region, "region", "", "the orchestrator's region")
+	return cmd
+}
+
+func explain(out io.Writer, w *scorev1b1.Workload, cfg *orchconfig.Config, region string, claims []scorev1b1.ResourceClaim, plan *scorev1b1.WorkloadPlan) error {
+	sel, err := selection.New(cfg)
+	if err != nil {
+		return err
+	}
+	r := sel.Select(selection.Input{Workload: w, Region: region})
+	fmt.Fprintf(out, "Workload %s/%s (generation %d)\n\n", w.Namespace, w.Name, w.Generation)
+	if r.Profile == "" {
+		fmt.Fprintf(out, "Profile: none — %s\n", r.Message)
+	} else {
+		fmt.Fprintf(out, "Profile: %s, chosen by %s (%s)\n", r.Profile, r.ProfileSource, r.ProfileDetail)
+	}
+	for _, e := range r.RuleErrors {
+		fmt.Fprintf(out, "  rule error: %s\n", e)
+	}
+	if len(r.Candidates) > 0 {
+		fmt.Fprintln(out, "\nBackends:")
+		for _, c := range r.Candidates {
+			switch {
+			case c.Rejected != "":
+				fmt.Fprintf(out, "  ✗ %s — %s\n", c.BackendID, c.Rejected)
+			case r.Backend != nil && c.BackendID == r.Backend.BackendID:
+				fmt.Fprintf(out, "  ✓ %s — rank %d (priority %d, version %s): selected\n", c.BackendID, c.Rank, r.Backend.Priority, r.Backend.Version)
+			default:
+				fmt.Fprintf(out, "  · %s — rank %d\n", c.BackendID, c.Rank)
+			}
+		}
+	}
+	if len(w.Spec.Resources) > 0 {
+		fmt.Fprintln(out, "\nDependencies:")
+		keys := make([]string, 0, len(w.Spec.Resources))
+		for k := range w.Spec.Resources {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			res := w.Spec.Resources[k]
+			params := map[string]any{}
+			if res.Params != nil {
+				_ = json.Unmarshal(res.Params.Raw, &params)
+			}
+			pc := provisionermatch.Claim{Type: res.Type, Params: params}
+			if res.Class != nil {
+				pc.Class = *res.Class
+			}
+			if res.ID != nil {
+				pc.ID = *res.ID
+			}
+			provider := "no provisioner serves it"
+			if i := provisionermatch.Match(cfg.Provisioners, pc); i >= 0 {
+				provider = fmt.Sprintf("provisioners[%d] %s", i, cfg.Provisioners[i].URI)
+			}
+			phase, detail := "not created", ""
+			for _, c := range claims {
+				if c.Spec.Key == k && metav1.IsControlledBy(&c, w) {
+					phase, detail = string(c.Status.Phase), c.Status.Message
+				}
+			}
+			fmt.Fprintf(out, "  %s (%s): %s; claim %s", k, res.Type, provider, phase)
+			if detail != "" {
+				fmt.Fprintf(out, " — %s", detail)
+			}
+			fmt.Fprintln(out)
+		}
+	}
+	fmt.Fprintln(out)
+	ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
+	switch {
+	case ready == nil:
+		fmt.Fprintln(out, "Blocking: the orchestrator has not reported on this Workload yet.")
+	case ready.Status == metav1.ConditionTrue:
+		fmt.Fprintf(out, "Ready: %s\n", ready.Message)
+	default:
+		fmt.Fprintf(out, "Blocking: %s — %s\n", ready.Reason, ready.Message)
+		if plan != nil && plan.Status.Message != "" {
+			fmt.Fprintf(out, "  runtime detail: %s\n", plan.Status.Message)
+		}
+		if plan != nil {
+			for _, o := range plan.Status.Objects {
+				if o.Health != "Current" {
+					fmt.Fprintf(out, "  runtime object %s %s: %s %s\n", o.Kind, o.Name, strings.ToLower(o.Health), o.Message)
+				}
+			}
+		}
+	}
+	return nil
+}

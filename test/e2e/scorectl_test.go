@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+// scorectl builds the command line once per test run.
+func scorectl(t *testing.T) func(args ...string) (string, error) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "scorectl")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/scorectl")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building scorectl: %v\n%s", err, out)
+	}
+	return func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append(args, "--kubeconfig", kubeconfig)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}
+
+// A newcomer's journey with scorectl: apply and wait, status, why, delete, and a failing apply.
+func TestScorectl(t *testing.T) {
+	run := scorectl(t)
+	ns := "e2e-cli"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	hello := filepath.Join(testenv.RepoRoot(), "examples", "hello", "score.yaml")
+
+	out, err := run("apply", "-f", hello, "-n", ns, "--timeout", "2m")
+	if err != nil || !strings.Contains(out, "workload.score.dev/hello is Ready") {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	out, err = run("status", "-n", ns)
+	if err != nil || !strings.Contains(out, "hello") || !strings.Contains(out, "Succeeded") || !strings.Contains(out, "http://hello."+ns+".svc.cluster.local:80") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	out, err = run("status", "hello", "-n", ns, "-o", "json")
+	if err != nil || !strings.Contains(out, `"endpoint": "http://hello.`+ns) {
+		t.Fatalf("status -o json: %v\n%s", err, out)
+	}
+	out, err = run("why", "hello", "-n", ns)
+	if err != nil || !strings.Contains(out, "Profile: web-service, chosen by hint") || !strings.Contains(out, "✓ k8s-web-v2") || !strings.Contains(out, "Ready: ") {
+		t.Fatalf("why: %v\n%s", err, out)
+	}
+	out, err = run("delete", "hello", "-n", ns, "--timeout", "2m")
+	if err != nil || !strings.Contains(out, "workload.score.dev/hello is gone") {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+
+	bad := filepath.Join(t.TempDir(), "score.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: score.dev/v1b1\nmetadata:\n  name: needs-gpu\n  annotations:\n    score.dev/requirements: gpu\ncontainers:\n  main:\n    image: nginx\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("apply", "-f", bad, "-n", ns, "--timeout", "5s")
+	if err == nil || !strings.Contains(out, "RuntimeSelecting") {
+		t.Fatalf("an apply that cannot become Ready must fail with the reason: %v\n%s", err, out)
+	}
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		t.Fatalf("exit code: %v", err)
+	}
+	out, _ = run("why", "needs-gpu", "-n", ns)
+	if !strings.Contains(out, `does not offer required feature "gpu"`) {
+		t.Fatalf("why names the filtering constraint:\n%s", out)
+	}
+}
