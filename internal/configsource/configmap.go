@@ -48,6 +48,7 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, r.Key, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			log.Info("Orchestrator config ConfigMap is absent; keeping the last valid config", "configMap", r.Key)
+			r.Store.Settle()
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -56,8 +57,10 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !ok {
 		err := fmt.Errorf("the ConfigMap has no key %q", r.DataKey)
 		r.reject(ctx, &cm, err)
+		r.Store.Settle()
 		return ctrl.Result{}, nil
 	}
+	_, hadConfig := r.Store.Get()
 	changed, err := r.Store.Offer("configmap/"+cm.ResourceVersion, []byte(data))
 	if err != nil {
 		r.reject(ctx, &cm, err)
@@ -66,7 +69,10 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if changed {
 		ReloadsTotal.WithLabelValues("configmap", "success").Inc()
 		log.Info("Loaded orchestrator config", "configMap", r.Key, "resourceVersion", cm.ResourceVersion)
-		r.Recorder.Eventf(&cm, nil, corev1.EventTypeNormal, "ConfigLoaded", "Load", "The orchestrator config is valid and in use.")
+		if hadConfig {
+			// Only a change is news; a controller starting up loads the config it had.
+			r.Recorder.Eventf(&cm, nil, corev1.EventTypeNormal, "ConfigLoaded", "Load", "A new orchestrator config is valid and in use.")
+		}
 	} else {
 		ReloadsTotal.WithLabelValues("configmap", "unchanged").Inc()
 	}

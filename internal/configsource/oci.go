@@ -54,6 +54,7 @@ func (s *OCISource) Start(ctx context.Context) error {
 			return nil
 		}
 		ReloadsTotal.WithLabelValues("oci", "failure").Inc()
+		s.Store.Settle()
 		log.Error(err, "Fetching the orchestrator config failed; retrying", "backoff", backoff.String())
 		select {
 		case <-ctx.Done():

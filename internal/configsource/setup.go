@@ -1,14 +1,17 @@
 package configsource
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 )
@@ -47,6 +50,20 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	}
 	if err := cm.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config source: %w", err)
+	}
+	// The reconciler hears of a ConfigMap that exists; this settles the store when none does.
+	settle := manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		var obj corev1.ConfigMap
+		if err := mgr.GetClient().Get(ctx, opts.ConfigMap, &obj); apierrors.IsNotFound(err) {
+			store.Settle()
+		}
+		return nil
+	})
+	if err := mgr.Add(settle); err != nil {
+		return nil, err
 	}
 	return store, nil
 }

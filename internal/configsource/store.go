@@ -25,7 +25,40 @@ type Loaded struct {
 type Store struct {
 	mu          sync.RWMutex
 	current     *Loaded
+	settled     bool
 	subscribers []chan event.GenericEvent
+}
+
+// Settled reports whether the source has made its first attempt: a config was loaded, or
+// there was none to load, or it was invalid. Until then controllers write nothing: a
+// controller that restarts must not report "waiting for the platform configuration" just
+// because its config source has not read the config yet.
+func (s *Store) Settled() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.settled
+}
+
+// Settle marks the first attempt as made, and tells subscribers when that is news.
+func (s *Store) Settle() {
+	s.mu.Lock()
+	was := s.settled
+	s.settled = true
+	subscribers := s.subscribers
+	s.mu.Unlock()
+	if !was {
+		notify(subscribers)
+	}
+}
+
+func notify(subscribers []chan event.GenericEvent) {
+	for _, ch := range subscribers {
+		// A pending notification already covers this change.
+		select {
+		case ch <- event.GenericEvent{}:
+		default:
+		}
+	}
 }
 
 // NewStore returns an empty store.
@@ -57,10 +90,12 @@ func (s *Store) Get() (*Loaded, bool) {
 func (s *Store) Offer(revision string, data []byte) (changed bool, err error) {
 	cfg, err := orchconfig.Parse(data)
 	if err != nil {
+		s.Settle()
 		return false, err
 	}
 	sel, err := selection.New(cfg)
 	if err != nil {
+		s.Settle()
 		return false, err
 	}
 	s.mu.Lock()
@@ -69,14 +104,9 @@ func (s *Store) Offer(revision string, data []byte) (changed bool, err error) {
 		return false, nil
 	}
 	s.current = &Loaded{Config: cfg, Selector: sel, Revision: revision}
+	s.settled = true
 	subscribers := s.subscribers
 	s.mu.Unlock()
-	for _, ch := range subscribers {
-		// A pending notification already covers this change.
-		select {
-		case ch <- event.GenericEvent{}:
-		default:
-		}
-	}
+	notify(subscribers)
 	return true, nil
 }

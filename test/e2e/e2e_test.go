@@ -6,10 +6,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,31 +85,66 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
+	stop, err := startControllers(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { stop() }()
+	restart = func(writes *atomic.Int64) error {
+		stop()
+		stop, err = startControllers(writes)
+		return err
+	}
+	return m.Run()
+}
+
+// restart stops the controllers and starts them again, counting their writes into writes.
+var restart func(writes *atomic.Int64) error
+
+// writeLog holds the last write counted, for the failure message.
+var writeLog atomic.Value
+
+// startControllers runs each controller in its own manager under its own service account,
+// bound to the ClusterRole generated from its RBAC markers (config/rbac): the journeys prove
+// those roles are enough. When writes is set, every request but a read is counted in it.
+func startControllers(writes *atomic.Int64) (stop func(), err error) {
 	mctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Each controller runs in its own manager under its own service account, bound to the
-	// ClusterRole generated from its RBAC markers (config/rbac): the journey proves those
-	// roles are enough.
 	for _, name := range controlplane.All {
 		opts := controlplane.DefaultOptions()
 		opts.Controllers = []string{name}
 		as := rest.CopyConfig(cfg)
 		as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:score-system:score-" + name}
+		if writes != nil {
+			as.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					if r.Method != http.MethodGet {
+						writes.Add(1)
+						writeLog.Store(r.Method + " " + r.URL.Path)
+					}
+					return rt.RoundTrip(r)
+				})
+			})
+		}
 		// Three managers share this process, so each runs its own config source controller.
 		mgr, err := ctrl.NewManager(as, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 			Cache: configsource.CacheOptions(opts.Orchestrator.Config), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			cancel()
+			return nil, err
 		}
 		if err := controlplane.Setup(mgr, opts); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			cancel()
+			return nil, err
 		}
 		go func() { _ = mgr.Start(mctx) }()
 	}
-	return m.Run()
+	return cancel, nil
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // install does what make dev does: the kinds, the config (sample profiles and the
 // development catalog) and the default templates.
@@ -224,6 +261,18 @@ func TestExamplesBecomeReady(t *testing.T) {
 		})
 	}
 	t.Logf("%d examples Ready in %s", len(names), time.Since(start).Round(time.Millisecond))
+
+	t.Run("controllers restarting over Ready workloads write nothing", func(t *testing.T) {
+		time.Sleep(5 * time.Second) // let late news (endpoints becoming ready) settle first
+		var writes atomic.Int64
+		if err := restart(&writes); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(15 * time.Second)
+		if n := writes.Load(); n != 0 {
+			t.Fatalf("%d writes after a restart with nothing changed; the last: %v", n, writeLog.Load())
+		}
+	})
 
 	t.Run("deleting a Workload deprovisions its Delete dependencies", func(t *testing.T) {
 		var sets appsv1.StatefulSetList

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/applyguard"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 )
 
@@ -56,8 +57,17 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 	inventory := map[string]bool{}
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
 	for _, u := range objs {
-		if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(u.GroupVersionKind())
+		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), live); {
+		case err == nil && applyguard.Unchanged(u, live):
+			u = live // nothing to write: a no-op apply is still a write
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, nil, fmt.Errorf("reading %s %s: %w", u.GetKind(), u.GetName(), err)
+		default:
+			if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+				return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+			}
 		}
 		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		inventory[objectKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())] = true

@@ -93,6 +93,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !c.DeletionTimestamp.IsZero() {
 		return r.release(ctx, c)
 	}
+	// Until the config source has made its first attempt, nothing is decided: the store's
+	// notification brings every claim back.
+	if !r.Config.Settled() {
+		return ctrl.Result{}, nil
+	}
 	if controllerutil.AddFinalizer(c, Finalizer) {
 		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)

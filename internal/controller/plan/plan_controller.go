@@ -24,6 +24,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/applyguard"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 )
@@ -145,7 +146,8 @@ func setCondition(p *scorev1b1.WorkloadPlan, typ string, s metav1.ConditionStatu
 // owned by the plan, after checking that none belongs to another Workload.
 func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs []*unstructured.Unstructured) ([]scorev1b1.AppliedObject, error) {
 	uid := p.Spec.WorkloadRef.UID
-	for _, u := range objs {
+	live := make([]*unstructured.Unstructured, len(objs))
+	for i, u := range objs {
 		gvk := u.GroupVersionKind()
 		mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
@@ -165,6 +167,7 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 			if owner := existing.GetAnnotations()[AnnotationWorkloadUID]; owner != uid {
 				return nil, fmt.Errorf("%w: %s %s exists and %s", errConflict, u.GetKind(), u.GetName(), describeOwner(owner))
 			}
+			live[i] = existing
 		case !apierrors.IsNotFound(err):
 			return nil, err
 		}
@@ -185,8 +188,10 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		}
 	}
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
-	for _, u := range objs {
-		if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	for i, u := range objs {
+		if applyguard.Unchanged(u, live[i]) {
+			u = live[i] // nothing to write: a no-op apply is still a write
+		} else if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		r.watcher.Ensure(ctx, u.GroupVersionKind())

@@ -82,6 +82,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !w.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
+	// Until the config source has made its first attempt, nothing is decided: the store's
+	// notification brings every Workload back.
+	if !r.Config.Settled() {
+		return ctrl.Result{}, nil
+	}
 	// 5-8. Observe, decide, act.
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
