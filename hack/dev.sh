@@ -47,11 +47,12 @@ up() {
 	wait_ready score-demo 180
 
 	echo
-	kubectl get workloads -n score-demo
+	bin/scorectl status -n score-demo --kubeconfig "$root/.dev/kubeconfig"
 	echo
 	echo "Endpoints:"
 	kubectl get workloads -n score-demo -o jsonpath='{range .items[*]}{"  "}{.metadata.name}{": "}{.status.endpoint}{"\n"}{end}'
 	echo
+	echo "Try: bin/scorectl why orders -n score-demo --kubeconfig .dev/kubeconfig"
 	echo "The cluster keeps running. Use it with:"
 	echo "  bin/kubectl --kubeconfig .dev/kubeconfig get score -A"
 	echo "Stop everything with: make dev-down"
