@@ -112,6 +112,12 @@ func Run(in Input) (Result, error) {
 		return res, fmt.Errorf("template %s: %w", built.Spec.Template.Ref, err)
 	}
 	res.Manifests, err = render.Render(render.Input{Workload: w.Name, Namespace: w.Namespace, Spec: built.Spec, Template: text})
+	// The runtime applies every object in the Workload's namespace.
+	for _, m := range res.Manifests {
+		if m.GetNamespace() == "" {
+			m.SetNamespace(w.Namespace)
+		}
+	}
 	return res, err
 }
 

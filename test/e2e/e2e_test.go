@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -35,7 +36,10 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/applyguard"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -104,6 +108,9 @@ var restart func(writes *atomic.Int64) error
 
 // writeLog holds the last write counted, for the failure message.
 var writeLog atomic.Value
+
+// devConfig is the Orchestrator Config install loaded.
+var devConfig *orchconfig.Config
 
 // startControllers runs each controller in its own manager under its own service account,
 // bound to the ClusterRole generated from its RBAC markers (config/rbac): the journeys prove
@@ -176,6 +183,9 @@ func install(root string) error {
 	doc["provisioners"] = provs
 	assembled, err := yaml.Marshal(doc)
 	if err != nil {
+		return err
+	}
+	if devConfig, err = orchconfig.Parse(assembled); err != nil {
 		return err
 	}
 	templates := map[string]string{}
@@ -261,6 +271,44 @@ func TestExamplesBecomeReady(t *testing.T) {
 		})
 	}
 	t.Logf("%d examples Ready in %s", len(names), time.Since(start).Round(time.Millisecond))
+
+	t.Run("the offline render is what the cluster got", func(t *testing.T) {
+		for _, name := range names {
+			w := &scorev1b1.Workload{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+				t.Fatal(err)
+			}
+			res, err := offline.Run(offline.Input{Workload: w, Config: devConfig, Template: func(ref scorev1b1.TemplateRef) (string, error) {
+				parsed, err := orchconfig.ParseRef(ref.Ref)
+				if err != nil {
+					return "", err
+				}
+				b, err := os.ReadFile(filepath.Join(root, "config", "templates", parsed.Key))
+				return string(b), err
+			}})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			objs := res.Manifests
+			for _, cl := range res.Claims {
+				for _, m := range cl.Manifests {
+					if m.GetKind() != "Secret" { // offline, generated values are stand-ins
+						objs = append(objs, m)
+					}
+				}
+			}
+			for _, want := range objs {
+				live := &unstructured.Unstructured{}
+				live.SetGroupVersionKind(want.GroupVersionKind())
+				if err := c.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
+					t.Fatalf("%s: %s %s was rendered but is not in the cluster: %v", name, want.GetKind(), want.GetName(), err)
+				}
+				if !applyguard.Unchanged(want, live) {
+					t.Errorf("%s: %s %s differs from what the cluster has", name, want.GetKind(), want.GetName())
+				}
+			}
+		}
+	})
 
 	t.Run("controllers restarting over Ready workloads write nothing", func(t *testing.T) {
 		time.Sleep(5 * time.Second) // let late news (endpoints becoming ready) settle first
