@@ -157,11 +157,14 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 
 	inventory, applied, err := r.apply(ctx, c, id, res.Manifests)
 	if err != nil {
-		if reason, denied := apidenial.Classify(err); denied {
-			setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("The API server refused an object: %v.", err))
-			return ctrl.Result{}, reconcileErr(err)
+		// Reported, whatever it is (a denial, an invalid object, a lost connection), and
+		// retried with backoff: a transient failure clears by itself on the next try.
+		reason := scorev1b1.ReasonClaimFailed
+		if denial, denied := apidenial.Classify(err); denied {
+			reason = denial
 		}
-		return ctrl.Result{}, err
+		setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
+		return ctrl.Result{}, reconcileErr(err)
 	}
 	if err := r.prune(ctx, c, inventory); err != nil {
 		return ctrl.Result{}, err

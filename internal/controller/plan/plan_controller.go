@@ -111,7 +111,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.fail(p, reason, fmt.Sprintf("The API server refused an object: %v", err))
 			return ctrl.Result{}, fmt.Errorf("apply refused, retrying with backoff: %w", err)
 		default:
-			return ctrl.Result{}, err
+			// Reported, and retried with backoff: a transient failure clears on the next try.
+			r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Applying failed: %v", err))
+			return ctrl.Result{}, fmt.Errorf("apply failed, retrying with backoff: %w", err)
 		}
 	}
 	if err := r.prune(ctx, p, applied); err != nil {

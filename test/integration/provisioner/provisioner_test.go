@@ -68,6 +68,12 @@ provisioners:
   - uri: cmd://bash#anything
     type: shell
     args: [-c, "echo {}"]
+  - uri: template://test/invalid-object
+    type: invalid-object
+    manifests: |
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: Not_A_Valid_Name}
   - uri: template://test/missing
     type: missing-output
     outputs: |
@@ -334,10 +340,11 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, kv, missing-output, shell."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, invalid-object, kv, missing-output, shell."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"shell", "PermissionDenied", "command provisioners are disabled"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
+		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.typ, func(t *testing.T) {

@@ -245,3 +245,21 @@ func TestTemplateDigestIsVerified(t *testing.T) {
 		t.Fatalf("nothing may be applied from a template that fails its digest: %v", err)
 	}
 }
+
+func TestInvalidObjectFailsThePlan(t *testing.T) {
+	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n"
+	ns := setup(t, text)
+	p := newPlan(ns, "bad", "u4", digest(text), webValues)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "failed", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if p.Status.Phase != scorev1b1.PlanPhaseFailed || !strings.Contains(p.Status.Message, `ConfigMap "Bad_Name" is invalid`) {
+			return fmt.Errorf("status %s %s", p.Status.Phase, p.Status.Message)
+		}
+		return nil
+	})
+}
