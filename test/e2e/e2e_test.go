@@ -4,13 +4,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +23,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -88,7 +94,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "installing:", err)
 		return 1
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
+	// Every log line the controllers write, at every level, is kept to search for secrets.
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(&controllerLogs, errorsOnly{os.Stderr})), zap.Level(zapcore.DebugLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
 	stop, err := startControllers(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -111,6 +118,36 @@ var writeLog atomic.Value
 
 // devConfig is the Orchestrator Config install loaded.
 var devConfig *orchconfig.Config
+
+// controllerLogs holds everything the controllers logged.
+var controllerLogs lockedBuffer
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// errorsOnly passes on error lines only, so the test output stays readable.
+type errorsOnly struct{ w io.Writer }
+
+func (e errorsOnly) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"level":"error"`)) {
+		return e.w.Write(p)
+	}
+	return len(p), nil
+}
 
 // startControllers runs each controller in its own manager under its own service account,
 // bound to the ClusterRole generated from its RBAC markers (config/rbac): the journeys prove
@@ -271,6 +308,42 @@ func TestExamplesBecomeReady(t *testing.T) {
 		})
 	}
 	t.Logf("%d examples Ready in %s", len(names), time.Since(start).Round(time.Millisecond))
+
+	t.Run("no secret value leaves its Secret", func(t *testing.T) {
+		var secrets corev1.SecretList
+		if err := c.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		var values []string
+		for _, sec := range secrets.Items {
+			if strings.HasSuffix(sec.Name, "-outputs") {
+				for _, v := range sec.Data {
+					values = append(values, string(v))
+				}
+			}
+		}
+		if len(values) < 2 {
+			t.Fatalf("expected the postgres and redis passwords, found %d secret outputs", len(values))
+		}
+		var haystack strings.Builder
+		for _, list := range []client.ObjectList{&scorev1b1.WorkloadList{}, &scorev1b1.ResourceClaimList{}, &scorev1b1.WorkloadPlanList{}, &scorev1b1.WorkloadExposureList{}, &corev1.EventList{}, &eventsv1.EventList{}} {
+			if err := c.List(ctx, list); err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(list)
+			haystack.Write(raw)
+		}
+		haystack.WriteString(controllerLogs.String())
+		for _, v := range values {
+			if len(v) < 16 {
+				t.Fatalf("a generated secret is short: %d characters", len(v))
+			}
+			if strings.Contains(haystack.String(), v) {
+				t.Fatalf("a generated secret appears outside its Secret")
+			}
+		}
+		t.Logf("%d secret values checked against %d bytes of objects, events and controller logs", len(values), haystack.Len())
+	})
 
 	t.Run("the offline render is what the cluster got", func(t *testing.T) {
 		for _, name := range names {
