@@ -22,6 +22,11 @@ const (
 	// converter inlined, keyed by "<container>:<target>", so a conversion round-trips.
 	AnnotationFileSources = "score.dev/file-sources"
 
+	// AnnotationReconcileRequestedAt, set to any new value on a Workload, makes every
+	// controller involved process it again; the value is echoed in
+	// status.lastHandledReconcileAt.
+	AnnotationReconcileRequestedAt = "score.dev/reconcile-requested-at"
+
 	// WorkloadFinalizer orders deletion: claims are deprovisioned before the Workload goes.
 	WorkloadFinalizer = "workloads.score.dev/finalizer"
 )

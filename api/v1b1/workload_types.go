@@ -315,6 +315,11 @@ type WorkloadStatus struct {
 	// +listType=map
 	// +listMapKey=key
 	Claims []ClaimSummary `json:"claims,omitempty"`
+
+	// LastHandledReconcileAt echoes the score.dev/reconcile-requested-at annotation once a pass
+	// that saw it has completed (and passed it on to the Workload's claims and plan).
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // ClaimSummary is the abstract state of one dependency.

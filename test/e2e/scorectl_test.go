@@ -54,6 +54,10 @@ func TestScorectl(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Profile: web-service, chosen by hint") || !strings.Contains(out, "✓ k8s-web-v2") || !strings.Contains(out, "Ready: ") {
 		t.Fatalf("why: %v\n%s", err, out)
 	}
+	out, err = run("reconcile", "hello", "-n", ns, "--timeout", "1m")
+	if err != nil || !strings.Contains(out, "workload.score.dev/hello reconciled") {
+		t.Fatalf("reconcile: %v\n%s", err, out)
+	}
 	out, err = run("delete", "hello", "-n", ns, "--timeout", "2m")
 	if err != nil || !strings.Contains(out, "workload.score.dev/hello is gone") {
 		t.Fatalf("delete: %v\n%s", err, out)

@@ -61,6 +61,8 @@ type scope struct {
 	conds     workloadstatus.Conditions
 	summaries []scorev1b1.ClaimSummary
 	endpoint  *string
+	// handledRequest is the reconcile request this pass passed on to the claims and plan.
+	handledRequest string
 }
 
 // Reconcile brings one Workload one step closer to its desired state.
@@ -91,7 +93,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.reconcileNormal(ctx, s)
+	if err := r.reconcileNormal(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	// A pass that completed hands a reconcile request on to the claims and the plan.
+	return ctrl.Result{}, r.passOnReconcileRequest(ctx, s)
 }
 
 // patchStatus writes the computed status when it differs from what was read. An
@@ -107,6 +113,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	w.Status.Claims = s.summaries
 	w.Status.Endpoint = s.endpoint
 	w.Status.ObservedGeneration = w.Generation
+	if s.handledRequest != "" {
+		w.Status.LastHandledReconcileAt = s.handledRequest
+	}
 	if equality.Semantic.DeepEqual(s.before.Status, w.Status) {
 		return nil
 	}

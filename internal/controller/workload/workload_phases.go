@@ -161,6 +161,40 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// passOnReconcileRequest copies the Workload's score.dev/reconcile-requested-at to its
+// claims and plan, so that the provisioner and the runtime process them again, and records
+// it as handled. It writes only where the value differs.
+func (r *Reconciler) passOnReconcileRequest(ctx context.Context, s *scope) error {
+	want := s.workload.Annotations[scorev1b1.AnnotationReconcileRequestedAt]
+	if want == "" {
+		return nil
+	}
+	var objs []client.Object
+	for _, c := range s.owned() {
+		objs = append(objs, c)
+	}
+	if s.plan != nil {
+		objs = append(objs, s.plan)
+	}
+	for _, o := range objs {
+		if o.GetAnnotations()[scorev1b1.AnnotationReconcileRequestedAt] == want {
+			continue
+		}
+		patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
+		anns := o.GetAnnotations()
+		if anns == nil {
+			anns = map[string]string{}
+		}
+		anns[scorev1b1.AnnotationReconcileRequestedAt] = want
+		o.SetAnnotations(anns)
+		if err := r.Client.Patch(ctx, o, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("passing on the reconcile request: %w", err)
+		}
+	}
+	s.handledRequest = want
+	return nil
+}
+
 // errDenied marks a write the API server refused; returning it retries with backoff.
 var errDenied = errors.New("the API server refused a write")
 

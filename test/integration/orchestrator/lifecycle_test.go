@@ -147,3 +147,62 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// Manual recovery: setting score.dev/reconcile-requested-at hands the request on to the
+// claims and the plan (so the provisioner and the runtime process them again) and echoes it
+// in the status, for a script to wait on.
+func TestReconcileOnRequest(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	create(t, workload(ns, "kick", withResource("db", "redis")))
+	w := get(t, ns, "kick")
+	claim := claimOf(t, w, "db", "redis")
+	bind(t, claim, map[string]any{"host": "h"}, nil)
+	planOf(t, ns, "kick")
+
+	w = get(t, ns, "kick")
+	w.Annotations = map[string]string{scorev1b1.AnnotationReconcileRequestedAt: "2026-11-22T07:00:00Z"}
+	if err := env.Client.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the request is echoed and handed on", func() error {
+		w := get(t, ns, "kick")
+		if w.Status.LastHandledReconcileAt != "2026-11-22T07:00:00Z" {
+			return fmt.Errorf("lastHandledReconcileAt %q", w.Status.LastHandledReconcileAt)
+		}
+		if got := refreshed(t, claim).Annotations[scorev1b1.AnnotationReconcileRequestedAt]; got != "2026-11-22T07:00:00Z" {
+			return fmt.Errorf("claim annotation %q", got)
+		}
+		if got := planOf(t, ns, "kick").Annotations[scorev1b1.AnnotationReconcileRequestedAt]; got != "2026-11-22T07:00:00Z" {
+			return fmt.Errorf("plan annotation %q", got)
+		}
+		return nil
+	})
+}
+
+// Manual recovery: a deleted claim is created again, and the Workload converges.
+func TestClaimReset(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	create(t, workload(ns, "reset", withResource("db", "redis")))
+	w := get(t, ns, "reset")
+	old := claimOf(t, w, "db", "redis")
+	bind(t, old, map[string]any{"host": "h"}, nil)
+	conditionIs(t, ns, "reset", scorev1b1.ConditionClaimsReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+	if err := env.Client.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a new claim", func() error {
+		c := &scorev1b1.ResourceClaim{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(old), c); err != nil {
+			return err
+		}
+		if c.UID == old.UID {
+			return fmt.Errorf("still the old claim")
+		}
+		return nil
+	})
+	conditionIs(t, ns, "reset", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
+	bind(t, claimOf(t, w, "db", "redis"), map[string]any{"host": "h2"}, nil)
+	conditionIs(t, ns, "reset", scorev1b1.ConditionClaimsReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+}
