@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +45,8 @@ type Reconciler struct {
 	// Now is the clock; tests inject one.
 	Now func() time.Time
 
-	memory memory
+	memory    memory
+	readiness readiness
 }
 
 // scope is one pass over one Workload. Fields are filled by the stage named beside them.
@@ -116,6 +118,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.handledRequest != "" {
 		w.Status.LastHandledReconcileAt = s.handledRequest
 	}
+	if ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); ready != nil {
+		r.readiness.observe(w.UID, w.Generation, string(ready.Status), ready.Reason, now.Time)
+	}
 	if equality.Semantic.DeepEqual(s.before.Status, w.Status) {
 		return nil
 	}
@@ -124,6 +129,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return client.IgnoreNotFound(err)
 	}
 	r.memory.wroteStatus(w.UID, replaced, &w.Status)
+	if s.endpoint != nil && (s.before.Status.Endpoint == nil || *s.before.Status.Endpoint != *s.endpoint) {
+		mirrorResults.WithLabelValues("mirrored").Inc()
+	}
 	r.emitTransitions(ctx, s)
 	return nil
 }

@@ -85,6 +85,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	mirrored := r.mirror(s, policy)
 	s.endpoint = mirrored.Endpoint
 	if mirrored.Rejected != "" {
+		mirrorResults.WithLabelValues("rejected").Inc()
 		ctrl.LoggerFrom(ctx).Info("Ignored an invalid exposure URL", "reason", mirrored.Rejected)
 	}
 
@@ -465,6 +466,7 @@ func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.W
 		updated := p.DeepCopy()
 		updated.Spec = *spec
 		ctrl.LoggerFrom(ctx).Info("Updating plan", "backend", spec.BackendID)
+		selections.WithLabelValues(spec.Profile, spec.BackendID).Inc()
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return r.deniedOr(s, err, "updating the plan")
 		}
@@ -482,6 +484,7 @@ func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.W
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Creating plan", "backend", spec.BackendID)
+	selections.WithLabelValues(spec.Profile, spec.BackendID).Inc()
 	if err := r.Client.Create(ctx, p); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("the plan exists but was not visible: %w", err)
@@ -532,6 +535,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	controllerutil.RemoveFinalizer(w, scorev1b1.WorkloadFinalizer)
 	ctrl.LoggerFrom(ctx).Info("Cleanup complete; removing the finalizer")
 	r.memory.forget(w.UID)
+	r.readiness.forget(w.UID)
 	if err := r.Client.Patch(ctx, w, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}
