@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -54,4 +55,17 @@ func (f *clusterFlags) connect() (client.Client, string, error) {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	return c, ns, err
+}
+
+// workload connects and reads the named Workload.
+func (f *clusterFlags) workload(ctx context.Context, name string) (client.Client, *scorev1b1.Workload, error) {
+	c, ns, err := f.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &scorev1b1.Workload{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+		return nil, nil, err
+	}
+	return c, w, nil
 }

@@ -26,15 +26,12 @@ Orphan ones are left as they are.`,
 		Example: `  scorectl delete orders -n score-demo`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := flags.connect()
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			c, w, err := flags.workload(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			ctx, out := cmd.Context(), cmd.OutOrStdout()
-			w := &scorev1b1.Workload{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, w); err != nil {
-				return err
-			}
+			ns := w.Namespace
 			var claims scorev1b1.ResourceClaimList
 			if err := c.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
 				return err

@@ -23,13 +23,9 @@ status.lastHandledReconcileAt shows the request.`,
 		Example: `  scorectl reconcile orders -n score-demo`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := flags.connect()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			w := &scorev1b1.Workload{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, w); err != nil {
+			c, w, err := flags.workload(ctx, args[0])
+			if err != nil {
 				return err
 			}
 			requested := time.Now().UTC().Format(time.RFC3339Nano)

@@ -36,13 +36,9 @@ and the config; nothing is written.`,
 		Example: `  scorectl why orders -n score-demo`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := flags.connect()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			w := &scorev1b1.Workload{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, w); err != nil {
+			c, w, err := flags.workload(ctx, args[0])
+			if err != nil {
 				return err
 			}
 			cm := &corev1.ConfigMap{}
@@ -54,7 +50,7 @@ and the config; nothing is written.`,
 				return fmt.Errorf("the Orchestrator Config in %s/%s is invalid (the orchestrator keeps using its last valid one): %w", configNamespace, configName, err)
 			}
 			var claims scorev1b1.ResourceClaimList
-			if err := c.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
+			if err := c.List(ctx, &claims, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
 				return err
 			}
 			plan := &scorev1b1.WorkloadPlan{}
