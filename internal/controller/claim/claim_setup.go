@@ -5,9 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -37,6 +39,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("resourceclaim").
 		For(&scorev1b1.ResourceClaim{}).
 		Owns(&corev1.Secret{}).
+		// Templates see every Workload's ports (.WorkloadServices): a spec change of any
+		// Workload requeues the claims of its namespace. Unchanged results write nothing.
+		Watches(&scorev1b1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.claimsInNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allClaims))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Build(r)
@@ -64,9 +69,19 @@ func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reco
 	return out
 }
 
+// claimsInNamespace maps an object to every claim of its namespace.
+func (r *Reconciler) claimsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listClaims(ctx, client.InNamespace(o.GetNamespace()))
+}
+
+// allClaims maps a config change to every claim.
 func (r *Reconciler) allClaims(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.listClaims(ctx)
+}
+
+func (r *Reconciler) listClaims(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	var list scorev1b1.ResourceClaimList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))

@@ -74,6 +74,10 @@ provisioners:
       - apiVersion: v1
         kind: ConfigMap
         metadata: {name: Not_A_Valid_Name}
+  - uri: template://test/port-of
+    type: port-of
+    outputs: |
+      port: {{ (index .WorkloadServices .Params.workload).Ports.http.Port }}
   - uri: template://test/missing
     type: missing-output
     outputs: |
@@ -341,7 +345,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, invalid-object, kv, missing-output, shell."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, invalid-object, kv, missing-output, port-of, shell."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"shell", "PermissionDenied", "command provisioners are disabled"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
@@ -362,3 +366,40 @@ func TestFailures(t *testing.T) {
 }
 
 func jsonRaw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+// A provisioner that reads another Workload's ports sees them change.
+func TestWorkloadServicesChangesReachClaims(t *testing.T) {
+	ns := namespace(t)
+	w := &scorev1b1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns},
+		Spec: scorev1b1.WorkloadSpec{
+			Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}},
+			Service:    &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"http": {Port: 80}}},
+		},
+	}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	c := newClaim(ns, "route", "web", "route", "port-of", "", scorev1b1.DeprovisionDelete)
+	c.Spec.Params = jsonRaw(`{"workload":"api"}`)
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+	if string(c.Status.Outputs.Raw) != `{"port":80}` {
+		t.Fatalf("outputs %s", c.Status.Outputs.Raw)
+	}
+	w.Spec.Service.Ports["http"] = scorev1b1.ServicePort{Port: 8080}
+	if err := env.Client.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the new port reaches the claim", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return err
+		}
+		if string(c.Status.Outputs.Raw) != `{"port":8080}` {
+			return fmt.Errorf("outputs %s", c.Status.Outputs.Raw)
+		}
+		return nil
+	})
+}
