@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,20 +43,12 @@ with 1 and prints what blocks the Workload.`,
 			if err != nil {
 				return err
 			}
-			data, err := os.ReadFile(file)
-			if err != nil {
-				return err
-			}
-			docs, err := scorefile.DecodeDocuments(data)
+			results, err := scorefile.ReadFile(file, ns)
 			if err != nil {
 				return err
 			}
 			var names []string
-			for _, doc := range docs {
-				res, err := scorefile.ToWorkload(doc, scorefile.Options{BaseDir: filepath.Dir(file), Namespace: ns})
-				if err != nil {
-					return err
-				}
+			for _, res := range results {
 				u := &unstructured.Unstructured{Object: withoutStatus(res.Workload)}
 				if err := c.Patch(cmd.Context(), u, client.Apply, client.FieldOwner("scorectl"), client.ForceOwnership); err != nil {
 					return fmt.Errorf("applying %s: %w", res.Workload.Name, err)

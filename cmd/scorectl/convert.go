@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,19 +64,11 @@ counterpart is kept in annotations, so --reverse gives back the original Score f
 }
 
 func scoreToWorkloads(path, namespace string, out, warn io.Writer) error {
-	data, err := os.ReadFile(path)
+	results, err := scorefile.ReadFile(path, namespace)
 	if err != nil {
 		return err
 	}
-	docs, err := scorefile.DecodeDocuments(data)
-	if err != nil {
-		return err
-	}
-	for _, doc := range docs {
-		res, err := scorefile.ToWorkload(doc, scorefile.Options{BaseDir: filepath.Dir(path), Namespace: namespace})
-		if err != nil {
-			return err
-		}
+	for _, res := range results {
 		for _, c := range res.Changes {
 			fmt.Fprintf(warn, "Warning: %s: %s\n", path, c)
 		}

@@ -88,23 +88,13 @@ verified against their digest; oci:// templates are fetched and verified.`,
 
 // readWorkload converts the first document of a Score file as a Workload of generation 1.
 func readWorkload(file, namespace string) (*scorev1b1.Workload, error) {
-	data, err := os.ReadFile(file)
+	results, err := scorefile.ReadFile(file, namespace)
 	if err != nil {
 		return nil, err
 	}
-	docs, err := scorefile.DecodeDocuments(data)
-	if err != nil {
-		return nil, err
-	}
-	if len(docs) == 0 {
-		return nil, fmt.Errorf("%s holds no Score document", file)
-	}
-	res, err := scorefile.ToWorkload(docs[0], scorefile.Options{BaseDir: filepath.Dir(file), Namespace: namespace})
-	if err != nil {
-		return nil, err
-	}
-	res.Workload.Generation = 1
-	return res.Workload, nil
+	w := results[0].Workload
+	w.Generation = 1
+	return w, nil
 }
 
 func readTemplate(ctx context.Context, ref scorev1b1.TemplateRef, dir string, fetcher *ocifetch.Fetcher) (string, error) {

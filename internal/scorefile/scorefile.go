@@ -353,3 +353,28 @@ func pruneEmpty(v any) any {
 	}
 	return v
 }
+
+// ReadFile converts every document of a Score file on disk; files[].source are read
+// relative to the file.
+func ReadFile(path, namespace string) ([]*Result, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := DecodeDocuments(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s holds no Score document", path)
+	}
+	out := make([]*Result, 0, len(docs))
+	for _, doc := range docs {
+		res, err := ToWorkload(doc, Options{BaseDir: filepath.Dir(path), Namespace: namespace})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}

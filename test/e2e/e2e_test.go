@@ -274,18 +274,11 @@ func TestExamplesBecomeReady(t *testing.T) {
 	examples, _ := filepath.Glob(filepath.Join(root, "examples", "*", "score.yaml"))
 	var names []string
 	for _, f := range examples {
-		data, err := os.ReadFile(f)
+		results, err := scorefile.ReadFile(f, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs, err := scorefile.DecodeDocuments(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := scorefile.ToWorkload(docs[0], scorefile.Options{BaseDir: filepath.Dir(f), Namespace: ns})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := results[0]
 		if err := c.Create(ctx, res.Workload); err != nil {
 			t.Fatal(err)
 		}
