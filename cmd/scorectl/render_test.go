@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -20,22 +20,19 @@ func devConfig(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(base, &doc); err != nil {
-		t.Fatal(err)
-	}
 	files, _ := filepath.Glob("../../config/provisioners/*.yaml")
-	provs, _ := doc["provisioners"].([]any)
+	var provs [][]byte
 	for _, f := range files {
-		raw, _ := os.ReadFile(f)
-		var list []any
-		if err := yaml.Unmarshal(raw, &list); err != nil {
+		raw, err := os.ReadFile(f)
+		if err != nil {
 			t.Fatal(err)
 		}
-		provs = append(provs, list...)
+		provs = append(provs, raw)
 	}
-	doc["provisioners"] = provs
-	out, _ := yaml.Marshal(doc)
+	out, err := orchconfig.AppendProvisioners(base, provs...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, out, 0o600); err != nil {
 		t.Fatal(err)

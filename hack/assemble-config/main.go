@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"os"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
@@ -30,28 +28,16 @@ func run(base string, provisionerFiles []string) error {
 	if err != nil {
 		return err
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%s: %w", base, err)
-	}
-	provs, _ := doc["provisioners"].([]any)
+	var files [][]byte
 	for _, f := range provisionerFiles {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			return err
 		}
-		var list []any
-		if err := yaml.Unmarshal(raw, &list); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		provs = append(provs, list...)
+		files = append(files, raw)
 	}
-	doc["provisioners"] = provs
-	out, err := yaml.Marshal(doc)
+	out, err := orchconfig.AppendProvisioners(data, files...)
 	if err != nil {
-		return err
-	}
-	if _, err := orchconfig.Parse(out); err != nil {
 		return err
 	}
 	_, err = os.Stdout.Write(out)

@@ -201,25 +201,16 @@ func install(root string) error {
 	if err != nil {
 		return err
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(base, &doc); err != nil {
-		return err
-	}
 	catalog, _ := filepath.Glob(filepath.Join(root, "config", "provisioners", "*.yaml"))
-	provs, _ := doc["provisioners"].([]any)
+	var files [][]byte
 	for _, f := range catalog {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			return err
 		}
-		var list []any
-		if err := yaml.Unmarshal(raw, &list); err != nil {
-			return err
-		}
-		provs = append(provs, list...)
+		files = append(files, raw)
 	}
-	doc["provisioners"] = provs
-	assembled, err := yaml.Marshal(doc)
+	assembled, err := orchconfig.AppendProvisioners(base, files...)
 	if err != nil {
 		return err
 	}
@@ -227,8 +218,8 @@ func install(root string) error {
 		return err
 	}
 	templates := map[string]string{}
-	files, _ := filepath.Glob(filepath.Join(root, "config", "templates", "*.yaml"))
-	for _, f := range files {
+	templateFiles, _ := filepath.Glob(filepath.Join(root, "config", "templates", "*.yaml"))
+	for _, f := range templateFiles {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			return err
