@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
 func newWhyCommand() *cobra.Command {
@@ -105,10 +105,7 @@ func explain(out io.Writer, w *scorev1b1.Workload, cfg *orchconfig.Config, regio
 		sort.Strings(keys)
 		for _, k := range keys {
 			res := w.Spec.Resources[k]
-			params := map[string]any{}
-			if res.Params != nil {
-				_ = json.Unmarshal(res.Params.Raw, &params)
-			}
+			params, _ := values.Object(res.Params) // the API server admits only objects
 			pc := provisionermatch.Claim{Type: res.Type, Params: params}
 			if res.Class != nil {
 				pc.Class = *res.Class

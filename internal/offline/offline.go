@@ -6,7 +6,6 @@
 package offline
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
 // LabelInstance is the label the provisioner controller puts on what it provisions.
@@ -130,11 +130,9 @@ func secretName(c Claim) string {
 
 // provision runs a claim's template provisioner as the provisioner controller does.
 func provision(in Input, d planner.DesiredClaim) (Claim, error) {
-	var params map[string]any
-	if d.Spec.Params != nil {
-		if err := json.Unmarshal(d.Spec.Params.Raw, &params); err != nil {
-			return Claim{}, err
-		}
+	params, err := values.Object(d.Spec.Params)
+	if err != nil {
+		return Claim{}, err
 	}
 	idx := provisionermatch.Match(in.Config.Provisioners, provisionermatch.Claim{Type: d.Spec.Type, Class: d.Spec.Class, ID: d.Spec.ID, Params: params})
 	if idx < 0 {
@@ -146,9 +144,9 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 	}
 	w := in.Workload
 	id := provisioner.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
-	var metadata map[string]any
-	if d.Spec.Metadata != nil {
-		_ = json.Unmarshal(d.Spec.Metadata.Raw, &metadata)
+	metadata, err := values.Object(d.Spec.Metadata)
+	if err != nil {
+		return Claim{}, err
 	}
 	data := provisioner.Data{
 		Guid: id.Guid(), Uid: id.Uid(), Type: id.Type, Class: id.Class, Id: id.ID,

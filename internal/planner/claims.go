@@ -103,7 +103,7 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 	out := make([]DesiredClaim, 0, len(order))
 	for _, key := range order {
 		res := w.Spec.Resources[key]
-		params, err := jsonObject(res.Params)
+		params, err := values.Object(res.Params)
 		if err != nil {
 			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
 		}
@@ -222,7 +222,7 @@ func dependencyOrder(w *scorev1b1.Workload) []string {
 
 // PolicyAnnotation reads score.dev/deprovision-policy from a resource's metadata.
 func PolicyAnnotation(res scorev1b1.Resource) (scorev1b1.DeprovisionPolicy, error) {
-	meta, err := jsonObject(res.Metadata)
+	meta, err := values.Object(res.Metadata)
 	if err != nil {
 		return "", err
 	}
@@ -237,20 +237,6 @@ func PolicyAnnotation(res scorev1b1.Resource) (scorev1b1.DeprovisionPolicy, erro
 	default:
 		return "", fmt.Errorf("the %s annotation must be Delete, Retain or Orphan, not %q", scorev1b1.AnnotationDeprovisionPolicy, p)
 	}
-}
-
-func jsonObject(j *apiextensionsv1.JSON) (map[string]any, error) {
-	if j == nil || len(j.Raw) == 0 {
-		return map[string]any{}, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(j.Raw, &m); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		m = map[string]any{}
-	}
-	return m, nil
 }
 
 func deref(s *string) string {

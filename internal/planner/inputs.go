@@ -12,6 +12,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
 // BuildResourceTypes can supply the image of a container whose image is ".".
@@ -38,7 +39,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 	}
 	checkRefs := func(field string, refs []placeholder.Ref, err error, wholeAllowed bool) {
 		if err != nil {
-			add(field, "%s", sentence(err.Error()))
+			add(field, "%s", workloadstatus.Sentence(err.Error()))
 			return
 		}
 		for _, r := range refs {
@@ -88,7 +89,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 			field := base + ".volumes." + target + ".source"
 			parts, err := placeholder.Parse(c.Volumes[target].Source)
 			if err != nil {
-				add(field, "%s", sentence(err.Error()))
+				add(field, "%s", workloadstatus.Sentence(err.Error()))
 				continue
 			}
 			if len(parts) > 1 || (len(parts) == 1 && parts[0].Ref != nil && parts[0].Ref.Root != placeholder.RootResources) {
@@ -109,7 +110,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 	for _, key := range values.SortedKeys(w.Spec.Resources) {
 		res := w.Spec.Resources[key]
 		field := "spec.resources." + key
-		params, err := jsonObject(res.Params)
+		params, err := values.Object(res.Params)
 		if err != nil {
 			add(field+".params", "The params are not an object.")
 			continue
@@ -117,7 +118,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 		refs, err := placeholder.RefsInValue(params)
 		checkRefs(field+".params", refs, err, false)
 		if _, err := PolicyAnnotation(res); err != nil {
-			add(field+".metadata.annotations", "%s", sentence(err.Error()))
+			add(field+".metadata.annotations", "%s", workloadstatus.Sentence(err.Error()))
 		}
 	}
 	if cycle := paramsCycle(w); cycle != "" {
@@ -125,18 +126,6 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out
-}
-
-// sentence capitalises an error text and ends it with a period.
-func sentence(s string) string {
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
 }
 
 // Metadata is what ${metadata.*} placeholders see: the Score metadata of the Workload (name,
@@ -206,7 +195,7 @@ func paramsCycle(w *scorev1b1.Workload) string {
 
 // paramsDependencies are the declared resources whose outputs key's params use, sorted.
 func paramsDependencies(w *scorev1b1.Workload, key string) []string {
-	params, err := jsonObject(w.Spec.Resources[key].Params)
+	params, err := values.Object(w.Spec.Resources[key].Params)
 	if err != nil {
 		return nil
 	}

@@ -4,7 +4,10 @@ package values
 
 import (
 	"encoding/json"
+	"reflect"
 	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
@@ -169,4 +172,31 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Object decodes a free-form JSON object (params, metadata, outputs); absent is empty.
+func Object(j *apiextensionsv1.JSON) (map[string]any, error) {
+	m := map[string]any{}
+	if j == nil || len(j.Raw) == 0 {
+		return m, nil
+	}
+	if err := json.Unmarshal(j.Raw, &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// SameJSON compares two values by their JSON form, so that JSON fields the API server
+// re-encodes compare by content.
+func SameJSON(a, b any) bool {
+	var x, y any
+	ab, err1 := json.Marshal(a)
+	bb, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil || json.Unmarshal(ab, &x) != nil || json.Unmarshal(bb, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

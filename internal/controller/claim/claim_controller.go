@@ -30,6 +30,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
 // Labels and names the provisioner puts on what it creates.
@@ -115,7 +116,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhasePending, "", "Waiting for the platform configuration.")
 		return ctrl.Result{}, nil
 	}
-	params, _ := jsonMap(c.Spec.Params)
+	params, _ := values.Object(c.Spec.Params)
 	idx := provisionermatch.Match(loaded.Config.Provisioners, provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: params})
 	if idx < 0 {
 		// Terminal until the config changes; the config watch brings the claim back.
@@ -267,15 +268,6 @@ func setPhase(c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase, reason sco
 }
 
 func outputsSecretName(c *scorev1b1.ResourceClaim) string { return c.Name + "-outputs" }
-
-func jsonMap(j *apiextensionsv1.JSON) (map[string]any, error) {
-	m := map[string]any{}
-	if j == nil || len(j.Raw) == 0 {
-		return m, nil
-	}
-	err := json.Unmarshal(j.Raw, &m)
-	return m, err
-}
 
 // readSecretKey reads a key of an existing Secret a provisioner's outputs refer to.
 func (r *Reconciler) readSecretKey(ctx context.Context, namespace string, ref provisioner.SecretRef) (string, error) {

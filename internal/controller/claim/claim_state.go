@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
 // sharedStateSecret keeps score-k8s's shared state for a namespace.
@@ -59,14 +59,14 @@ func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string)
 // Secret is named by the instance, not the claim, and has no owner: a Retain or Orphan claim
 // leaves it, and a later claim of the same identity picks it up with the same credentials.
 func (r *Reconciler) saveState(ctx context.Context, id provisioner.Identity, prev instanceState, res provisioner.Result) error {
-	if !sameJSON(prev.State, res.State) {
+	if !values.SameJSON(prev.State, res.State) {
 		if err := r.writeJSONSecret(ctx, id.Namespace, id.StateSecretName(), res.State, map[string]string{LabelInstance: id.Hash()}); err != nil {
 			return err
 		}
 	}
 	if len(res.Shared) > 0 {
 		merged := provisioner.PatchMap(prev.Shared, res.Shared)
-		if !sameJSON(prev.Shared, merged) {
+		if !values.SameJSON(prev.Shared, merged) {
 			if err := r.writeJSONSecret(ctx, id.Namespace, sharedStateSecret, merged, nil); err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 // templateData gathers what score-k8s passes to templates: the claim, the instance's state,
 // the source workload's metadata and the network services of the namespace's workloads.
 func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioner.Identity, params map[string]any, st instanceState) (provisioner.Data, error) {
-	metadata, _ := jsonMap(c.Spec.Metadata)
+	metadata, _ := values.Object(c.Spec.Metadata)
 	d := provisioner.Data{
 		Guid: id.Guid(), Uid: id.Uid(), Type: id.Type, Class: id.Class, Id: id.ID,
 		Params: params, Metadata: metadata, State: st.State, Shared: st.Shared,
@@ -116,13 +116,4 @@ func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClai
 		}
 	}
 	return d, nil
-}
-
-func sameJSON(a, b any) bool {
-	var x, y any
-	ab, _ := json.Marshal(a)
-	bb, _ := json.Marshal(b)
-	_ = json.Unmarshal(ab, &x)
-	_ = json.Unmarshal(bb, &y)
-	return reflect.DeepEqual(x, y)
 }

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -19,6 +18,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
@@ -98,7 +98,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	// Claims: one per resource, in dependency order.
 	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: loaded.Config.Provisioners, Observed: s.claimViews(desiredKeys(w))})
 	if err != nil {
-		s.specInvalid(sentence(err.Error()), 0)
+		s.specInvalid(workloadstatus.Sentence(err.Error()), 0)
 		return nil
 	}
 	if len(desired) > 0 && controllerutil.AddFinalizer(w, scorev1b1.WorkloadFinalizer) {
@@ -144,7 +144,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	views := s.claimViews(desiredKeys(w))
 	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: sel.Profile, Backend: *sel.Backend, Claims: views})
 	if err != nil {
-		s.specInvalid(sentence(err.Error()), 0)
+		s.specInvalid(workloadstatus.Sentence(err.Error()), 0)
 		return nil
 	}
 	if len(built.Unresolved) > 0 {
@@ -296,7 +296,7 @@ func (r *Reconciler) applyClaims(ctx context.Context, s *scope, desired []planne
 		case metav1.IsControlledBy(existing, w):
 			v := planner.ViewClaim(existing)
 			state.Phase, state.Reason, state.OutputsAvailable = v.Phase, v.Reason, v.Ready
-			if len(d.WaitingFor) == 0 && !sameJSON(existing.Spec, d.Spec) {
+			if len(d.WaitingFor) == 0 && !values.SameJSON(existing.Spec, d.Spec) {
 				if reason, err := r.updateClaim(ctx, existing, d.Spec); err != nil {
 					return nil, err
 				} else if reason != "" {
@@ -460,7 +460,7 @@ func (r *Reconciler) ensureExposure(ctx context.Context, s *scope, runtimeClass 
 func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.WorkloadPlanSpec) error {
 	w := s.workload
 	if p := s.plan; p != nil {
-		if sameJSON(p.Spec, *spec) {
+		if values.SameJSON(p.Spec, *spec) {
 			return nil
 		}
 		updated := p.DeepCopy()
@@ -540,30 +540,4 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}
 	return nil
-}
-
-// sameJSON compares two values by their JSON form, so that JSON fields the API server
-// re-encodes compare by content.
-func sameJSON(a, b any) bool {
-	var x, y any
-	ab, err1 := json.Marshal(a)
-	bb, err2 := json.Marshal(b)
-	if err1 != nil || err2 != nil || json.Unmarshal(ab, &x) != nil || json.Unmarshal(bb, &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
-}
-
-func sentence(s string) string {
-	if s == "" {
-		return s
-	}
-	out := []byte(s)
-	if out[0] >= 'a' && out[0] <= 'z' {
-		out[0] -= 'a' - 'A'
-	}
-	if out[len(out)-1] != '.' {
-		out = append(out, '.')
-	}
-	return string(out)
 }
