@@ -23,9 +23,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
-// LabelInstance is the label the provisioner controller puts on what it provisions.
-const LabelInstance = "score.dev/instance"
-
 // Input is what an offline run needs.
 type Input struct {
 	// Workload is the converted Workload, with its namespace set.
@@ -182,7 +179,7 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[LabelInstance] = id.Hash()
+		labels[provisioner.LabelInstance] = id.Hash()
 		u.SetLabels(labels)
 		c.Manifests = append(c.Manifests, u)
 	}

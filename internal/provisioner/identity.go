@@ -9,6 +9,9 @@ import (
 // DefaultClass is the class of a resource that names none, as in score-k8s.
 const DefaultClass = "default"
 
+// LabelInstance carries an instance's identity hash on every object provisioned for it.
+const LabelInstance = "score.dev/instance"
+
 // Identity is what makes two claims the same provisioned instance: within a namespace, the
 // type, class and id; a resource without an id is its workload's own ("<workload>.<key>").
 type Identity struct {

@@ -16,17 +16,8 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/applyguard"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
 )
-
-// stage orders objects for apply: namespaces and CRDs before what may live in them.
-func stage(u *unstructured.Unstructured) int {
-	switch u.GetKind() {
-	case "Namespace", "CustomResourceDefinition":
-		return 0
-	default:
-		return 1
-	}
-}
 
 // apply server-side-applies the manifests in stages, labelled with the instance, and returns
 // the inventory and each object's health.
@@ -48,11 +39,11 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[LabelInstance] = id.Hash()
+		labels[provisioner.LabelInstance] = id.Hash()
 		u.SetLabels(labels)
 		objs = append(objs, u)
 	}
-	sort.SliceStable(objs, func(i, j int) bool { return stage(objs[i]) < stage(objs[j]) })
+	sort.SliceStable(objs, func(i, j int) bool { return render.Stage(objs[i]) < render.Stage(objs[j]) })
 
 	inventory := map[string]bool{}
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))

@@ -35,8 +35,6 @@ import (
 
 // Labels and names the provisioner puts on what it creates.
 const (
-	// LabelInstance carries the instance's identity hash on every provisioned object.
-	LabelInstance = "score.dev/instance"
 	// Finalizer holds a claim until what it provisioned is released per its policy.
 	Finalizer = "resourceclaims.score.dev/provisioner"
 	// FieldManager is the server-side apply field manager of provisioned objects.

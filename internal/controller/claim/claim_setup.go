@@ -54,7 +54,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // claimsOfObject maps a provisioned object to the claims of its instance.
 func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reconcile.Request {
-	hash := o.GetLabels()[LabelInstance]
+	hash := o.GetLabels()[provisioner.LabelInstance]
 	if hash == "" {
 		return nil
 	}

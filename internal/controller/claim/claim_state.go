@@ -60,7 +60,7 @@ func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string)
 // leaves it, and a later claim of the same identity picks it up with the same credentials.
 func (r *Reconciler) saveState(ctx context.Context, id provisioner.Identity, prev instanceState, res provisioner.Result) error {
 	if !values.SameJSON(prev.State, res.State) {
-		if err := r.writeJSONSecret(ctx, id.Namespace, id.StateSecretName(), res.State, map[string]string{LabelInstance: id.Hash()}); err != nil {
+		if err := r.writeJSONSecret(ctx, id.Namespace, id.StateSecretName(), res.State, map[string]string{provisioner.LabelInstance: id.Hash()}); err != nil {
 			return err
 		}
 	}

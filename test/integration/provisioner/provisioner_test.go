@@ -24,6 +24,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -248,7 +249,7 @@ func TestBindOutputsAndStableState(t *testing.T) {
 		gone(t, c)
 		gone(t, cm)
 		var states corev1.SecretList
-		if err := env.Client.List(ctx, &states, client.InNamespace(ns), client.HasLabels{claim.LabelInstance}); err != nil {
+		if err := env.Client.List(ctx, &states, client.InNamespace(ns), client.HasLabels{provisioner.LabelInstance}); err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range states.Items {
