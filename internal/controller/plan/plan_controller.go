@@ -101,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	p.Status.Phase = scorev1b1.PlanPhasePlanning
 
-	applied, err := r.apply(ctx, p, objs)
+	applied, live, err := r.apply(ctx, p, objs)
 	if err != nil {
 		switch reason, denied := apidenial.Classify(err); {
 		case errors.Is(err, errConflict):
@@ -131,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	} else {
 		setCondition(p, ConditionHealthy, metav1.ConditionFalse, "InProgress", "Waiting for "+strings.Join(pending, ", ")+".")
 	}
-	return ctrl.Result{}, r.publishExposure(ctx, p, applied, len(pending) == 0)
+	return ctrl.Result{}, r.publishExposure(ctx, p, live, len(pending) == 0)
 }
 
 func (r *Reconciler) fail(p *scorev1b1.WorkloadPlan, reason scorev1b1.Reason, message string) {
@@ -145,21 +145,22 @@ func setCondition(p *scorev1b1.WorkloadPlan, typ string, s metav1.ConditionStatu
 }
 
 // apply server-side-applies the objects in stage order, each marked with the Workload and
-// owned by the plan, after checking that none belongs to another Workload.
-func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs []*unstructured.Unstructured) ([]scorev1b1.AppliedObject, error) {
+// owned by the plan, after checking that none belongs to another Workload. It returns the
+// inventory with each object's health, and the objects as the API server now has them.
+func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs []*unstructured.Unstructured) ([]scorev1b1.AppliedObject, []*unstructured.Unstructured, error) {
 	uid := p.Spec.WorkloadRef.UID
 	live := make([]*unstructured.Unstructured, len(objs))
 	for i, u := range objs {
 		gvk := u.GroupVersionKind()
 		mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: the kind is not served: %w", u.GetKind(), u.GetName(), err)
+			return nil, nil, fmt.Errorf("%s %s: the kind is not served: %w", u.GetKind(), u.GetName(), err)
 		}
 		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-			return nil, fmt.Errorf("%w: %s %s is cluster-scoped; templates create objects in the workload's namespace only", errConflict, u.GetKind(), u.GetName())
+			return nil, nil, fmt.Errorf("%w: %s %s is cluster-scoped; templates create objects in the workload's namespace only", errConflict, u.GetKind(), u.GetName())
 		}
 		if ns := u.GetNamespace(); ns != "" && ns != p.Namespace {
-			return nil, fmt.Errorf("%w: %s %s targets namespace %s", errConflict, u.GetKind(), u.GetName(), ns)
+			return nil, nil, fmt.Errorf("%w: %s %s targets namespace %s", errConflict, u.GetKind(), u.GetName(), ns)
 		}
 		u.SetNamespace(p.Namespace)
 		existing := &unstructured.Unstructured{}
@@ -167,11 +168,11 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), existing); {
 		case err == nil:
 			if owner := existing.GetAnnotations()[AnnotationWorkloadUID]; owner != uid {
-				return nil, fmt.Errorf("%w: %s %s exists and %s", errConflict, u.GetKind(), u.GetName(), describeOwner(owner))
+				return nil, nil, fmt.Errorf("%w: %s %s exists and %s", errConflict, u.GetKind(), u.GetName(), describeOwner(owner))
 			}
 			live[i] = existing
 		case !apierrors.IsNotFound(err):
-			return nil, err
+			return nil, nil, err
 		}
 		anns := u.GetAnnotations()
 		if anns == nil {
@@ -186,15 +187,16 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		labels[scorev1b1.LabelWorkload] = p.Spec.WorkloadRef.Name
 		u.SetLabels(labels)
 		if err := controllerutil.SetControllerReference(p, u, r.Client.Scheme()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
+	current := make([]*unstructured.Unstructured, 0, len(objs))
 	for i, u := range objs {
 		if applyguard.Unchanged(u, live[i]) {
 			u = live[i] // nothing to write: a no-op apply is still a write
 		} else if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+			return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		health, message := "Current", ""
@@ -202,8 +204,9 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 			health, message = string(res.Status), res.Message
 		}
 		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: health, Message: message})
+		current = append(current, u)
 	}
-	return applied, nil
+	return applied, current, nil
 }
 
 func describeOwner(uid string) string {

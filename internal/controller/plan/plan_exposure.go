@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -18,7 +20,7 @@ import (
 // applied Service port as http://<service>.<namespace>.svc.cluster.local:<port>
 // (ClusterLocal), reachable when an EndpointSlice has a ready endpoint; and the runtime's
 // condition (Healthy or Provisioning) for the orchestrator's mirror to normalise.
-func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []scorev1b1.AppliedObject, healthy bool) error {
+func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []*unstructured.Unstructured, healthy bool) error {
 	e := &scorev1b1.WorkloadExposure{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.WorkloadRef.Name}, e); err != nil {
 		return client.IgnoreNotFound(err) // the orchestrator registers it; its creation brings the plan back
@@ -28,12 +30,12 @@ func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadP
 	}
 	var exposures []scorev1b1.Exposure
 	for _, o := range applied {
-		if o.Kind != "Service" || o.APIVersion != "v1" {
+		if o.GetKind() != "Service" || o.GetAPIVersion() != "v1" {
 			continue
 		}
 		svc := &corev1.Service{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, svc); err != nil {
-			return client.IgnoreNotFound(err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, svc); err != nil {
+			return fmt.Errorf("reading Service %s: %w", o.GetName(), err)
 		}
 		reachable, err := r.reachable(ctx, svc)
 		if err != nil {
