@@ -172,15 +172,15 @@ func Substitute(s string, lookup Lookup) (string, error) {
 	return b.String(), nil
 }
 
-// SubstituteValue resolves placeholders in every string inside v (maps and lists are copied).
-func SubstituteValue(v any, lookup Lookup) (any, error) {
+// MapStrings returns a copy of v (maps and lists copied) with f applied to every string in it.
+func MapStrings(v any, f func(string) (string, error)) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return Substitute(x, lookup)
+		return f(x)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := SubstituteValue(e, lookup)
+			r, err := MapStrings(e, f)
 			if err != nil {
 				return nil, err
 			}
@@ -190,7 +190,7 @@ func SubstituteValue(v any, lookup Lookup) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := SubstituteValue(e, lookup)
+			r, err := MapStrings(e, f)
 			if err != nil {
 				return nil, err
 			}
@@ -202,32 +202,20 @@ func SubstituteValue(v any, lookup Lookup) (any, error) {
 	}
 }
 
+// SubstituteValue resolves placeholders in every string inside v (maps and lists are copied).
+func SubstituteValue(v any, lookup Lookup) (any, error) {
+	return MapStrings(v, func(s string) (string, error) { return Substitute(s, lookup) })
+}
+
 // RefsInValue returns every placeholder in the strings inside v.
 func RefsInValue(v any) ([]Ref, error) {
 	var refs []Ref
-	var walk func(any) error
-	walk = func(v any) error {
-		switch x := v.(type) {
-		case string:
-			r, err := Refs(x)
-			refs = append(refs, r...)
-			return err
-		case map[string]any:
-			for _, e := range x {
-				if err := walk(e); err != nil {
-					return err
-				}
-			}
-		case []any:
-			for _, e := range x {
-				if err := walk(e); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return refs, walk(v)
+	_, err := MapStrings(v, func(s string) (string, error) {
+		r, err := Refs(s)
+		refs = append(refs, r...)
+		return s, err
+	})
+	return refs, err
 }
 
 // Stringify writes a resolved value as score-go does: strings as they are, anything else as

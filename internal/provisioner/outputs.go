@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
@@ -53,9 +54,9 @@ func SplitOutputs(outputs map[string]any, lookup func(SecretRef) (string, error)
 	return plain, secret, nil
 }
 
+// resolveRefs replaces every secret reference in the strings inside v by its value.
 func resolveRefs(v any, lookup func(SecretRef) (string, error)) (any, error) {
-	switch x := v.(type) {
-	case string:
+	return placeholder.MapStrings(v, func(x string) (string, error) {
 		var firstErr error
 		out := secretRefPattern.ReplaceAllStringFunc(x, func(m string) string {
 			parts := secretRefPattern.FindStringSubmatch(m)
@@ -66,28 +67,7 @@ func resolveRefs(v any, lookup func(SecretRef) (string, error)) (any, error) {
 			return val
 		})
 		return out, firstErr
-	case map[string]any:
-		out := map[string]any{}
-		for k, e := range x {
-			r, err := resolveRefs(e, lookup)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = r
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			r, err := resolveRefs(e, lookup)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = r
-		}
-		return out, nil
-	}
-	return v, nil
+	})
 }
 
 // SecretsInManifests returns a lookup over the Secrets a run's manifests create, so that

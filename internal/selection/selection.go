@@ -58,9 +58,6 @@ func New(cfg *orchconfig.Config) (*Selector, error) {
 	return s, nil
 }
 
-// Config returns the config the selector was built from.
-func (s *Selector) Config() *orchconfig.Config { return s.cfg }
-
 // Input is what selection looks at.
 type Input struct {
 	Workload *scorev1b1.Workload
