@@ -378,6 +378,25 @@ func TestExamplesBecomeReady(t *testing.T) {
 		if n := writes.Load(); n != 0 {
 			t.Fatalf("%d writes after a restart with nothing changed; the last: %v", n, writeLog.Load())
 		}
+		// Zero writes must come from controllers that run: they answer a reconcile request.
+		w := &scorev1b1.Workload{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, w); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(w.DeepCopy())
+		w.Annotations[scorev1b1.AnnotationReconcileRequestedAt] = "after-restart"
+		if err := c.Patch(ctx, w, patch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "the restarted controllers answer", func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+				return err
+			}
+			if w.Status.LastHandledReconcileAt != "after-restart" {
+				return fmt.Errorf("lastHandledReconcileAt %q", w.Status.LastHandledReconcileAt)
+			}
+			return nil
+		})
 	})
 
 	t.Run("deleting a Workload deprovisions its Delete dependencies", func(t *testing.T) {
