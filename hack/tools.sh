@@ -33,6 +33,10 @@ built() {
 # newmodule NAME: an empty throwaway module directory for one build.
 newmodule() {
 	local m="$dir/src/$1"
+	if ! command -v go >/dev/null; then
+		log "building the cluster's binaries needs the Go toolchain (1.26 or later) on PATH; they are then cached in $dir"
+		exit 1
+	fi
 	rm -rf "$m" && mkdir -p "$m"
 	(cd "$m" && go mod init "scoretools.local/$1" >/dev/null 2>&1)
 	echo "$m"

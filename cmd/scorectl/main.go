@@ -37,6 +37,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newConvertCommand(), newConfigCommand(), newRenderCommand(), newApplyCommand(), newStatusCommand(), newWhyCommand(), newDeleteCommand(), newReconcileCommand())
+	root.AddCommand(newConvertCommand(), newConfigCommand(), newRenderCommand(), newApplyCommand(), newStatusCommand(), newWhyCommand(), newDeleteCommand(), newReconcileCommand(), newDevCommand())
 	return root
 }

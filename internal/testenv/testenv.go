@@ -11,15 +11,13 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
-	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
 
 // RepoRoot is the repository's root directory.
@@ -28,20 +26,8 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// Scheme holds the built-in kinds and the score.dev kinds.
-func Scheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := scorev1b1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
+// Scheme holds the built-in kinds, CRDs and the score.dev kinds.
+func Scheme() *k8sruntime.Scheme { return devenv.Scheme() }
 
 // Env is a running API server with the CRDs installed.
 type Env struct {

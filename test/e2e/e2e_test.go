@@ -24,7 +24,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,15 +35,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/applyguard"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
@@ -191,67 +189,11 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// install does what make dev does: the kinds, the config (sample profiles and the
-// development catalog) and the default templates.
-func install(root string) error {
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
-		return err
-	}
-	base, err := os.ReadFile(filepath.Join(root, "config", "samples", "orchestrator-config.yaml"))
-	if err != nil {
-		return err
-	}
-	catalog, _ := filepath.Glob(filepath.Join(root, "config", "provisioners", "*.yaml"))
-	var files [][]byte
-	for _, f := range catalog {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		files = append(files, raw)
-	}
-	assembled, err := orchconfig.AppendProvisioners(base, files...)
-	if err != nil {
-		return err
-	}
-	if devConfig, err = orchconfig.Parse(assembled); err != nil {
-		return err
-	}
-	templates := map[string]string{}
-	templateFiles, _ := filepath.Glob(filepath.Join(root, "config", "templates", "*.yaml"))
-	for _, f := range templateFiles {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		templates[filepath.Base(f)] = string(raw)
-	}
-	objects := []client.Object{}
-	for _, name := range controlplane.All {
-		raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", name, "role.yaml"))
-		if err != nil {
-			return err
-		}
-		role := &rbacv1.ClusterRole{}
-		if err := yaml.Unmarshal(raw, role); err != nil {
-			return err
-		}
-		objects = append(objects, role, &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "score-system", Name: "score-" + name}},
-		})
-	}
-	for _, o := range append(objects,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": string(assembled)}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "score-templates"}, Data: templates},
-	) {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-	return nil
+// install does what make dev does: the kinds, the controllers' roles, the config (sample
+// profiles and the development catalog) and the default templates.
+func install(root string) (err error) {
+	devConfig, err = devenv.Install(ctx, c, os.DirFS(root))
+	return err
 }
 
 // The examples of make dev — a hello web service, a web service with postgres and redis, a

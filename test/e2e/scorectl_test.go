@@ -13,8 +13,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
-// scorectl builds the command line once per test run.
-func scorectl(t *testing.T) func(args ...string) (string, error) {
+// buildScorectl builds the command line into a directory of the test's own.
+func buildScorectl(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "scorectl")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/scorectl")
@@ -22,6 +22,13 @@ func scorectl(t *testing.T) func(args ...string) (string, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building scorectl: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// scorectl runs the command line against the test cluster.
+func scorectl(t *testing.T) func(args ...string) (string, error) {
+	t.Helper()
+	bin := buildScorectl(t)
 	return func(args ...string) (string, error) {
 		cmd := exec.Command(bin, append(args, "--kubeconfig", kubeconfig)...)
 		out, err := cmd.CombinedOutput()

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+)
+
+func newDevCommand() *cobra.Command {
+	var (
+		env     devenv.Env
+		timeout time.Duration
+		metrics string
+		probes  string
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the orchestrator on a local simulated cluster (what make dev does)",
+		Long: `Run the orchestrator on a local simulated cluster, with nothing but this binary.
+
+"dev up" starts a simulated cluster (real kube-apiserver, etcd, kube-controller-manager and
+kube-scheduler, with kwok nodes), installs the score.dev kinds, the sample Orchestrator Config
+with the development provisioner catalog and the default templates, starts the controllers in
+the background (this binary, logging to DIR/score-controllers.log), applies the examples and
+waits until they are Ready. "dev down" stops the controllers and deletes the cluster.
+
+The cluster's binaries are built from source with the Go toolchain on first use (about ten
+minutes on two cores) and cached in ${SCORE_TOOLS_CACHE:-~/.cache/score-orchestrator}; later
+runs start in seconds. bash is needed to run the cluster scripts.`,
+	}
+	cmd.PersistentFlags().StringVar(&env.Dir, "dir", defaultDevDir(), "directory of the environment's state (kubeconfig, logs)")
+	cmd.PersistentFlags().StringVar(&env.Cluster, "name", devenv.DefaultCluster, "name of the simulated cluster")
+
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start the simulated cluster, the controllers and the examples; wait until Ready",
+		Example: `  scorectl dev up
+  kubectl --kubeconfig ~/.local/state/score-orchestrator/dev/kubeconfig get workloads -A
+  scorectl dev up --dir .dev --timeout 5m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if env.Dir, err = filepath.Abs(env.Dir); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+				return err
+			}
+			env.Bundle = scoreorchestrator.Bundle
+			env.Controllers = []string{self, "dev", "controllers"}
+			env.ControllerFlags = []string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes}
+			env.Progress = cmd.ErrOrStderr()
+			if err := env.Up(cmd.Context(), timeout); err != nil {
+				return err
+			}
+			return printDev(cmd, &env)
+		},
+	}
+	up.Flags().StringVarP(&env.Namespace, "namespace", "n", devenv.DefaultNamespace, "namespace of the examples")
+	up.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the examples to become Ready")
+	up.Flags().StringVar(&metrics, "metrics-bind-address", "127.0.0.1:18080", "the controllers' metrics address (0 to disable)")
+	up.Flags().StringVar(&probes, "health-probe-bind-address", "127.0.0.1:18081", "the controllers' health probe address (0 to disable)")
+
+	down := &cobra.Command{
+		Use:     "down",
+		Short:   "Stop the controllers and delete the simulated cluster",
+		Example: `  scorectl dev down`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if env.Dir, err = filepath.Abs(env.Dir); err != nil {
+				return err
+			}
+			if _, err := os.Stat(env.Dir); errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "[dev] nothing to stop: %s does not exist\n", env.Dir)
+				return nil
+			}
+			env.Bundle = scoreorchestrator.Bundle
+			env.Progress = cmd.ErrOrStderr()
+			return env.Down(cmd.Context())
+		},
+	}
+
+	controllers := &cobra.Command{
+		Use:                "controllers [score-controllers flags]",
+		Short:              "Run the controllers in the foreground (what dev up starts in the background)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if code := controlplane.Run("scorectl dev controllers", args, cmd.ErrOrStderr()); code != controlplane.ExitOK {
+				return fmt.Errorf("the controllers exited with %d", code)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(up, down, controllers)
+	return cmd
+}
+
+// printDev prints the examples' status and endpoints and how to use the cluster.
+func printDev(cmd *cobra.Command, env *devenv.Env) error {
+	c, err := devenv.Connect(env.Kubeconfig())
+	if err != nil {
+		return err
+	}
+	var list scorev1b1.WorkloadList
+	if err := c.List(cmd.Context(), &list, client.InNamespace(env.Namespace)); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintln(out)
+	if err := printStatus(out, list.Items, "table"); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nEndpoints:")
+	for _, w := range list.Items {
+		endpoint := "(no service)"
+		if w.Status.Endpoint != nil {
+			endpoint = *w.Status.Endpoint
+		}
+		fmt.Fprintf(out, "  %s: %s\n", w.Name, endpoint)
+	}
+	fmt.Fprintf(out, `
+The cluster keeps running. Use it with:
+  export KUBECONFIG=%s
+  scorectl status -n %s
+  scorectl why orders -n %s
+  %s get score -A
+Controller logs: %s
+Stop everything with: scorectl dev down%s
+`, env.Kubeconfig(), env.Namespace, env.Namespace, filepath.Join(env.Dir, "bin", "kubectl"), env.ControllersLog(), envFlags(env))
+	return nil
+}
+
+// envFlags are the --dir and --name flags to repeat, where they are not the defaults.
+func envFlags(env *devenv.Env) string {
+	flags := ""
+	if def, err := filepath.Abs(defaultDevDir()); err != nil || def != env.Dir {
+		flags += " --dir " + env.Dir
+	}
+	if env.Cluster != devenv.DefaultCluster {
+		flags += " --name " + env.Cluster
+	}
+	return flags
+}
+
+// defaultDevDir is $XDG_STATE_HOME/score-orchestrator/dev (~/.local/state/... by default).
+func defaultDevDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "score-orchestrator", "dev")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".score-dev"
+	}
+	return filepath.Join(home, ".local", "state", "score-orchestrator", "dev")
+}

@@ -1,0 +1,112 @@
+package controlplane
+
+import (
+	"flag"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+)
+
+// Exit codes of Run.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitSetup  = 2
+)
+
+// Run is the score-controllers command: it parses args, builds a manager from the kubeconfig
+// ($KUBECONFIG, --kubeconfig or in-cluster), sets up the chosen controllers and runs them
+// until SIGINT or SIGTERM. `scorectl dev up` runs the same command from its own binary.
+func Run(name string, args []string, output io.Writer) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(output)
+	opts := DefaultOptions()
+	cfg := &opts.Orchestrator.Config
+	var (
+		controllers, metricsAddr, probeAddr string
+		leaderElect                         bool
+	)
+	fs.StringVar(&controllers, "controllers", strings.Join(All, ","), "comma-separated controllers to run: orchestrator, provisioner, runtime")
+	fs.StringVar(&cfg.ConfigMap.Namespace, "config-namespace", cfg.ConfigMap.Namespace, "namespace of the Orchestrator Config ConfigMap")
+	fs.StringVar(&cfg.ConfigMap.Name, "config-name", cfg.ConfigMap.Name, "name of the Orchestrator Config ConfigMap")
+	fs.StringVar(&cfg.Key, "config-key", cfg.Key, "key of the document in the ConfigMap")
+	fs.StringVar(&cfg.OCIRef, "config-oci-ref", "", "load the Orchestrator Config from this OCI artifact, pinned by digest (<registry>/<repository>@sha256:<hex>), instead of the ConfigMap")
+	fs.StringVar(&cfg.OCICacheDir, "oci-cache-dir", "", "directory that caches verified OCI content (config and templates) by digest")
+	fs.BoolVar(&cfg.OCIPlainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP (development only)")
+	fs.StringVar(&opts.Orchestrator.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions)")
+	fs.IntVar(&opts.Orchestrator.Concurrency, "concurrency", opts.Orchestrator.Concurrency, "Workloads reconciled at once")
+	fs.IntVar(&opts.ProvisionerConcurrency, "provisioner-concurrency", opts.ProvisionerConcurrency, "claims provisioned at once")
+	fs.IntVar(&opts.RuntimeConcurrency, "runtime-concurrency", opts.RuntimeConcurrency, "plans rendered and applied at once")
+	fs.BoolVar(&opts.EnableCmdProvisioners, "enable-cmd-provisioners", false, "allow cmd:// provisioners, which run binaries inside the controller")
+	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 to disable)")
+	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes (0 to disable)")
+	fs.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that one replica reconciles at a time")
+	ctrlconfig.RegisterFlags(fs)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return ExitOK
+		}
+		return ExitSetup
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(output)))
+	log := ctrl.Log.WithName("setup")
+	opts.Controllers = strings.Split(controllers, ",")
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		log.Error(err, "Building the scheme")
+		return ExitFailed
+	}
+	if err := scorev1b1.AddToScheme(scheme); err != nil {
+		log.Error(err, "Building the scheme")
+		return ExitFailed
+	}
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "Loading the kubeconfig")
+		return ExitFailed
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "score-" + strings.ReplaceAll(controllers, ",", "-") + ".score.dev",
+		LeaderElectionNamespace: cfg.ConfigMap.Namespace,
+		Cache:                   configsource.CacheOptions(*cfg),
+	})
+	if err != nil {
+		log.Error(err, "Creating the manager")
+		return ExitFailed
+	}
+	if err := Setup(mgr, opts); err != nil {
+		log.Error(err, "Setting up the controllers")
+		return ExitSetup
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the health check")
+		return ExitFailed
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the readiness check")
+		return ExitFailed
+	}
+	log.Info("Starting", "controllers", controllers, "config", cfg.ConfigMap)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Running the manager")
+		return ExitFailed
+	}
+	return ExitOK
+}

@@ -1,0 +1,203 @@
+// Package devenv is the local development environment behind `make dev` and `scorectl dev`:
+// a simulated cluster (real kube-apiserver, etcd, kube-controller-manager and kube-scheduler,
+// with kwok nodes), the score.dev kinds, the sample Orchestrator Config with the development
+// provisioner catalog, the default templates, the controllers as a background process, and
+// the examples, waited on until Ready. Everything it installs comes from the shipped bundle,
+// so a machine with the scorectl binary alone can run it.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Defaults of an Env.
+const (
+	DefaultCluster   = "score-dev"
+	DefaultNamespace = "score-demo"
+	controllersLog   = "score-controllers.log"
+	controllersPid   = "score-controllers.pid"
+)
+
+// Env is one local development environment.
+type Env struct {
+	// Bundle is the shipped content (the repository's config/, examples/ and hack/ scripts).
+	Bundle fs.FS
+	// Dir keeps the environment's state: the cluster scripts and tool links, the kubeconfig,
+	// kwok's work directory, the controllers' log and pid file.
+	Dir string
+	// Cluster names the kwok cluster.
+	Cluster string
+	// Namespace receives the examples.
+	Namespace string
+	// Controllers is the command line that runs the controllers (the score-controllers
+	// flags are appended to it).
+	Controllers []string
+	// ControllerFlags are extra score-controllers flags (metrics and probe addresses).
+	ControllerFlags []string
+	// Progress receives progress lines.
+	Progress io.Writer
+}
+
+// Kubeconfig is the path of the cluster's kubeconfig.
+func (e *Env) Kubeconfig() string { return filepath.Join(e.Dir, "kubeconfig") }
+
+// ControllersLog is the path of the controllers' log.
+func (e *Env) ControllersLog() string { return filepath.Join(e.Dir, controllersLog) }
+
+func (e *Env) logf(format string, args ...any) {
+	fmt.Fprintf(e.Progress, "[dev] "+format+"\n", args...)
+}
+
+// Up brings the environment up and waits until every example is Ready. It is safe to run
+// again: the cluster is reused, everything is applied server-side and the controllers are
+// restarted.
+func (e *Env) Up(ctx context.Context, timeout time.Duration) error {
+	if err := e.cluster(ctx, "up"); err != nil {
+		return fmt.Errorf("starting the simulated cluster: %w", err)
+	}
+	c, err := Connect(e.Kubeconfig())
+	if err != nil {
+		return err
+	}
+	e.logf("installing the score.dev kinds, the Orchestrator Config (sample profiles and the development catalog) and the default templates")
+	if _, err := Install(ctx, c, e.Bundle); err != nil {
+		return fmt.Errorf("installing: %w", err)
+	}
+	// A copy of the config for offline use: scorectl render --config DIR/orchestrator-config.yaml.
+	assembled, err := AssembleConfig(e.Bundle)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(e.Dir, "orchestrator-config.yaml"), assembled, 0o644); err != nil {
+		return err
+	}
+	if err := e.StopControllers(); err != nil {
+		return err
+	}
+	if err := e.startControllers(); err != nil {
+		return err
+	}
+	e.logf("applying the examples to namespace %s", e.Namespace)
+	names, err := ApplyExamples(ctx, c, e.Bundle, e.Namespace)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		e.logf("  %s", n)
+	}
+	if err := WaitReady(ctx, c, e.Namespace, timeout, e.Progress); err != nil {
+		return fmt.Errorf("%w (controller logs: %s)", err, e.ControllersLog())
+	}
+	return nil
+}
+
+// Down stops the controllers and deletes the cluster. It is safe to run when nothing runs.
+func (e *Env) Down(ctx context.Context) error {
+	if err := e.StopControllers(); err != nil {
+		return err
+	}
+	return e.cluster(ctx, "down")
+}
+
+// cluster runs the shipped cluster script with verb. The scripts are written under Dir, so
+// the tool links land in Dir/bin; the tools themselves are built once into a cache shared by
+// every clone and environment on the machine.
+func (e *Env) cluster(ctx context.Context, verb string) error {
+	for _, name := range []string{"hack/tools.sh", "hack/cluster.sh"} {
+		data, err := fs.ReadFile(e.Bundle, name)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(e.Dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o755); err != nil {
+			return err
+		}
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(e.Dir, "hack", "cluster.sh"), verb)
+	cmd.Env = append(os.Environ(), "SCORE_CLUSTER_NAME="+e.Cluster, "SCORE_DEV_DIR="+e.Dir)
+	cmd.Stdout, cmd.Stderr = e.Progress, e.Progress
+	return cmd.Run()
+}
+
+// startControllers starts the controllers in the background, in their own session so they
+// outlive this command, logging to Dir.
+func (e *Env) startControllers() error {
+	logFile, err := os.OpenFile(e.ControllersLog(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	args := append(append(append([]string{}, e.Controllers[1:]...), "--kubeconfig="+e.Kubeconfig()), e.ControllerFlags...)
+	cmd := exec.Command(e.Controllers[0], args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the controllers: %w", err)
+	}
+	pid := cmd.Process.Pid
+	if err := os.WriteFile(filepath.Join(e.Dir, controllersPid), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return err
+	}
+	e.logf("started the controllers (pid %d), logs in %s", pid, e.ControllersLog())
+	return cmd.Process.Release()
+}
+
+// StopControllers stops the controllers Up started, if they still run.
+func (e *Env) StopControllers() error {
+	pidFile := filepath.Join(e.Dir, controllersPid)
+	raw, err := os.ReadFile(pidFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return os.Remove(pidFile)
+	}
+	if e.controllersRunning(pid) {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		for i := 0; i < 100 && e.controllersRunning(pid); i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if e.controllersRunning(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		e.logf("stopped the controllers (pid %d)", pid)
+	}
+	return os.Remove(pidFile)
+}
+
+// Connect returns a client for the kubeconfig at path.
+func Connect(path string) (client.Client, error) {
+	cfg, err := restConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: Scheme()})
+}
+
+// controllersRunning reports whether pid is this environment's controllers. A pid is reused
+// once its process is gone, so it counts only while its command line names this
+// environment's kubeconfig (a process that exited has an empty one).
+func (e *Env) controllersRunning(pid int) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(cmdline), e.Kubeconfig())
+}

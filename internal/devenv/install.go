@@ -1,0 +1,332 @@
+package devenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+)
+
+// Where the installed objects live.
+const (
+	SystemNamespace    = "score-system"
+	ConfigMapName      = "orchestrator-config"
+	ConfigKey          = "config.yaml"
+	TemplatesConfigMap = "score-templates"
+	fieldOwner         = "score-dev"
+)
+
+// Scheme knows the built-in kinds, CRDs and the score.dev kinds.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, scorev1b1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// Install applies, server-side, what a development cluster needs before the controllers
+// start: the score.dev kinds and any third-party CRDs the catalog uses, the controllers'
+// ClusterRoles bound to their service accounts in score-system, the Orchestrator Config
+// (the sample profiles plus every provisioner file of the development catalog, validated as
+// the orchestrator validates it) and the default templates. It returns the config installed.
+func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Config, error) {
+	crdFiles, err := globAll(bundle, "config/crd/bases/*.yaml", "config/crd/thirdparty/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var crds []string
+	for _, f := range crdFiles {
+		objs, err := decodeFile(bundle, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if err := apply(ctx, c, o); err != nil {
+				return nil, err
+			}
+			crds = append(crds, o.GetName())
+		}
+	}
+	if err := waitEstablished(ctx, c, crds); err != nil {
+		return nil, err
+	}
+
+	assembled, err := AssembleConfig(bundle)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := orchconfig.Parse(assembled)
+	if err != nil {
+		return nil, err
+	}
+	templates, err := templatesConfigMap(bundle)
+	if err != nil {
+		return nil, err
+	}
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: ConfigMapName}, Data: map[string]string{ConfigKey: string(assembled)}},
+		templates,
+	}
+	for _, name := range controlplane.All {
+		raw, err := fs.ReadFile(bundle, path.Join("config/rbac", name, "role.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.Unmarshal(raw, role); err != nil {
+			return nil, fmt.Errorf("config/rbac/%s/role.yaml: %w", name, err)
+		}
+		account := "score-" + name
+		objects = append(objects, role,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: account}},
+			&rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: SystemNamespace, Name: account}},
+			})
+	}
+	for _, o := range objects {
+		u, err := toUnstructured(c, o)
+		if err != nil {
+			return nil, err
+		}
+		if err := apply(ctx, c, u); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// AssembleConfig is the development Orchestrator Config: the sample profiles plus every
+// provisioner file of the catalog.
+func AssembleConfig(bundle fs.FS) ([]byte, error) {
+	base, err := fs.ReadFile(bundle, "config/samples/orchestrator-config.yaml")
+	if err != nil {
+		return nil, err
+	}
+	catalog, err := fs.Glob(bundle, "config/provisioners/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var files [][]byte
+	for _, f := range catalog {
+		raw, err := fs.ReadFile(bundle, f)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, raw)
+	}
+	return orchconfig.AppendProvisioners(base, files...)
+}
+
+// templatesConfigMap holds each file of config/templates under its name, as
+// `kubectl create configmap --from-file` would: text in data, anything else in binaryData.
+func templatesConfigMap(bundle fs.FS) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: TemplatesConfigMap}, Data: map[string]string{}}
+	entries, err := fs.ReadDir(bundle, "config/templates")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		raw, err := fs.ReadFile(bundle, path.Join("config/templates", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		if utf8.Valid(raw) {
+			cm.Data[e.Name()] = string(raw)
+			continue
+		}
+		if cm.BinaryData == nil {
+			cm.BinaryData = map[string][]byte{}
+		}
+		cm.BinaryData[e.Name()] = raw
+	}
+	return cm, nil
+}
+
+// ApplyExamples converts every shipped example Score file and applies its Workloads to ns,
+// creating ns when missing. It returns the Workload names.
+func ApplyExamples(ctx context.Context, c client.Client, bundle fs.FS, ns string) ([]string, error) {
+	nsObj, err := toUnstructured(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil {
+		return nil, err
+	}
+	if err := apply(ctx, c, nsObj); err != nil {
+		return nil, err
+	}
+	files, err := fs.Glob(bundle, "examples/*/score.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, f := range files {
+		workloads, err := Example(bundle, f, ns)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range workloads {
+			u, err := toUnstructured(c, w)
+			if err != nil {
+				return nil, err
+			}
+			unstructured.RemoveNestedField(u.Object, "status")
+			if err := apply(ctx, c, u); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			names = append(names, w.Name)
+		}
+	}
+	return names, nil
+}
+
+// Example converts the example Score file at name in bundle to Workloads in ns.
+func Example(bundle fs.FS, name, ns string) ([]*scorev1b1.Workload, error) {
+	raw, err := fs.ReadFile(bundle, name)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := scorefile.DecodeDocuments(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var out []*scorev1b1.Workload
+	for _, doc := range docs {
+		res, err := scorefile.ToWorkload(doc, scorefile.Options{Namespace: ns})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, res.Workload)
+	}
+	return out, nil
+}
+
+func globAll(bundle fs.FS, patterns ...string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		m, err := fs.Glob(bundle, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m...)
+	}
+	return out, nil
+}
+
+// decodeFile decodes every YAML document of a file in bundle.
+func decodeFile(bundle fs.FS, name string) ([]*unstructured.Unstructured, error) {
+	raw, err := fs.ReadFile(bundle, name)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*unstructured.Unstructured
+	for i := 1; ; i++ {
+		m := map[string]any{}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+func toUnstructured(c client.Client, o client.Object) (*unstructured.Unstructured, error) {
+	gvk, err := c.GroupVersionKindFor(o)
+	if err != nil {
+		return nil, err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
+}
+
+func apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// waitEstablished waits until every named CRD serves its kind.
+func waitEstablished(ctx context.Context, c client.Client, names []string) error {
+	sort.Strings(names)
+	deadline := time.Now().Add(time.Minute)
+	for _, name := range names {
+		for {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			if established(crd) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the CRD %s is not Established after a minute", name)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

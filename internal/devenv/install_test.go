@@ -1,0 +1,70 @@
+package devenv
+
+import (
+	"testing"
+	"testing/fstest"
+
+	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+)
+
+// The shipped bundle holds everything Install and ApplyExamples read, and the assembled
+// config lists every provisioner of the catalog.
+func TestShippedBundle(t *testing.T) {
+	cfg, err := AssembleConfig(scoreorchestrator.Bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg) == 0 {
+		t.Fatal("empty config")
+	}
+	crds, err := decodeFile(scoreorchestrator.Bundle, "config/crd/bases/score.dev_workloads.yaml")
+	if err != nil || len(crds) != 1 || crds[0].GetKind() != "CustomResourceDefinition" {
+		t.Fatalf("the Workload CRD: %v %v", crds, err)
+	}
+	for _, name := range controlplane.All {
+		if _, err := scoreorchestrator.Bundle.Open("config/rbac/" + name + "/role.yaml"); err != nil {
+			t.Errorf("role of %s: %v", name, err)
+		}
+	}
+	for _, f := range []string{"examples/hello/score.yaml", "examples/web-postgres-redis/score.yaml", "examples/batch/score.yaml"} {
+		ws, err := Example(scoreorchestrator.Bundle, f, "ns")
+		if err != nil || len(ws) != 1 || ws[0].Namespace != "ns" {
+			t.Errorf("%s: %v %v", f, ws, err)
+		}
+	}
+	for _, script := range []string{"hack/tools.sh", "hack/cluster.sh"} {
+		if _, err := scoreorchestrator.Bundle.Open(script); err != nil {
+			t.Errorf("%s: %v", script, err)
+		}
+	}
+}
+
+func TestTemplatesConfigMap(t *testing.T) {
+	bundle := fstest.MapFS{
+		"config/templates/web.yaml":      {Data: []byte("kind: Deployment\n")},
+		"config/templates/chart.tgz":     {Data: []byte{0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe}},
+		"config/templates/sub/ignored.y": {Data: []byte("x")},
+	}
+	cm, err := templatesConfigMap(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["web.yaml"] != "kind: Deployment\n" || len(cm.Data) != 1 {
+		t.Errorf("text files go to data: %v", cm.Data)
+	}
+	if len(cm.BinaryData["chart.tgz"]) != 6 || len(cm.BinaryData) != 1 {
+		t.Errorf("other files go to binaryData: %v", cm.BinaryData)
+	}
+}
+
+func TestDecodeFileSplitsDocuments(t *testing.T) {
+	bundle := fstest.MapFS{"a.yaml": {Data: []byte("---\nkind: A\n---\n# nothing\n---\nkind: B\nmetadata:\n  name: b\n")}}
+	objs, err := decodeFile(bundle, "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 || objs[0].GetKind() != "A" || objs[1].GetName() != "b" {
+		t.Fatalf("got %v", objs)
+	}
+}
