@@ -26,6 +26,7 @@ func newDevCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the orchestrator on a local simulated cluster (what make dev does)",
+		Example: "  scorectl dev up\n  scorectl dev down",
 		Long: `Run the orchestrator on a local simulated cluster, with nothing but this binary.
 
 "dev up" starts a simulated cluster (real kube-apiserver, etcd, kube-controller-manager and
