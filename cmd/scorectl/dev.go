@@ -24,8 +24,8 @@ func newDevCommand() *cobra.Command {
 		probes  string
 	)
 	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Run the orchestrator on a local simulated cluster (what make dev does)",
+		Use:     "dev",
+		Short:   "Run the orchestrator on a local simulated cluster (what make dev does)",
 		Example: "  scorectl dev up\n  scorectl dev down",
 		Long: `Run the orchestrator on a local simulated cluster, with nothing but this binary.
 

@@ -220,3 +220,47 @@ func TestRenderBatchJob(t *testing.T) {
 		t.Fatal("a new input is a new Job")
 	}
 }
+
+// The web-service template exposes the Service beyond the cluster when the backend's values
+// ask: a load balancer, an Ingress (with TLS) and an HTTPRoute, each for
+// <workload>.<namespace>.<domain> and the first port.
+func TestRenderWebServiceExposure(t *testing.T) {
+	spec := plan(values, mainContainer())
+	var v map[string]any
+	_ = json.Unmarshal(spec.Values.Raw, &v)
+	v["expose"] = map[string]any{
+		"serviceType": "LoadBalancer",
+		"ingress":     map[string]any{"domain": "apps.example.com", "className": "public", "tlsSecretName": "wildcard"},
+		"route":       map[string]any{"domain": "apps.example.com", "gateway": map[string]any{"name": "public", "namespace": "infra", "sectionName": "https"}},
+	}
+	spec.Values.Raw, _ = json.Marshal(v)
+	objs, err := Render(Input{Workload: "web", Namespace: "ns", Spec: spec, Template: templateFile(t, "web-service.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ, _, _ := unstructured.NestedString(byKind(objs, "Service").Object, "spec", "type"); typ != "LoadBalancer" {
+		t.Errorf("service type %q", typ)
+	}
+	ing := byKind(objs, "Ingress")
+	if ing == nil {
+		t.Fatal("no Ingress")
+	}
+	rules, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
+	tls, _, _ := unstructured.NestedSlice(ing.Object, "spec", "tls")
+	class, _, _ := unstructured.NestedString(ing.Object, "spec", "ingressClassName")
+	if len(rules) != 1 || rules[0].(map[string]any)["host"] != "web.ns.apps.example.com" || len(tls) != 1 || class != "public" {
+		t.Errorf("ingress %v", ing.Object["spec"])
+	}
+	route := byKind(objs, "HTTPRoute")
+	if route == nil {
+		t.Fatal("no HTTPRoute")
+	}
+	hosts, _, _ := unstructured.NestedStringSlice(route.Object, "spec", "hostnames")
+	parents, _, _ := unstructured.NestedSlice(route.Object, "spec", "parentRefs")
+	if len(hosts) != 1 || hosts[0] != "web.ns.apps.example.com" || parents[0].(map[string]any)["sectionName"] != "https" {
+		t.Errorf("route %v", route.Object["spec"])
+	}
+	if route.GetLabels()[scorev1b1.LabelWorkload] != "web" || ing.GetLabels()[scorev1b1.LabelWorkload] != "web" {
+		t.Error("exposure objects carry the workload label")
+	}
+}

@@ -2,24 +2,26 @@ package plan
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
 )
 
-// publishExposure writes the Workload's endpoints into its WorkloadExposure's status: each
-// applied Service port as http://<service>.<namespace>.svc.cluster.local:<port>
-// (ClusterLocal), reachable when an EndpointSlice has a ready endpoint; and the runtime's
-// condition (Healthy or Provisioning) for the orchestrator's mirror to normalise.
+// publishExposure writes the Workload's endpoints into its WorkloadExposure's status, as
+// the exposure rules derive them from what was applied (route and Ingress hosts, load
+// balancer addresses, cluster DNS names), and the runtime's conditions (Healthy or
+// Provisioning; LBPending and IngressPending while the platform has not given an address)
+// for the orchestrator's mirror to normalise.
 func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []*unstructured.Unstructured, healthy bool) error {
 	e := &scorev1b1.WorkloadExposure{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.WorkloadRef.Name}, e); err != nil {
@@ -28,39 +30,33 @@ func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadP
 	if e.Spec.WorkloadRef.UID != p.Spec.WorkloadRef.UID {
 		return nil
 	}
-	var exposures []scorev1b1.Exposure
-	for _, o := range applied {
-		if o.GetKind() != "Service" || o.GetAPIVersion() != "v1" {
-			continue
-		}
-		svc := &corev1.Service{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, svc); err != nil {
-			return fmt.Errorf("reading Service %s: %w", o.GetName(), err)
-		}
-		reachable, err := r.reachable(ctx, svc)
-		if err != nil {
-			return err
-		}
-		for _, port := range svc.Spec.Ports {
-			scheme, hint := "http", "HTTP"
-			if port.Protocol == corev1.ProtocolUDP {
-				scheme, hint = "udp", "OTHER"
-			}
-			exposures = append(exposures, scorev1b1.Exposure{
-				URL:   fmt.Sprintf("%s://%s.%s.svc.cluster.local:%d", scheme, svc.Name, svc.Namespace, port.Port),
-				Scope: scorev1b1.ScopeClusterLocal, SchemeHint: hint, Reachable: &reachable,
-			})
-		}
+	in := exposure.Input{Objects: applied, Gateways: r.gateways(ctx, exposure.GatewayKeys(applied))}
+	var readErr error
+	in.Reachable = func(name string) bool {
+		ok, err := r.reachable(ctx, p.Namespace, name)
+		readErr = errors.Join(readErr, err)
+		return ok
+	}
+	res := exposure.Compute(in)
+	if readErr != nil {
+		return readErr
 	}
 	next := e.Status.DeepCopy()
 	next.ObservedWorkloadGeneration = p.Spec.ObservedWorkloadGeneration
-	next.Exposures = exposures
+	next.Exposures = res.Exposures
 	healthyStatus, provisioning := metav1.ConditionFalse, metav1.ConditionTrue
 	if healthy {
 		healthyStatus, provisioning = metav1.ConditionTrue, metav1.ConditionFalse
 	}
 	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: "Healthy", Status: healthyStatus, Reason: "Health", Message: "Every applied object is healthy."})
 	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: "Provisioning", Status: provisioning, Reason: "Health", Message: "Applied objects are becoming healthy."})
+	for _, typ := range []string{exposure.ConditionLBPending, exposure.ConditionIngressPending} {
+		cond := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: "Addressed", Message: "Nothing waits for an address."}
+		if msg, ok := res.Pending[typ]; ok {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Waiting", msg
+		}
+		meta.SetStatusCondition(&next.Conditions, cond)
+	}
 	if equality.Semantic.DeepEqual(&e.Status, next) {
 		return nil
 	}
@@ -69,10 +65,26 @@ func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadP
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, patched, client.MergeFrom(e)))
 }
 
+// gateways reads the Gateways applied HTTPRoutes attach to, for their listeners' protocols.
+// A Gateway that cannot be read (absent, or Gateway API not installed) only means the route
+// is published as http.
+func (r *Reconciler) gateways(ctx context.Context, keys []string) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, key := range keys {
+		ns, name, _ := strings.Cut(key, "/")
+		gw := &unstructured.Unstructured{}
+		gw.SetGroupVersionKind(schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "Gateway"})
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err == nil {
+			out[key] = gw
+		}
+	}
+	return out
+}
+
 // reachable reports whether a Service has at least one ready endpoint.
-func (r *Reconciler) reachable(ctx context.Context, svc *corev1.Service) (bool, error) {
+func (r *Reconciler) reachable(ctx context.Context, namespace, service string) (bool, error) {
 	var slices discoveryv1.EndpointSliceList
-	if err := r.Client.List(ctx, &slices, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+	if err := r.Client.List(ctx, &slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
 		return false, err
 	}
 	for _, s := range slices.Items {
