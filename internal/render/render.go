@@ -58,6 +58,21 @@ func Funcs() template.FuncMap {
 	}
 }
 
+// inputHash is 8 hex characters of what a run consumes: the projected pod, the backend's
+// template and the values without the Workload's metadata. A label or annotation change
+// therefore runs nothing new, unless a placeholder carries it into the pod.
+func inputHash(pod, values map[string]any, tmpl scorev1b1.TemplateRef) string {
+	rest := make(map[string]any, len(values))
+	for k, v := range values {
+		if k != "workload" {
+			rest[k] = v
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"pod": pod, "values": rest, "template": tmpl})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:8]
+}
+
 // Render renders the template over the plan and returns the objects in apply order.
 func Render(in Input) ([]*unstructured.Unstructured, error) {
 	pod, err := ProjectPod(in.Workload, in.Spec)
@@ -78,8 +93,6 @@ func Render(in Input) ([]*unstructured.Unstructured, error) {
 	if len(pod.Volumes) > 0 {
 		podSpec["volumes"] = pod.Volumes
 	}
-	specJSON, _ := json.Marshal(in.Spec)
-	sum := sha256.Sum256(specJSON)
 	data := map[string]any{
 		"Workload":  map[string]any{"Name": in.Workload, "Namespace": in.Namespace},
 		"Values":    values,
@@ -87,7 +100,7 @@ func Render(in Input) ([]*unstructured.Unstructured, error) {
 		"Selector":  map[string]any{scorev1b1.LabelWorkload: in.Workload},
 		"PodSpec":   podSpec,
 		"Ports":     ports(values),
-		"InputHash": hex.EncodeToString(sum[:])[:8],
+		"InputHash": inputHash(podSpec, values, in.Spec.Template),
 	}
 	t, err := template.New("manifests").Funcs(Funcs()).Option("missingkey=zero").Parse(in.Template)
 	if err != nil {

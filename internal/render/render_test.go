@@ -264,3 +264,26 @@ func TestRenderWebServiceExposure(t *testing.T) {
 		t.Error("exposure objects carry the workload label")
 	}
 }
+
+// Regression: a label change on a batch Workload ran its Job again, because the run's name
+// hashed the whole plan, Workload metadata included.
+func TestInputHashIgnoresWorkloadMetadata(t *testing.T) {
+	pod := map[string]any{"containers": []any{map[string]any{"name": "main", "image": "busybox:1.37"}}}
+	ref := scorev1b1.TemplateRef{Kind: "manifests", Ref: "configmap://ns/t", Digest: "sha256:aa"}
+	base := inputHash(pod, map[string]any{"workload": map[string]any{"labels": map[string]any{}}, "backoffLimit": 3}, ref)
+	cases := []struct {
+		name string
+		hash string
+		same bool
+	}{
+		{"a label change", inputHash(pod, map[string]any{"workload": map[string]any{"labels": map[string]any{"team": "a"}}, "backoffLimit": 3}, ref), true},
+		{"an image change", inputHash(map[string]any{"containers": []any{map[string]any{"name": "main", "image": "busybox:1.38"}}}, map[string]any{"backoffLimit": 3}, ref), false},
+		{"a backend value change", inputHash(pod, map[string]any{"backoffLimit": 4}, ref), false},
+		{"another template", inputHash(pod, map[string]any{"backoffLimit": 3}, scorev1b1.TemplateRef{Kind: "manifests", Ref: "configmap://ns/t", Digest: "sha256:bb"}), false},
+	}
+	for _, tc := range cases {
+		if (tc.hash == base) != tc.same {
+			t.Errorf("%s: hash %s, base %s, want same=%v", tc.name, tc.hash, base, tc.same)
+		}
+	}
+}
