@@ -287,3 +287,34 @@ func TestInputHashIgnoresWorkloadMetadata(t *testing.T) {
 		}
 	}
 }
+
+// The stateful template runs the pod as a StatefulSet with a headless Service for stable pod
+// names, and publishes the ports through a Service of the Workload's name.
+func TestRenderStateful(t *testing.T) {
+	objs, err := Render(Input{Workload: "db", Namespace: "ns", Spec: plan(values, mainContainer()), Template: templateFile(t, "stateful.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+	}
+	if got := strings.Join(kinds, ","); got != "ConfigMap/db-files,StatefulSet/db,Service/db-pods,Service/db" {
+		t.Fatalf("objects %s", got)
+	}
+	sts := byKind(objs, "StatefulSet")
+	if name, _, _ := unstructured.NestedString(sts.Object, "spec", "serviceName"); name != "db-pods" {
+		t.Errorf("serviceName %q", name)
+	}
+	vols, _, _ := unstructured.NestedSlice(sts.Object, "spec", "template", "spec", "volumes")
+	if len(vols) == 0 {
+		t.Error("the projected volumes reach the StatefulSet")
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Service" && o.GetName() == "db-pods" {
+			if ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP"); ip != "None" {
+				t.Errorf("the pods' Service is headless: %q", ip)
+			}
+		}
+	}
+}
