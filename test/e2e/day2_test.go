@@ -187,7 +187,7 @@ func TestBatchJobRunsPerInputChange(t *testing.T) {
 	key := client.ObjectKey{Namespace: ns, Name: "report"}
 	w := &scorev1b1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "report", Annotations: map[string]string{scorev1b1.AnnotationProfile: "batch-job"}},
-		Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "busybox:1.37", Variables: map[string]string{"RUN": "1"}}}},
+		Spec:       scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "busybox:1.37", Variables: map[string]string{"RUN": "1"}}}},
 	}
 	if err := c.Create(ctx, w); err != nil {
 		t.Fatal(err)
