@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/health"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 )
@@ -16,6 +17,8 @@ import (
 type Loaded struct {
 	Config   *orchconfig.Config
 	Selector *selection.Selector
+	// Health judges applied and provisioned objects with the config's health rules.
+	Health *health.Checker
 	// Revision identifies the document (for example the ConfigMap's resourceVersion or the
 	// OCI digest).
 	Revision string
@@ -83,6 +86,18 @@ func (s *Store) Get() (*Loaded, bool) {
 	return s.current, s.current != nil
 }
 
+// Health is the current config's health checker; nil (kstatus alone) before a config is
+// loaded or on a nil Store.
+func (s *Store) Health() *health.Checker {
+	if s == nil {
+		return nil
+	}
+	if l, ok := s.Get(); ok {
+		return l.Health
+	}
+	return nil
+}
+
 // Offer parses and validates a document. When valid it becomes current and subscribers are
 // told; when invalid the current config stays and the error (an *orchconfig.InvalidError
 // with line-numbered problems) is returned. changed is false when the document is the one
@@ -98,12 +113,17 @@ func (s *Store) Offer(revision string, data []byte) (changed bool, err error) {
 		s.Settle()
 		return false, err
 	}
+	checker, err := health.New(cfg.Health)
+	if err != nil {
+		s.Settle()
+		return false, err
+	}
 	s.mu.Lock()
 	if s.current != nil && s.current.Revision == revision {
 		s.mu.Unlock()
 		return false, nil
 	}
-	s.current = &Loaded{Config: cfg, Selector: sel, Revision: revision}
+	s.current = &Loaded{Config: cfg, Selector: sel, Health: checker, Revision: revision}
 	s.settled = true
 	subscribers := s.subscribers
 	s.mu.Unlock()

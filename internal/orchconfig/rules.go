@@ -27,3 +27,25 @@ func CompileProfileRule(env *cel.Env, expr string) (cel.Program, error) {
 	}
 	return prg, nil
 }
+
+// HealthEnv is the CEL environment of health rules: one variable, self, the object as a map.
+func HealthEnv() (*cel.Env, error) {
+	return cel.NewEnv(cel.OptionalTypes(), cel.Variable("self", cel.MapType(cel.StringType, cel.DynType)))
+}
+
+// CompileHealthExpr compiles a health rule's expression and checks it yields want (a bool
+// for healthy and failed, a string for message).
+func CompileHealthExpr(env *cel.Env, expr string, want *cel.Type) (cel.Program, error) {
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("does not compile: %w", iss.Err())
+	}
+	if ast.OutputType() != want && ast.OutputType() != cel.DynType {
+		return nil, fmt.Errorf("must evaluate to a %s, not %s", want, ast.OutputType())
+	}
+	prg, err := env.Program(ast, cel.CostLimit(100000))
+	if err != nil {
+		return nil, fmt.Errorf("cannot be planned: %w", err)
+	}
+	return prg, nil
+}

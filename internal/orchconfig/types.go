@@ -33,6 +33,23 @@ type Config struct {
 
 	// Endpoint is the endpoint mirror policy.
 	Endpoint EndpointPolicy `json:"endpoint,omitempty" yaml:"endpoint,omitempty"`
+
+	// Health judges kinds kstatus cannot (custom resources without standard conditions):
+	// CEL expressions per kind, over the object the runtime or provisioner applied.
+	Health []HealthRule `json:"health,omitempty" yaml:"health,omitempty"`
+}
+
+// HealthRule judges the objects of one kind with CEL expressions over `self`, the object as
+// the API server has it (a map). Kinds without a rule are judged by kstatus.
+type HealthRule struct {
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
+	// Healthy is true when the object is ready for use.
+	Healthy string `json:"healthy" yaml:"healthy"`
+	// Failed, optional, is true when the object failed and will not recover by waiting.
+	Failed string `json:"failed,omitempty" yaml:"failed,omitempty"`
+	// Message, optional, is a string expression describing the object's state.
+	Message string `json:"message,omitempty" yaml:"message,omitempty"`
 }
 
 // Profile is an abstract profile (web-service, batch-job, ...) and its backend candidates.

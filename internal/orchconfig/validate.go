@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	"github.com/blang/semver/v4"
+	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -39,6 +40,7 @@ func Validate(cfg *Config) []FieldError {
 	v.defaults(cfg, profiles)
 	v.provisioners(cfg)
 	v.endpoint(cfg)
+	v.health(cfg)
 	return v.errs
 }
 
@@ -345,4 +347,42 @@ func ParseQuantityRange(s string) (QuantityRange, error) {
 		return r, nil
 	}
 	return QuantityRange{}, fmt.Errorf("%q is not a quantity range: use \"<q>\", \"<min>-<max>\", \"<min>-\" or \"-<max>\" with Kubernetes quantities such as 500m or 2Gi", s)
+}
+
+func (v *validator) health(cfg *Config) {
+	if len(cfg.Health) == 0 {
+		return
+	}
+	env, err := HealthEnv()
+	if err != nil {
+		v.fail("health", "cannot build the health environment: %v", err)
+		return
+	}
+	seen := map[string]int{}
+	for i, r := range cfg.Health {
+		path := fmt.Sprintf("health[%d]", i)
+		if r.APIVersion == "" || r.Kind == "" {
+			v.fail(path, "apiVersion and kind are required")
+		}
+		key := r.APIVersion + "/" + r.Kind
+		if j, dup := seen[key]; dup {
+			v.fail(path, "judges %s, as health[%d] already does", key, j)
+		}
+		seen[key] = i
+		if strings.TrimSpace(r.Healthy) == "" {
+			v.fail(path+".healthy", "an expression is required")
+		} else if _, err := CompileHealthExpr(env, r.Healthy, cel.BoolType); err != nil {
+			v.fail(path+".healthy", "%v", err)
+		}
+		if r.Failed != "" {
+			if _, err := CompileHealthExpr(env, r.Failed, cel.BoolType); err != nil {
+				v.fail(path+".failed", "%v", err)
+			}
+		}
+		if r.Message != "" {
+			if _, err := CompileHealthExpr(env, r.Message, cel.StringType); err != nil {
+				v.fail(path+".message", "%v", err)
+			}
+		}
+	}
 }

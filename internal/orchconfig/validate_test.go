@@ -60,6 +60,14 @@ func TestValidate(t *testing.T) {
 		{"valid document", func(*Config) {}, "", ""},
 		{"wrong apiVersion", func(c *Config) { c.APIVersion = "score.dev/v1" }, "apiVersion", `must be "score.dev/v1b1"`},
 		{"wrong kind", func(c *Config) { c.Kind = "Config" }, "kind", `must be "OrchestratorConfig"`},
+		{"health rule without kind", func(c *Config) { c.Health = []HealthRule{{APIVersion: "x/v1", Healthy: "true"}} }, "health[0]", "apiVersion and kind are required"},
+		{"health rule that is not a bool", func(c *Config) { c.Health = []HealthRule{{APIVersion: "x/v1", Kind: "X", Healthy: `"yes"`}} }, "health[0].healthy", "must evaluate to a bool"},
+		{"health message that is not a string", func(c *Config) {
+			c.Health = []HealthRule{{APIVersion: "x/v1", Kind: "X", Healthy: "true", Message: "self.("}}
+		}, "health[0].message", "does not compile"},
+		{"two health rules for a kind", func(c *Config) {
+			c.Health = []HealthRule{{APIVersion: "x/v1", Kind: "X", Healthy: "true"}, {APIVersion: "x/v1", Kind: "X", Healthy: "false"}}
+		}, "health[1]", "as health[0] already does"},
 		{"no profiles", func(c *Config) { c.Profiles = nil; c.Defaults.Profile = "" }, "profiles", "at least one profile"},
 		{"profile name not a DNS label", func(c *Config) { c.Profiles[0].Name = "Web_Service" }, "profiles[0].name", "must be a DNS label"},
 		{"duplicate profile name", func(c *Config) { c.Profiles[1].Name = "web-service" }, "profiles[1].name", "defined more than once"},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,11 +61,8 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 		}
 		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		inventory[objectKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())] = true
-		health, message := "Current", ""
-		if res, err := status.Compute(u); err == nil {
-			health, message = string(res.Status), res.Message
-		}
-		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: health, Message: message})
+		state, message := r.Config.Health().Judge(u)
+		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: state, Message: message})
 	}
 	return inventory, applied, nil
 }

@@ -25,6 +25,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
 	"github.com/score-orchestrator/score-orchestrator/internal/applyguard"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 )
@@ -66,6 +67,8 @@ var errConflict = errors.New("belongs to another workload")
 type Reconciler struct {
 	Client    client.Client
 	Templates *Templates
+	// Config supplies the health rules; kstatus judges alone until a config is loaded.
+	Config *configsource.Store
 	// Concurrency is the number of plans reconciled at once.
 	Concurrency int
 
@@ -202,11 +205,8 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 			return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		r.watcher.Ensure(ctx, u.GroupVersionKind())
-		health, message := "Current", ""
-		if res, err := status.Compute(u); err == nil {
-			health, message = string(res.Status), res.Message
-		}
-		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: health, Message: message})
+		state, message := r.Config.Health().Judge(u)
+		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: state, Message: message})
 		current = append(current, u)
 	}
 	return applied, current, nil

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
@@ -22,19 +23,36 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if concurrency < 1 {
 		concurrency = 4
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workloadplan").
 		For(&scorev1b1.WorkloadPlan{}).
 		Watches(&scorev1b1.WorkloadExposure{}, handler.EnqueueRequestsFromMapFunc(samePlan)).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(planOfService)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Build(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if r.Config != nil {
+		// New health rules re-judge every plan's objects.
+		b = b.WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allPlans)))
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return err
 	}
 	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &scorev1b1.WorkloadPlan{}, handler.OnlyControllerOwner())
 	r.watcher = &objectwatch.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: owner}
 	return nil
+}
+
+// allPlans maps a config change to every plan.
+func (r *Reconciler) allPlans(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list scorev1b1.WorkloadPlanList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return out
 }
 
 // samePlan maps a Workload's exposure to its plan (both carry the Workload's name).

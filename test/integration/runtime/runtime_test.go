@@ -47,7 +47,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	r := &plan.Reconciler{Client: mgr.GetClient(), Templates: &plan.Templates{Reader: mgr.GetAPIReader()}}
+	store, err := healthConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	r := &plan.Reconciler{Client: mgr.GetClient(), Templates: &plan.Templates{Reader: mgr.GetAPIReader()}, Config: store}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,0 +1,70 @@
+package health
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+)
+
+func obj(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(j); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestJudge(t *testing.T) {
+	checker, err := New([]orchconfig.HealthRule{{
+		APIVersion: "db.example.com/v1", Kind: "Database",
+		Healthy: `has(self.status) && self.status.phase == "Online"`,
+		Failed:  `has(self.status) && self.status.phase == "Error"`,
+		Message: `has(self.status) && has(self.status.detail) ? self.status.detail : ""`,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, doc, want, message string
+	}{
+		{"a rule: healthy", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Online, detail: up}", Current, "up"},
+		{"a rule: failed beats healthy", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Error, detail: disk full}", Failed, "disk full"},
+		{"a rule: neither is in progress", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Creating}", InProgress, ""},
+		{"a rule: no status yet is in progress, not an error", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}", InProgress, ""},
+		{"no rule: kstatus judges a Deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, generation: 2}\nspec: {replicas: 1}\nstatus: {observedGeneration: 1}", InProgress, "Deployment generation is 2, but latest observed generation is 1"},
+		{"no rule: a ConfigMap is current", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}", Current, "Resource is always ready"},
+		{"another version of the kind has no rule", "apiVersion: db.example.com/v2\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Creating}", Current, "Resource is current"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, message := checker.Judge(obj(t, tc.doc))
+			if got != tc.want || message != tc.message {
+				t.Fatalf("got %s %q, want %s %q", got, message, tc.want, tc.message)
+			}
+		})
+	}
+	var none *Checker
+	if got, _ := none.Judge(obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}")); got != Current {
+		t.Fatalf("a nil checker judges by kstatus: %s", got)
+	}
+}
+
+func TestNewRejectsBadRules(t *testing.T) {
+	for name, r := range map[string]orchconfig.HealthRule{
+		"healthy not a bool":  {APIVersion: "x/v1", Kind: "X", Healthy: `"yes"`},
+		"failed not compiled": {APIVersion: "x/v1", Kind: "X", Healthy: "true", Failed: "self.("},
+		"message not string":  {APIVersion: "x/v1", Kind: "X", Healthy: "true", Message: "1 + 1"},
+	} {
+		if _, err := New([]orchconfig.HealthRule{r}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
