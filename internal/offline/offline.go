@@ -18,6 +18,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
@@ -136,8 +137,9 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 		return Claim{}, fmt.Errorf("no provisioner serves type %s", d.Spec.Type)
 	}
 	def := in.Config.Provisioners[idx]
-	if !strings.HasPrefix(def.URI, "template://") {
-		return Claim{}, fmt.Errorf("provisioner %s cannot run offline: only template:// provisioners can", def.URI)
+	isRunnable := strings.HasPrefix(def.URI, "runnable://")
+	if !strings.HasPrefix(def.URI, "template://") && !isRunnable {
+		return Claim{}, fmt.Errorf("provisioner %s cannot run offline: only template:// and runnable:// provisioners can", def.URI)
 	}
 	w := in.Workload
 	id := provisioner.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
@@ -154,6 +156,23 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 	r, err := provisioner.RenderTemplatesWith(tplfuncs.Deterministic(tplfuncs.Provisioner(), id.Uid()), def, data)
 	if err != nil {
 		return Claim{}, err
+	}
+	if isRunnable {
+		// The run as the controller stamps it; outputs it publishes in its status are unknown
+		// offline.
+		if len(r.Manifests) != 1 {
+			return Claim{}, fmt.Errorf("provisioner %s renders %d objects; a runnable renders exactly one run", def.URI, len(r.Manifests))
+		}
+		run, err := runnable.Stamp(r.Manifests[0], w.Namespace, id.Hash())
+		if err != nil {
+			return Claim{}, err
+		}
+		outputs, err := runnable.Outputs(run, def.Runnable.Outputs)
+		if err != nil {
+			return Claim{}, fmt.Errorf("provisioner %s: %w; offline only outputs the run carries before it runs are known", def.URI, err)
+		}
+		r.Manifests = []map[string]any{run.Object}
+		r.Outputs = provisioner.PatchMap(r.Outputs, outputs)
 	}
 	secrets := provisioner.SecretsInManifests(r.Manifests)
 	plain, secret, err := provisioner.SplitOutputs(r.Outputs, func(ref provisioner.SecretRef) (string, error) {

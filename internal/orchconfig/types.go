@@ -165,6 +165,21 @@ type Provisioner struct {
 	MatchParams map[string]any `json:"matchParams,omitempty" yaml:"matchParams,omitempty"`
 	// DeprovisionPolicy is the default policy of claims this provisioner serves.
 	DeprovisionPolicy string `json:"deprovisionPolicy,omitempty" yaml:"deprovisionPolicy,omitempty"`
+
+	// Runnable configures the runnable:// strategy: manifests render one immutable run (a
+	// Job by default), stamped anew for every change of its inputs.
+	Runnable *Runnable `json:"runnable,omitempty" yaml:"runnable,omitempty"`
+}
+
+// Runnable is how a runnable:// provisioner judges its runs and reads their outputs.
+type Runnable struct {
+	// SuccessCondition is the condition type that means the run succeeded (default:
+	// Complete for Jobs, Succeeded otherwise).
+	SuccessCondition string `json:"successCondition,omitempty" yaml:"successCondition,omitempty"`
+	// Outputs are JSONPaths (kubectl syntax) read from the run that succeeded.
+	Outputs map[string]string `json:"outputs,omitempty" yaml:"outputs,omitempty"`
+	// HistoryLimit is how many runs are kept, the current one included (default 3).
+	HistoryLimit int `json:"historyLimit,omitempty" yaml:"historyLimit,omitempty"`
 }
 
 // EndpointPolicy is how the orchestrator mirrors runtime endpoints.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
@@ -26,7 +27,7 @@ var (
 var templateKinds = map[string]bool{"manifests": true, "helm": true, "kustomize": true}
 
 // ProvisionerSchemes are the provisioner strategies a uri's scheme may name.
-var ProvisionerSchemes = map[string]bool{"template": true, "cmd": true}
+var ProvisionerSchemes = map[string]bool{"template": true, "cmd": true, "runnable": true}
 
 var deprovisionPolicies = map[string]bool{"Delete": true, "Retain": true, "Orphan": true}
 
@@ -244,7 +245,7 @@ func (v *validator) provisioners(cfg *Config) {
 		case m == nil:
 			v.fail(path+".uri", "%q must be <scheme>://<name>", p.URI)
 		case !ProvisionerSchemes[m[1]]:
-			v.fail(path+".uri", "scheme %q is not a provisioner strategy: use template or cmd", m[1])
+			v.fail(path+".uri", "scheme %q is not a provisioner strategy: use template, cmd or runnable", m[1])
 		}
 		if !resourceTypePattern.MatchString(p.Type) {
 			v.fail(path+".type", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", p.Type)
@@ -269,6 +270,7 @@ func (v *validator) provisioners(cfg *Config) {
 		if len(p.Args) > 0 {
 			v.fail(path+".args", "only cmd:// provisioners take args")
 		}
+		v.runnable(path, p, m != nil && m[1] == "runnable")
 		for _, f := range []struct{ name, text string }{
 			{"init", p.Init}, {"state", p.State}, {"shared", p.Shared}, {"outputs", p.Outputs}, {"manifests", p.Manifests},
 		} {
@@ -383,6 +385,32 @@ func (v *validator) health(cfg *Config) {
 			if _, err := CompileHealthExpr(env, r.Message, cel.StringType); err != nil {
 				v.fail(path+".message", "%v", err)
 			}
+		}
+	}
+}
+
+// runnable checks the runnable block: required by runnable:// provisioners (with the run in
+// manifests), refused by the others, every output a JSONPath that parses.
+func (v *validator) runnable(path string, p Provisioner, isRunnable bool) {
+	switch {
+	case !isRunnable && p.Runnable != nil:
+		v.fail(path+".runnable", "only runnable:// provisioners take a runnable block")
+		return
+	case !isRunnable:
+		return
+	case p.Runnable == nil:
+		v.fail(path+".runnable", "a runnable:// provisioner needs a runnable block (successCondition, outputs, historyLimit)")
+		return
+	}
+	if strings.TrimSpace(p.Manifests) == "" {
+		v.fail(path+".manifests", "a runnable:// provisioner renders its run in manifests")
+	}
+	if p.Runnable.HistoryLimit < 0 {
+		v.fail(path+".runnable.historyLimit", "must not be negative")
+	}
+	for key, jp := range p.Runnable.Outputs {
+		if err := runnable.ParsePath(jp); err != nil {
+			v.fail(path+".runnable.outputs."+key, "the JSONPath does not parse: %v", err)
 		}
 	}
 }

@@ -60,6 +60,18 @@ func TestValidate(t *testing.T) {
 		{"valid document", func(*Config) {}, "", ""},
 		{"wrong apiVersion", func(c *Config) { c.APIVersion = "score.dev/v1" }, "apiVersion", `must be "score.dev/v1b1"`},
 		{"wrong kind", func(c *Config) { c.Kind = "Config" }, "kind", `must be "OrchestratorConfig"`},
+		{"runnable without its block", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "runnable://dev/build", Type: "image", Manifests: "- {}"}}
+		}, "provisioners[0].runnable", "needs a runnable block"},
+		{"runnable without a run", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "runnable://dev/build", Type: "image", Runnable: &Runnable{}}}
+		}, "provisioners[0].manifests", "renders its run in manifests"},
+		{"runnable output not a JSONPath", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "runnable://dev/build", Type: "image", Manifests: "- {}", Runnable: &Runnable{Outputs: map[string]string{"image": "{.status["}}}}
+		}, "provisioners[0].runnable.outputs.image", "does not parse"},
+		{"a runnable block on a template provisioner", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/x", Type: "image", Runnable: &Runnable{}}}
+		}, "provisioners[0].runnable", "only runnable:// provisioners"},
 		{"health rule without kind", func(c *Config) { c.Health = []HealthRule{{APIVersion: "x/v1", Healthy: "true"}} }, "health[0]", "apiVersion and kind are required"},
 		{"health rule that is not a bool", func(c *Config) { c.Health = []HealthRule{{APIVersion: "x/v1", Kind: "X", Healthy: `"yes"`}} }, "health[0].healthy", "must evaluate to a bool"},
 		{"health message that is not a string", func(c *Config) {

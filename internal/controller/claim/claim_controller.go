@@ -128,7 +128,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, fmt.Sprintf("Provisioner %s runs a command, and command provisioners are disabled (--enable-cmd-provisioners).", def.URI))
 		return ctrl.Result{}, nil
 	}
-	if scheme != "template" {
+	if scheme != "template" && scheme != "runnable" {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s uses the %s strategy, which this controller does not run.", def.URI, scheme))
 		return ctrl.Result{}, nil
 	}
@@ -154,7 +154,15 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Provisioning.")
 	}
 
-	inventory, applied, err := r.apply(ctx, c, id, res.Manifests)
+	var inventory map[string]bool
+	var applied []scorev1b1.AppliedObject
+	if scheme == "runnable" {
+		var runOutputs map[string]any
+		inventory, applied, runOutputs, err = r.run(ctx, c, def, id, res.Manifests)
+		res.Outputs = provisioner.PatchMap(res.Outputs, runOutputs)
+	} else {
+		inventory, applied, err = r.apply(ctx, c, id, res.Manifests)
+	}
 	if err != nil {
 		// Reported, whatever it is (a denial, an invalid object, a lost connection), and
 		// retried with backoff: a transient failure clears by itself on the next try.
@@ -163,6 +171,12 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 			reason = denial
 		}
 		setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
+		if errors.Is(err, errRunFailed) {
+			// Terminal for these inputs: the run is immutable and is not retried. A change of
+			// the inputs, the config or the run brings the claim back.
+			c.Status.Resources = applied
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, reconcileErr(err)
 	}
 	if err := r.prune(ctx, c, inventory); err != nil {
