@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -176,9 +177,9 @@ func TestWebServiceDayTwo(t *testing.T) {
 	})
 }
 
-// A batch job runs once per input change: a new Job (named by the plan's hash) runs to
-// completion on the simulated cluster for every change, and an unchanged Workload runs no
-// new one.
+// A batch job runs once per input change: a new Job (named by the hash of the run's inputs)
+// runs to completion on the simulated cluster for every change, an unchanged input runs no
+// new one, and the last three runs are kept as history.
 func TestBatchJobRunsPerInputChange(t *testing.T) {
 	ns := "e2e-batch"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -192,42 +193,54 @@ func TestBatchJobRunsPerInputChange(t *testing.T) {
 	if err := c.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	completed := func() (string, error) {
-		var jobs batchv1.JobList
-		if err := c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: "report"}); err != nil {
-			return "", err
-		}
-		if len(jobs.Items) != 1 {
-			return "", fmt.Errorf("%d jobs", len(jobs.Items))
-		}
-		j := jobs.Items[0]
-		for _, cond := range j.Status.Conditions {
-			if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
-				return j.Name, nil
+	// latest waits until the newest Job is complete and there are want Jobs, and names it.
+	latest := func(what string, want int) string {
+		t.Helper()
+		var name string
+		waitWorkload(t, key, what, func(*scorev1b1.Workload) error {
+			var jobs batchv1.JobList
+			if err := c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: "report"}); err != nil {
+				return err
 			}
-		}
-		return "", fmt.Errorf("job %s not complete: %+v", j.Name, j.Status)
+			var live []batchv1.Job
+			for _, j := range jobs.Items {
+				if j.DeletionTimestamp == nil {
+					live = append(live, j)
+				}
+			}
+			if len(live) != want {
+				return fmt.Errorf("%d jobs, want %d", len(live), want)
+			}
+			sort.Slice(live, func(i, j int) bool { return live[j].CreationTimestamp.Before(&live[i].CreationTimestamp) })
+			newest := live[0]
+			for _, cond := range newest.Status.Conditions {
+				if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
+					name = newest.Name
+					return nil
+				}
+			}
+			return fmt.Errorf("job %s not complete: %+v", newest.Name, newest.Status)
+		})
+		return name
 	}
-	var first string
-	waitWorkload(t, key, "the first run complete", func(*scorev1b1.Workload) (err error) {
-		first, err = completed()
-		return err
-	})
-
-	update(t, key, func(w *scorev1b1.Workload) { w.Spec.Containers["main"].Variables["RUN"] = "2" })
-	var second string
-	waitWorkload(t, key, "a second run complete", func(*scorev1b1.Workload) (err error) {
-		if second, err = completed(); err == nil && second == first {
-			err = fmt.Errorf("still the first job %s", first)
-		}
-		return err
-	})
+	first := latest("the first run complete", 1)
+	run := func(n string) {
+		update(t, key, func(w *scorev1b1.Workload) { w.Spec.Containers["main"].Variables["RUN"] = n })
+	}
+	run("2")
+	if second := latest("a second run complete, the first kept", 2); second == first {
+		t.Fatalf("still the first job %s", first)
+	}
+	run("3")
+	latest("a third run", 3)
+	run("4")
+	fourth := latest("a fourth run, the oldest collected", 3)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: first}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the first run is beyond the history: %v", err)
+	}
 
 	update(t, key, func(w *scorev1b1.Workload) { w.Labels = map[string]string{"team": "reports"} })
-	waitWorkload(t, key, "relabelled", func(w *scorev1b1.Workload) error {
-		if name, err := completed(); err != nil || name != second {
-			return fmt.Errorf("a label change must not run a new job: %s %v", name, err)
-		}
-		return nil
-	})
+	if name := latest("relabelled", 3); name != fourth {
+		t.Fatalf("a label change must not run a new job: %s", name)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -27,7 +28,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/applyguard"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/health"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 )
 
 // Names the runtime puts on what it applies.
@@ -37,6 +40,8 @@ const (
 	// AnnotationWorkloadUID marks every applied object with the Workload it belongs to; an
 	// object marked for another Workload is never taken over.
 	AnnotationWorkloadUID = "score.dev/workload-uid"
+	// AnnotationHistoryLimit on a run says how many runs to keep, itself included.
+	AnnotationHistoryLimit = "score.dev/history-limit"
 	// RuntimeClass is the runtime class this controller serves.
 	RuntimeClass = "kubernetes"
 	// ConditionApplied and ConditionHealthy are the plan's detailed conditions.
@@ -122,6 +127,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, fmt.Errorf("apply failed, retrying with backoff: %w", err)
 		}
 	}
+	history, err := r.keepRuns(ctx, p, live)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	applied = append(applied, history...)
 	if err := r.prune(ctx, p, applied); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -217,6 +227,45 @@ func describeOwner(uid string) string {
 		return "was not created by the runtime"
 	}
 	return "belongs to another workload"
+}
+
+// keepRuns keeps earlier runs as history. An applied object labelled score.dev/run-of is a
+// run (a batch Job named after its inputs): the earlier runs with the same label stay, up to
+// its score.dev/history-limit annotation (default 3, the current run included), and the
+// older ones are deleted. It returns the kept earlier runs, for the inventory.
+func (r *Reconciler) keepRuns(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []*unstructured.Unstructured) ([]scorev1b1.AppliedObject, error) {
+	var history []scorev1b1.AppliedObject
+	for _, run := range applied {
+		of := run.GetLabels()[runnable.LabelRunOf]
+		if of == "" {
+			continue
+		}
+		limit, _ := strconv.Atoi(run.GetAnnotations()[AnnotationHistoryLimit])
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(run.GroupVersionKind().GroupVersion().WithKind(run.GetKind() + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{runnable.LabelRunOf: of}); err != nil {
+			return nil, fmt.Errorf("listing earlier runs: %w", err)
+		}
+		runs := make([]*unstructured.Unstructured, 0, len(list.Items))
+		for i := range list.Items {
+			if list.Items[i].GetAnnotations()[AnnotationWorkloadUID] == p.Spec.WorkloadRef.UID {
+				runs = append(runs, &list.Items[i])
+			}
+		}
+		drop := map[string]bool{}
+		for _, old := range runnable.Collect(runs, run.GetName(), limit) {
+			if err := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("deleting the earlier run %s: %w", old.GetName(), err)
+			}
+			drop[old.GetName()] = true
+		}
+		for _, old := range runs {
+			if old.GetName() != run.GetName() && !drop[old.GetName()] {
+				history = append(history, scorev1b1.AppliedObject{APIVersion: old.GetAPIVersion(), Kind: old.GetKind(), Namespace: old.GetNamespace(), Name: old.GetName(), Health: health.Current, Message: "An earlier run, kept as history."})
+			}
+		}
+	}
+	return history, nil
 }
 
 // prune deletes what the previous render applied and this one did not, once this one
