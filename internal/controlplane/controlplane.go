@@ -58,7 +58,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		case Runtime:
 			cfg := opts.Orchestrator.Config
 			templates := &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: cfg.OCICacheDir, PlainHTTP: cfg.OCIPlainHTTP}}
-			err = (&plan.Reconciler{Client: mgr.GetClient(), Templates: templates, Config: store, Concurrency: opts.RuntimeConcurrency}).SetupWithManager(mgr)
+			err = (&plan.Reconciler{Client: mgr.GetClient(), Templates: templates, Config: store, Secrets: mgr.GetAPIReader(), Concurrency: opts.RuntimeConcurrency}).SetupWithManager(mgr)
 		default:
 			err = fmt.Errorf("unknown controller %q: use %v", c, All)
 		}

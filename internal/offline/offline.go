@@ -109,7 +109,7 @@ func Run(in Input) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("template %s: %w", built.Spec.Template.Ref, err)
 	}
-	res.Manifests, err = render.Render(render.Input{Workload: w.Name, Namespace: w.Namespace, Spec: built.Spec, Template: text})
+	res.Manifests, err = render.Render(render.Input{Workload: w.Name, Namespace: w.Namespace, Spec: built.Spec, Template: text, SecretValue: secretMarker})
 	// The runtime applies every object in the Workload's namespace.
 	for _, m := range res.Manifests {
 		if m.GetNamespace() == "" {
@@ -203,4 +203,10 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 		c.Manifests = append(c.Manifests, u)
 	}
 	return c, nil
+}
+
+// secretMarker stands in for a secret output's value offline, where it is unknown: files
+// composed with secret outputs show where the value goes.
+func secretMarker(ref scorev1b1.OutputRef) (string, error) {
+	return "<secret resources." + ref.ClaimKey + "." + ref.OutputKey + ">", nil
 }

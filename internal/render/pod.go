@@ -6,6 +6,7 @@ package render
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -26,9 +27,25 @@ type Pod struct {
 	// FilesConfigMap and FilesBinary hold file contents (text and base64), keyed by file key.
 	FilesConfigMap map[string]any
 	FilesBinary    map[string]any
+	// FilesSecret holds the contents (base64) of files composed with secret outputs.
+	FilesSecret map[string]any
+	// FilesName and SecretFilesName name the ConfigMap and the Secret that carry the files,
+	// after their content: a content change is a new name, so the pods roll.
+	FilesName, SecretFilesName string
 }
 
+// SecretValue reads a secret output's value. The runtime reads the claim's outputs Secret;
+// offline, values are unknown and a marker stands in.
+type SecretValue func(scorev1b1.OutputRef) (string, error)
+
+// Volume names of the files the runtime mounts.
+const (
+	filesVolume       = "score-files"
+	secretFilesVolume = "score-secret-files"
+)
+
 type projector struct {
+	secret SecretValue
 	spec   *scorev1b1.WorkloadPlanSpec
 	values map[string]any
 	name   string
@@ -36,10 +53,11 @@ type projector struct {
 	pod    Pod
 }
 
-// ProjectPod builds the pod of a plan for a Workload named name.
-func ProjectPod(name string, spec *scorev1b1.WorkloadPlanSpec) (Pod, error) {
-	p := &projector{spec: spec, name: name, claims: map[string]scorev1b1.PlanClaim{},
-		pod: Pod{FilesConfigMap: map[string]any{}, FilesBinary: map[string]any{}}}
+// ProjectPod builds the pod of a plan for a Workload named name. secret reads the secret
+// outputs that files are composed with.
+func ProjectPod(name string, spec *scorev1b1.WorkloadPlanSpec, secret SecretValue) (Pod, error) {
+	p := &projector{spec: spec, name: name, secret: secret, claims: map[string]scorev1b1.PlanClaim{},
+		pod: Pod{FilesConfigMap: map[string]any{}, FilesBinary: map[string]any{}, FilesSecret: map[string]any{}}}
 	if spec.Values != nil {
 		if err := json.Unmarshal(spec.Values.Raw, &p.values); err != nil {
 			return Pod{}, fmt.Errorf("plan values: %w", err)
@@ -68,7 +86,28 @@ func ProjectPod(name string, spec *scorev1b1.WorkloadPlanSpec) (Pod, error) {
 	if len(p.pod.Containers) == 0 {
 		return Pod{}, fmt.Errorf("every container runs before another; nothing is left to run")
 	}
+	p.nameFiles()
 	return p.pod, nil
+}
+
+// nameFiles names the files' ConfigMap and Secret after their content and points the
+// volumes at them.
+func (p *projector) nameFiles() {
+	p.pod.FilesName = FilesObjectName(p.name) + "-" + contentHash(p.pod.FilesConfigMap, p.pod.FilesBinary)
+	p.pod.SecretFilesName = SecretFilesObjectName(p.name) + "-" + contentHash(p.pod.FilesSecret)
+	for _, v := range p.pod.Volumes {
+		switch v["name"] {
+		case filesVolume:
+			asMap(v["configMap"])["name"] = p.pod.FilesName
+		case secretFilesVolume:
+			asMap(v["secret"])["secretName"] = p.pod.SecretFilesName
+		}
+	}
+}
+
+func contentHash(maps ...map[string]any) string {
+	b, _ := json.Marshal(maps)
+	return shortHash(string(b))
 }
 
 // initContainers finds containers that others name in before, and how they must be ready:
@@ -275,16 +314,25 @@ func (p *projector) outputValue(ref scorev1b1.OutputRef) (any, bool) {
 }
 
 // file mounts one file by itself (subPath), so the image's directory stays visible.
+//
+// A file composed with secret outputs goes into a Secret of the runtime's own (its content
+// can be composed only where the values are); the others into a ConfigMap.
 func (p *projector) file(container string, f scorev1b1.FileProjection) (map[string]any, error) {
 	key := FileKey(container, f.Target)
-	volume := "score-files"
+	volume := filesVolume
 	switch {
 	case f.BinaryContent != nil:
 		p.pod.FilesBinary[key] = *f.BinaryContent
 	case f.Secret:
-		// Its secret parts live only in the claim's Secret; composing them needs a Secret of
-		// the runtime's own, which is not built yet.
-		return nil, fmt.Errorf("a file whose content uses secret outputs is not supported yet")
+		if p.secret == nil {
+			return nil, fmt.Errorf("file %s uses secret outputs, and no secret values are available here", f.Target)
+		}
+		content, err := p.fileText(f)
+		if err != nil {
+			return nil, err
+		}
+		p.pod.FilesSecret[key] = base64.StdEncoding.EncodeToString([]byte(content))
+		volume = secretFilesVolume
 	default:
 		content, err := p.fileText(f)
 		if err != nil {
@@ -302,6 +350,12 @@ func (p *projector) fileText(f scorev1b1.FileProjection) (string, error) {
 		switch {
 		case part.Literal != nil:
 			b.WriteString(*part.Literal)
+		case part.From != nil && p.isSecret(*part.From):
+			s, err := p.secret(*part.From)
+			if err != nil {
+				return "", fmt.Errorf("file %s: %w", f.Target, err)
+			}
+			b.WriteString(s)
 		case part.From != nil:
 			s, err := p.plainOutput(*part.From)
 			if err != nil {
@@ -320,8 +374,12 @@ func (p *projector) addFilesVolume(volume, key string, mode *string) {
 			vol = v
 		}
 	}
+	source := "configMap"
+	if volume == secretFilesVolume {
+		source = "secret"
+	}
 	if vol == nil {
-		vol = map[string]any{"name": volume, "configMap": map[string]any{"name": FilesObjectName(p.name)}}
+		vol = map[string]any{"name": volume, source: map[string]any{}} // named by nameFiles
 		p.pod.Volumes = append(p.pod.Volumes, vol)
 	}
 	item := map[string]any{"key": key, "path": key}
@@ -330,8 +388,8 @@ func (p *projector) addFilesVolume(volume, key string, mode *string) {
 			item["mode"] = m
 		}
 	}
-	cm := vol["configMap"].(map[string]any)
-	cm["items"] = append(asList(cm["items"]), item)
+	src := vol[source].(map[string]any)
+	src["items"] = append(asList(src["items"]), item)
 }
 
 // volume mounts a claim output's volume source (score-k8s's "source" output) or a named
@@ -380,8 +438,12 @@ func FileKey(container, target string) string {
 
 var nonKeyChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// FilesObjectName names the ConfigMap that carries a Workload's files.
+// FilesObjectName is the prefix of the ConfigMap that carries a Workload's files.
 func FilesObjectName(workload string) string { return workload + "-files" }
+
+// SecretFilesObjectName is the prefix of the Secret that carries a Workload's files composed
+// with secret outputs.
+func SecretFilesObjectName(workload string) string { return workload + "-secret-files" }
 
 func shortHash(s string) string {
 	sum := sha256.Sum256([]byte(s))

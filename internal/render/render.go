@@ -24,6 +24,8 @@ type Input struct {
 	Spec                *scorev1b1.WorkloadPlanSpec
 	// Template is a manifests template: Go text/template producing YAML documents.
 	Template string
+	// SecretValue reads the secret outputs files are composed with.
+	SecretValue SecretValue
 }
 
 // Funcs is the manifests templates' function set. It is fixed and pure: nothing in it reads
@@ -75,7 +77,7 @@ func inputHash(pod, values map[string]any, tmpl scorev1b1.TemplateRef) string {
 
 // Render renders the template over the plan and returns the objects in apply order.
 func Render(in Input) ([]*unstructured.Unstructured, error) {
-	pod, err := ProjectPod(in.Workload, in.Spec)
+	pod, err := ProjectPod(in.Workload, in.Spec, in.SecretValue)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +116,17 @@ func Render(in Input) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(pod.FilesSecret) > 0 {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+			"metadata": map[string]any{"name": pod.SecretFilesName, "labels": labels},
+			"data":     pod.FilesSecret,
+		}})
+	}
 	if len(pod.FilesConfigMap)+len(pod.FilesBinary) > 0 {
 		cm := map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": FilesObjectName(in.Workload), "labels": labels},
+			"metadata": map[string]any{"name": pod.FilesName, "labels": labels},
 		}
 		if len(pod.FilesConfigMap) > 0 {
 			cm["data"] = pod.FilesConfigMap

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -299,7 +301,7 @@ func TestRenderStateful(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
 	}
-	if got := strings.Join(kinds, ","); got != "ConfigMap/db-files,StatefulSet/db,Service/db-pods,Service/db" {
+	if got := strings.Join(kinds, ","); got != "ConfigMap/db-files-1801910e,StatefulSet/db,Service/db-pods,Service/db" {
 		t.Fatalf("objects %s", got)
 	}
 	sts := byKind(objs, "StatefulSet")
@@ -316,5 +318,70 @@ func TestRenderStateful(t *testing.T) {
 				t.Errorf("the pods' Service is headless: %q", ip)
 			}
 		}
+	}
+}
+
+// A file composed with a secret output is mounted from a Secret of the runtime's own, with
+// the value the runtime read; the text files stay in the ConfigMap. Both are named after
+// their content, so a content change rolls the pods.
+func TestRenderFilesWithSecrets(t *testing.T) {
+	secretFile := scorev1b1.FileProjection{Target: "/etc/app/db.env", Mode: lit("0400"), Secret: true, Parts: []scorev1b1.ValuePart{
+		{Literal: lit("PASSWORD=")}, {From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "password"}},
+		{Literal: lit("\nHOST=")}, {From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "host"}}}}
+	c := mainContainer()
+	c.Files = append(c.Files, secretFile)
+	read := func(ref scorev1b1.OutputRef) (string, error) {
+		if ref.ClaimKey != "db" || ref.OutputKey != "password" {
+			t.Fatalf("asked for %+v", ref)
+		}
+		return "s3cr3t", nil
+	}
+	render := func(password string, text string) []*unstructured.Unstructured {
+		t.Helper()
+		cc := c
+		cc.Files = append([]scorev1b1.FileProjection{{Target: "/etc/app/app.conf", Parts: []scorev1b1.ValuePart{{Literal: lit(text)}}}}, secretFile)
+		objs, err := Render(Input{Workload: "web", Namespace: "ns", Spec: plan(values, cc), Template: templateFile(t, "web-service.yaml"),
+			SecretValue: func(ref scorev1b1.OutputRef) (string, error) { _, _ = read(ref); return password, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+	objs := render("s3cr3t", "a=1")
+	sec := byKind(objs, "Secret")
+	if sec == nil || !strings.HasPrefix(sec.GetName(), "web-secret-files-") {
+		t.Fatalf("no files Secret: %v", sec)
+	}
+	data, _, _ := unstructured.NestedStringMap(sec.Object, "data")
+	key := FileKey("main", "/etc/app/db.env")
+	if got, _ := base64.StdEncoding.DecodeString(data[key]); string(got) != "PASSWORD=s3cr3t\nHOST=db.ns" {
+		t.Fatalf("content %q", got)
+	}
+	cm := byKind(objs, "ConfigMap")
+	if cmData, _, _ := unstructured.NestedStringMap(cm.Object, "data"); strings.Contains(fmt.Sprint(cmData), "s3cr3t") || len(cmData) != 1 {
+		t.Fatalf("the ConfigMap holds the text files only: %v", cmData)
+	}
+	dep := byKind(objs, "Deployment")
+	vols, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+	var secretVol map[string]any
+	for _, v := range vols {
+		if v.(map[string]any)["name"] == "score-secret-files" {
+			secretVol = v.(map[string]any)["secret"].(map[string]any)
+		}
+	}
+	if secretVol == nil || secretVol["secretName"] != sec.GetName() {
+		t.Fatalf("the secret volume: %v", vols)
+	}
+	if strings.Contains(fmt.Sprint(dep.Object), "s3cr3t") {
+		t.Fatal("the secret value reached the Deployment")
+	}
+
+	rotated := byKind(render("n3w", "a=1"), "Secret")
+	edited := byKind(render("s3cr3t", "a=2"), "ConfigMap")
+	if rotated.GetName() == sec.GetName() || edited.GetName() == cm.GetName() {
+		t.Fatalf("a content change is a new name: %s %s, %s %s", sec.GetName(), rotated.GetName(), cm.GetName(), edited.GetName())
+	}
+	if _, err := Render(Input{Workload: "web", Namespace: "ns", Spec: plan(values, c), Template: templateFile(t, "web-service.yaml")}); err == nil || !strings.Contains(err.Error(), "no secret values are available") {
+		t.Fatalf("without secret values: %v", err)
 	}
 }

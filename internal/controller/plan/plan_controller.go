@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -58,7 +59,7 @@ var errConflict = errors.New("belongs to another workload")
 // +kubebuilder:rbac:groups=score.dev,resources=workloadplans;workloadexposures,verbs=get;list;watch
 // +kubebuilder:rbac:groups=score.dev,resources=workloadplans/status;workloadexposures/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=score.dev,resources=workloadplans/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps;services;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
@@ -74,6 +75,9 @@ type Reconciler struct {
 	Templates *Templates
 	// Config supplies the health rules; kstatus judges alone until a config is loaded.
 	Config *configsource.Store
+	// Secrets reads the claims' outputs Secrets for files composed with secret outputs,
+	// without caching them (default: Client).
+	Secrets client.Reader
 	// Concurrency is the number of plans reconciled at once.
 	Concurrency int
 
@@ -105,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("The template %s cannot be used: %v", p.Spec.Template.Ref, err))
 		return ctrl.Result{}, fmt.Errorf("template: %w", err)
 	}
-	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: text})
+	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: text, SecretValue: r.secretValue(ctx, p)})
 	if err != nil {
 		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Rendering failed: %v", err))
 		return ctrl.Result{}, nil // the plan or the template must change; their watches bring it back
@@ -148,6 +152,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setCondition(p, ConditionHealthy, metav1.ConditionFalse, "InProgress", "Waiting for "+strings.Join(pending, ", ")+".")
 	}
 	return ctrl.Result{}, r.publishExposure(ctx, p, live, len(pending) == 0)
+}
+
+// secretValue reads a secret output from the outputs Secret of the plan's claim.
+func (r *Reconciler) secretValue(ctx context.Context, p *scorev1b1.WorkloadPlan) render.SecretValue {
+	reader := r.Secrets
+	if reader == nil {
+		reader = r.Client
+	}
+	return func(ref scorev1b1.OutputRef) (string, error) {
+		for _, c := range p.Spec.Claims {
+			if c.Key != ref.ClaimKey {
+				continue
+			}
+			s := &corev1.Secret{}
+			if err := reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: c.SecretName}, s); err != nil {
+				return "", fmt.Errorf("reading the outputs of %s: %w", ref.ClaimKey, err)
+			}
+			v, ok := s.Data[ref.OutputKey]
+			if !ok {
+				return "", fmt.Errorf("the outputs of %s have no %s", ref.ClaimKey, ref.OutputKey)
+			}
+			return string(v), nil
+		}
+		return "", fmt.Errorf("no claim %s in the plan", ref.ClaimKey)
+	}
 }
 
 func (r *Reconciler) fail(p *scorev1b1.WorkloadPlan, reason scorev1b1.Reason, message string) {
