@@ -70,7 +70,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(state)
-	clusterEnv := append(os.Environ(), "SCORE_CLUSTER_NAME=score-e2e-"+fmt.Sprint(os.Getpid()), "SCORE_DEV_DIR="+state, "SCORE_CLUSTER_VOLUMES=16")
+	clusterEnv := append(os.Environ(), "SCORE_CLUSTER_NAME=score-e2e-"+fmt.Sprint(os.Getpid()), "SCORE_DEV_DIR="+state, "SCORE_CLUSTER_VOLUMES=32")
 	cluster := func(verb string) error {
 		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), verb)
 		cmd.Env, cmd.Stdout, cmd.Stderr = clusterEnv, os.Stderr, os.Stderr
@@ -191,10 +191,12 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// install does what make dev does: the kinds, the config (sample profiles and the
-// development catalog) and the default templates.
+// install does what make dev does: the kinds and the third-party kinds the catalog uses
+// (config/crd/thirdparty: Gateway API), the config (sample profiles and the development
+// catalog) and the default templates.
 func install(root string) error {
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
+	crds := []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "config", "crd", "thirdparty")}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}); err != nil {
 		return err
 	}
 	base, err := os.ReadFile(filepath.Join(root, "config", "samples", "orchestrator-config.yaml"))
