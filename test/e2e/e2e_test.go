@@ -68,7 +68,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(state)
-	clusterEnv := append(os.Environ(), "SCORE_CLUSTER_NAME=score-e2e-"+fmt.Sprint(os.Getpid()), "SCORE_DEV_DIR="+state, "SCORE_CLUSTER_VOLUMES=16")
+	clusterEnv := append(os.Environ(), "SCORE_CLUSTER_NAME=score-e2e-"+fmt.Sprint(os.Getpid()), "SCORE_DEV_DIR="+state, "SCORE_CLUSTER_VOLUMES=32")
 	cluster := func(verb string) error {
 		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), verb)
 		cmd.Env, cmd.Stdout, cmd.Stderr = clusterEnv, os.Stderr, os.Stderr

@@ -34,12 +34,7 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 			}
 			u.SetNamespace(c.Namespace)
 		}
-		labels := u.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[provisioner.LabelInstance] = id.Hash()
-		u.SetLabels(labels)
+		setLabel(u, provisioner.LabelInstance, id.Hash())
 		objs = append(objs, u)
 	}
 	sort.SliceStable(objs, func(i, j int) bool { return render.Stage(objs[i]) < render.Stage(objs[j]) })
@@ -49,7 +44,14 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 	for _, u := range objs {
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(u.GroupVersionKind())
-		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), live); {
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), live)
+		if owner := live.GetLabels()[provisioner.LabelInstance]; err == nil && owner != "" {
+			// An object several instances produce (a broker every topic of the namespace
+			// uses) keeps the label of the instance that created it; relabelling it on every
+			// run would rewrite it back and forth. Its other users find it by their inventory.
+			setLabel(u, provisioner.LabelInstance, owner)
+		}
+		switch {
 		case err == nil && applyguard.Unchanged(u, live):
 			u = live // nothing to write: a no-op apply is still a write
 		case err != nil && !apierrors.IsNotFound(err):
@@ -67,6 +69,15 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 	return inventory, applied, nil
 }
 
+func setLabel(u *unstructured.Unstructured, key, value string) {
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[key] = value
+	u.SetLabels(labels)
+}
+
 func objectKey(apiVersion, kind, namespace, name string) string {
 	return apiVersion + "/" + kind + "/" + namespace + "/" + name
 }
@@ -76,6 +87,12 @@ func objectKey(apiVersion, kind, namespace, name string) string {
 func (r *Reconciler) prune(ctx context.Context, c *scorev1b1.ResourceClaim, keep map[string]bool) error {
 	for _, o := range c.Status.Resources {
 		if keep[objectKey(o.APIVersion, o.Kind, o.Namespace, o.Name)] {
+			continue
+		}
+		if used, err := r.usedByOthers(ctx, c, o); err != nil || used {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("Pruning an object the provisioner no longer produces", "kind", o.Kind, "name", o.Name)
@@ -110,4 +127,19 @@ func (r *Reconciler) exists(ctx context.Context, o scorev1b1.AppliedObject) (boo
 	default:
 		return false, err
 	}
+}
+
+// usedByOthers reports whether another live claim lists o in its inventory: an object several
+// instances produce stays until the last of them lets it go.
+func (r *Reconciler) usedByOthers(ctx context.Context, c *scorev1b1.ResourceClaim, o scorev1b1.AppliedObject) (bool, error) {
+	var list scorev1b1.ResourceClaimList
+	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{indexResource: objectKey(o.APIVersion, o.Kind, o.Namespace, o.Name)}); err != nil {
+		return false, err
+	}
+	for _, other := range list.Items {
+		if other.UID != c.UID && other.DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
 }

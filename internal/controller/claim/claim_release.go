@@ -34,6 +34,13 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 		if others == 0 {
 			var remaining []string
 			for _, o := range c.Status.Resources {
+				used, err := r.usedByOthers(ctx, c, o)
+				if err != nil {
+					return ctrl.Result{}, err
+				}
+				if used {
+					continue
+				}
 				there, err := r.exists(ctx, o)
 				if err != nil {
 					return ctrl.Result{}, err

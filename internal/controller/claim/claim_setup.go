@@ -21,6 +21,9 @@ import (
 // indexInstance indexes claims by the identity hash of the instance they claim.
 const indexInstance = "score.dev/instance"
 
+// indexResource indexes claims by the objects of their inventory (objectKey).
+const indexResource = "score.dev/resource"
+
 // SetupWithManager watches claims, the Secrets they own, the config store (a new config
 // requeues every claim), and, as they are first applied, each kind of provisioned object, so
 // that health changes and deletions bring their claims back. Nothing is polled.
@@ -28,6 +31,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstance, func(o client.Object) []string {
 		c := o.(*scorev1b1.ResourceClaim)
 		return []string{provisioner.NewIdentity(c.Namespace, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID).Hash()}
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexResource, func(o client.Object) []string {
+		c := o.(*scorev1b1.ResourceClaim)
+		keys := make([]string, 0, len(c.Status.Resources))
+		for _, r := range c.Status.Resources {
+			keys = append(keys, objectKey(r.APIVersion, r.Kind, r.Namespace, r.Name))
+		}
+		return keys
 	}); err != nil {
 		return err
 	}
@@ -52,19 +65,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// claimsOfObject maps a provisioned object to the claims of its instance.
+// claimsOfObject maps a provisioned object to the claims of the instance it is labelled with
+// and to every claim that lists it: an object several instances produce carries the label of
+// one of them only.
 func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reconcile.Request {
 	hash := o.GetLabels()[provisioner.LabelInstance]
 	if hash == "" {
 		return nil
 	}
-	var list scorev1b1.ResourceClaimList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexInstance: hash}); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, c := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	gvk := o.GetObjectKind().GroupVersionKind()
+	byLabel := r.listClaims(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexInstance: hash})
+	byInventory := r.listClaims(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexResource: objectKey(gvk.GroupVersion().String(), gvk.Kind, o.GetNamespace(), o.GetName())})
+	seen := map[reconcile.Request]bool{}
+	out := make([]reconcile.Request, 0, len(byLabel)+len(byInventory))
+	for _, req := range append(byLabel, byInventory...) {
+		if !seen[req] {
+			seen[req] = true
+			out = append(out, req)
+		}
 	}
 	return out
 }

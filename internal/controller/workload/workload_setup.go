@@ -3,6 +3,8 @@ package workload
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,7 +19,7 @@ import (
 )
 
 // SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
-// the claims, plans and exposures they own, and the config store: a new valid config
+// the claims, plans and exposures they own, the deletion of retained claims, and the config store: a new valid config
 // requeues every Workload. Nothing is polled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	deletionStarted := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
@@ -32,11 +34,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("workload").
 		For(&scorev1b1.Workload{}, builder.WithPredicates(workloadChanged)).
 		Owns(&scorev1b1.ResourceClaim{}).
+		// A retained claim belongs to no Workload; when a Workload of the same name releases
+		// it, its deletion (delayed by the provisioner's finalizer) must bring that Workload
+		// back to create the fresh claim.
+		Watches(&scorev1b1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(unownedClaimWorkload), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
 		Owns(&scorev1b1.WorkloadPlan{}).
 		Owns(&scorev1b1.WorkloadExposure{}).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// unownedClaimWorkload maps a claim no Workload controls to the Workload its spec names.
+func unownedClaimWorkload(_ context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*scorev1b1.ResourceClaim)
+	if !ok || metav1.GetControllerOf(c) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.WorkloadRef.Name}}}
 }
 
 // allWorkloads lists every Workload: a config change can affect any of them.

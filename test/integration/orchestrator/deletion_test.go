@@ -127,3 +127,54 @@ func refreshed(t *testing.T, c *scorev1b1.ResourceClaim) *scorev1b1.ResourceClai
 	}
 	return out
 }
+
+// Regression: the retained claim a re-created Workload releases is owned by no Workload, so
+// its deletion, which the provisioner's finalizer delays, never brought the new Workload
+// back, and the fresh claim was not created until something else requeued it.
+func TestRecreateAfterRetainWaitsForTheRelease(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := namespace(t)
+	create(t, workload(ns, "shop", withResource("db", "postgres"))) // Retain by the provisioner's default
+	old := get(t, ns, "shop")
+	claim := claimOf(t, old, "db", "postgres")
+	// Stands in for the provisioner, whose finalizer holds a claim until it is released.
+	patch := client.MergeFrom(claim.DeepCopy())
+	claim.Finalizers = append(claim.Finalizers, "test.score.dev/release")
+	if err := env.Client.Patch(ctx, claim, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "workload gone", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &scorev1b1.Workload{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+	create(t, workload(ns, "shop", withResource("db", "postgres")))
+	fresh := get(t, ns, "shop")
+	eventually(t, "the retained claim released", func() error {
+		if c := refreshed(t, claim); c.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("not released yet")
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // the Workload's passes while the release is pending are over
+	released := refreshed(t, claim)
+	patch = client.MergeFrom(released.DeepCopy())
+	released.Finalizers = nil
+	if err := env.Client.Patch(ctx, released, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a claim for the new Workload", func() error {
+		c := &scorev1b1.ResourceClaim{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(claim), c); err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(c, fresh) {
+			return fmt.Errorf("claim still tied to %s", c.Spec.WorkloadRef.UID)
+		}
+		return nil
+	})
+}

@@ -79,6 +79,18 @@ provisioners:
     type: port-of
     outputs: |
       port: {{ (index .WorkloadServices .Params.workload).Ports.http.Port }}
+  - uri: template://test/topic
+    type: topic
+    shared: |
+      broker: broker
+    manifests: |
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: {{ .Shared.broker }}}
+        data: {role: "one per namespace, used by every topic"}
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: topic-{{ substr 0 8 .Guid }}}
   - uri: template://test/missing
     type: missing-output
     outputs: |
@@ -346,7 +358,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, invalid-object, kv, missing-output, port-of, shell."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, invalid-object, kv, missing-output, port-of, shell, topic."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"shell", "PermissionDenied", "command provisioners are disabled"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
@@ -402,5 +414,64 @@ func TestWorkloadServicesChangesReachClaims(t *testing.T) {
 			return fmt.Errorf("outputs %s", c.Status.Outputs.Raw)
 		}
 		return nil
+	})
+}
+
+// Two instances whose definitions both produce one namespace-wide object (score-k8s's kafka
+// broker and MinIO server are such objects): deleting one instance must leave the object to
+// the other, not delete it from under it, and the two must not keep relabelling it.
+func TestObjectSharedByInstancesOfANamespace(t *testing.T) {
+	ns := namespace(t)
+	a := newClaim(ns, "a-events", "a", "events", "topic", "", scorev1b1.DeprovisionDelete)
+	b := newClaim(ns, "b-events", "b", "events", "topic", "", scorev1b1.DeprovisionDelete)
+	for _, c := range []*scorev1b1.ResourceClaim{a, b} {
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b = waitPhase(t, a, scorev1b1.ClaimPhaseBound), waitPhase(t, b, scorev1b1.ClaimPhaseBound)
+	broker := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "broker"}, broker); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("reconciling either instance again leaves the object as it is", func(t *testing.T) {
+		for _, c := range []*scorev1b1.ResourceClaim{a, b} {
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Annotations = map[string]string{"test/nudge": "1"}
+			if err := env.Client.Patch(ctx, c, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+		again := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(broker), again); err != nil {
+			t.Fatal(err)
+		}
+		if again.ResourceVersion != broker.ResourceVersion {
+			t.Fatalf("the shared object was rewritten: instance label %s, was %s", again.Labels[provisioner.LabelInstance], broker.Labels[provisioner.LabelInstance])
+		}
+	})
+
+	t.Run("deleting one instance leaves the object to the other", func(t *testing.T) {
+		topicA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Status.Resources[1].Name}}
+		if err := env.Client.Delete(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, a)
+		gone(t, topicA)
+		again := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(broker), again); err != nil || again.UID != broker.UID {
+			t.Fatalf("the object another instance uses was deleted: %v", err)
+		}
+		waitPhase(t, b, scorev1b1.ClaimPhaseBound)
+	})
+
+	t.Run("deleting the last instance deletes the object", func(t *testing.T) {
+		if err := env.Client.Delete(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, b)
+		gone(t, broker)
 	})
 }
