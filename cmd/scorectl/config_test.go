@@ -38,3 +38,44 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("unexpected report %+v", reports)
 	}
 }
+
+// What a platform's CI adds: template refs resolved and checked against their digests, and
+// sample Workloads that every profile must serve.
+func TestConfigValidateChecks(t *testing.T) {
+	sample := "../../config/samples/orchestrator-config.yaml"
+	out, _, err := execute(t, "config", "validate", sample, "--templates", "../../config/templates", "--workloads", "../../examples")
+	if err != nil || !strings.Contains(out, "orchestrator-config.yaml: valid") {
+		t.Fatalf("the sample, its templates and the examples agree: %v\n%s", err, out)
+	}
+
+	tampered := t.TempDir()
+	for _, f := range []string{"web-service.yaml", "batch-job.yaml", "stateful.yaml"} {
+		raw, err := os.ReadFile(filepath.Join("../../config/templates", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "web-service.yaml" {
+			raw = append(raw, "# changed\n"...)
+		}
+		if err := os.WriteFile(filepath.Join(tampered, f), raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err = execute(t, "config", "validate", sample, "--templates", tampered)
+	if err == nil || !strings.Contains(out, "orchestrator-config.yaml:15: profiles[0].backends[0].template.ref: does not resolve:") || !strings.Contains(out, "the config pins sha256:") {
+		t.Fatalf("a template that does not match its digest: %v\n%s", err, out)
+	}
+
+	only := t.TempDir()
+	raw, err := os.ReadFile("../../examples/hello/score.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(only, "hello.yaml"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = execute(t, "config", "validate", sample, "--workloads", only)
+	if err == nil || !strings.Contains(out, "profiles[1]: no sample workload selects a backend of profile batch-job") || !strings.Contains(out, "no sample workload selects a backend of profile stateful-service") {
+		t.Fatalf("profiles no sample reaches: %v\n%s", err, out)
+	}
+}

@@ -7,38 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
-
-// devConfig writes the config make dev loads: the sample profiles and the development catalog.
-func devConfig(t *testing.T) string {
-	t.Helper()
-	base, err := os.ReadFile("../../config/samples/orchestrator-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("../../config/provisioners/*.yaml")
-	var provs [][]byte
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		provs = append(provs, raw)
-	}
-	out, err := orchconfig.AppendProvisioners(base, provs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func TestRenderGolden(t *testing.T) {
 	cfg := devConfig(t)

@@ -148,6 +148,15 @@ func goTypeNoun(t string) string {
 	}
 }
 
+// LineOf is the line of a field path in a document, 0 when the document does not parse.
+func LineOf(data []byte, path string) int {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil || root.Kind == 0 {
+		return 0
+	}
+	return lineOf(&root, path)
+}
+
 // lineOf finds the line of a field path such as profiles[0].backends[1].version in the
 // document, falling back to the nearest ancestor that exists.
 func lineOf(root *yaml.Node, path string) int {

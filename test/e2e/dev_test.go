@@ -29,14 +29,14 @@ func TestDevUpDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dev up: %v\n%s", err, out)
 	}
-	for _, want := range []string{"4/4 Ready", "hello: http://hello.score-demo.svc.cluster.local:80", "orders: http://orders.score-demo.svc.cluster.local:80", "nightly-report: (no service)", "storefront: http://storefront.score-demo.svc.cluster.local:80", "scorectl dev down --dir " + dir} {
+	for _, want := range []string{"5/5 Ready", "hello: http://hello.score-demo.svc.cluster.local:80", "orders: http://orders.score-demo.svc.cluster.local:80", "nightly-report: (no service)", "storefront: http://storefront.score-demo.svc.cluster.local:80", "ledger: http://ledger.score-demo.svc.cluster.local:80", "scorectl dev down --dir " + dir} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("dev up does not print %q:\n%s", want, out)
 		}
 	}
 	first := controllersPid(t, dir)
 
-	if out, err = dev(up...); err != nil || !strings.Contains(out, "is already up") || !strings.Contains(out, "4/4 Ready") {
+	if out, err = dev(up...); err != nil || !strings.Contains(out, "is already up") || !strings.Contains(out, "5/5 Ready") {
 		t.Fatalf("dev up again: %v\n%s", err, out)
 	}
 	second := controllersPid(t, dir)

@@ -45,6 +45,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -342,8 +343,10 @@ func TestExamplesBecomeReady(t *testing.T) {
 	})
 
 	t.Run("deleting a Workload deprovisions its Delete dependencies", func(t *testing.T) {
+		// The provisioned StatefulSets (the ledger example runs as one too, a Workload's own).
 		var sets appsv1.StatefulSetList
-		if err := c.List(ctx, &sets, client.InNamespace(ns)); err != nil || len(sets.Items) != 2 {
+		provisioned := client.HasLabels{provisioner.LabelInstance}
+		if err := c.List(ctx, &sets, client.InNamespace(ns), provisioned); err != nil || len(sets.Items) != 2 {
 			t.Fatalf("postgres and redis: %v %d", err, len(sets.Items))
 		}
 		if err := c.Delete(ctx, &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"}}); err != nil {
@@ -353,7 +356,7 @@ func TestExamplesBecomeReady(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, &scorev1b1.Workload{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("workload: %v", err)
 			}
-			if err := c.List(ctx, &sets, client.InNamespace(ns)); err != nil || len(sets.Items) != 0 {
+			if err := c.List(ctx, &sets, client.InNamespace(ns), provisioned); err != nil || len(sets.Items) != 0 {
 				return fmt.Errorf("statefulsets left: %d %v", len(sets.Items), err)
 			}
 			var deps appsv1.DeploymentList

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configdiff"
+	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
+	"github.com/score-orchestrator/score-orchestrator/internal/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+)
+
+// errRisky is a diff with a risky change, under --fail-on-risky.
+var errRisky = errors.New("the change is risky")
+
+func newConfigDiffCommand() *cobra.Command {
+	var (
+		flags                             clusterFlags
+		workloadsDir, templates, oldTempl string
+		output                            string
+		fromCluster, failOnRisky          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "diff OLD NEW (--workloads DIR | --cluster)",
+		Short: "Show what changing the Orchestrator Config would do to each Workload",
+		Long: `Run the offline pipeline (as scorectl render does) for each Workload with the old and with the
+new config, and show per Workload what would change: the profile and backend, the claims (a
+claim replaced is a new instance with new data and credentials; a claim released, or another
+provisioner for it, is flagged risky too), and the objects that would be created, changed or
+pruned. Nothing is written to a cluster.
+
+Workloads come from the Score files under --workloads DIR, or from the cluster with
+--cluster (read only). configmap:// templates are read from --templates DIR (and
+--old-templates DIR for the old config, when its templates differ) and verified against
+their digests. With --fail-on-risky the exit code is 1 when any change is risky, for CI.`,
+		Example: `  scorectl config diff main/orchestrator-config.yaml pr/orchestrator-config.yaml \
+    --workloads examples --templates pr/templates --old-templates main/templates
+  scorectl config diff old.yaml new.yaml --cluster --templates config/templates -o json`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (workloadsDir == "") == !fromCluster {
+				return errors.New("give exactly one of --workloads DIR and --cluster")
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o must be text or json, not %q", output)
+			}
+			if oldTempl == "" {
+				oldTempl = templates
+			}
+			before, err := readConfig(args[0])
+			if err != nil {
+				return err
+			}
+			after, err := readConfig(args[1])
+			if err != nil {
+				return err
+			}
+			var workloads []*scorev1b1.Workload
+			if fromCluster {
+				workloads, err = clusterWorkloads(cmd.Context(), &flags)
+			} else {
+				workloads, err = dirWorkloads(workloadsDir, flags.namespace)
+			}
+			if err != nil {
+				return err
+			}
+			fetcher := &ocifetch.Fetcher{}
+			run := func(w *scorev1b1.Workload, cfg *orchconfig.Config, dir string) configdiff.Side {
+				res, err := offline.Run(offline.Input{Workload: w, Config: cfg, Template: func(ref scorev1b1.TemplateRef) (string, error) {
+					return readTemplate(cmd.Context(), ref, dir, fetcher)
+				}})
+				return configdiff.Side{Result: res, Err: err}
+			}
+			diffs := make([]configdiff.Workload, 0, len(workloads))
+			for _, w := range workloads {
+				diffs = append(diffs, configdiff.Compare(w.Namespace+"/"+w.Name, run(w, before, oldTempl), run(w, after, templates)))
+			}
+			if err := printDiffs(cmd.OutOrStdout(), diffs, output); err != nil {
+				return err
+			}
+			for _, d := range diffs {
+				if failOnRisky && d.Risky() {
+					return errRisky
+				}
+			}
+			return nil
+		},
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVar(&workloadsDir, "workloads", "", "directory of Score files (searched recursively)")
+	cmd.Flags().BoolVar(&fromCluster, "cluster", false, "read the Workloads from the cluster (read only)")
+	cmd.Flags().StringVar(&templates, "templates", "", "directory of configmap:// templates for the new config")
+	cmd.Flags().StringVar(&oldTempl, "old-templates", "", "directory of configmap:// templates for the old config (default: --templates)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().BoolVar(&failOnRisky, "fail-on-risky", false, "exit 1 when a change is risky")
+	return cmd
+}
+
+func readConfig(path string) (*orchconfig.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := orchconfig.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// dirWorkloads converts every Score file under dir (*.yaml, *.yml), in path order.
+func dirWorkloads(dir, namespace string) ([]*scorev1b1.Workload, error) {
+	if namespace == "" {
+		namespace = "default"
+	}
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []*scorev1b1.Workload
+	for _, f := range files {
+		results, err := scorefile.ReadFile(f, namespace)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, r := range results {
+			r.Workload.Generation = 1
+			out = append(out, r.Workload)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no Score file under %s", dir)
+	}
+	return out, nil
+}
+
+// clusterWorkloads lists the Workloads of the namespace given with -n, or of every namespace.
+func clusterWorkloads(ctx context.Context, flags *clusterFlags) ([]*scorev1b1.Workload, error) {
+	explicit := flags.namespace
+	c, _, err := flags.connect()
+	if err != nil {
+		return nil, err
+	}
+	var list scorev1b1.WorkloadList
+	var opts []client.ListOption
+	if explicit != "" {
+		opts = append(opts, client.InNamespace(explicit))
+	}
+	if err := c.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]*scorev1b1.Workload, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func printDiffs(w io.Writer, diffs []configdiff.Workload, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(diffs)
+	}
+	risky, changed := 0, 0
+	for _, d := range diffs {
+		if d.Empty() {
+			fmt.Fprintf(w, "%s: no change\n", d.Name)
+			continue
+		}
+		changed++
+		mark := ""
+		if d.Risky() {
+			risky++
+			mark = " (RISKY)"
+		}
+		fmt.Fprintf(w, "%s%s:\n", d.Name, mark)
+		for _, c := range d.Changes {
+			flag := "  "
+			if c.Risky {
+				flag = "! "
+			}
+			fmt.Fprintf(w, "  %s%s\n", flag, c.What)
+		}
+		for _, o := range d.Objects {
+			fmt.Fprintf(w, "    %-8s %s\n", o.Action, o.Object)
+		}
+	}
+	fmt.Fprintf(w, "%d workloads, %d would change, %d risky\n", len(diffs), changed, risky)
+	return nil
+}

@@ -1,0 +1,164 @@
+// Package configdiff compares what two Orchestrator Configs would do with one Workload: the
+// profile and backend each selects, the claims each makes (a claim replaced is a new
+// instance: its data and credentials are not the old ones), and the objects each renders
+// (created, changed, pruned). It is pure: the caller runs the offline pipeline with each
+// config.
+package configdiff
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/offline"
+)
+
+// Side is one config's outcome for a Workload: a result, or the error the pipeline stopped
+// with (a Workload the config cannot serve).
+type Side struct {
+	Result offline.Result
+	Err    error
+}
+
+// Change is one difference, flagged Risky when it can lose data or stop a running Workload.
+type Change struct {
+	What  string `json:"what"`
+	Risky bool   `json:"risky,omitempty"`
+}
+
+// ObjectChange is a rendered object that would be created, changed or pruned.
+type ObjectChange struct {
+	Action string `json:"action"` // created, changed or pruned
+	Object string `json:"object"` // Kind namespace/name
+}
+
+// Workload is everything that would change for one Workload.
+type Workload struct {
+	Name    string         `json:"name"`
+	Changes []Change       `json:"changes,omitempty"`
+	Objects []ObjectChange `json:"objects,omitempty"`
+}
+
+// Risky reports whether any change is risky.
+func (w Workload) Risky() bool {
+	for _, c := range w.Changes {
+		if c.Risky {
+			return true
+		}
+	}
+	return false
+}
+
+// Empty reports whether nothing would change.
+func (w Workload) Empty() bool { return len(w.Changes) == 0 && len(w.Objects) == 0 }
+
+// Compare says what moving a Workload from the old config to the new one would do.
+func Compare(name string, before, after Side) Workload {
+	d := Workload{Name: name}
+	switch {
+	case before.Err != nil && after.Err != nil:
+		if before.Err.Error() != after.Err.Error() {
+			d.Changes = append(d.Changes, Change{What: fmt.Sprintf("still not servable, now because: %v", after.Err)})
+		}
+		return d
+	case after.Err != nil:
+		d.Changes = append(d.Changes, Change{What: fmt.Sprintf("would stop being servable: %v", after.Err), Risky: true})
+		d.Objects = objectChanges(allObjects(before.Result), nil)
+		return d
+	case before.Err != nil:
+		d.Changes = append(d.Changes, Change{What: "would become servable (it is not today: " + before.Err.Error() + ")"})
+		d.Objects = objectChanges(nil, allObjects(after.Result))
+		return d
+	}
+	b, a := before.Result.Selection, after.Result.Selection
+	if b.Profile != a.Profile {
+		d.Changes = append(d.Changes, Change{What: fmt.Sprintf("profile %s → %s", b.Profile, a.Profile)})
+	}
+	if b.Backend != nil && a.Backend != nil && b.Backend.BackendID != a.Backend.BackendID {
+		d.Changes = append(d.Changes, Change{What: fmt.Sprintf("backend %s → %s", b.Backend.BackendID, a.Backend.BackendID)})
+	}
+	d.Changes = append(d.Changes, claimChanges(before.Result.Claims, after.Result.Claims)...)
+	d.Objects = objectChanges(allObjects(before.Result), allObjects(after.Result))
+	return d
+}
+
+// claimChanges compares claims by resource key. Another claim name means another instance;
+// another provisioner re-provisions the same instance with other objects. Both are risky.
+func claimChanges(before, after []offline.Claim) []Change {
+	old := map[string]offline.Claim{}
+	for _, c := range before {
+		old[c.Key] = c
+	}
+	var out []Change
+	for _, c := range after {
+		o, ok := old[c.Key]
+		switch {
+		case !ok:
+			out = append(out, Change{What: fmt.Sprintf("resource %s: a new claim %s", c.Key, c.Name)})
+		case o.Name != c.Name:
+			out = append(out, Change{What: fmt.Sprintf("resource %s: claim %s replaced by %s, a new instance with new data and credentials", c.Key, o.Name, c.Name), Risky: true})
+		case o.Provisioner != c.Provisioner:
+			out = append(out, Change{What: fmt.Sprintf("resource %s: provisioner %s → %s", c.Key, o.Provisioner, c.Provisioner), Risky: true})
+		}
+		delete(old, c.Key)
+	}
+	keys := make([]string, 0, len(old))
+	for k := range old {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, Change{What: fmt.Sprintf("resource %s: claim %s released", k, old[k].Name), Risky: true})
+	}
+	return out
+}
+
+// allObjects is every object a result would have applied: provisioners' and runtime's.
+func allObjects(r offline.Result) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, c := range r.Claims {
+		out = append(out, c.Manifests...)
+	}
+	return append(out, r.Manifests...)
+}
+
+func objectChanges(before, after []*unstructured.Unstructured) []ObjectChange {
+	old := map[string][]byte{}
+	for _, o := range before {
+		old[objectName(o)] = canonical(o)
+	}
+	var out []ObjectChange
+	for _, o := range after {
+		key := objectName(o)
+		prev, ok := old[key]
+		switch {
+		case !ok:
+			out = append(out, ObjectChange{Action: "created", Object: key})
+		case !bytes.Equal(prev, canonical(o)):
+			out = append(out, ObjectChange{Action: "changed", Object: key})
+		}
+		delete(old, key)
+	}
+	for key := range old {
+		out = append(out, ObjectChange{Action: "pruned", Object: key})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Object != out[j].Object {
+			return out[i].Object < out[j].Object
+		}
+		return out[i].Action < out[j].Action
+	})
+	return out
+}
+
+func objectName(o *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+}
+
+func canonical(o *unstructured.Unstructured) []byte {
+	b, _ := yaml.Marshal(o.Object) // sorted keys
+	return b
+}

@@ -1,0 +1,84 @@
+package configdiff
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+)
+
+func obj(kind, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind, "spec": spec}}
+	u.SetName(name)
+	u.SetNamespace("ns")
+	return u
+}
+
+func result(profile, backend string, claims []offline.Claim, objs ...*unstructured.Unstructured) Side {
+	return Side{Result: offline.Result{
+		Selection: selection.Result{OK: true, Profile: profile, Backend: &orchconfig.Backend{BackendID: backend}},
+		Claims:    claims,
+		Manifests: objs,
+	}}
+}
+
+func TestCompare(t *testing.T) {
+	db := offline.Claim{Key: "db", Name: "web-db-1", Provisioner: "template://dev/postgres", Manifests: []*unstructured.Unstructured{obj("StatefulSet", "pg", map[string]any{"v": 1})}}
+	dep := obj("Deployment", "web", map[string]any{"replicas": 1})
+	base := result("web-service", "k8s-web", []offline.Claim{db}, dep)
+	cases := []struct {
+		name    string
+		after   Side
+		changes []Change
+		objects []ObjectChange
+	}{
+		{"nothing changes", base, nil, nil},
+		{
+			"another backend renders another Deployment",
+			result("web-service", "k8s-web-v3", []offline.Claim{db}, obj("Deployment", "web", map[string]any{"replicas": 2})),
+			[]Change{{What: "backend k8s-web → k8s-web-v3"}},
+			[]ObjectChange{{Action: "changed", Object: "Deployment ns/web"}},
+		},
+		{
+			"a claim replaced is a new instance: risky",
+			result("web-service", "k8s-web", []offline.Claim{{Key: "db", Name: "web-db-2", Provisioner: db.Provisioner, Manifests: []*unstructured.Unstructured{obj("StatefulSet", "pg2", nil)}}}, dep),
+			[]Change{{What: "resource db: claim web-db-1 replaced by web-db-2, a new instance with new data and credentials", Risky: true}},
+			[]ObjectChange{{Action: "pruned", Object: "StatefulSet ns/pg"}, {Action: "created", Object: "StatefulSet ns/pg2"}},
+		},
+		{
+			"another provisioner: risky",
+			result("web-service", "k8s-web", []offline.Claim{{Key: "db", Name: "web-db-1", Provisioner: "template://dev/postgres-ha", Manifests: db.Manifests}}, dep),
+			[]Change{{What: "resource db: provisioner template://dev/postgres → template://dev/postgres-ha", Risky: true}},
+			nil,
+		},
+		{
+			"the new config cannot serve it: risky, everything pruned",
+			Side{Err: errors.New("selection: no backend")},
+			[]Change{{What: "would stop being servable: selection: no backend", Risky: true}},
+			[]ObjectChange{{Action: "pruned", Object: "Deployment ns/web"}, {Action: "pruned", Object: "StatefulSet ns/pg"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Compare("web", base, tc.after)
+			if !reflect.DeepEqual(got.Changes, tc.changes) || !reflect.DeepEqual(got.Objects, tc.objects) {
+				t.Fatalf("got %+v %+v\nwant %+v %+v", got.Changes, got.Objects, tc.changes, tc.objects)
+			}
+			risky := false
+			for _, c := range tc.changes {
+				risky = risky || c.Risky
+			}
+			if got.Risky() != risky || got.Empty() != (len(tc.changes)+len(tc.objects) == 0) {
+				t.Fatalf("risky %v empty %v", got.Risky(), got.Empty())
+			}
+		})
+	}
+	if got := Compare("web", Side{Err: errors.New("x")}, base); len(got.Objects) != 2 || got.Objects[0].Action != "created" || got.Risky() {
+		t.Fatalf("becoming servable: %+v", got)
+	}
+}
