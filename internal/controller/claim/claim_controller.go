@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"sort"
 	"strings"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
@@ -65,6 +67,8 @@ type Reconciler struct {
 	// EnableCmd allows cmd:// provisioners, which run binaries inside the controller. Off by
 	// default.
 	EnableCmd bool
+	// CmdLimits bound each cmd:// run; zero fields take provisionercmd.DefaultLimits.
+	CmdLimits provisionercmd.Limits
 	// Concurrency is the number of claims reconciled at once.
 	Concurrency int
 
@@ -125,10 +129,11 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	c.Status.Provisioner = def.URI
 	scheme, _, _ := strings.Cut(def.URI, "://")
 	if scheme == "cmd" && !r.EnableCmd {
-		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, fmt.Sprintf("Provisioner %s runs a command, and command provisioners are disabled (--enable-cmd-provisioners).", def.URI))
+		// Terminal until the operator restarts the controller with the flag.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, cmdDisabledMessage(def.URI))
 		return ctrl.Result{}, nil
 	}
-	if scheme != "template" {
+	if scheme != "template" && scheme != "cmd" {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s uses the %s strategy, which this controller does not run.", def.URI, scheme))
 		return ctrl.Result{}, nil
 	}
@@ -142,9 +147,12 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res, err := provisioner.RenderTemplates(def, data)
+	res, err := r.run(ctx, scheme, def, data)
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err))
+		if errors.Is(err, provisionercmd.ErrNotRunnable) {
+			return ctrl.Result{}, nil // terminal until the config changes; its watch brings the claim back
+		}
 		return ctrl.Result{}, reconcileErr(err)
 	}
 	if err := r.saveState(ctx, id, state, res); err != nil {
@@ -220,6 +228,32 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	}
 	c.Status.ObservedGeneration = c.Generation
 	return ctrl.Result{}, nil
+}
+
+// run evaluates the definition with its strategy: template:// renders its templates, cmd://
+// runs its command with the same data as score-k8s's JSON document.
+func (r *Reconciler) run(ctx context.Context, scheme string, def orchconfig.Provisioner, data provisioner.Data) (provisioner.Result, error) {
+	if scheme == "template" {
+		return provisioner.RenderTemplates(def, data)
+	}
+	bin, err := provisionercmd.Resolve(def.URI, exec.LookPath)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	lim := r.CmdLimits
+	if lim.Timeout <= 0 {
+		lim.Timeout = provisionercmd.DefaultLimits.Timeout
+	}
+	if lim.MaxOutput <= 0 {
+		lim.MaxOutput = provisionercmd.DefaultLimits.MaxOutput
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Running a command provisioner", "binary", bin, "timeout", lim.Timeout)
+	return provisionercmd.Run(ctx, bin, def.Args, provisionercmd.NewInput(data), lim)
+}
+
+// cmdDisabledMessage says why a cmd:// definition was refused and how to allow it.
+func cmdDisabledMessage(uri string) string {
+	return fmt.Sprintf("Provisioner %s runs a command inside the controller, and command provisioners are disabled; the operator allows them with --enable-cmd-provisioners.", uri)
 }
 
 // reconcileErr turns a provisioning failure into an error, so that it is retried with
