@@ -31,6 +31,10 @@ type Config struct {
 	// Provisioners realise dependencies; entries use the score-k8s provisioner file format.
 	Provisioners []Provisioner `json:"provisioners,omitempty" yaml:"provisioners,omitempty"`
 
+	// Classes are the named variants of resource types the platform offers, with default
+	// params; a claim of a type with a default class and no class of its own gets it.
+	Classes []Class `json:"classes,omitempty" yaml:"classes,omitempty"`
+
 	// Endpoint is the endpoint mirror policy.
 	Endpoint EndpointPolicy `json:"endpoint,omitempty" yaml:"endpoint,omitempty"`
 }
@@ -157,4 +161,19 @@ type EndpointPolicy struct {
 	// Template, when set, replaces the runtime-published URL; a Go template over
 	// .workload.name and .workload.namespace.
 	Template string `json:"template,omitempty" yaml:"template,omitempty"`
+}
+
+// Class is a named variant of a resource type (postgres "standard", "ha"): params merged under
+// the claim's own before a provisioner is matched and run, and a default deprovision policy.
+type Class struct {
+	Type        string `json:"type" yaml:"type"`
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	// Params are merged under the claim's params: where both set a key, the claim wins.
+	Params map[string]any `json:"params,omitempty" yaml:"params,omitempty"`
+	// Default makes this the class of claims of Type that name none; one per type.
+	Default bool `json:"default,omitempty" yaml:"default,omitempty"`
+	// DeprovisionPolicy is the default policy of the class's claims; it overrides the
+	// provisioner's and yields to the resource's score.dev/deprovision-policy annotation.
+	DeprovisionPolicy string `json:"deprovisionPolicy,omitempty" yaml:"deprovisionPolicy,omitempty"`
 }

@@ -38,6 +38,7 @@ func Validate(cfg *Config) []FieldError {
 	v.profileRules(cfg, profiles)
 	v.defaults(cfg, profiles)
 	v.provisioners(cfg)
+	v.classes(cfg)
 	v.endpoint(cfg)
 	return v.errs
 }
@@ -277,6 +278,45 @@ func (v *validator) provisioners(cfg *Config) {
 				v.fail(path+"."+f.name, "template does not parse: %v", err)
 			}
 		}
+	}
+}
+
+// classes checks each class, one default per type, and that a provisioner bound to a class
+// names one the type declares (when it declares any).
+func (v *validator) classes(cfg *Config) {
+	declared := map[string]map[string]bool{}
+	defaults := map[string]string{}
+	for i, c := range cfg.Classes {
+		path := fmt.Sprintf("classes[%d]", i)
+		if !resourceTypePattern.MatchString(c.Type) {
+			v.fail(path+".type", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", c.Type)
+		}
+		switch {
+		case !resourceTypePattern.MatchString(c.Name):
+			v.fail(path+".name", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", c.Name)
+		case declared[c.Type][c.Name]:
+			v.fail(path+".name", "class %q of type %s is defined more than once", c.Name, c.Type)
+		}
+		if declared[c.Type] == nil {
+			declared[c.Type] = map[string]bool{}
+		}
+		declared[c.Type][c.Name] = true
+		if c.Default {
+			if prev, dup := defaults[c.Type]; dup {
+				v.fail(path+".default", "type %s already has a default class (%s); a type has at most one", c.Type, prev)
+			} else {
+				defaults[c.Type] = fmt.Sprintf("%s at classes[%d]", c.Name, i)
+			}
+		}
+		if c.DeprovisionPolicy != "" && !deprovisionPolicies[c.DeprovisionPolicy] {
+			v.fail(path+".deprovisionPolicy", "%q must be Delete, Retain or Orphan", c.DeprovisionPolicy)
+		}
+	}
+	for i, p := range cfg.Provisioners {
+		if p.Class == nil || declared[p.Type] == nil || declared[p.Type][*p.Class] {
+			continue
+		}
+		v.fail(fmt.Sprintf("provisioners[%d].class", i), "class %q is not among the classes of type %s (%s)", *p.Class, p.Type, strings.Join(sortedKeys(declared[p.Type]), ", "))
 	}
 }
 

@@ -129,6 +129,21 @@ func TestValidate(t *testing.T) {
 		{"provisioner template uses an unknown function", func(c *Config) { c.Provisioners[0].Init = "{{ shell \"id\" }}" }, "provisioners[0].init", "does not parse"},
 		{"cmd provisioner with templates", func(c *Config) { c.Provisioners[0].URI = "cmd://bash" }, "provisioners[0].outputs", "takes args, not templates"},
 		{"template provisioner with args", func(c *Config) { c.Provisioners[0].Args = []string{"-c"} }, "provisioners[0].args", "only cmd://"},
+		{"classes", func(c *Config) {
+			c.Classes = []Class{{Type: "postgres", Name: "standard", Default: true, Params: map[string]any{"size": "small"}}, {Type: "postgres", Name: "ha", DeprovisionPolicy: "Retain"}, {Type: "redis", Name: "standard", Default: true}}
+			c.Provisioners = append(c.Provisioners, Provisioner{URI: "template://pg-ha", Type: "postgres", Class: ptr("ha")})
+		}, "", ""},
+		{"class bad type", func(c *Config) { c.Classes = []Class{{Type: "-pg", Name: "standard"}} }, "classes[0].type", "2-63 letters"},
+		{"class bad name", func(c *Config) { c.Classes = []Class{{Type: "postgres", Name: "Gold Plus"}} }, "classes[0].name", "2-63 letters"},
+		{"class defined twice", func(c *Config) { c.Classes = []Class{{Type: "postgres", Name: "ha"}, {Type: "postgres", Name: "ha"}} }, "classes[1].name", "defined more than once"},
+		{"two defaults for one type", func(c *Config) {
+			c.Classes = []Class{{Type: "postgres", Name: "standard", Default: true}, {Type: "redis", Name: "standard", Default: true}, {Type: "postgres", Name: "ha", Default: true}}
+		}, "classes[2].default", "type postgres already has a default class (standard at classes[0])"},
+		{"class bad deprovision policy", func(c *Config) { c.Classes = []Class{{Type: "postgres", Name: "ha", DeprovisionPolicy: "Keep"}} }, "classes[0].deprovisionPolicy", "Delete, Retain or Orphan"},
+		{"provisioner class not declared", func(c *Config) {
+			c.Classes = []Class{{Type: "postgres", Name: "standard"}, {Type: "postgres", Name: "ha"}}
+			c.Provisioners = append(c.Provisioners, Provisioner{URI: "template://pg-gold", Type: "postgres", Class: ptr("gold")})
+		}, "provisioners[1].class", `class "gold" is not among the classes of type postgres (ha, standard)`},
 		{"endpoint template does not parse", func(c *Config) { c.Endpoint.Template = "https://{{ .workload.name" }, "endpoint.template", "does not parse"},
 	}
 	for _, tc := range cases {

@@ -118,14 +118,18 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhasePending, "", "Waiting for the platform configuration.")
 		return ctrl.Result{}, nil
 	}
-	params, _ := values.Object(c.Spec.Params)
-	idx := provisionermatch.Match(loaded.Config.Provisioners, provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: params})
-	if idx < 0 {
-		// Terminal until the config changes; the config watch brings the claim back.
-		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, noProvisionerMessage(loaded.Config, c))
+	claimParams, _ := values.Object(c.Spec.Params)
+	served, message, ok := provisionermatch.Resolve(provisionermatch.Input{
+		Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
+		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams},
+	})
+	if !ok {
+		// An unknown class or no provisioner: terminal until the config changes; the config
+		// watch brings the claim back.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, message)
 		return ctrl.Result{}, nil
 	}
-	def := loaded.Config.Provisioners[idx]
+	def, params := loaded.Config.Provisioners[served.Index], served.Params
 	c.Status.Provisioner = def.URI
 	scheme, _, _ := strings.Cut(def.URI, "://")
 	if scheme == "cmd" && !r.EnableCmd {
@@ -146,6 +150,12 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	data, err := r.templateData(ctx, c, id, params, state)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	// Definitions see the resolved class (the type's default when the claim names none); the
+	// identity keeps the class the claim names, so that adding classes or changing the default
+	// never moves an existing instance onto new state and new objects.
+	if served.Class != "" {
+		data.Class = served.Class
 	}
 	res, err := r.run(ctx, scheme, def, data)
 	if err != nil {
@@ -260,26 +270,6 @@ func cmdDisabledMessage(uri string) string {
 // exponential backoff.
 func reconcileErr(err error) error {
 	return fmt.Errorf("provisioning failed, retrying with backoff: %w", err)
-}
-
-func noProvisionerMessage(cfg *orchconfig.Config, c *scorev1b1.ResourceClaim) string {
-	types := map[string]bool{}
-	for _, p := range cfg.Provisioners {
-		types[p.Type] = true
-	}
-	list := make([]string, 0, len(types))
-	for t := range types {
-		list = append(list, t)
-	}
-	sort.Strings(list)
-	what := c.Spec.Type
-	if c.Spec.Class != "" {
-		what += " of class " + c.Spec.Class
-	}
-	if c.Spec.ID != "" {
-		what += " with id " + c.Spec.ID
-	}
-	return fmt.Sprintf("No provisioner serves %s. Available types: %s.", what, strings.Join(list, ", "))
 }
 
 func setPhase(c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase, reason scorev1b1.Reason, message string) {

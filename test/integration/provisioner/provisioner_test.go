@@ -99,6 +99,25 @@ provisioners:
     outputs: |
       host: h
     expected_outputs: [host, port]
+  - uri: template://test/classed-gold
+    type: classed
+    matchParams: {tier: gold}
+    outputs: |
+      served: gold
+      class: {{ .Class }}
+      size: {{ .Params.size }}
+  - uri: template://test/classed
+    type: classed
+    outputs: |
+      served: plain
+      class: {{ .Class }}
+      size: {{ .Params.size }}
+      uid: {{ .Uid }}
+classes:
+  - {type: classed, name: standard, default: true, params: {size: medium}}
+  - type: classed
+    name: big
+    params: {size: large, tier: gold}
 `
 
 var (
@@ -393,7 +412,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, invalid-object, kv, missing-output, port-of."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, invalid-object, kv, missing-output, port-of."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
