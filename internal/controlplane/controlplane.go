@@ -56,7 +56,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			err = orchestrator.Setup(mgr, store, opts.Orchestrator)
 		case Provisioner:
 			p := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
-				EnableCmd: opts.EnableCmdProvisioners, CmdLimits: opts.CmdLimits, Concurrency: opts.ProvisionerConcurrency}
+				EnableCmd: opts.EnableCmdProvisioners, CmdLimits: opts.CmdLimits,
+				APINamespace: opts.Orchestrator.Config.ConfigMap.Namespace, Concurrency: opts.ProvisionerConcurrency}
 			err = p.SetupWithManager(mgr)
 		case Runtime:
 			cfg := opts.Orchestrator.Config

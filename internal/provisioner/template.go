@@ -112,6 +112,12 @@ func CheckManifests(manifests []map[string]any) error {
 	return nil
 }
 
+// RenderOutputs evaluates only the outputs template over data, as it is (strategies other
+// than template:// keep their own state and pass it in data.State).
+func RenderOutputs(def orchconfig.Provisioner, data Data) (map[string]any, error) {
+	return renderMap(tplfuncs.Provisioner(), "outputs", def.Outputs, data)
+}
+
 func renderMap(funcs template.FuncMap, name, text string, data Data) (map[string]any, error) {
 	out, err := render(funcs, name, text, data)
 	if err != nil || out == nil {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -69,6 +71,13 @@ type Reconciler struct {
 	EnableCmd bool
 	// CmdLimits bound each cmd:// run; zero fields take provisionercmd.DefaultLimits.
 	CmdLimits provisionercmd.Limits
+	// APINamespace is where http+api:// credentials Secrets live: the controller's own
+	// namespace, never a claim's.
+	APINamespace string
+	// HTTPClient makes http+api:// requests; nil is a client with a 30s timeout.
+	HTTPClient *http.Client
+	// Clock tells http+api:// progress the time; nil is the real clock.
+	Clock clock.PassiveClock
 	// Concurrency is the number of claims reconciled at once.
 	Concurrency int
 
@@ -112,7 +121,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // provision runs the matching definition and publishes the result.
 func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	loaded, ok := r.Config.Get()
 	if !ok {
 		setPhase(c, scorev1b1.ClaimPhasePending, "", "Waiting for the platform configuration.")
@@ -137,7 +145,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, cmdDisabledMessage(def.URI))
 		return ctrl.Result{}, nil
 	}
-	if scheme != "template" && scheme != "cmd" {
+	if scheme != "template" && scheme != "cmd" && scheme != "http+api" {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s uses the %s strategy, which this controller does not run.", def.URI, scheme))
 		return ctrl.Result{}, nil
 	}
@@ -156,6 +164,9 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	// never moves an existing instance onto new state and new objects.
 	if served.Class != "" {
 		data.Class = served.Class
+	}
+	if scheme == "http+api" {
+		return r.provisionAPI(ctx, c, def, id, data, state)
 	}
 	res, err := r.run(ctx, scheme, def, data)
 	if err != nil {
@@ -198,6 +209,13 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
 		return ctrl.Result{}, reconcileErr(err)
 	}
+	return r.publish(ctx, c, def, plain, secret, applied)
+}
+
+// publish writes the outputs (secret ones into the outputs Secret), the inventory, and the
+// phase they add up to: Binding while objects are not healthy, Failed when an expected output
+// is missing, else Bound.
+func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, plain map[string]any, secret map[string]string, applied []scorev1b1.AppliedObject) (ctrl.Result, error) {
 	if err := r.publishSecretOutputs(ctx, c, secret); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -232,7 +250,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	default:
 		c.Status.OutputsAvailable = len(plain)+len(secret) > 0
 		if c.Status.Phase != scorev1b1.ClaimPhaseBound {
-			log.Info("Claim bound", "provisioner", def.URI, "objects", len(applied))
+			ctrl.LoggerFrom(ctx).Info("Claim bound", "provisioner", def.URI, "objects", len(applied))
 		}
 		setPhase(c, scorev1b1.ClaimPhaseBound, scorev1b1.ReasonSucceeded, fmt.Sprintf("Provisioned by %s.", def.URI))
 	}

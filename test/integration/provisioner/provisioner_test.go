@@ -32,7 +32,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
-// configTemplate is the config; %[1]s is the built command provisioner, %[2]s the script.
+// configTemplate is the config; %[1]s is the built command provisioner, %[2]s the script,
+// %[3]s the fake external API's base URL.
 const configTemplate = `apiVersion: score.dev/v1b1
 kind: OrchestratorConfig
 allowMutableRefs: true
@@ -113,6 +114,29 @@ provisioners:
       class: {{ .Class }}
       size: {{ .Params.size }}
       uid: {{ .Uid }}
+  - uri: http+api://test/db
+    type: api-db
+    api:
+      credentials:
+        secretRef: {name: api-token, key: token}
+        prefix: "Bearer "
+      create:
+        url: "%[3]s/dbs"
+        headers: {Content-Type: application/json}
+        body: |
+          {"name": {{ .Guid | quote }}, "mode": {{ .Params.mode | default "ok" | quote }}}
+      status:
+        url: "%[3]s/dbs/{{ .State.created.id }}"
+      readyWhen: {path: status.phase, ready: [ready], failed: [error]}
+      pollInterval: 100ms
+      timeout: 2s
+      secretOutputs: [password]
+      delete:
+        url: "%[3]s/dbs/{{ .State.created.id }}"
+    outputs: |
+      host: {{ .State.observed.host }}
+      password: {{ .State.observed.password }}
+    expected_outputs: [host, password]
 classes:
   - {type: classed, name: standard, default: true, params: {size: medium}}
   - type: classed
@@ -155,7 +179,9 @@ func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
 	c, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := start(c, fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"))); err != nil {
+	api := startFakeAPI()
+	defer api.server.Close()
+	if err := start(c, fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -167,6 +193,7 @@ func start(ctx context.Context, document string) error {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cmdOffNamespace}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": document}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "api-token"}, StringData: map[string]string{"token": apiToken}},
 	} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			return err
@@ -193,7 +220,8 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 		return err
 	}
 	r := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd,
-		CmdLimits: provisionercmd.Limits{Timeout: 10 * time.Second, MaxOutput: 1 << 20}}
+		CmdLimits:    provisionercmd.Limits{Timeout: 10 * time.Second, MaxOutput: 1 << 20},
+		APINamespace: "score-system", HTTPClient: fakeAPIClient}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -412,7 +440,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, invalid-object, kv, missing-output, port-of."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, invalid-object, kv, missing-output, port-of."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
