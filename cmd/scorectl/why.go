@@ -113,9 +113,12 @@ func explain(out io.Writer, w *scorev1b1.Workload, cfg *orchconfig.Config, regio
 			if res.ID != nil {
 				pc.ID = *res.ID
 			}
-			provider := "no provisioner serves it"
-			if i := provisionermatch.Match(cfg.Provisioners, pc); i >= 0 {
-				provider = fmt.Sprintf("provisioners[%d] %s", i, cfg.Provisioners[i].URI)
+			served, provider, ok := provisionermatch.Resolve(provisionermatch.Input{Classes: cfg.Classes, Provisioners: cfg.Provisioners, Claim: pc})
+			if ok {
+				provider = fmt.Sprintf("provisioners[%d] %s", served.Index, cfg.Provisioners[served.Index].URI)
+				if served.Class != "" {
+					provider += " (class " + served.Class + ")"
+				}
 			}
 			phase, detail := "not created", ""
 			for _, c := range claims {

@@ -13,6 +13,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 )
 
 // The controllers that can run in a process.
@@ -32,13 +33,15 @@ type Options struct {
 	Orchestrator orchestrator.Options
 	// ProvisionerConcurrency and RuntimeConcurrency are claims and plans handled at once.
 	ProvisionerConcurrency, RuntimeConcurrency int
-	// EnableCmdProvisioners allows cmd:// provisioners.
+	// EnableCmdProvisioners allows cmd:// provisioners; CmdLimits bound each run.
 	EnableCmdProvisioners bool
+	CmdLimits             provisionercmd.Limits
 }
 
 // DefaultOptions run every controller with the documented defaults.
 func DefaultOptions() Options {
-	return Options{Controllers: All, Orchestrator: orchestrator.DefaultOptions(), ProvisionerConcurrency: 4, RuntimeConcurrency: 4}
+	return Options{Controllers: All, Orchestrator: orchestrator.DefaultOptions(), ProvisionerConcurrency: 4, RuntimeConcurrency: 4,
+		CmdLimits: provisionercmd.DefaultLimits}
 }
 
 // Setup adds the config source and the chosen controllers to mgr.
@@ -53,7 +56,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			err = orchestrator.Setup(mgr, store, opts.Orchestrator)
 		case Provisioner:
 			p := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
-				EnableCmd: opts.EnableCmdProvisioners, Concurrency: opts.ProvisionerConcurrency}
+				EnableCmd: opts.EnableCmdProvisioners, CmdLimits: opts.CmdLimits,
+				APINamespace: opts.Orchestrator.Config.ConfigMap.Namespace, Concurrency: opts.ProvisionerConcurrency}
 			err = p.SetupWithManager(mgr)
 		case Runtime:
 			cfg := opts.Orchestrator.Config

@@ -6,6 +6,7 @@
 package offline
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -73,7 +74,7 @@ func Run(in Input) (Result, error) {
 
 	views := map[string]planner.ClaimView{}
 	for len(views) < len(w.Spec.Resources) {
-		desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: in.Config.Provisioners, Observed: views})
+		desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: in.Config.Provisioners, Classes: in.Config.Classes, Observed: views})
 		if err != nil {
 			return res, err
 		}
@@ -132,11 +133,12 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
-	idx := provisionermatch.Match(in.Config.Provisioners, provisionermatch.Claim{Type: d.Spec.Type, Class: d.Spec.Class, ID: d.Spec.ID, Params: params})
-	if idx < 0 {
-		return Claim{}, fmt.Errorf("no provisioner serves type %s", d.Spec.Type)
+	served, message, ok := provisionermatch.Resolve(provisionermatch.Input{Classes: in.Config.Classes, Provisioners: in.Config.Provisioners,
+		Claim: provisionermatch.Claim{Type: d.Spec.Type, Class: d.Spec.Class, ID: d.Spec.ID, Params: params}})
+	if !ok {
+		return Claim{}, errors.New(message)
 	}
-	def := in.Config.Provisioners[idx]
+	def, params := in.Config.Provisioners[served.Index], served.Params
 	isRunnable := strings.HasPrefix(def.URI, "runnable://")
 	if !strings.HasPrefix(def.URI, "template://") && !isRunnable {
 		return Claim{}, fmt.Errorf("provisioner %s cannot run offline: only template:// and runnable:// provisioners can", def.URI)
@@ -152,6 +154,9 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 		Params: params, Metadata: metadata, State: map[string]any{}, Shared: map[string]any{},
 		SourceWorkload: w.Name, Namespace: w.Namespace,
 		WorkloadMetadata: planner.Metadata(w), WorkloadServices: map[string]provisioner.NetworkService{w.Name: provisioner.ServiceOf(w.Name, w.Spec.Service)},
+	}
+	if served.Class != "" {
+		data.Class = served.Class // as the provisioner controller does
 	}
 	r, err := provisioner.RenderTemplatesWith(tplfuncs.Deterministic(tplfuncs.Provisioner(), id.Uid()), def, data)
 	if err != nil {

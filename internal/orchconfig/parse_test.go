@@ -36,6 +36,12 @@ func TestParse(t *testing.T) {
 		{"validation error points at its line", strings.Replace(parseBase, "version: 1.0.0", "version: latest", 1), 8, "SemVer"},
 		{"validation error on a nested field", strings.Replace(parseBase, "kind: manifests", "kind: jsonnet", 1), 10, "template kind"},
 		{"two documents", parseBase + "---\n" + parseBase, 13, "exactly one YAML document"},
+		{"a second default class points at its line", parseBase + `classes:
+  - {type: postgres, name: standard, default: true}
+  - type: postgres
+    name: ha
+    default: true
+`, 17, "already has a default class"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

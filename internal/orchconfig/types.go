@@ -31,6 +31,10 @@ type Config struct {
 	// Provisioners realise dependencies; entries use the score-k8s provisioner file format.
 	Provisioners []Provisioner `json:"provisioners,omitempty" yaml:"provisioners,omitempty"`
 
+	// Classes are the named variants of resource types the platform offers, with default
+	// params; a claim of a type with a default class and no class of its own gets it.
+	Classes []Class `json:"classes,omitempty" yaml:"classes,omitempty"`
+
 	// Endpoint is the endpoint mirror policy.
 	Endpoint EndpointPolicy `json:"endpoint,omitempty" yaml:"endpoint,omitempty"`
 
@@ -160,6 +164,10 @@ type Provisioner struct {
 	SupportedParams []string `json:"supported_params,omitempty" yaml:"supported_params,omitempty"`
 	ExpectedOutputs []string `json:"expected_outputs,omitempty" yaml:"expected_outputs,omitempty"`
 
+	// API configures the http+api:// strategy (an external HTTP API); only that strategy
+	// takes it. Its outputs come from the outputs template.
+	API *API `json:"api,omitempty" yaml:"api,omitempty"`
+
 	// MatchParams routes on the claim's params: an exact match beats a subset match beats a
 	// provisioner without MatchParams.
 	MatchParams map[string]any `json:"matchParams,omitempty" yaml:"matchParams,omitempty"`
@@ -189,4 +197,76 @@ type EndpointPolicy struct {
 	// Template, when set, replaces the runtime-published URL; a Go template over
 	// .workload.name and .workload.namespace.
 	Template string `json:"template,omitempty" yaml:"template,omitempty"`
+}
+
+// Class is a named variant of a resource type (postgres "standard", "ha"): params merged under
+// the claim's own before a provisioner is matched and run, and a default deprovision policy.
+type Class struct {
+	Type        string `json:"type" yaml:"type"`
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	// Params are merged under the claim's params: where both set a key, the claim wins.
+	Params map[string]any `json:"params,omitempty" yaml:"params,omitempty"`
+	// Default makes this the class of claims of Type that name none; one per type.
+	Default bool `json:"default,omitempty" yaml:"default,omitempty"`
+	// DeprovisionPolicy is the default policy of the class's claims; it overrides the
+	// provisioner's and yields to the resource's score.dev/deprovision-policy annotation.
+	DeprovisionPolicy string `json:"deprovisionPolicy,omitempty" yaml:"deprovisionPolicy,omitempty"`
+}
+
+// API is the http+api:// strategy: create the dependency with one HTTP request, poll a status
+// request until a field says it is ready (or failed), publish outputs templated from the
+// responses, and delete it with a request when its claim is deleted under Delete. Every
+// string of a request is a Go template over the provisioner template data; .State.created is
+// the create response and .State.observed the latest status response (JSON bodies).
+type API struct {
+	// Credentials inject a secret into a header of every request.
+	Credentials *APICredentials `json:"credentials,omitempty" yaml:"credentials,omitempty"`
+	// Create makes the dependency; it is sent once per instance.
+	Create APIRequest `json:"create" yaml:"create"`
+	// Status is polled until ReadyWhen decides; without it the create response is judged.
+	Status *APIRequest `json:"status,omitempty" yaml:"status,omitempty"`
+	// ReadyWhen says which field of the response tells readiness, and its values.
+	ReadyWhen *APIReadyWhen `json:"readyWhen,omitempty" yaml:"readyWhen,omitempty"`
+	// PollInterval is the first wait between polls (a Go duration, default 2s); it doubles
+	// up to 30s.
+	PollInterval string `json:"pollInterval,omitempty" yaml:"pollInterval,omitempty"`
+	// Timeout is how long the dependency may take to become ready (default 10m).
+	Timeout string `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// SecretOutputs are outputs stored only in the claim's outputs Secret.
+	SecretOutputs []string `json:"secretOutputs,omitempty" yaml:"secretOutputs,omitempty"`
+	// Delete removes the dependency when a claim under the Delete policy goes.
+	Delete *APIRequest `json:"delete,omitempty" yaml:"delete,omitempty"`
+}
+
+// APIRequest is one templated HTTP request.
+type APIRequest struct {
+	// Method is GET, POST, PUT, PATCH or DELETE (default GET, DELETE for delete).
+	Method string `json:"method,omitempty" yaml:"method,omitempty"`
+	// URL must render to an https:// URL.
+	URL     string            `json:"url" yaml:"url"`
+	Headers map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"`
+	Body    string            `json:"body,omitempty" yaml:"body,omitempty"`
+}
+
+// APIReadyWhen reads a dotted path (status.phase, items.0.state) of a JSON response: one of
+// Ready means ready, one of Failed means failed, anything else means not yet.
+type APIReadyWhen struct {
+	Path   string   `json:"path" yaml:"path"`
+	Ready  []string `json:"ready" yaml:"ready"`
+	Failed []string `json:"failed,omitempty" yaml:"failed,omitempty"`
+}
+
+// APICredentials take a key of a Secret in the controller's own namespace (where the
+// config lives) and send Prefix plus its value in Header (default Authorization).
+type APICredentials struct {
+	SecretRef SecretKeyRef `json:"secretRef" yaml:"secretRef"`
+	Header    string       `json:"header,omitempty" yaml:"header,omitempty"`
+	Prefix    string       `json:"prefix,omitempty" yaml:"prefix,omitempty"`
+}
+
+// SecretKeyRef names a key of a Secret.
+type SecretKeyRef struct {
+	Name string `json:"name" yaml:"name"`
+	Key  string `json:"key" yaml:"key"`
 }

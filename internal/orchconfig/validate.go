@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/blang/semver/v4"
 	"github.com/google/cel-go/cel"
@@ -27,7 +28,7 @@ var (
 var templateKinds = map[string]bool{"manifests": true, "helm": true, "kustomize": true}
 
 // ProvisionerSchemes are the provisioner strategies a uri's scheme may name.
-var ProvisionerSchemes = map[string]bool{"template": true, "cmd": true, "runnable": true}
+var ProvisionerSchemes = map[string]bool{"template": true, "cmd": true, "http+api": true, "runnable": true}
 
 var deprovisionPolicies = map[string]bool{"Delete": true, "Retain": true, "Orphan": true}
 
@@ -40,6 +41,7 @@ func Validate(cfg *Config) []FieldError {
 	v.profileRules(cfg, profiles)
 	v.defaults(cfg, profiles)
 	v.provisioners(cfg)
+	v.classes(cfg)
 	v.endpoint(cfg)
 	v.health(cfg)
 	return v.errs
@@ -245,7 +247,7 @@ func (v *validator) provisioners(cfg *Config) {
 		case m == nil:
 			v.fail(path+".uri", "%q must be <scheme>://<name>", p.URI)
 		case !ProvisionerSchemes[m[1]]:
-			v.fail(path+".uri", "scheme %q is not a provisioner strategy: use template, cmd or runnable", m[1])
+			v.fail(path+".uri", "scheme %q is not a provisioner strategy: use template, cmd, http+api or runnable", m[1])
 		}
 		if !resourceTypePattern.MatchString(p.Type) {
 			v.fail(path+".type", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", p.Type)
@@ -258,6 +260,13 @@ func (v *validator) provisioners(cfg *Config) {
 		}
 		if p.DeprovisionPolicy != "" && !deprovisionPolicies[p.DeprovisionPolicy] {
 			v.fail(path+".deprovisionPolicy", "%q must be Delete, Retain or Orphan", p.DeprovisionPolicy)
+		}
+		if m != nil && m[1] == "http+api" {
+			v.api(path, p)
+			continue
+		}
+		if p.API != nil {
+			v.fail(path+".api", "only http+api:// provisioners take api")
 		}
 		if m != nil && m[1] == "cmd" {
 			for field, tpl := range map[string]string{"init": p.Init, "state": p.State, "shared": p.Shared, "outputs": p.Outputs, "manifests": p.Manifests} {
@@ -284,6 +293,124 @@ func (v *validator) provisioners(cfg *Config) {
 	}
 }
 
+var apiMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+// api checks an http+api:// definition: its api block, and no templates but outputs.
+func (v *validator) api(path string, p Provisioner) {
+	for field, text := range map[string]string{"init": p.Init, "state": p.State, "shared": p.Shared, "manifests": p.Manifests} {
+		if text != "" {
+			v.fail(path+"."+field, "an http+api:// provisioner takes an api block and an outputs template only")
+		}
+	}
+	if len(p.Args) > 0 {
+		v.fail(path+".args", "only cmd:// provisioners take args")
+	}
+	v.parses(path+".outputs", p.Outputs)
+	a := p.API
+	if a == nil {
+		v.fail(path+".api", "an http+api:// provisioner needs an api block with at least create.url")
+		return
+	}
+	path += ".api"
+	v.apiRequest(path+".create", &a.Create)
+	if a.Status != nil {
+		v.apiRequest(path+".status", a.Status)
+		if a.ReadyWhen == nil {
+			v.fail(path+".readyWhen", "a status request needs readyWhen (path and ready values)")
+		}
+	}
+	if a.Delete != nil {
+		v.apiRequest(path+".delete", a.Delete)
+	}
+	if r := a.ReadyWhen; r != nil {
+		if strings.TrimSpace(r.Path) == "" {
+			v.fail(path+".readyWhen.path", "a dotted path into the response is required, for example status.phase")
+		}
+		if len(r.Ready) == 0 {
+			v.fail(path+".readyWhen.ready", "at least one ready value is required")
+		}
+	}
+	for field, d := range map[string]string{"pollInterval": a.PollInterval, "timeout": a.Timeout} {
+		if d == "" {
+			continue
+		}
+		if dur, err := time.ParseDuration(d); err != nil || dur <= 0 {
+			v.fail(path+"."+field, "%q must be a positive duration such as 2s or 10m", d)
+		}
+	}
+	if c := a.Credentials; c != nil {
+		if !isDNSSubdomain(c.SecretRef.Name) {
+			v.fail(path+".credentials.secretRef.name", "%q must be a Secret name", c.SecretRef.Name)
+		}
+		if c.SecretRef.Key == "" {
+			v.fail(path+".credentials.secretRef.key", "a key is required")
+		}
+	}
+}
+
+func (v *validator) apiRequest(path string, r *APIRequest) {
+	if r.Method != "" && !apiMethods[r.Method] {
+		v.fail(path+".method", "%q must be GET, POST, PUT, PATCH or DELETE", r.Method)
+	}
+	if strings.TrimSpace(r.URL) == "" {
+		v.fail(path+".url", "a url is required")
+	}
+	v.parses(path+".url", r.URL)
+	v.parses(path+".body", r.Body)
+	for _, k := range sortedKeys(r.Headers) {
+		v.parses(path+".headers."+k, r.Headers[k])
+	}
+}
+
+// parses reports a template that does not parse with the provisioner function set.
+func (v *validator) parses(path, text string) {
+	if text == "" {
+		return
+	}
+	if _, err := template.New(path).Funcs(tplfuncs.Provisioner()).Parse(text); err != nil {
+		v.fail(path, "template does not parse: %v", err)
+	}
+}
+
+// classes checks each class, one default per type, and that a provisioner bound to a class
+// names one the type declares (when it declares any).
+func (v *validator) classes(cfg *Config) {
+	declared := map[string]map[string]bool{}
+	defaults := map[string]string{}
+	for i, c := range cfg.Classes {
+		path := fmt.Sprintf("classes[%d]", i)
+		if !resourceTypePattern.MatchString(c.Type) {
+			v.fail(path+".type", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", c.Type)
+		}
+		switch {
+		case !resourceTypePattern.MatchString(c.Name):
+			v.fail(path+".name", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", c.Name)
+		case declared[c.Type][c.Name]:
+			v.fail(path+".name", "class %q of type %s is defined more than once", c.Name, c.Type)
+		}
+		if declared[c.Type] == nil {
+			declared[c.Type] = map[string]bool{}
+		}
+		declared[c.Type][c.Name] = true
+		if c.Default {
+			if prev, dup := defaults[c.Type]; dup {
+				v.fail(path+".default", "type %s already has a default class (%s); a type has at most one", c.Type, prev)
+			} else {
+				defaults[c.Type] = fmt.Sprintf("%s at classes[%d]", c.Name, i)
+			}
+		}
+		if c.DeprovisionPolicy != "" && !deprovisionPolicies[c.DeprovisionPolicy] {
+			v.fail(path+".deprovisionPolicy", "%q must be Delete, Retain or Orphan", c.DeprovisionPolicy)
+		}
+	}
+	for i, p := range cfg.Provisioners {
+		if p.Class == nil || declared[p.Type] == nil || declared[p.Type][*p.Class] {
+			continue
+		}
+		v.fail(fmt.Sprintf("provisioners[%d].class", i), "class %q is not among the classes of type %s (%s)", *p.Class, p.Type, strings.Join(sortedKeys(declared[p.Type]), ", "))
+	}
+}
+
 func (v *validator) endpoint(cfg *Config) {
 	if cfg.Endpoint.Template == "" {
 		return
@@ -295,6 +422,10 @@ func (v *validator) endpoint(cfg *Config) {
 
 func isDNSLabel(s string) bool {
 	return len(s) <= 63 && dnsLabel.MatchString(s)
+}
+
+func isDNSSubdomain(s string) bool {
+	return len(s) <= 253 && dnsSubdomain.MatchString(s)
 }
 
 // QuantityRange is an inclusive range of Kubernetes quantities; a nil bound is open.

@@ -149,6 +149,63 @@ func TestValidate(t *testing.T) {
 		{"provisioner template uses an unknown function", func(c *Config) { c.Provisioners[0].Init = "{{ shell \"id\" }}" }, "provisioners[0].init", "does not parse"},
 		{"cmd provisioner with templates", func(c *Config) { c.Provisioners[0].URI = "cmd://bash" }, "provisioners[0].outputs", "takes args, not templates"},
 		{"template provisioner with args", func(c *Config) { c.Provisioners[0].Args = []string{"-c"} }, "provisioners[0].args", "only cmd://"},
+		{"classes", func(c *Config) {
+			c.Classes = []Class{{Type: "postgres", Name: "standard", Default: true, Params: map[string]any{"size": "small"}}, {Type: "postgres", Name: "ha", DeprovisionPolicy: "Retain"}, {Type: "redis", Name: "standard", Default: true}}
+			c.Provisioners = append(c.Provisioners, Provisioner{URI: "template://pg-ha", Type: "postgres", Class: ptr("ha")})
+		}, "", ""},
+		{"class bad type", func(c *Config) { c.Classes = []Class{{Type: "-pg", Name: "standard"}} }, "classes[0].type", "2-63 letters"},
+		{"class bad name", func(c *Config) { c.Classes = []Class{{Type: "postgres", Name: "Gold Plus"}} }, "classes[0].name", "2-63 letters"},
+		{"class defined twice", func(c *Config) { c.Classes = []Class{{Type: "postgres", Name: "ha"}, {Type: "postgres", Name: "ha"}} }, "classes[1].name", "defined more than once"},
+		{"two defaults for one type", func(c *Config) {
+			c.Classes = []Class{{Type: "postgres", Name: "standard", Default: true}, {Type: "redis", Name: "standard", Default: true}, {Type: "postgres", Name: "ha", Default: true}}
+		}, "classes[2].default", "type postgres already has a default class (standard at classes[0])"},
+		{"class bad deprovision policy", func(c *Config) { c.Classes = []Class{{Type: "postgres", Name: "ha", DeprovisionPolicy: "Keep"}} }, "classes[0].deprovisionPolicy", "Delete, Retain or Orphan"},
+		{"provisioner class not declared", func(c *Config) {
+			c.Classes = []Class{{Type: "postgres", Name: "standard"}, {Type: "postgres", Name: "ha"}}
+			c.Provisioners = append(c.Provisioners, Provisioner{URI: "template://pg-gold", Type: "postgres", Class: ptr("gold")})
+		}, "provisioners[1].class", `class "gold" is not among the classes of type postgres (ha, standard)`},
+		{"api provisioner", func(c *Config) { c.Provisioners = append(c.Provisioners, apiProvisioner()) }, "", ""},
+		{"api provisioner without api", func(c *Config) {
+			p := apiProvisioner()
+			p.API = nil
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].api", "needs an api block"},
+		{"api provisioner without a create url", func(c *Config) {
+			p := apiProvisioner()
+			p.API.Create.URL = ""
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].api.create.url", "a url is required"},
+		{"api request template does not parse", func(c *Config) {
+			p := apiProvisioner()
+			p.API.Status.URL = "https://x/{{ .State.created.id"
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].api.status.url", "does not parse"},
+		{"api bad method", func(c *Config) {
+			p := apiProvisioner()
+			p.API.Create.Method = "FETCH"
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].api.create.method", "GET, POST"},
+		{"api status without readyWhen", func(c *Config) {
+			p := apiProvisioner()
+			p.API.ReadyWhen = nil
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].api.readyWhen", "needs readyWhen"},
+		{"api bad timeout", func(c *Config) {
+			p := apiProvisioner()
+			p.API.Timeout = "soon"
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].api.timeout", "positive duration"},
+		{"api credentials without a key", func(c *Config) {
+			p := apiProvisioner()
+			p.API.Credentials.SecretRef.Key = ""
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].api.credentials.secretRef.key", "a key is required"},
+		{"api provisioner with manifests", func(c *Config) {
+			p := apiProvisioner()
+			p.Manifests = "- {}"
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].manifests", "outputs template only"},
+		{"api block on a template provisioner", func(c *Config) { c.Provisioners[0].API = apiProvisioner().API }, "provisioners[0].api", "only http+api://"},
 		{"endpoint template does not parse", func(c *Config) { c.Endpoint.Template = "https://{{ .workload.name" }, "endpoint.template", "does not parse"},
 	}
 	for _, tc := range cases {
@@ -298,5 +355,19 @@ func TestSampleDigestsMatchTheShippedTemplates(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no configmap refs checked")
+	}
+}
+
+func apiProvisioner() Provisioner {
+	return Provisioner{
+		URI: "http+api://acme/postgres", Type: "postgres", Outputs: "host: {{ .State.observed.host }}",
+		API: &API{
+			Credentials: &APICredentials{SecretRef: SecretKeyRef{Name: "acme-api", Key: "token"}, Prefix: "Bearer "},
+			Create:      APIRequest{Method: "POST", URL: "https://api.acme.test/dbs", Body: `{"name": {{ .Guid | quote }}}`},
+			Status:      &APIRequest{URL: "https://api.acme.test/dbs/{{ .State.created.id }}"},
+			ReadyWhen:   &APIReadyWhen{Path: "status", Ready: []string{"ready"}},
+			Timeout:     "5m",
+			Delete:      &APIRequest{URL: "https://api.acme.test/dbs/{{ .State.created.id }}"},
+		},
 	}
 }

@@ -89,6 +89,9 @@ func ClaimName(workload, key, resourceType string) string {
 type ClaimsInput struct {
 	Workload     *scorev1b1.Workload
 	Provisioners []orchconfig.Provisioner
+	// Classes give claims of a type without a class its default class, and a class its
+	// default deprovision policy.
+	Classes []orchconfig.Class
 	// Observed are the Workload's claims, by key.
 	Observed map[string]ClaimView
 }
@@ -113,12 +116,14 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
 		}
 		d.WaitingFor = waiting
+		// The policy: the resource's annotation, else its class's, else its provisioner's,
+		// else Delete.
 		policy, _ := PolicyAnnotation(res)
 		class, id := deref(res.Class), deref(res.ID)
 		if policy == "" {
-			if i := provisionermatch.Match(in.Provisioners, provisionermatch.Claim{Type: res.Type, Class: class, ID: id, Params: resolved}); i >= 0 {
-				policy = scorev1b1.DeprovisionPolicy(in.Provisioners[i].DeprovisionPolicy)
-			}
+			served, _, _ := provisionermatch.Resolve(provisionermatch.Input{Classes: in.Classes, Provisioners: in.Provisioners,
+				Claim: provisionermatch.Claim{Type: res.Type, Class: class, ID: id, Params: resolved}})
+			policy = scorev1b1.DeprovisionPolicy(served.DeprovisionPolicy)
 		}
 		if policy == "" {
 			policy = scorev1b1.DeprovisionDelete

@@ -360,3 +360,44 @@ func TestViewClaim(t *testing.T) {
 		t.Fatalf("bound with no outputs at all is ready: %+v", v)
 	}
 }
+
+// The deprovision policy: the resource's annotation, else its class's, else its provisioner's,
+// else Delete.
+func TestDeprovisionPolicyPrecedence(t *testing.T) {
+	provs := []orchconfig.Provisioner{
+		{URI: "template://pg", Type: "postgres", DeprovisionPolicy: "Orphan"},
+		{URI: "template://redis", Type: "redis"},
+	}
+	classes := []orchconfig.Class{
+		{Type: "postgres", Name: "standard", Default: true},
+		{Type: "postgres", Name: "ha", DeprovisionPolicy: "Retain"},
+	}
+	withClass := func(key, class string) opt {
+		return func(w *scorev1b1.Workload) {
+			r := w.Spec.Resources[key]
+			r.Class = &class
+			w.Spec.Resources[key] = r
+		}
+	}
+	cases := []struct {
+		name string
+		opts []opt
+		want scorev1b1.DeprovisionPolicy
+	}{
+		{"annotation beats class", []opt{withResource("r", "postgres", "", "score.dev/deprovision-policy", "Delete"), withClass("r", "ha")}, "Delete"},
+		{"class beats provisioner", []opt{withResource("r", "postgres", ""), withClass("r", "ha")}, "Retain"},
+		{"the default class has none: provisioner", []opt{withResource("r", "postgres", "")}, "Orphan"},
+		{"neither: Delete", []opt{withResource("r", "redis", "")}, "Delete"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DesiredClaims(ClaimsInput{Workload: workload(tc.opts...), Provisioners: provs, Classes: classes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0].Spec.DeprovisionPolicy != tc.want {
+				t.Fatalf("want %s, got %s", tc.want, got[0].Spec.DeprovisionPolicy)
+			}
+		})
+	}
+}

@@ -93,13 +93,29 @@ func RenderTemplatesWith(funcs template.FuncMap, def orchconfig.Provisioner, dat
 			if !ok {
 				return Result{}, fmt.Errorf("manifests template: item %d is not an object", i)
 			}
-			if m["apiVersion"] == nil || m["kind"] == nil {
-				return Result{}, fmt.Errorf("manifests template: item %d has no apiVersion or kind", i)
-			}
 			r.Manifests = append(r.Manifests, m)
+		}
+		if err := CheckManifests(r.Manifests); err != nil {
+			return Result{}, fmt.Errorf("manifests template: %w", err)
 		}
 	}
 	return r, nil
+}
+
+// CheckManifests verifies that every manifest names its apiVersion and kind.
+func CheckManifests(manifests []map[string]any) error {
+	for i, m := range manifests {
+		if m["apiVersion"] == nil || m["kind"] == nil {
+			return fmt.Errorf("item %d has no apiVersion or kind", i)
+		}
+	}
+	return nil
+}
+
+// RenderOutputs evaluates only the outputs template over data, as it is (strategies other
+// than template:// keep their own state and pass it in data.State).
+func RenderOutputs(def orchconfig.Provisioner, data Data) (map[string]any, error) {
+	return renderMap(tplfuncs.Provisioner(), "outputs", def.Outputs, data)
 }
 
 func renderMap(funcs template.FuncMap, name, text string, data Data) (map[string]any, error) {

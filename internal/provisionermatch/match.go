@@ -2,11 +2,15 @@
 // definitions whose type, class and id match (score-k8s's first-match rules: an unset class
 // or id matches any), one whose matchParams equal the claim's params beats one whose
 // matchParams are a subset of them, which beats one without matchParams; ties go to the
-// first in document order. It is pure.
+// first in document order. Resolve first settles the claim's class (the type's default class
+// when it names none) and merges the class's params under the claim's. It is pure.
 package provisionermatch
 
 import (
+	"fmt"
 	"reflect"
+	"sort"
+	"strings"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
@@ -60,4 +64,103 @@ func normalize(v any) any {
 		return float64(x)
 	}
 	return v
+}
+
+// Input is what Resolve looks at: the config's classes and provisioners, and the claim.
+type Input struct {
+	Classes      []orchconfig.Class
+	Provisioners []orchconfig.Provisioner
+	Claim        Claim
+}
+
+// Result is how a claim is served.
+type Result struct {
+	// Index is the serving provisioner's index in Provisioners.
+	Index int
+	// Class is the claim's class, or the type's default class when it names none ("" when
+	// neither).
+	Class string
+	// Params are the class's params with the claim's merged over them.
+	Params map[string]any
+	// DeprovisionPolicy is the class's default policy, else the provisioner's ("" when
+	// neither sets one).
+	DeprovisionPolicy string
+}
+
+// Resolve settles the claim's class, merges its params and finds the provisioner that serves
+// it. When it cannot, message says why in one sentence: the class is not one the type
+// declares (listing those it does), or no provisioner serves the claim (listing the types
+// that are served).
+func Resolve(in Input) (res Result, message string, ok bool) {
+	c := in.Claim
+	var class *orchconfig.Class
+	var declared []string
+	for i := range in.Classes {
+		k := &in.Classes[i]
+		if k.Type != c.Type {
+			continue
+		}
+		declared = append(declared, k.Name)
+		if k.Name == c.Class || c.Class == "" && k.Default {
+			class = k
+		}
+	}
+	sort.Strings(declared)
+	if class == nil && c.Class != "" && len(declared) > 0 {
+		return Result{Index: -1}, fmt.Sprintf("Class %s is not a class of %s. Available classes: %s.", c.Class, c.Type, strings.Join(declared, ", ")), false
+	}
+	res = Result{Index: -1, Class: c.Class, Params: c.Params}
+	if class != nil {
+		res.Class, res.Params, res.DeprovisionPolicy = class.Name, MergeParams(class.Params, c.Params), class.DeprovisionPolicy
+	}
+	res.Index = Match(in.Provisioners, Claim{Type: c.Type, Class: res.Class, ID: c.ID, Params: res.Params})
+	if res.Index < 0 {
+		return res, noProvisionerMessage(in.Provisioners, c.Type, res.Class, c.ID), false
+	}
+	if res.DeprovisionPolicy == "" {
+		res.DeprovisionPolicy = in.Provisioners[res.Index].DeprovisionPolicy
+	}
+	return res, "", true
+}
+
+// MergeParams returns over merged onto under, recursively for mappings: where both set a key
+// to something other than two mappings, over wins.
+func MergeParams(under, over map[string]any) map[string]any {
+	if len(under) == 0 {
+		return over
+	}
+	out := make(map[string]any, len(under)+len(over))
+	for k, v := range under {
+		out[k] = v
+	}
+	for k, v := range over {
+		um, uok := out[k].(map[string]any)
+		om, ook := v.(map[string]any)
+		if uok && ook {
+			out[k] = MergeParams(um, om)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func noProvisionerMessage(provisioners []orchconfig.Provisioner, typ, class, id string) string {
+	types := map[string]bool{}
+	for _, p := range provisioners {
+		types[p.Type] = true
+	}
+	list := make([]string, 0, len(types))
+	for t := range types {
+		list = append(list, t)
+	}
+	sort.Strings(list)
+	what := typ
+	if class != "" {
+		what += " of class " + class
+	}
+	if id != "" {
+		what += " with id " + id
+	}
+	return fmt.Sprintf("No provisioner serves %s. Available types: %s.", what, strings.Join(list, ", "))
 }

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"os/exec"
 	"sort"
 	"strings"
 
@@ -18,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -29,6 +32,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
@@ -66,6 +70,15 @@ type Reconciler struct {
 	// EnableCmd allows cmd:// provisioners, which run binaries inside the controller. Off by
 	// default.
 	EnableCmd bool
+	// CmdLimits bound each cmd:// run; zero fields take provisionercmd.DefaultLimits.
+	CmdLimits provisionercmd.Limits
+	// APINamespace is where http+api:// credentials Secrets live: the controller's own
+	// namespace, never a claim's.
+	APINamespace string
+	// HTTPClient makes http+api:// requests; nil is a client with a 30s timeout.
+	HTTPClient *http.Client
+	// Clock tells http+api:// progress the time; nil is the real clock.
+	Clock clock.PassiveClock
 	// Concurrency is the number of claims reconciled at once.
 	Concurrency int
 
@@ -109,27 +122,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // provision runs the matching definition and publishes the result.
 func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	loaded, ok := r.Config.Get()
 	if !ok {
 		setPhase(c, scorev1b1.ClaimPhasePending, "", "Waiting for the platform configuration.")
 		return ctrl.Result{}, nil
 	}
-	params, _ := values.Object(c.Spec.Params)
-	idx := provisionermatch.Match(loaded.Config.Provisioners, provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: params})
-	if idx < 0 {
-		// Terminal until the config changes; the config watch brings the claim back.
-		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, noProvisionerMessage(loaded.Config, c))
+	claimParams, _ := values.Object(c.Spec.Params)
+	served, message, ok := provisionermatch.Resolve(provisionermatch.Input{
+		Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
+		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams},
+	})
+	if !ok {
+		// An unknown class or no provisioner: terminal until the config changes; the config
+		// watch brings the claim back.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, message)
 		return ctrl.Result{}, nil
 	}
-	def := loaded.Config.Provisioners[idx]
+	def, params := loaded.Config.Provisioners[served.Index], served.Params
 	c.Status.Provisioner = def.URI
 	scheme, _, _ := strings.Cut(def.URI, "://")
 	if scheme == "cmd" && !r.EnableCmd {
-		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, fmt.Sprintf("Provisioner %s runs a command, and command provisioners are disabled (--enable-cmd-provisioners).", def.URI))
+		// Terminal until the operator restarts the controller with the flag.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, cmdDisabledMessage(def.URI))
 		return ctrl.Result{}, nil
 	}
-	if scheme != "template" && scheme != "runnable" {
+	if scheme != "template" && scheme != "cmd" && scheme != "http+api" && scheme != "runnable" {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s uses the %s strategy, which this controller does not run.", def.URI, scheme))
 		return ctrl.Result{}, nil
 	}
@@ -143,9 +160,21 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res, err := provisioner.RenderTemplates(def, data)
+	// Definitions see the resolved class (the type's default when the claim names none); the
+	// identity keeps the class the claim names, so that adding classes or changing the default
+	// never moves an existing instance onto new state and new objects.
+	if served.Class != "" {
+		data.Class = served.Class
+	}
+	if scheme == "http+api" {
+		return r.provisionAPI(ctx, c, def, id, data, state)
+	}
+	res, err := r.run(ctx, scheme, def, data)
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err))
+		if errors.Is(err, provisionercmd.ErrNotRunnable) {
+			return ctrl.Result{}, nil // terminal until the config changes; its watch brings the claim back
+		}
 		return ctrl.Result{}, reconcileErr(err)
 	}
 	if err := r.saveState(ctx, id, state, res); err != nil {
@@ -159,7 +188,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	var applied []scorev1b1.AppliedObject
 	if scheme == "runnable" {
 		var runOutputs map[string]any
-		inventory, applied, runOutputs, err = r.run(ctx, c, def, id, res.Manifests)
+		inventory, applied, runOutputs, err = r.stampRun(ctx, c, def, id, res.Manifests)
 		res.Outputs = provisioner.PatchMap(res.Outputs, runOutputs)
 	} else {
 		inventory, applied, err = r.apply(ctx, c, id, res.Manifests)
@@ -195,6 +224,13 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
 		return ctrl.Result{}, reconcileErr(err)
 	}
+	return r.publish(ctx, c, def, plain, secret, applied)
+}
+
+// publish writes the outputs (secret ones into the outputs Secret), the inventory, and the
+// phase they add up to: Binding while objects are not healthy, Failed when an expected output
+// is missing, else Bound.
+func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, plain map[string]any, secret map[string]string, applied []scorev1b1.AppliedObject) (ctrl.Result, error) {
 	if err := r.publishSecretOutputs(ctx, c, secret); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -229,7 +265,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	default:
 		c.Status.OutputsAvailable = len(plain)+len(secret) > 0
 		if c.Status.Phase != scorev1b1.ClaimPhaseBound {
-			log.Info("Claim bound", "provisioner", def.URI, "objects", len(applied))
+			ctrl.LoggerFrom(ctx).Info("Claim bound", "provisioner", def.URI, "objects", len(applied))
 		}
 		setPhase(c, scorev1b1.ClaimPhaseBound, scorev1b1.ReasonSucceeded, fmt.Sprintf("Provisioned by %s.", def.URI))
 	}
@@ -237,30 +273,36 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	return ctrl.Result{}, nil
 }
 
+// run evaluates the definition with its strategy: template:// renders its templates, cmd://
+// runs its command with the same data as score-k8s's JSON document.
+func (r *Reconciler) run(ctx context.Context, scheme string, def orchconfig.Provisioner, data provisioner.Data) (provisioner.Result, error) {
+	if scheme == "template" || scheme == "runnable" {
+		return provisioner.RenderTemplates(def, data)
+	}
+	bin, err := provisionercmd.Resolve(def.URI, exec.LookPath)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	lim := r.CmdLimits
+	if lim.Timeout <= 0 {
+		lim.Timeout = provisionercmd.DefaultLimits.Timeout
+	}
+	if lim.MaxOutput <= 0 {
+		lim.MaxOutput = provisionercmd.DefaultLimits.MaxOutput
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Running a command provisioner", "binary", bin, "timeout", lim.Timeout)
+	return provisionercmd.Run(ctx, bin, def.Args, provisionercmd.NewInput(data), lim)
+}
+
+// cmdDisabledMessage says why a cmd:// definition was refused and how to allow it.
+func cmdDisabledMessage(uri string) string {
+	return fmt.Sprintf("Provisioner %s runs a command inside the controller, and command provisioners are disabled; the operator allows them with --enable-cmd-provisioners.", uri)
+}
+
 // reconcileErr turns a provisioning failure into an error, so that it is retried with
 // exponential backoff.
 func reconcileErr(err error) error {
 	return fmt.Errorf("provisioning failed, retrying with backoff: %w", err)
-}
-
-func noProvisionerMessage(cfg *orchconfig.Config, c *scorev1b1.ResourceClaim) string {
-	types := map[string]bool{}
-	for _, p := range cfg.Provisioners {
-		types[p.Type] = true
-	}
-	list := make([]string, 0, len(types))
-	for t := range types {
-		list = append(list, t)
-	}
-	sort.Strings(list)
-	what := c.Spec.Type
-	if c.Spec.Class != "" {
-		what += " of class " + c.Spec.Class
-	}
-	if c.Spec.ID != "" {
-		what += " with id " + c.Spec.ID
-	}
-	return fmt.Sprintf("No provisioner serves %s. Available types: %s.", what, strings.Join(list, ", "))
 }
 
 func setPhase(c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase, reason scorev1b1.Reason, message string) {

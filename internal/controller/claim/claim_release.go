@@ -32,6 +32,10 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 			return ctrl.Result{}, err
 		}
 		if others == 0 {
+			if err := r.releaseAPI(ctx, c, id); err != nil {
+				setPhase(c, c.Status.Phase, c.Status.Reason, fmt.Sprintf("Deprovisioning; %v.", err))
+				return ctrl.Result{}, fmt.Errorf("deprovisioning through the API: %w", err)
+			}
 			var remaining []string
 			for _, o := range c.Status.Resources {
 				used, err := r.usedByOthers(ctx, c, o)

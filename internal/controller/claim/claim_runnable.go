@@ -21,13 +21,13 @@ import (
 // errRunFailed is a run that ended in failure; it is not retried.
 var errRunFailed = errors.New("the run failed")
 
-// run is the runnable:// strategy. The definition's one manifest is stamped as a run named
+// stampRun is the runnable:// strategy. The definition's one manifest is stamped as a run named
 // after its content and created when it does not exist yet: runs are immutable, so a run is
 // never changed, an input change makes a new one and an unchanged input never runs again.
 // Runs beyond the history limit are deleted. It returns the runs kept (the inventory), each
 // with its health (the current run's from its outcome), and, once the current run
 // succeeded, the outputs read from it. A failed run is an error naming it.
-func (r *Reconciler) run(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, id provisioner.Identity, manifests []map[string]any) (map[string]bool, []scorev1b1.AppliedObject, map[string]any, error) {
+func (r *Reconciler) stampRun(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, id provisioner.Identity, manifests []map[string]any) (map[string]bool, []scorev1b1.AppliedObject, map[string]any, error) {
 	if len(manifests) != 1 {
 		return nil, nil, nil, fmt.Errorf("a runnable provisioner renders exactly one run, this one rendered %d objects", len(manifests))
 	}

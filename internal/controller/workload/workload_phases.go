@@ -96,7 +96,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	}
 
 	// Claims: one per resource, in dependency order.
-	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: loaded.Config.Provisioners, Observed: s.claimViews(desiredKeys(w))})
+	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: loaded.Config.Provisioners, Classes: loaded.Config.Classes, Observed: s.claimViews(desiredKeys(w))})
 	if err != nil {
 		s.specInvalid(workloadstatus.Sentence(err.Error()), 0)
 		return nil

@@ -16,8 +16,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -25,10 +28,13 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
-const config = `apiVersion: score.dev/v1b1
+// configTemplate is the config; %[1]s is the built command provisioner, %[2]s the script,
+// %[3]s the fake external API's base URL.
+const configTemplate = `apiVersion: score.dev/v1b1
 kind: OrchestratorConfig
 allowMutableRefs: true
 profiles:
@@ -66,9 +72,19 @@ provisioners:
     type: broken
     outputs: |
       value: {{ fail "no capacity left" }}
-  - uri: cmd://bash#anything
-    type: shell
-    args: [-c, "echo {}"]
+  - uri: cmd://%[1]s
+    type: cmd-kv
+    expected_outputs: [host, password]
+  - uri: cmd://%[2]s#echo
+    type: cmd-echo
+    args: ["<mode>"]
+  - uri: cmd://%[2]s#fails
+    type: cmd-fails
+    args: [fail, storage]
+  - uri: cmd://./bin/provisioner
+    type: cmd-relative
+  - uri: cmd://no-such-provisioner-binary
+    type: cmd-missing
   - uri: template://test/invalid-object
     type: invalid-object
     manifests: |
@@ -96,6 +112,48 @@ provisioners:
     outputs: |
       host: h
     expected_outputs: [host, port]
+  - uri: template://test/classed-gold
+    type: classed
+    matchParams: {tier: gold}
+    outputs: |
+      served: gold
+      class: {{ .Class }}
+      size: {{ .Params.size }}
+  - uri: template://test/classed
+    type: classed
+    outputs: |
+      served: plain
+      class: {{ .Class }}
+      size: {{ .Params.size }}
+      uid: {{ .Uid }}
+  - uri: http+api://test/db
+    type: api-db
+    api:
+      credentials:
+        secretRef: {name: api-token, key: token}
+        prefix: "Bearer "
+      create:
+        url: "%[3]s/dbs"
+        headers: {Content-Type: application/json}
+        body: |
+          {"name": {{ .Guid | quote }}, "mode": {{ .Params.mode | default "ok" | quote }}}
+      status:
+        url: "%[3]s/dbs/{{ .State.created.id }}"
+      readyWhen: {path: status.phase, ready: [ready], failed: [error]}
+      pollInterval: 100ms
+      timeout: 2s
+      secretOutputs: [password]
+      delete:
+        url: "%[3]s/dbs/{{ .State.created.id }}"
+    outputs: |
+      host: {{ .State.observed.host }}
+      password: {{ .State.observed.password }}
+    expected_outputs: [host, password]
+classes:
+  - {type: classed, name: standard, default: true, params: {size: medium}}
+  - type: classed
+    name: big
+    params: {size: large, tier: gold}
 `
 
 var (
@@ -103,35 +161,69 @@ var (
 	ctx = context.Background()
 )
 
+// cmdOffNamespace is served by a second controller that runs with command provisioners
+// disabled, the default; the first controller, with them enabled, serves every other
+// namespace.
+const cmdOffNamespace = "cmd-off"
+
 func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
 	var err error
 	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	dir, err := os.MkdirTemp("", "cmd-provisioners-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	goBin, script, err := buildCmdProvisioners(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
 	c, cancel := context.WithCancel(ctx)
-	if err := start(c); err != nil {
+	defer cancel()
+	api := startFakeAPI()
+	defer api.server.Close()
+	if err := start(c, fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
-	code := m.Run()
-	cancel()
-	_ = env.Stop()
-	os.Exit(code)
+	return m.Run()
 }
 
-func start(ctx context.Context) error {
+func start(ctx context.Context, document string) error {
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": config}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cmdOffNamespace}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": document}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "api-token"}, StringData: map[string]string{"token": apiToken}},
 	} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			return err
 		}
 	}
+	if err := startController(ctx, true, fields.OneTermNotEqualSelector("metadata.namespace", cmdOffNamespace)); err != nil {
+		return err
+	}
+	return startController(ctx, false, fields.OneTermEqualSelector("metadata.namespace", cmdOffNamespace))
+}
+
+// startController runs a provisioner controller over the namespaces the selector admits.
+func startController(ctx context.Context, enableCmd bool, namespaces fields.Selector) error {
 	opts := configsource.DefaultOptions()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: configsource.CacheOptions(opts)})
+	cacheOpts := configsource.CacheOptions(opts)
+	cacheOpts.DefaultFieldSelector = namespaces
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: cacheOpts,
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}) // two controllers in one process
 	if err != nil {
 		return err
 	}
@@ -139,7 +231,9 @@ func start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner")}
+	r := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd,
+		CmdLimits:    provisionercmd.Limits{Timeout: 10 * time.Second, MaxOutput: 1 << 20},
+		APINamespace: "score-system", HTTPClient: fakeAPIClient}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -358,9 +452,8 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: broken, invalid-object, kv, missing-output, port-of, shell, topic."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, invalid-object, kv, missing-output, port-of, topic."},
 		{"broken", "ClaimFailed", "no capacity left"},
-		{"shell", "PermissionDenied", "command provisioners are disabled"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
 	}

@@ -1,0 +1,235 @@
+// Package provisionerapi is the pure part of the http+api:// strategy: it renders the
+// definition's templated requests, reads readiness from a response, and keeps the strategy's
+// progress (the create response, the latest status response, when it started, how many polls)
+// as the instance's state, which the controller stores in the state Secret like any
+// provisioner's. The controller makes at most one request per reconcile and comes back after
+// Backoff, so waiting for an external API never holds a worker.
+package provisionerapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
+)
+
+// Defaults of the api block.
+const (
+	DefaultPollInterval = 2 * time.Second
+	DefaultTimeout      = 10 * time.Minute
+	// MaxPollInterval caps the doubling of the poll interval.
+	MaxPollInterval = 30 * time.Second
+)
+
+// Phases of an instance's progress.
+const (
+	PhaseCreating = ""        // nothing created yet
+	PhasePending  = "Pending" // created, not yet ready
+	PhaseReady    = "Ready"
+	PhaseFailed   = "Failed"
+)
+
+// State is the strategy's progress, kept as the instance's state. Templates see it as .State:
+// .State.created and .State.observed are the response bodies.
+type State struct {
+	Phase    string         `json:"phase,omitempty"`
+	Message  string         `json:"message,omitempty"`
+	Created  map[string]any `json:"created,omitempty"`
+	Observed map[string]any `json:"observed,omitempty"`
+	Since    time.Time      `json:"since,omitzero"`
+	Polls    int            `json:"polls,omitempty"`
+	// Next is when the next request may be made: a reconcile that comes earlier (any watch
+	// event does) waits for it instead of polling.
+	Next time.Time `json:"next,omitzero"`
+}
+
+// StateFrom reads the progress from an instance's state.
+func StateFrom(m map[string]any) (State, error) {
+	var s State
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, fmt.Errorf("the instance's state is not an http+api state: %w", err)
+	}
+	return s, nil
+}
+
+// Map is the progress as an instance's state.
+func (s State) Map() map[string]any {
+	raw, _ := json.Marshal(s)
+	m := map[string]any{}
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// Request is a rendered request.
+type Request struct {
+	Method, URL string
+	Headers     map[string]string
+	Body        string
+}
+
+// Render evaluates a request's templates over data. The URL must be https: credentials and
+// secret outputs travel on it.
+func Render(req orchconfig.APIRequest, defaultMethod string, data provisioner.Data) (Request, error) {
+	out := Request{Method: req.Method, Headers: map[string]string{}}
+	if out.Method == "" {
+		out.Method = defaultMethod
+	}
+	var err error
+	if out.URL, err = render("url", req.URL, data); err != nil {
+		return Request{}, err
+	}
+	u, err := url.Parse(strings.TrimSpace(out.URL))
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return Request{}, fmt.Errorf("the url %q is not an https:// url", out.URL)
+	}
+	out.URL = u.String()
+	if out.Body, err = render("body", req.Body, data); err != nil {
+		return Request{}, err
+	}
+	for k, v := range req.Headers {
+		if out.Headers[k], err = render("header "+k, v, data); err != nil {
+			return Request{}, err
+		}
+	}
+	return out, nil
+}
+
+func render(name, text string, data provisioner.Data) (string, error) {
+	t, err := template.New(name).Funcs(tplfuncs.Provisioner()).Option("missingkey=zero").Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("%s template does not parse: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("%s template failed: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+// Lookup follows a dotted path (status.phase, items.0.state) into a decoded JSON value.
+func Lookup(v any, path string) (any, bool) {
+	for _, step := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[step]
+			if !ok {
+				return nil, false
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// Judge reads readiness from a response body: Ready, Failed or Pending, and the value read.
+// Without readyWhen a successful response is ready.
+func Judge(when *orchconfig.APIReadyWhen, body map[string]any) (phase, value string) {
+	if when == nil {
+		return PhaseReady, ""
+	}
+	v, ok := Lookup(body, when.Path)
+	if !ok {
+		return PhasePending, ""
+	}
+	value = fmt.Sprint(v)
+	switch {
+	case slices.Contains(when.Ready, value):
+		return PhaseReady, value
+	case slices.Contains(when.Failed, value):
+		return PhaseFailed, value
+	}
+	return PhasePending, value
+}
+
+// Settings are the api block's poll interval and timeout, with their defaults.
+func Settings(a *orchconfig.API) (interval, timeout time.Duration) {
+	interval, timeout = DefaultPollInterval, DefaultTimeout
+	if d, err := time.ParseDuration(a.PollInterval); err == nil && d > 0 {
+		interval = d
+	}
+	if d, err := time.ParseDuration(a.Timeout); err == nil && d > 0 {
+		timeout = d
+	}
+	return interval, timeout
+}
+
+// Backoff is the wait before poll number polls+1: the interval doubled per poll, capped at
+// MaxPollInterval (or the interval, when that is longer).
+func Backoff(interval time.Duration, polls int) time.Duration {
+	limit := max(MaxPollInterval, interval)
+	d := interval
+	for i := 0; i < polls && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// Observe folds a status response (or the create response, without a status request) into
+// the progress at now: ready, failed by the API, failed by timeout, or still pending.
+func Observe(s State, a *orchconfig.API, body map[string]any, now time.Time) State {
+	s.Observed = body
+	s.Polls++
+	phase, value := Judge(a.ReadyWhen, body)
+	_, timeout := Settings(a)
+	switch {
+	case phase == PhaseReady:
+		s.Phase, s.Message = PhaseReady, ""
+	case phase == PhaseFailed:
+		s.Phase, s.Message = PhaseFailed, fmt.Sprintf("the API reports %s %s", a.ReadyWhen.Path, value)
+	case now.Sub(s.Since) >= timeout:
+		s.Phase, s.Message = PhaseFailed, fmt.Sprintf("not ready within %s (%s is %q)", timeout, a.ReadyWhen.Path, value)
+	default:
+		s.Phase, s.Message = PhasePending, fmt.Sprintf("%s is %q", a.ReadyWhen.Path, value)
+	}
+	return s
+}
+
+// TimedOut marks a pending instance failed once its timeout has passed, also when its status
+// request keeps failing.
+func TimedOut(s State, a *orchconfig.API, now time.Time) (State, bool) {
+	_, timeout := Settings(a)
+	if s.Phase != PhasePending || now.Sub(s.Since) < timeout {
+		return s, false
+	}
+	s.Phase, s.Message = PhaseFailed, fmt.Sprintf("not ready within %s", timeout)
+	return s, true
+}
+
+// SecretOutputs moves the outputs the api block names as secret from plain into secret; a
+// value that is not a string is stored as JSON.
+func SecretOutputs(names []string, plain map[string]any, secret map[string]string) {
+	for _, k := range names {
+		v, ok := plain[k]
+		if !ok {
+			continue
+		}
+		delete(plain, k)
+		if s, ok := v.(string); ok {
+			secret[k] = s
+			continue
+		}
+		raw, _ := json.Marshal(v)
+		secret[k] = string(raw)
+	}
+}
