@@ -140,6 +140,10 @@ type ResourceClaimStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Outputs *apiextensionsv1.JSON `json:"outputs,omitempty"`
 
+	// InstanceNamespace is where the claimed instance lives when the platform shares it across
+	// namespaces (its sharing namespace); empty when it lives in the claim's namespace.
+	// +optional
+	InstanceNamespace string `json:"instanceNamespace,omitempty"`
 	// SecretRef names the Secret, in the claim's namespace, that holds the secret outputs.
 	// +optional
 	SecretRef *OutputsSecretRef `json:"secretRef,omitempty"`

@@ -177,7 +177,31 @@ type Provisioner struct {
 	// Runnable configures the runnable:// strategy: manifests render one immutable run (a
 	// Job by default), stamped anew for every change of its inputs.
 	Runnable *Runnable `json:"runnable,omitempty" yaml:"runnable,omitempty"`
+
+	// Sharing lets claims with the same id from several namespaces share one instance.
+	// Without it, an id is shared within a namespace only.
+	Sharing *Sharing `json:"sharing,omitempty" yaml:"sharing,omitempty"`
 }
+
+// Sharing is the platform's permission for claims from other namespaces to share an
+// instance: the instance lives in Namespace, and claims with an id from namespaces whose
+// labels match NamespaceSelector share it; each consumer gets the secret outputs in its own
+// namespace only, in its claim's outputs Secret.
+type Sharing struct {
+	// Namespace holds the shared instances (their objects and state).
+	Namespace string `json:"namespace" yaml:"namespace"`
+	// NamespaceSelector admits consumer namespaces by their labels.
+	NamespaceSelector Selector `json:"namespaceSelector" yaml:"namespaceSelector"`
+	// Otherwise is what a claim with an id from any other namespace gets: Isolate (its own
+	// instance in its namespace, the default) or Deny (PermissionDenied).
+	Otherwise string `json:"otherwise,omitempty" yaml:"otherwise,omitempty"`
+}
+
+// The answers to a claim whose namespace may not share.
+const (
+	SharingIsolate = "Isolate"
+	SharingDeny    = "Deny"
+)
 
 // Runnable is how a runnable:// provisioner judges its runs and reads their outputs.
 type Runnable struct {

@@ -280,6 +280,7 @@ func (v *validator) provisioners(cfg *Config) {
 			v.fail(path+".args", "only cmd:// provisioners take args")
 		}
 		v.runnable(path, p, m != nil && m[1] == "runnable")
+		v.sharing(path, p)
 		for _, f := range []struct{ name, text string }{
 			{"init", p.Init}, {"state", p.State}, {"shared", p.Shared}, {"outputs", p.Outputs}, {"manifests", p.Manifests},
 		} {
@@ -543,5 +544,29 @@ func (v *validator) runnable(path string, p Provisioner, isRunnable bool) {
 		if err := runnable.ParsePath(jp); err != nil {
 			v.fail(path+".runnable.outputs."+key, "the JSONPath does not parse: %v", err)
 		}
+	}
+}
+
+// sharing checks a provisioner's cross-namespace sharing: a home namespace, a selector that
+// admits some namespaces (an empty one would admit every namespace: say so with Exists),
+// and a known answer for the others.
+func (v *validator) sharing(path string, p Provisioner) {
+	sh := p.Sharing
+	if sh == nil {
+		return
+	}
+	path += ".sharing"
+	if errs := validation.IsDNS1123Label(sh.Namespace); len(errs) > 0 {
+		v.fail(path+".namespace", "%q must be a namespace name: %s", sh.Namespace, strings.Join(errs, "; "))
+	}
+	if len(sh.NamespaceSelector.MatchLabels) == 0 && len(sh.NamespaceSelector.MatchExpressions) == 0 {
+		v.fail(path+".namespaceSelector", "must select namespaces by labels (matchLabels or matchExpressions)")
+	}
+	if len(sh.NamespaceSelector.Namespaces) > 0 {
+		v.fail(path+".namespaceSelector.namespaces", "select consumer namespaces by labels only")
+	}
+	v.selector(path+".namespaceSelector", sh.NamespaceSelector)
+	if sh.Otherwise != "" && sh.Otherwise != SharingIsolate && sh.Otherwise != SharingDeny {
+		v.fail(path+".otherwise", "%q must be Isolate or Deny", sh.Otherwise)
 	}
 }

@@ -60,6 +60,15 @@ func TestValidate(t *testing.T) {
 		{"valid document", func(*Config) {}, "", ""},
 		{"wrong apiVersion", func(c *Config) { c.APIVersion = "score.dev/v1" }, "apiVersion", `must be "score.dev/v1b1"`},
 		{"wrong kind", func(c *Config) { c.Kind = "Config" }, "kind", `must be "OrchestratorConfig"`},
+		{"sharing with an empty selector", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared"}}}
+		}, "provisioners[0].sharing.namespaceSelector", "must select namespaces by labels"},
+		{"sharing into a bad namespace", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "Shared_NS", NamespaceSelector: Selector{MatchLabels: map[string]string{"a": "b"}}}}}
+		}, "provisioners[0].sharing.namespace", "must be a namespace name"},
+		{"sharing otherwise unknown", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared", NamespaceSelector: Selector{MatchLabels: map[string]string{"a": "b"}}, Otherwise: "Share"}}}
+		}, "provisioners[0].sharing.otherwise", "must be Isolate or Deny"},
 		{"runnable without its block", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "runnable://dev/build", Type: "image", Manifests: "- {}"}}
 		}, "provisioners[0].runnable", "needs a runnable block"},

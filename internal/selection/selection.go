@@ -17,8 +17,6 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -274,22 +272,7 @@ func matches(s orchconfig.Selector, namespace string, wl map[string]string) bool
 			return false
 		}
 	}
-	set := labels.Set(wl)
-	for k, v := range s.MatchLabels {
-		if set[k] != v || !set.Has(k) {
-			return false
-		}
-	}
-	for _, e := range s.MatchExpressions {
-		op := map[string]selection.Operator{
-			"In": selection.In, "NotIn": selection.NotIn, "Exists": selection.Exists, "DoesNotExist": selection.DoesNotExist,
-		}[e.Operator]
-		req, err := labels.NewRequirement(e.Key, op, e.Values)
-		if err != nil || !req.Matches(set) {
-			return false
-		}
-	}
-	return true
+	return s.MatchesLabels(wl)
 }
 
 // Requirements parses the score.dev/requirements annotation: a JSON array of strings, or a

@@ -89,7 +89,7 @@ func (r *Reconciler) provisionAPI(ctx context.Context, c *scorev1b1.ResourceClai
 		return ctrl.Result{}, reconcileErr(err)
 	}
 	plain, secret, err := provisioner.SplitOutputs(outputs, func(ref provisioner.SecretRef) (string, error) {
-		return r.readSecretKey(ctx, c.Namespace, ref)
+		return r.readSecretKey(ctx, id.Namespace, ref)
 	})
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))

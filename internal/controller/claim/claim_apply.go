@@ -29,10 +29,10 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 			return nil, nil, fmt.Errorf("%s %s: the kind is not served: %w", u.GetKind(), u.GetName(), err)
 		}
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			if u.GetNamespace() != "" && u.GetNamespace() != c.Namespace {
-				return nil, nil, fmt.Errorf("%s %s: a provisioner may only create objects in the claim's namespace %s", u.GetKind(), u.GetName(), c.Namespace)
+			if u.GetNamespace() != "" && u.GetNamespace() != id.Namespace {
+				return nil, nil, fmt.Errorf("%s %s: a provisioner may only create objects in the instance's namespace %s", u.GetKind(), u.GetName(), id.Namespace)
 			}
-			u.SetNamespace(c.Namespace)
+			u.SetNamespace(id.Namespace)
 		}
 		setLabel(u, provisioner.LabelInstance, id.Hash())
 		objs = append(objs, u)
@@ -133,7 +133,8 @@ func (r *Reconciler) exists(ctx context.Context, o scorev1b1.AppliedObject) (boo
 // instances produce stays until the last of them lets it go.
 func (r *Reconciler) usedByOthers(ctx context.Context, c *scorev1b1.ResourceClaim, o scorev1b1.AppliedObject) (bool, error) {
 	var list scorev1b1.ResourceClaimList
-	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{indexResource: objectKey(o.APIVersion, o.Kind, o.Namespace, o.Name)}); err != nil {
+	// Cluster-wide: the consumers of an instance shared across namespaces live in several.
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexResource: objectKey(o.APIVersion, o.Kind, o.Namespace, o.Name)}); err != nil {
 		return false, err
 	}
 	for _, other := range list.Items {

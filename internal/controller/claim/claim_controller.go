@@ -54,6 +54,7 @@ const (
 // +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/finalizers,verbs=update
 // +kubebuilder:rbac:groups=score.dev,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
@@ -151,7 +152,17 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		return ctrl.Result{}, nil
 	}
 
-	id := provisioner.NewIdentity(c.Namespace, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID)
+	home, denied, err := r.instanceNamespace(ctx, c, def)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if denied != "" {
+		// Terminal until the namespace's labels or the config change; both are watched.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, denied)
+		return ctrl.Result{}, nil
+	}
+	c.Status.InstanceNamespace = home
+	id := claimIdentity(c)
 	state, err := r.loadState(ctx, id)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -218,7 +229,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		if v, ok := manifestSecrets[ref]; ok {
 			return v, nil
 		}
-		return r.readSecretKey(ctx, c.Namespace, ref)
+		return r.readSecretKey(ctx, id.Namespace, ref)
 	})
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))

@@ -25,7 +25,7 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	id := provisioner.NewIdentity(c.Namespace, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID)
+	id := claimIdentity(c)
 	if c.Spec.DeprovisionPolicy == scorev1b1.DeprovisionDelete || c.Spec.DeprovisionPolicy == "" {
 		others, err := r.otherConsumers(ctx, c, id)
 		if err != nil {
@@ -62,7 +62,7 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 				setPhase(c, c.Status.Phase, c.Status.Reason, "Deprovisioning; waiting for "+strings.Join(remaining, ", ")+" to be deleted.")
 				return ctrl.Result{}, nil
 			}
-			state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: id.StateSecretName()}}
+			state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName()}}
 			if err := r.Client.Delete(ctx, state); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("deleting the state: %w", err)
 			}
@@ -87,7 +87,9 @@ func (r *Reconciler) otherConsumers(ctx context.Context, c *scorev1b1.ResourceCl
 		return 0, nil
 	}
 	var list scorev1b1.ResourceClaimList
-	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{indexInstance: id.Hash()}); err != nil {
+	// Cluster-wide: the identity hash names the instance's namespace, and the consumers of an
+	// instance shared across namespaces live in several.
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexInstance: id.Hash()}); err != nil {
 		return 0, err
 	}
 	n := 0

@@ -31,7 +31,7 @@ func (r *Reconciler) stampRun(ctx context.Context, c *scorev1b1.ResourceClaim, d
 	if len(manifests) != 1 {
 		return nil, nil, nil, fmt.Errorf("a runnable provisioner renders exactly one run, this one rendered %d objects", len(manifests))
 	}
-	desired, err := runnable.Stamp(manifests[0], c.Namespace, id.Hash())
+	desired, err := runnable.Stamp(manifests[0], id.Namespace, id.Hash())
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -60,7 +60,7 @@ func (r *Reconciler) stampRun(ctx context.Context, c *scorev1b1.ResourceClaim, d
 		return nil, nil, nil, err
 	}
 
-	history, err := r.collectRuns(ctx, c.Namespace, id, current.GetName(), def.Runnable.HistoryLimit, gvk.GroupVersion().WithKind(gvk.Kind+"List"))
+	history, err := r.collectRuns(ctx, id.Namespace, id, current.GetName(), def.Runnable.HistoryLimit, gvk.GroupVersion().WithKind(gvk.Kind+"List"))
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -30,7 +30,7 @@ const indexResource = "score.dev/resource"
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstance, func(o client.Object) []string {
 		c := o.(*scorev1b1.ResourceClaim)
-		return []string{provisioner.NewIdentity(c.Namespace, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID).Hash()}
+		return []string{claimIdentity(c).Hash()}
 	}); err != nil {
 		return err
 	}
@@ -56,6 +56,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Workload requeues the claims of its namespace. Unchanged results write nothing.
 		Watches(&scorev1b1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.claimsInNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allClaims))).
+		// A namespace's labels decide whether its claims may share across namespaces.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Build(r)
 	if err != nil {
@@ -74,8 +76,9 @@ func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reco
 		return nil
 	}
 	gvk := o.GetObjectKind().GroupVersionKind()
-	byLabel := r.listClaims(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexInstance: hash})
-	byInventory := r.listClaims(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexResource: objectKey(gvk.GroupVersion().String(), gvk.Kind, o.GetNamespace(), o.GetName())})
+	// Cluster-wide: an instance shared across namespaces has consumers in several.
+	byLabel := r.listClaims(ctx, client.MatchingFields{indexInstance: hash})
+	byInventory := r.listClaims(ctx, client.MatchingFields{indexResource: objectKey(gvk.GroupVersion().String(), gvk.Kind, o.GetNamespace(), o.GetName())})
 	seen := map[reconcile.Request]bool{}
 	out := make([]reconcile.Request, 0, len(byLabel)+len(byInventory))
 	for _, req := range append(byLabel, byInventory...) {
@@ -90,6 +93,11 @@ func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reco
 // claimsInNamespace maps an object to every claim of its namespace.
 func (r *Reconciler) claimsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.listClaims(ctx, client.InNamespace(o.GetNamespace()))
+}
+
+// claimsOfNamespace maps a Namespace to its claims.
+func (r *Reconciler) claimsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listClaims(ctx, client.InNamespace(o.GetName()))
 }
 
 // allClaims maps a config change to every claim.

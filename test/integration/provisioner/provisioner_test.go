@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -68,6 +69,34 @@ provisioners:
         kind: ConfigMap
         metadata: {name: {{ .Init.name }}}
         data: {size: {{ .Params.size | default "small" | quote }}}
+  - uri: template://test/shared-kv
+    type: shared-kv
+    sharing:
+      namespace: shared-home
+      namespaceSelector: {matchLabels: {share: "yes"}}
+      otherwise: Deny
+    init: &skvInit |
+      name: skv-{{ substr 0 8 .Guid }}
+    state: &skvState |
+      password: {{ dig "password" (randAlphaNum 32) .State | quote }}
+    outputs: &skvOutputs |
+      host: {{ .Init.name }}.{{ .Namespace }}
+      password: {{ encodeSecretRef .Init.name "password" }}
+    expected_outputs: [host, password]
+    manifests: &skvManifests |
+      - apiVersion: v1
+        kind: Secret
+        metadata: {name: {{ .Init.name }}}
+        stringData: {password: {{ .State.password | quote }}}
+  - uri: template://test/isolated-kv
+    type: isolated-kv
+    sharing:
+      namespace: shared-home
+      namespaceSelector: {matchLabels: {share: "yes"}}
+    init: *skvInit
+    state: *skvState
+    outputs: *skvOutputs
+    manifests: *skvManifests
   - uri: template://test/broken
     type: broken
     outputs: |
@@ -222,6 +251,11 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 	opts := configsource.DefaultOptions()
 	cacheOpts := configsource.CacheOptions(opts)
 	cacheOpts.DefaultFieldSelector = namespaces
+	if cacheOpts.ByObject == nil {
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{}
+	}
+	// Namespaces are cluster-scoped: the namespace field selector does not apply to them.
+	cacheOpts.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: cacheOpts,
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}) // two controllers in one process
 	if err != nil {
@@ -452,7 +486,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, invalid-object, kv, missing-output, port-of, topic."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, invalid-object, isolated-kv, kv, missing-output, port-of, shared-kv, topic."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
