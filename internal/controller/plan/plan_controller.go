@@ -89,12 +89,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		p.Status.Phase = scorev1b1.PlanPhasePending
 	}
 
-	text, err := r.Templates.Get(ctx, p.Spec.Template)
+	tpl, err := r.Templates.Get(ctx, p.Spec.Template)
 	if err != nil {
 		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("The template %s cannot be used: %v", p.Spec.Template.Ref, err))
 		return ctrl.Result{}, fmt.Errorf("template: %w", err)
 	}
-	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: text})
+	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: tpl})
 	if err != nil {
 		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Rendering failed: %v", err))
 		return ctrl.Result{}, nil // the plan or the template must change; their watches bring it back

@@ -23,8 +23,8 @@ import (
 // objects whose pod the runtime fills in.
 const (
 	// ValuesFile is a local-config object (kind ScoreValues, name score-values) holding the
-	// plan's values under .values and the workload under .workload; list it in resources to
-	// use it as a replacements source. Kustomize drops it from the output.
+	// plan's values under .values and Input.Workload under .workload; list it in resources
+	// to use it as a replacements source. Kustomize drops it from the output.
 	ValuesFile = "score-values.yaml"
 	// EnvFile holds the plan's scalar values as key=value lines, keys being the dotted path
 	// (replicas, service.ports.http.port); use it in a configMapGenerator's envs.
@@ -52,8 +52,9 @@ type Input struct {
 	Namespace string
 	// NamePrefix and NameSuffix go on every object's name (and the references to it).
 	NamePrefix, NameSuffix string
-	// Labels go on every object, its selectors and its pod templates.
-	Labels map[string]string
+	// SelectorLabels go on every object, its selectors and its pod templates; Labels on every
+	// object and its pod templates only.
+	SelectorLabels, Labels map[string]string
 	// Images replace images by name.
 	Images []Image
 	// Pod is strategic-merged into the pod template of the objects annotated AnnotationPod:
@@ -142,8 +143,15 @@ func overlay(in Input) ([]byte, error) {
 	if in.NameSuffix != "" {
 		k["nameSuffix"] = in.NameSuffix
 	}
+	var labels []any
+	if len(in.SelectorLabels) > 0 {
+		labels = append(labels, map[string]any{"pairs": in.SelectorLabels, "includeSelectors": true, "includeTemplates": true})
+	}
 	if len(in.Labels) > 0 {
-		k["labels"] = []any{map[string]any{"pairs": in.Labels, "includeSelectors": true, "includeTemplates": true}}
+		labels = append(labels, map[string]any{"pairs": in.Labels, "includeTemplates": true})
+	}
+	if len(labels) > 0 {
+		k["labels"] = labels
 	}
 	if len(in.Images) > 0 {
 		var images []any

@@ -47,8 +47,9 @@ func input(f map[string][]byte) Input {
 	return Input{
 		Files:     f,
 		Namespace: "team", NamePrefix: "web-",
-		Labels: map[string]string{"score.dev/workload": "web"},
-		Images: []Image{{Name: "main", NewName: "registry.local/web", NewTag: "1.2"}},
+		SelectorLabels: map[string]string{"score.dev/workload": "web"},
+		Labels:         map[string]string{"app.kubernetes.io/name": "web"},
+		Images:         []Image{{Name: "main", NewName: "registry.local/web", NewTag: "1.2"}},
 		Pod: map[string]any{"containers": []any{map[string]any{"name": "main", "image": "nginx:1.27", "env": []any{map[string]any{"name": "A", "value": "1"}}}},
 			"volumes": []any{map[string]any{"name": "files", "configMap": map[string]any{"name": "web-files"}}}},
 		Values:   map[string]any{"replicas": 3.0, "greeting": "hello", "service": map[string]any{"ports": map[string]any{"http": map[string]any{"port": 80.0}}}, "list": []any{"x"}},
