@@ -193,12 +193,13 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
 	current := make([]*unstructured.Unstructured, 0, len(objs))
 	for i, u := range objs {
+		// Watched before it is applied, so no change after the apply can be missed.
+		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		if applyguard.Unchanged(u, live[i]) {
 			u = live[i] // nothing to write: a no-op apply is still a write
 		} else if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
-		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		health, message := "Current", ""
 		if res, err := status.Compute(u); err == nil {
 			health, message = string(res.Status), res.Message
