@@ -20,6 +20,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 )
 
@@ -79,7 +80,7 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 			}
 			fetcher := &ocifetch.Fetcher{}
 			run := func(w *scorev1b1.Workload, cfg *orchconfig.Config, dir string) configdiff.Side {
-				res, err := offline.Run(offline.Input{Workload: w, Config: cfg, Template: func(ref scorev1b1.TemplateRef) (string, error) {
+				res, err := offline.Run(offline.Input{Workload: w, Config: cfg, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
 					return readTemplate(cmd.Context(), ref, dir, fetcher)
 				}})
 				return configdiff.Side{Result: res, Err: err}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 )
 
@@ -36,8 +35,10 @@ the provisioners' manifests and the runtime's manifests as YAML documents.
 
 The output is byte-identical across runs: random values in provisioner templates (generated
 passwords) are replaced by deterministic stand-ins, so rendered secrets are not usable.
-Templates referenced as configmap://<ns>/<name>/<key> are read from --templates DIR/<key> and
-verified against their digest; oci:// templates are fetched and verified.`,
+Templates referenced as configmap://<ns>/<name>/<key> (manifests, helm charts) are read from
+--templates DIR/<key>; kustomize templates referenced as configmap://<ns>/<name> from the
+files of the directory DIR/<name>. Each is verified against its digest; oci:// templates are
+fetched and verified.`,
 		Example: `  scorectl render -f examples/web-postgres-redis/score.yaml \
     --config .dev/orchestrator-config.yaml --templates config/templates`,
 		Args: cobra.NoArgs,
@@ -58,7 +59,7 @@ verified against their digest; oci:// templates are fetched and verified.`,
 				return fmt.Errorf("%s: %w", configFile, err)
 			}
 			fetcher := &ocifetch.Fetcher{PlainHTTP: plainHTTP}
-			res, err := offline.Run(offline.Input{Workload: w, Config: cfg, Region: region, Template: func(ref scorev1b1.TemplateRef) (string, error) {
+			res, err := offline.Run(offline.Input{Workload: w, Config: cfg, Region: region, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
 				return readTemplate(cmd.Context(), ref, templatesDir, fetcher)
 			}})
 			if err != nil {
@@ -97,27 +98,58 @@ func readWorkload(file, namespace string) (*scorev1b1.Workload, error) {
 	return w, nil
 }
 
-func readTemplate(ctx context.Context, ref scorev1b1.TemplateRef, dir string, fetcher *ocifetch.Fetcher) (string, error) {
+func readTemplate(ctx context.Context, ref scorev1b1.TemplateRef, dir string, fetcher *ocifetch.Fetcher) (render.Template, error) {
 	parsed, err := orchconfig.ParseRef(ref.Ref)
 	if err != nil {
-		return "", err
+		return render.Template{}, err
 	}
 	if parsed.Scheme == orchconfig.RefOCI {
-		r, err := fetcher.Fetch(ctx, ref.Ref, plan.TemplateLayerMediaType)
-		return string(r.Data), err
+		r, err := fetcher.Fetch(ctx, ref.Ref, plan.LayerMediaType(ref.Kind))
+		if err != nil {
+			return render.Template{}, err
+		}
+		return plan.FromLayer(ref.Kind, r.Data)
+	}
+	local := parsed.Key
+	if ref.Kind == scorev1b1.TemplateKustomize {
+		local = parsed.Name
 	}
 	if dir == "" {
-		return "", fmt.Errorf("%s is a ConfigMap template: pass --templates DIR holding %s", ref.Ref, parsed.Key)
+		return render.Template{}, fmt.Errorf("%s is a ConfigMap template: pass --templates DIR holding %s", ref.Ref, local)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, parsed.Key))
+	path := filepath.Join(dir, local)
+	var tpl render.Template
+	if ref.Kind == scorev1b1.TemplateKustomize {
+		tpl.Files, err = readFlatDir(path)
+	} else {
+		tpl.Data, err = os.ReadFile(path)
+	}
 	if err != nil {
-		return "", err
+		return render.Template{}, err
 	}
-	sum := sha256.Sum256(data)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); ref.Digest != "" && got != ref.Digest {
-		return "", fmt.Errorf("%s/%s is %s, the config pins %s", dir, parsed.Key, got, ref.Digest)
+	if got := tpl.Digest(); ref.Digest != "" && got != ref.Digest {
+		return render.Template{}, fmt.Errorf("%s is %s, the config pins %s", path, got, ref.Digest)
 	}
-	return string(data), nil
+	return tpl, nil
+}
+
+// readFlatDir reads a directory's regular files, not its subdirectories: what
+// kubectl create configmap --from-file=DIR puts in a ConfigMap.
+func readFlatDir(dir string) (map[string][]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if files[e.Name()], err = os.ReadFile(filepath.Join(dir, e.Name())); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
 }
 
 func writeRender(out io.Writer, w *scorev1b1.Workload, res offline.Result) error {

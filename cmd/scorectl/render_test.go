@@ -59,3 +59,55 @@ func TestRenderRefusesATemplateThatFailsItsDigest(t *testing.T) {
 		t.Fatalf("want a digest refusal, got %v", err)
 	}
 }
+
+// The sample's helm and kustomize backends render offline from the shipped chart and
+// kustomization, as the runtime renders them.
+func TestRenderHelmAndKustomizeBackends(t *testing.T) {
+	cfg := devConfig(t)
+	hello, err := os.ReadFile("../../examples/hello/score.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ channel, backend, deployment string }{
+		{"canary", "k8s-web-canary", "name: hello\n"},
+		{"kustomize", "k8s-web-kustomize", "name: hello-app\n"},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			score := filepath.Join(t.TempDir(), "score.yaml")
+			labelled := strings.Replace(string(hello), "  name: hello\n", "  name: hello\n  labels:\n    score.dev/channel: "+tc.channel+"\n", 1)
+			if err := os.WriteFile(score, []byte(labelled), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, err := execute(t, "render", "-f", score, "--config", cfg, "--templates", "../../config/templates", "-n", "score-demo")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			manifests := out[strings.Index(out, "# Runtime manifests"):]
+			for _, want := range []string{"backend " + tc.backend, "kind: Deployment", tc.deployment, "image: nginx:1.27", "kind: Service", "score.dev/workload: hello", "name: hello-files"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("want %q in\n%s", want, out)
+				}
+			}
+			if !strings.Contains(manifests, "namespace: score-demo") {
+				t.Errorf("manifests outside the namespace:\n%s", manifests)
+			}
+			if again, _, _ := execute(t, "render", "-f", score, "--config", cfg, "--templates", "../../config/templates", "-n", "score-demo"); again != out {
+				t.Fatal("render is not byte-identical across runs")
+			}
+		})
+	}
+	t.Run("a changed kustomization fails its digest", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "web-service-kustomize"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "web-service-kustomize", "kustomization.yaml"), []byte("resources: []\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		score := filepath.Join(t.TempDir(), "score.yaml")
+		_ = os.WriteFile(score, []byte(strings.Replace(string(hello), "  name: hello\n", "  name: hello\n  labels:\n    score.dev/channel: kustomize\n", 1)), 0o600)
+		if _, _, err := execute(t, "render", "-f", score, "--config", cfg, "--templates", dir); err == nil || !strings.Contains(err.Error(), "the config pins sha256:") {
+			t.Fatalf("want a digest refusal, got %v", err)
+		}
+	})
+}

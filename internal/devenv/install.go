@@ -95,15 +95,15 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 	if err != nil {
 		return nil, err
 	}
-	templates, err := templatesConfigMap(bundle)
+	templates, err := templatesConfigMaps(bundle)
 	if err != nil {
 		return nil, err
 	}
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: ConfigMapName}, Data: map[string]string{ConfigKey: string(assembled)}},
-		templates,
 	}
+	objects = append(objects, templates...)
 	for _, name := range controlplane.All {
 		raw, err := fs.ReadFile(bundle, path.Join("config/rbac", name, "role.yaml"))
 		if err != nil {
@@ -156,11 +156,37 @@ func AssembleConfig(bundle fs.FS) ([]byte, error) {
 	return orchconfig.AppendProvisioners(base, files...)
 }
 
-// templatesConfigMap holds each file of config/templates under its name, as
-// `kubectl create configmap --from-file` would: text in data, anything else in binaryData.
-func templatesConfigMap(bundle fs.FS) (*corev1.ConfigMap, error) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: TemplatesConfigMap}, Data: map[string]string{}}
+// templatesConfigMaps are the default templates: score-templates holds each file of
+// config/templates under its name, and each directory (a kustomization) becomes a ConfigMap
+// of its own name holding its files, as `kubectl create configmap --from-file` would.
+func templatesConfigMaps(bundle fs.FS) ([]client.Object, error) {
 	entries, err := fs.ReadDir(bundle, "config/templates")
+	if err != nil {
+		return nil, err
+	}
+	files, err := directoryConfigMap(bundle, "config/templates", TemplatesConfigMap)
+	if err != nil {
+		return nil, err
+	}
+	out := []client.Object{files}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		cm, err := directoryConfigMap(bundle, path.Join("config/templates", e.Name()), e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cm)
+	}
+	return out, nil
+}
+
+// directoryConfigMap holds the files directly in dir: text in data, anything else in
+// binaryData.
+func directoryConfigMap(bundle fs.FS, dir, name string) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: name}, Data: map[string]string{}}
+	entries, err := fs.ReadDir(bundle, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +194,7 @@ func templatesConfigMap(bundle fs.FS) (*corev1.ConfigMap, error) {
 		if e.IsDir() {
 			continue
 		}
-		raw, err := fs.ReadFile(bundle, path.Join("config/templates", e.Name()))
+		raw, err := fs.ReadFile(bundle, path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,8 @@ package devenv
 
 import (
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 	"testing/fstest"
 
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
@@ -44,12 +46,19 @@ func TestTemplatesConfigMap(t *testing.T) {
 	bundle := fstest.MapFS{
 		"config/templates/web.yaml":      {Data: []byte("kind: Deployment\n")},
 		"config/templates/chart.tgz":     {Data: []byte{0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe}},
-		"config/templates/sub/ignored.y": {Data: []byte("x")},
+		"config/templates/sub/ignored.y": {Data: []byte("x")}, // a kustomization directory
 	}
-	cm, err := templatesConfigMap(bundle)
+	objs, err := templatesConfigMaps(bundle)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(objs) != 2 || objs[1].GetName() != "sub" {
+		t.Fatalf("a directory is a ConfigMap of its own: %v", objs)
+	}
+	if sub := objs[1].(*corev1.ConfigMap); sub.Data["ignored.y"] != "x" {
+		t.Errorf("the directory's files: %v", sub.Data)
+	}
+	cm := objs[0].(*corev1.ConfigMap)
 	if cm.Data["web.yaml"] != "kind: Deployment\n" || len(cm.Data) != 1 {
 		t.Errorf("text files go to data: %v", cm.Data)
 	}

@@ -30,8 +30,8 @@ type Input struct {
 	// Workload is the converted Workload, with its namespace set.
 	Workload *scorev1b1.Workload
 	Config   *orchconfig.Config
-	// Template returns a backend template's text by its ref, verified against its digest.
-	Template func(scorev1b1.TemplateRef) (string, error)
+	// Template returns a backend template's content by its ref, verified against its digest.
+	Template func(scorev1b1.TemplateRef) (render.Template, error)
 	Region   string
 }
 
@@ -106,11 +106,11 @@ func Run(in Input) (Result, error) {
 		return res, fmt.Errorf("outputs not provided by the provisioners: %s", strings.Join(built.Unresolved, ", "))
 	}
 	res.Plan = built.Spec
-	text, err := in.Template(built.Spec.Template)
+	tpl, err := in.Template(built.Spec.Template)
 	if err != nil {
 		return res, fmt.Errorf("template %s: %w", built.Spec.Template.Ref, err)
 	}
-	res.Manifests, err = render.Render(render.Input{Workload: w.Name, Namespace: w.Namespace, Spec: built.Spec, Template: text, SecretValue: secretMarker})
+	res.Manifests, err = render.Render(render.Input{Workload: w.Name, Namespace: w.Namespace, Spec: built.Spec, Template: tpl, SecretValue: secretMarker})
 	// The runtime applies every object in the Workload's namespace.
 	for _, m := range res.Manifests {
 		if m.GetNamespace() == "" {

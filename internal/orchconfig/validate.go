@@ -129,6 +129,9 @@ func (v *validator) template(path string, t Template, allowMutable bool) {
 	if ref.Digest != "" && t.Digest != "" && ref.Digest != t.Digest {
 		v.fail(path+".digest", "%s disagrees with the digest in ref (%s)", t.Digest, ref.Digest)
 	}
+	if t.Kind == "kustomize" && ref.Scheme == RefConfigMap && ref.Key != "" {
+		v.fail(path+".ref", "%q: a kustomize template is a whole ConfigMap, one file per key: name no key", t.Ref)
+	}
 	if ref.Digest == "" && t.Digest == "" && !allowMutable {
 		v.fail(path+".ref", "%q is mutable: pin it with a digest (ref @sha256:... or digest: sha256:...), or set allowMutableRefs: true for development", t.Ref)
 	}

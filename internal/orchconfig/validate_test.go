@@ -3,6 +3,7 @@ package orchconfig
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -114,6 +115,7 @@ func TestValidate(t *testing.T) {
 			c.Profiles[0].Backends[0].Template.Digest = "sha256:" + strings.Repeat("c", 64)
 		}, "profiles[0].backends[0].template.digest", "disagrees"},
 		{"malformed configmap ref", func(c *Config) { c.Profiles[1].Backends[0].Template.Ref = "configmap://only-namespace" }, "profiles[1].backends[0].template.ref", "configmap://<namespace>/<name>"},
+		{"kustomize configmap ref naming a key", func(c *Config) { c.Profiles[1].Backends[0].Template.Kind = "kustomize" }, "profiles[1].backends[0].template.ref", "a kustomize template is a whole ConfigMap"},
 		{"malformed cpu range", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Resources.CPU = "lots" }, "profiles[0].backends[0].constraints.resources.cpu", "not a quantity range"},
 		{"inverted memory range", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Resources.Memory = "4Gi-1Gi" }, "profiles[0].backends[0].constraints.resources.memory", "minimum above its maximum"},
 		{"empty selector", func(c *Config) { c.Profiles[0].Backends[0].Constraints.Selectors = []Selector{{}} }, "profiles[0].backends[0].constraints.selectors[0]", "needs matchLabels"},
@@ -351,19 +353,41 @@ func TestSampleDigestsMatchTheShippedTemplates(t *testing.T) {
 			if err != nil || ref.Scheme != RefConfigMap {
 				continue
 			}
-			text, err := os.ReadFile("../../config/templates/" + ref.Key)
-			if err != nil {
-				t.Fatalf("%s: %v", b.BackendID, err)
+			var want, shipped string
+			if b.Template.Kind == "kustomize" {
+				// A directory: the sha256 of its sha256sum listing, as LC_ALL=C sha256sum * | sha256sum.
+				shipped = ref.Name
+				entries, err := os.ReadDir("../../config/templates/" + shipped)
+				if err != nil {
+					t.Fatalf("%s: %v", b.BackendID, err)
+				}
+				var listing strings.Builder
+				for _, e := range entries {
+					data, err := os.ReadFile("../../config/templates/" + shipped + "/" + e.Name())
+					if err != nil {
+						t.Fatal(err)
+					}
+					fmt.Fprintf(&listing, "%x  %s\n", sha256.Sum256(data), e.Name())
+				}
+				sum := sha256.Sum256([]byte(listing.String()))
+				want = "sha256:" + hex.EncodeToString(sum[:])
+			} else {
+				shipped = ref.Key
+				text, err := os.ReadFile("../../config/templates/" + shipped)
+				if err != nil {
+					t.Fatalf("%s: %v", b.BackendID, err)
+				}
+				sum := sha256.Sum256(text)
+				want = "sha256:" + hex.EncodeToString(sum[:])
 			}
-			sum := sha256.Sum256(text)
-			if want := "sha256:" + hex.EncodeToString(sum[:]); b.Template.Digest != want {
-				t.Errorf("%s pins %s, config/templates/%s is %s", b.BackendID, b.Template.Digest, ref.Key, want)
+			if b.Template.Digest != want {
+				t.Errorf("%s pins %s, config/templates/%s is %s", b.BackendID, b.Template.Digest, shipped, want)
 			}
 			checked++
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no configmap refs checked")
+	if checked < 4 {
+		t.Fatalf("%d configmap refs checked: the sample pins a manifests, a helm and a kustomize template", checked)
 	}
 }
 

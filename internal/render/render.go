@@ -22,10 +22,29 @@ import (
 type Input struct {
 	Workload, Namespace string
 	Spec                *scorev1b1.WorkloadPlanSpec
-	// Template is a manifests template: Go text/template producing YAML documents.
-	Template string
+	// Template is the content of the template Spec.Template references; Spec.Template.Kind
+	// says how it renders.
+	Template Template
 	// SecretValue reads the secret outputs files are composed with.
 	SecretValue SecretValue
+}
+
+// Template is a backend template's content, verified against its digest.
+type Template struct {
+	// Data is a manifests template's text (Go text/template producing YAML documents) or a
+	// Helm chart archive (.tgz).
+	Data []byte
+	// Files are a kustomization directory's files by slash-separated relative path.
+	Files map[string][]byte
+}
+
+// Size is the template's size in bytes.
+func (t Template) Size() int {
+	n := len(t.Data)
+	for name, b := range t.Files {
+		n += len(name) + len(b)
+	}
+	return n
 }
 
 // Funcs is the manifests templates' function set. It is fixed and pure: nothing in it reads
@@ -60,6 +79,100 @@ func Funcs() template.FuncMap {
 	}
 }
 
+// Render renders the template over the plan with the template's kind (manifests, helm,
+// kustomize) and returns the objects in apply order. Every kind sees the same plan data:
+// the values, the projected pod, the ports, the labels and the input hash.
+func Render(in Input) ([]*unstructured.Unstructured, error) {
+	d, err := dataOf(in)
+	if err != nil {
+		return nil, err
+	}
+	var stream []byte
+	switch in.Spec.Template.Kind {
+	case scorev1b1.TemplateManifests, "":
+		stream, err = renderManifests(in.Template, d)
+	case scorev1b1.TemplateHelm:
+		stream, err = renderHelm(in, d)
+	case scorev1b1.TemplateKustomize:
+		stream, err = renderKustomize(in, d)
+	default:
+		err = fmt.Errorf("%q is not a template kind", in.Spec.Template.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	objs, err := decodeObjects(stream)
+	if err != nil {
+		return nil, err
+	}
+	if len(d.pod.FilesSecret) > 0 {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+			"metadata": map[string]any{"name": d.pod.SecretFilesName, "labels": d.labels},
+			"data":     d.pod.FilesSecret,
+		}})
+	}
+	if len(d.pod.FilesConfigMap)+len(d.pod.FilesBinary) > 0 {
+		cm := map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": d.pod.FilesName, "labels": d.labels},
+		}
+		if len(d.pod.FilesConfigMap) > 0 {
+			cm["data"] = d.pod.FilesConfigMap
+		}
+		if len(d.pod.FilesBinary) > 0 {
+			cm["binaryData"] = d.pod.FilesBinary
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: cm})
+	}
+	sort.SliceStable(objs, func(i, j int) bool { return Stage(objs[i]) < Stage(objs[j]) })
+	return objs, nil
+}
+
+// data is what every template kind sees of a plan.
+type data struct {
+	workload  string
+	namespace string
+	values    map[string]any
+	pod       Pod
+	podSpec   map[string]any
+	labels    map[string]any
+	selector  map[string]any
+	ports     []map[string]any
+	inputHash string
+}
+
+func dataOf(in Input) (data, error) {
+	pod, err := ProjectPod(in.Workload, in.Spec, in.SecretValue)
+	if err != nil {
+		return data{}, err
+	}
+	var values map[string]any
+	if in.Spec.Values != nil {
+		if err := json.Unmarshal(in.Spec.Values.Raw, &values); err != nil {
+			return data{}, fmt.Errorf("plan values: %w", err)
+		}
+	}
+	podSpec := map[string]any{"containers": pod.Containers}
+	if len(pod.InitContainers) > 0 {
+		podSpec["initContainers"] = pod.InitContainers
+	}
+	if len(pod.Volumes) > 0 {
+		podSpec["volumes"] = pod.Volumes
+	}
+	return data{
+		workload:  in.Workload,
+		namespace: in.Namespace,
+		values:    values,
+		pod:       pod,
+		podSpec:   podSpec,
+		labels:    map[string]any{scorev1b1.LabelWorkload: in.Workload, "app.kubernetes.io/name": in.Workload, "app.kubernetes.io/managed-by": "score-orchestrator"},
+		selector:  map[string]any{scorev1b1.LabelWorkload: in.Workload},
+		ports:     ports(values),
+		inputHash: inputHash(podSpec, values, in.Spec.Template),
+	}, nil
+}
+
 // inputHash is 8 hex characters of what a run consumes: the projected pod, the backend's
 // template and the values without the Workload's metadata. A label or annotation change
 // therefore runs nothing new, unless a placeholder carries it into the pod.
@@ -75,69 +188,25 @@ func inputHash(pod, values map[string]any, tmpl scorev1b1.TemplateRef) string {
 	return hex.EncodeToString(sum[:])[:8]
 }
 
-// Render renders the template over the plan and returns the objects in apply order.
-func Render(in Input) ([]*unstructured.Unstructured, error) {
-	pod, err := ProjectPod(in.Workload, in.Spec, in.SecretValue)
-	if err != nil {
-		return nil, err
-	}
-	var values map[string]any
-	if in.Spec.Values != nil {
-		if err := json.Unmarshal(in.Spec.Values.Raw, &values); err != nil {
-			return nil, fmt.Errorf("plan values: %w", err)
-		}
-	}
-	labels := map[string]any{scorev1b1.LabelWorkload: in.Workload, "app.kubernetes.io/name": in.Workload, "app.kubernetes.io/managed-by": "score-orchestrator"}
-	podSpec := map[string]any{"containers": pod.Containers}
-	if len(pod.InitContainers) > 0 {
-		podSpec["initContainers"] = pod.InitContainers
-	}
-	if len(pod.Volumes) > 0 {
-		podSpec["volumes"] = pod.Volumes
-	}
-	data := map[string]any{
-		"Workload":  map[string]any{"Name": in.Workload, "Namespace": in.Namespace},
-		"Values":    values,
-		"Labels":    labels,
-		"Selector":  map[string]any{scorev1b1.LabelWorkload: in.Workload},
-		"PodSpec":   podSpec,
-		"Ports":     ports(values),
-		"InputHash": inputHash(podSpec, values, in.Spec.Template),
-	}
-	t, err := template.New("manifests").Funcs(Funcs()).Option("missingkey=zero").Parse(in.Template)
+func renderManifests(tpl Template, d data) ([]byte, error) {
+	t, err := template.New("manifests").Funcs(Funcs()).Option("missingkey=zero").Parse(string(tpl.Data))
 	if err != nil {
 		return nil, fmt.Errorf("the template does not parse: %w", err)
 	}
 	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
+	err = t.Execute(&b, map[string]any{
+		"Workload":  map[string]any{"Name": d.workload, "Namespace": d.namespace},
+		"Values":    d.values,
+		"Labels":    d.labels,
+		"Selector":  d.selector,
+		"PodSpec":   d.podSpec,
+		"Ports":     d.ports,
+		"InputHash": d.inputHash,
+	})
+	if err != nil {
 		return nil, fmt.Errorf("the template failed: %w", err)
 	}
-	objs, err := decodeObjects(b.Bytes())
-	if err != nil {
-		return nil, err
-	}
-	if len(pod.FilesSecret) > 0 {
-		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-			"metadata": map[string]any{"name": pod.SecretFilesName, "labels": labels},
-			"data":     pod.FilesSecret,
-		}})
-	}
-	if len(pod.FilesConfigMap)+len(pod.FilesBinary) > 0 {
-		cm := map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": pod.FilesName, "labels": labels},
-		}
-		if len(pod.FilesConfigMap) > 0 {
-			cm["data"] = pod.FilesConfigMap
-		}
-		if len(pod.FilesBinary) > 0 {
-			cm["binaryData"] = pod.FilesBinary
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: cm})
-	}
-	sort.SliceStable(objs, func(i, j int) bool { return Stage(objs[i]) < Stage(objs[j]) })
-	return objs, nil
+	return b.Bytes(), nil
 }
 
 // Stage orders objects for apply: Namespaces and CRDs, then configuration, then the rest.
@@ -197,4 +266,27 @@ func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, u)
 	}
+}
+
+// Digest is the sha256 digest a configmap ref pins for this content ("sha256:<hex>"): of Data;
+// or, for a kustomization's Files, of their sha256sum listing in path order — one line
+// "<hex>  <path>\n" per file, which is what `LC_ALL=C sha256sum * | sha256sum` prints in
+// the directory.
+func (t Template) Digest() string {
+	if t.Files == nil {
+		sum := sha256.Sum256(t.Data)
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	names := make([]string, 0, len(t.Files))
+	for name := range t.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var listing strings.Builder
+	for _, name := range names {
+		sum := sha256.Sum256(t.Files[name])
+		fmt.Fprintf(&listing, "%x  %s\n", sum, name)
+	}
+	sum := sha256.Sum256([]byte(listing.String()))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

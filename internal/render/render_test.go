@@ -15,13 +15,13 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
 
-func templateFile(t *testing.T, name string) string {
+func templateFile(t *testing.T, name string) Template {
 	t.Helper()
 	b, err := os.ReadFile("../../config/templates/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return Template{Data: b}
 }
 
 func lit(s string) *string { return &s }

@@ -46,6 +46,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -156,6 +157,7 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 	mctx, cancel := context.WithCancel(ctx)
 	for _, name := range controlplane.All {
 		opts := controlplane.DefaultOptions()
+		opts.Orchestrator.Config.OCIPlainHTTP = true // the in-process registry of TestTemplateFromOCI
 		opts.Controllers = []string{name}
 		as := rest.CopyConfig(cfg)
 		as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:score-system:score-" + name}
@@ -279,13 +281,13 @@ func TestExamplesBecomeReady(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
 				t.Fatal(err)
 			}
-			res, err := offline.Run(offline.Input{Workload: w, Config: devConfig, Template: func(ref scorev1b1.TemplateRef) (string, error) {
+			res, err := offline.Run(offline.Input{Workload: w, Config: devConfig, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
 				parsed, err := orchconfig.ParseRef(ref.Ref)
 				if err != nil {
-					return "", err
+					return render.Template{}, err
 				}
 				b, err := os.ReadFile(filepath.Join(root, "config", "templates", parsed.Key))
-				return string(b), err
+				return render.Template{Data: b}, err
 			}})
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)

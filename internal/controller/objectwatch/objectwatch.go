@@ -29,8 +29,8 @@ type Watcher struct {
 	watching map[schema.GroupVersionKind]bool
 }
 
-// Ensure watches gvk, once. A failure is logged: the controller still works, it only learns
-// of that kind's changes on its next pass.
+// Ensure watches gvk, once, and returns when the watch delivers events. A failure is logged:
+// the controller still works, it only learns of that kind's changes on its next pass.
 func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
 	if w == nil {
 		return
@@ -42,7 +42,8 @@ func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := w.Controller.Watch(source.Kind[client.Object](w.Cache, u, w.Handler)); err != nil {
+	src := source.Kind[client.Object](w.Cache, u, w.Handler)
+	if err := w.Controller.Watch(src); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Watching applied objects", "kind", gvk.String())
 		return
 	}
@@ -50,4 +51,10 @@ func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
 		w.watching = map[schema.GroupVersionKind]bool{}
 	}
 	w.watching[gvk] = true
+	// Return only once the handler receives events: an event before that is lost, so a
+	// caller that watches before it applies sees every later change (a deletion right after
+	// the first apply of a kind went unnoticed until something else woke the controller).
+	if err := src.WaitForSync(ctx); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Waiting for the watch on applied objects", "kind", gvk.String())
+	}
 }

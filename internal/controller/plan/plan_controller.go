@@ -104,12 +104,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		p.Status.Phase = scorev1b1.PlanPhasePending
 	}
 
-	text, err := r.Templates.Get(ctx, p.Spec.Template)
+	tpl, err := r.Templates.Get(ctx, p.Spec.Template)
 	if err != nil {
 		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("The template %s cannot be used: %v", p.Spec.Template.Ref, err))
 		return ctrl.Result{}, fmt.Errorf("template: %w", err)
 	}
-	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: text, SecretValue: r.secretValue(ctx, p)})
+	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: tpl, SecretValue: r.secretValue(ctx, p)})
 	if err != nil {
 		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Rendering failed: %v", err))
 		return ctrl.Result{}, nil // the plan or the template must change; their watches bring it back
@@ -238,12 +238,13 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
 	current := make([]*unstructured.Unstructured, 0, len(objs))
 	for i, u := range objs {
+		// Watched before it is applied, so no change after the apply can be missed.
+		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		if applyguard.Unchanged(u, live[i]) {
 			u = live[i] // nothing to write: a no-op apply is still a write
 		} else if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
-		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		state, message := r.Config.Health().Judge(u)
 		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: state, Message: message})
 		current = append(current, u)

@@ -2,10 +2,9 @@ package plan
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,11 +15,82 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/render/archive"
 )
 
-// TemplateLayerMediaType is the media type of a manifests template published as an OCI
-// artifact.
-const TemplateLayerMediaType = "application/vnd.score.dev.template.v1+yaml"
+// The media types of the layer that holds a template in an OCI artifact, by template kind.
+const (
+	// TemplateLayerMediaType is a manifests template's text.
+	TemplateLayerMediaType = "application/vnd.score.dev.template.v1+yaml"
+	// HelmChartLayerMediaType is a Helm chart archive, as helm push publishes it.
+	HelmChartLayerMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	// KustomizationLayerMediaType is a kustomization directory as a tar+gzip archive.
+	KustomizationLayerMediaType = "application/vnd.score.dev.kustomization.v1.tar+gzip"
+)
+
+// LayerMediaType is the media type of the layer a template of kind is read from.
+func LayerMediaType(kind scorev1b1.TemplateKind) string {
+	switch kind {
+	case scorev1b1.TemplateHelm:
+		return HelmChartLayerMediaType
+	case scorev1b1.TemplateKustomize:
+		return KustomizationLayerMediaType
+	default:
+		return TemplateLayerMediaType
+	}
+}
+
+// FromLayer is the template of kind held in an OCI layer's bytes (already verified).
+func FromLayer(kind scorev1b1.TemplateKind, data []byte) (render.Template, error) {
+	if kind != scorev1b1.TemplateKustomize {
+		return render.Template{Data: data}, nil
+	}
+	files, err := archive.Unpack(data)
+	if err != nil {
+		return render.Template{}, fmt.Errorf("the kustomization archive: %w", err)
+	}
+	return render.Template{Files: files}, nil
+}
+
+// FromConfigMap is the template of kind held in a ConfigMap: the key's content (text or
+// binary) for manifests and helm, every key as a file for kustomize (whose ref names no key).
+func FromConfigMap(kind scorev1b1.TemplateKind, cm *corev1.ConfigMap, key string) (render.Template, error) {
+	if kind == scorev1b1.TemplateKustomize {
+		if key != "" {
+			return render.Template{}, fmt.Errorf("a kustomize template is a whole ConfigMap: name no key in the ref")
+		}
+		files := map[string][]byte{}
+		for k, v := range cm.Data {
+			files[k] = []byte(v)
+		}
+		for k, v := range cm.BinaryData {
+			files[k] = v
+		}
+		return render.Template{Files: files}, nil
+	}
+	if key == "" {
+		keys := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
+		for k := range cm.Data {
+			keys = append(keys, k)
+		}
+		for k := range cm.BinaryData {
+			keys = append(keys, k)
+		}
+		if len(keys) != 1 {
+			sort.Strings(keys)
+			return render.Template{}, fmt.Errorf("the ConfigMap has %d keys; name one in the ref", len(keys))
+		}
+		key = keys[0]
+	}
+	if text, ok := cm.Data[key]; ok {
+		return render.Template{Data: []byte(text)}, nil
+	}
+	if data, ok := cm.BinaryData[key]; ok {
+		return render.Template{Data: data}, nil
+	}
+	return render.Template{}, fmt.Errorf("the ConfigMap has no key %s", key)
+}
 
 // ErrDigestMismatch is template content that does not match the digest its ref pins.
 var ErrDigestMismatch = errors.New("the template does not match its digest")
@@ -39,111 +109,111 @@ type Templates struct {
 	// Reader reads ConfigMaps without the informer cache (templates are read once per digest).
 	Reader client.Reader
 	OCI    *ocifetch.Fetcher
-	// Max bounds the number of cached templates (default 128).
-	Max int
+	// Max bounds the number of cached templates (default 128), MaxBytes their total size
+	// (default 64 MiB); the oldest go first.
+	Max      int
+	MaxBytes int
 
 	mu    sync.Mutex
-	cache map[string]string
+	cache map[string]render.Template
 	order []string
+	bytes int
 }
 
 // Get returns the template a plan references.
-func (t *Templates) Get(ctx context.Context, ref scorev1b1.TemplateRef) (string, error) {
+func (t *Templates) Get(ctx context.Context, ref scorev1b1.TemplateRef) (render.Template, error) {
+	// The kind is part of the key: the same bytes are another template as another kind.
+	key := string(ref.Kind) + "@" + ref.Digest
 	if ref.Digest != "" {
-		if text, ok := t.cached(ref.Digest); ok {
+		if tpl, ok := t.cached(key); ok {
 			templateFetches.WithLabelValues("cache", "hit").Inc()
-			return text, nil
+			return tpl, nil
 		}
 	}
 	parsed, err := orchconfig.ParseRef(ref.Ref)
 	if err != nil {
-		return "", err
+		return render.Template{}, err
 	}
-	var text string
+	var tpl render.Template
 	switch parsed.Scheme {
 	case orchconfig.RefConfigMap:
-		text, err = t.fromConfigMap(ctx, parsed)
+		tpl, err = t.fromConfigMap(ctx, ref.Kind, parsed)
 	case orchconfig.RefOCI:
-		text, err = t.fromOCI(ctx, ref)
+		tpl, err = t.fromOCI(ctx, ref)
 	}
 	source := string(parsed.Scheme)
 	if err != nil {
 		templateFetches.WithLabelValues(source, "failure").Inc()
-		return "", err
+		return render.Template{}, err
 	}
-	if ref.Digest != "" && digestOf(text) != ref.Digest && parsed.Scheme == orchconfig.RefConfigMap {
+	// OCI content was verified by the fetcher, layer by digest up to the pinned manifest.
+	if got := tpl.Digest(); ref.Digest != "" && parsed.Scheme == orchconfig.RefConfigMap && got != ref.Digest {
 		templateFetches.WithLabelValues(source, "failure").Inc()
-		return "", fmt.Errorf("%w: %s has %s, the plan pins %s", ErrDigestMismatch, ref.Ref, digestOf(text), ref.Digest)
+		return render.Template{}, fmt.Errorf("%w: %s has %s, the plan pins %s", ErrDigestMismatch, ref.Ref, got, ref.Digest)
 	}
 	templateFetches.WithLabelValues(source, "fetched").Inc()
 	if ref.Digest != "" {
-		t.store(ref.Digest, text)
+		t.store(key, tpl)
 	}
-	return text, nil
+	return tpl, nil
 }
 
-func (t *Templates) fromConfigMap(ctx context.Context, r orchconfig.Ref) (string, error) {
+func (t *Templates) fromConfigMap(ctx context.Context, kind scorev1b1.TemplateKind, r orchconfig.Ref) (render.Template, error) {
 	cm := &corev1.ConfigMap{}
 	if err := t.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, cm); err != nil {
-		return "", fmt.Errorf("reading template ConfigMap %s/%s: %w", r.Namespace, r.Name, err)
+		return render.Template{}, fmt.Errorf("reading template ConfigMap %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	key := r.Key
-	if key == "" {
-		if len(cm.Data) != 1 {
-			return "", fmt.Errorf("template ConfigMap %s/%s has %d keys; name one in the ref", r.Namespace, r.Name, len(cm.Data))
-		}
-		for k := range cm.Data {
-			key = k
-		}
-	}
-	text, ok := cm.Data[key]
-	if !ok {
-		return "", fmt.Errorf("template ConfigMap %s/%s has no key %s", r.Namespace, r.Name, key)
-	}
-	return text, nil
-}
-
-func (t *Templates) fromOCI(ctx context.Context, ref scorev1b1.TemplateRef) (string, error) {
-	if t.OCI == nil {
-		return "", errors.New("no OCI fetcher is configured")
-	}
-	res, err := t.OCI.Fetch(ctx, ref.Ref, TemplateLayerMediaType)
+	tpl, err := FromConfigMap(kind, cm, r.Key)
 	if err != nil {
-		return "", err
+		return render.Template{}, fmt.Errorf("template ConfigMap %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	return string(res.Data), nil
+	return tpl, nil
 }
 
-func (t *Templates) cached(digest string) (string, bool) {
+func (t *Templates) fromOCI(ctx context.Context, ref scorev1b1.TemplateRef) (render.Template, error) {
+	if t.OCI == nil {
+		return render.Template{}, errors.New("no OCI fetcher is configured")
+	}
+	res, err := t.OCI.Fetch(ctx, ref.Ref, LayerMediaType(ref.Kind))
+	if err != nil {
+		return render.Template{}, err
+	}
+	return FromLayer(ref.Kind, res.Data)
+}
+
+func (t *Templates) cached(key string) (render.Template, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	text, ok := t.cache[digest]
-	return text, ok
+	tpl, ok := t.cache[key]
+	return tpl, ok
 }
 
-func (t *Templates) store(digest, text string) {
+func (t *Templates) store(key string, tpl render.Template) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.cache == nil {
-		t.cache = map[string]string{}
+		t.cache = map[string]render.Template{}
 	}
-	if _, ok := t.cache[digest]; ok {
+	if _, ok := t.cache[key]; ok {
 		return
 	}
-	max := t.Max
-	if max <= 0 {
-		max = 128
+	maxEntries, maxBytes := t.Max, t.MaxBytes
+	if maxEntries <= 0 {
+		maxEntries = 128
 	}
-	for len(t.order) >= max {
+	if maxBytes <= 0 {
+		maxBytes = 64 << 20
+	}
+	size := tpl.Size()
+	if size > maxBytes {
+		return // served, not kept: it would push out everything else
+	}
+	for len(t.order) > 0 && (len(t.order) >= maxEntries || t.bytes+size > maxBytes) {
+		t.bytes -= t.cache[t.order[0]].Size()
 		delete(t.cache, t.order[0])
 		t.order = t.order[1:]
 	}
-	t.cache[digest] = text
-	t.order = append(t.order, digest)
-}
-
-// digestOf is the sha256 digest of a template's content, as configmap refs pin it.
-func digestOf(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	t.cache[key] = tpl
+	t.order = append(t.order, key)
+	t.bytes += size
 }

@@ -26,6 +26,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
+	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -52,7 +53,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	r := &plan.Reconciler{Client: mgr.GetClient(), Templates: &plan.Templates{Reader: mgr.GetAPIReader()}, Config: store}
+	r := &plan.Reconciler{Client: mgr.GetClient(), Templates: &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true}}, Config: store}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,0 +1,158 @@
+package helm
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/render/archive"
+)
+
+// chart packs a chart named demo with the given templates (by file name under templates/).
+func chart(t *testing.T, extra map[string]string) []byte {
+	t.Helper()
+	files := map[string][]byte{
+		"demo/Chart.yaml":  []byte("apiVersion: v2\nname: demo\nversion: 0.1.0\n"),
+		"demo/values.yaml": []byte("replicas: 1\ngreeting: hello\n"),
+	}
+	for name, text := range extra {
+		files["demo/"+name] = []byte(text)
+	}
+	b, err := archive.Pack(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const configMap = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}
+  namespace: {{ .Release.Namespace }}
+data:
+  greeting: {{ .Values.greeting | quote }}
+  replicas: {{ .Values.replicas | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+  apps: {{ .Capabilities.APIVersions.Has "apps/v1" | quote }}
+  install: {{ .Release.IsInstall | quote }}
+`
+
+func TestRender(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		templates map[string]string
+		values    map[string]any
+		want      []string
+		wantNot   []string
+		wantErr   string
+	}{
+		{
+			name: "values override the chart's, release and capabilities are fixed", templates: map[string]string{"templates/cm.yaml": configMap},
+			values: map[string]any{"greeting": "hi"},
+			want:   []string{"name: web\n", "namespace: team\n", `greeting: "hi"`, `replicas: "1"`, `kube: "v1.37.0"`, `apps: "true"`, `install: "true"`},
+		},
+		{
+			name: "objects come out in install order",
+			templates: map[string]string{
+				"templates/a-deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n",
+				"templates/b-cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+			},
+			want: []string{"kind: ConfigMap\nmetadata:\n  name: c\n---\n# Source: demo/templates/a-deploy.yaml\napiVersion: apps/v1\nkind: Deployment"},
+		},
+		{
+			name: "hooks, notes and partials are left out",
+			templates: map[string]string{
+				"templates/hook.yaml":    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: test\n  annotations:\n    helm.sh/hook: test\n",
+				"templates/NOTES.txt":    "Thanks for installing {{ .Release.Name }}",
+				"templates/_helpers.tpl": `{{ define "demo.name" }}x{{ end }}`,
+				"templates/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"demo.name\" . }}\n",
+			},
+			want: []string{"name: x\n"}, wantNot: []string{"helm.sh/hook", "Thanks"},
+		},
+		{name: "the clock is refused", templates: map[string]string{"templates/cm.yaml": "a: {{ now }}"}, wantErr: "now is not available"},
+		{name: "randomness is refused", templates: map[string]string{"templates/cm.yaml": "a: {{ randAlphaNum 8 }}"}, wantErr: "randAlphaNum is not available"},
+		{name: "certificates are refused", templates: map[string]string{"templates/cm.yaml": `a: {{ genCA "x" 3 }}`}, wantErr: "genCA is not available"},
+		{name: "the cluster is refused", templates: map[string]string{"templates/cm.yaml": `a: {{ lookup "v1" "Secret" "ns" "x" }}`}, wantErr: "lookup is not available"},
+		{name: "DNS is refused", templates: map[string]string{"templates/cm.yaml": `a: {{ getHostByName "example.com" }}`}, wantErr: "getHostByName is not available"},
+		{name: "the environment is not there", templates: map[string]string{"templates/cm.yaml": `a: {{ env "HOME" }}`}, wantErr: `function "env" not defined`},
+		{name: "a failing template says where", templates: map[string]string{"templates/cm.yaml": `{{ required "greeting2 is required" .Values.greeting2 }}`}, wantErr: "greeting2 is required"},
+		{
+			name:      "an incompatible kubeVersion is refused",
+			templates: map[string]string{"Chart.yaml": "apiVersion: v2\nname: demo\nversion: 0.1.0\nkubeVersion: <1.30.0\n"},
+			wantErr:   "requires kubeVersion <1.30.0",
+		},
+		{
+			name:      "a dependency that is not packaged is refused",
+			templates: map[string]string{"Chart.yaml": "apiVersion: v2\nname: demo\nversion: 0.1.0\ndependencies:\n  - name: redis\n    version: 1.0.0\n    repository: oci://example.invalid/charts\n"},
+			wantErr:   "dependencies redis are not packaged",
+		},
+		{
+			name: "a packaged subchart renders with its values",
+			templates: map[string]string{
+				"Chart.yaml":                   "apiVersion: v2\nname: demo\nversion: 0.1.0\ndependencies:\n  - name: sub\n    version: 0.1.0\n",
+				"charts/sub/Chart.yaml":        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+				"charts/sub/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub-{{ .Values.suffix }}\n",
+			},
+			values: map[string]any{"sub": map[string]any{"suffix": "ok"}},
+			want:   []string{"name: sub-ok\n"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Render(Input{Chart: chart(t, tc.templates), ReleaseName: "web", Namespace: "team", Values: tc.values})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want an error with %q, got %v\n%s", tc.wantErr, err, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("want %q in\n%s", w, out)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(string(out), w) {
+					t.Errorf("want no %q in\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderRefusesWhatIsNotAChart(t *testing.T) {
+	if _, err := Render(Input{Chart: []byte("not a chart")}); err == nil || !strings.Contains(err.Error(), "does not load") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNotDeterministicIsASentinel(t *testing.T) {
+	_, err := Render(Input{Chart: chart(t, map[string]string{"templates/cm.yaml": "a: {{ uuidv4 }}"})})
+	if !errors.Is(err, ErrNotDeterministic) {
+		t.Fatalf("want ErrNotDeterministic, got %v", err)
+	}
+}
+
+// The same chart and values render the same bytes, every time: helm's engine iterates maps,
+// and nothing may leak that order into the output.
+func TestRenderIsDeterministic(t *testing.T) {
+	templates := map[string]string{"templates/cm.yaml": configMap}
+	for i := range 8 {
+		templates["templates/svc"+string(rune('a'+i))+".yaml"] = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s" + string(rune('a'+i)) + "\nspec:\n  selector: {{ toJson .Values.labels }}\n"
+	}
+	values := map[string]any{"labels": map[string]any{"a": "1", "b": "2", "c": "3", "d": "4"}}
+	first, err := Render(Input{Chart: chart(t, templates), ReleaseName: "web", Namespace: "team", Values: values})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		again, err := Render(Input{Chart: chart(t, templates), ReleaseName: "web", Namespace: "team", Values: values})
+		if err != nil || !bytes.Equal(first, again) {
+			t.Fatalf("render %d differs: %v\n%s\n---\n%s", i, err, first, again)
+		}
+	}
+}
