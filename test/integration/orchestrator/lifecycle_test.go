@@ -160,9 +160,12 @@ func TestReconcileOnRequest(t *testing.T) {
 	bind(t, claim, map[string]any{"host": "h"}, nil)
 	planOf(t, ns, "kick")
 
+	// A merge patch, as scorectl reconcile sends: an update could conflict with the
+	// controller's own metadata writes (the regression this test flaked on).
 	w = get(t, ns, "kick")
+	patch := client.MergeFrom(w.DeepCopy())
 	w.Annotations = map[string]string{scorev1b1.AnnotationReconcileRequestedAt: "2026-11-22T07:00:00Z"}
-	if err := env.Client.Update(ctx, w); err != nil {
+	if err := env.Client.Patch(ctx, w, patch); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the request is echoed and handed on", func() error {
