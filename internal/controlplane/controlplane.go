@@ -50,6 +50,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	cfg := opts.Orchestrator.Config
+	// Templates and helm provisioners' charts: fetched by digest, verified, cached.
+	newTemplates := func() *plan.Templates {
+		return &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: cfg.OCICacheDir, PlainHTTP: cfg.OCIPlainHTTP}}
+	}
 	for _, c := range opts.Controllers {
 		switch c {
 		case Orchestrator:
@@ -57,12 +62,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		case Provisioner:
 			p := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
 				EnableCmd: opts.EnableCmdProvisioners, CmdLimits: opts.CmdLimits,
-				APINamespace: opts.Orchestrator.Config.ConfigMap.Namespace, Concurrency: opts.ProvisionerConcurrency}
+				APINamespace: opts.Orchestrator.Config.ConfigMap.Namespace, Charts: newTemplates(), Concurrency: opts.ProvisionerConcurrency}
 			err = p.SetupWithManager(mgr)
 		case Runtime:
-			cfg := opts.Orchestrator.Config
-			templates := &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: cfg.OCICacheDir, PlainHTTP: cfg.OCIPlainHTTP}}
-			err = (&plan.Reconciler{Client: mgr.GetClient(), Templates: templates, Config: store, Secrets: mgr.GetAPIReader(), Concurrency: opts.RuntimeConcurrency}).SetupWithManager(mgr)
+			err = (&plan.Reconciler{Client: mgr.GetClient(), Templates: newTemplates(), Config: store, Secrets: mgr.GetAPIReader(), Concurrency: opts.RuntimeConcurrency}).SetupWithManager(mgr)
 		default:
 			err = fmt.Errorf("unknown controller %q: use %v", c, All)
 		}

@@ -139,9 +139,9 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 		return Claim{}, errors.New(message)
 	}
 	def, params := in.Config.Provisioners[served.Index], served.Params
-	isRunnable := strings.HasPrefix(def.URI, "runnable://")
-	if !strings.HasPrefix(def.URI, "template://") && !isRunnable {
-		return Claim{}, fmt.Errorf("provisioner %s cannot run offline: only template:// and runnable:// provisioners can", def.URI)
+	isRunnable, isHelm := strings.HasPrefix(def.URI, "runnable://"), strings.HasPrefix(def.URI, "helm://")
+	if !strings.HasPrefix(def.URI, "template://") && !isRunnable && !isHelm {
+		return Claim{}, fmt.Errorf("provisioner %s cannot run offline: only template://, runnable:// and helm:// provisioners can", def.URI)
 	}
 	w := in.Workload
 	id := provisioner.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
@@ -158,9 +158,23 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 	if served.Class != "" {
 		data.Class = served.Class // as the provisioner controller does
 	}
-	r, err := provisioner.RenderTemplatesWith(tplfuncs.Deterministic(tplfuncs.Provisioner(), id.Uid()), def, data)
+	funcs := tplfuncs.Deterministic(tplfuncs.Provisioner(), id.Uid())
+	r, err := provisioner.RenderTemplatesWith(funcs, def, data)
 	if err != nil {
 		return Claim{}, err
+	}
+	if isHelm {
+		ref := scorev1b1.TemplateRef{Kind: scorev1b1.TemplateHelm, Ref: def.Helm.Chart, Digest: def.Helm.Digest}
+		chart, err := in.Template(ref)
+		if err != nil {
+			return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
+		}
+		data.Init, data.State, data.Shared = r.Init, r.State, provisioner.PatchMap(data.Shared, r.Shared)
+		objs, err := provisioner.RenderHelmWith(funcs, def, data, chart.Data)
+		if err != nil {
+			return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
+		}
+		r.Manifests = append(r.Manifests, objs...)
 	}
 	if isRunnable {
 		// The run as the controller stamps it; outputs it publishes in its status are unknown

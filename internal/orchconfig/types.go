@@ -178,6 +178,10 @@ type Provisioner struct {
 	// Job by default), stamped anew for every change of its inputs.
 	Runnable *Runnable `json:"runnable,omitempty" yaml:"runnable,omitempty"`
 
+	// Helm configures the helm:// strategy: a chart, pinned by digest, rendered with values
+	// from a template and applied with the manifests.
+	Helm *HelmChart `json:"helm,omitempty" yaml:"helm,omitempty"`
+
 	// Sharing lets claims with the same id from several namespaces share one instance.
 	// Without it, an id is shared within a namespace only.
 	Sharing *Sharing `json:"sharing,omitempty" yaml:"sharing,omitempty"`
@@ -195,6 +199,20 @@ type Sharing struct {
 	// Otherwise is what a claim with an id from any other namespace gets: Isolate (its own
 	// instance in its namespace, the default) or Deny (PermissionDenied).
 	Otherwise string `json:"otherwise,omitempty" yaml:"otherwise,omitempty"`
+}
+
+// HelmChart is a helm:// provisioner's chart. Release and Values are Go templates over the
+// provisioner data (with .Init and .State), like the other templates.
+type HelmChart struct {
+	// Chart is oci://<registry>/<repository>@sha256:<hex> or configmap://<ns>/<name>/<key>
+	// (the .tgz in binaryData).
+	Chart string `json:"chart" yaml:"chart"`
+	// Digest is the chart's sha256; required for configmap charts.
+	Digest string `json:"digest,omitempty" yaml:"digest,omitempty"`
+	// Release is the release name the chart sees (.Release.Name), e.g. {{ .Init.name }}.
+	Release string `json:"release" yaml:"release"`
+	// Values render to the chart's values (over its values.yaml).
+	Values string `json:"values,omitempty" yaml:"values,omitempty"`
 }
 
 // The answers to a claim whose namespace may not share.

@@ -28,7 +28,7 @@ var (
 var templateKinds = map[string]bool{"manifests": true, "helm": true, "kustomize": true}
 
 // ProvisionerSchemes are the provisioner strategies a uri's scheme may name.
-var ProvisionerSchemes = map[string]bool{"template": true, "cmd": true, "http+api": true, "runnable": true}
+var ProvisionerSchemes = map[string]bool{"template": true, "cmd": true, "http+api": true, "runnable": true, "helm": true}
 
 var deprovisionPolicies = map[string]bool{"Delete": true, "Retain": true, "Orphan": true}
 
@@ -250,7 +250,7 @@ func (v *validator) provisioners(cfg *Config) {
 		case m == nil:
 			v.fail(path+".uri", "%q must be <scheme>://<name>", p.URI)
 		case !ProvisionerSchemes[m[1]]:
-			v.fail(path+".uri", "scheme %q is not a provisioner strategy: use template, cmd, http+api or runnable", m[1])
+			v.fail(path+".uri", "scheme %q is not a provisioner strategy: use template, cmd, http+api, runnable or helm", m[1])
 		}
 		if !resourceTypePattern.MatchString(p.Type) {
 			v.fail(path+".type", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", p.Type)
@@ -284,6 +284,7 @@ func (v *validator) provisioners(cfg *Config) {
 		}
 		v.runnable(path, p, m != nil && m[1] == "runnable")
 		v.sharing(path, p)
+		v.helm(path, p, m != nil && m[1] == "helm")
 		for _, f := range []struct{ name, text string }{
 			{"init", p.Init}, {"state", p.State}, {"shared", p.Shared}, {"outputs", p.Outputs}, {"manifests", p.Manifests},
 		} {
@@ -571,5 +572,40 @@ func (v *validator) sharing(path string, p Provisioner) {
 	v.selector(path+".namespaceSelector", sh.NamespaceSelector)
 	if sh.Otherwise != "" && sh.Otherwise != SharingIsolate && sh.Otherwise != SharingDeny {
 		v.fail(path+".otherwise", "%q must be Isolate or Deny", sh.Otherwise)
+	}
+}
+
+// helm checks a helm:// provisioner's chart block: required there and nowhere else, an
+// immutable chart ref, templates that parse.
+func (v *validator) helm(path string, p Provisioner, isHelm bool) {
+	switch {
+	case !isHelm && p.Helm != nil:
+		v.fail(path+".helm", "only helm:// provisioners take a helm block")
+		return
+	case !isHelm:
+		return
+	case p.Helm == nil:
+		v.fail(path+".helm", "a helm:// provisioner needs a helm block (chart, release, values)")
+		return
+	}
+	path += ".helm"
+	ref, err := ParseRef(p.Helm.Chart)
+	switch {
+	case err != nil:
+		v.fail(path+".chart", "%v", err)
+	case ref.Scheme == RefConfigMap && (ref.Key == "" || !digestPattern.MatchString(p.Helm.Digest)):
+		v.fail(path+".chart", "a configmap chart names its key and is pinned by digest: sha256:<64 hex>")
+	case ref.Scheme == RefOCI && ref.Digest == "":
+		v.fail(path+".chart", "an oci chart is pinned by digest (@sha256:<hex>)")
+	case ref.Scheme == RefOCI && p.Helm.Digest != "" && p.Helm.Digest != ref.Digest:
+		v.fail(path+".digest", "does not match the chart ref's digest %s", ref.Digest)
+	}
+	if strings.TrimSpace(p.Helm.Release) == "" {
+		v.fail(path+".release", "a release name template is required, e.g. {{ .Init.name }}")
+	}
+	for field, text := range map[string]string{"release": p.Helm.Release, "values": p.Helm.Values} {
+		if _, err := template.New(field).Funcs(tplfuncs.Provisioner()).Parse(text); err != nil {
+			v.fail(path+"."+field, "template does not parse: %v", err)
+		}
 	}
 }

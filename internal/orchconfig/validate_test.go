@@ -61,6 +61,18 @@ func TestValidate(t *testing.T) {
 		{"valid document", func(*Config) {}, "", ""},
 		{"wrong apiVersion", func(c *Config) { c.APIVersion = "score.dev/v1" }, "apiVersion", `must be "score.dev/v1b1"`},
 		{"wrong kind", func(c *Config) { c.Kind = "Config" }, "kind", `must be "OrchestratorConfig"`},
+		{"helm without its block", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "helm://dev/redis", Type: "redis"}}
+		}, "provisioners[0].helm", "needs a helm block"},
+		{"helm chart from a mutable ref", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "helm://dev/redis", Type: "redis", Helm: &HelmChart{Chart: "oci://registry.example.internal/charts/redis:7", Release: "r"}}}
+		}, "provisioners[0].helm.chart", "pinned by digest"},
+		{"helm chart in a configmap without digest", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "helm://dev/redis", Type: "redis", Helm: &HelmChart{Chart: "configmap://score-system/charts/redis.tgz", Release: "r"}}}
+		}, "provisioners[0].helm.chart", "pinned by digest"},
+		{"helm values that do not parse", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "helm://dev/redis", Type: "redis", Helm: &HelmChart{Chart: "oci://registry.example.internal/charts/redis@sha256:" + strings.Repeat("c", 64), Release: "r", Values: "{{ .State"}}}
+		}, "provisioners[0].helm.values", "does not parse"},
 		{"sharing with an empty selector", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared"}}}
 		}, "provisioners[0].sharing.namespaceSelector", "must select namespaces by labels"},

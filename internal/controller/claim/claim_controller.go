@@ -30,6 +30,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
@@ -80,6 +81,8 @@ type Reconciler struct {
 	HTTPClient *http.Client
 	// Clock tells http+api:// progress the time; nil is the real clock.
 	Clock clock.PassiveClock
+	// Charts fetches the charts of helm:// provisioners by digest, verified and cached.
+	Charts *plan.Templates
 	// Concurrency is the number of claims reconciled at once.
 	Concurrency int
 
@@ -147,7 +150,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, cmdDisabledMessage(def.URI))
 		return ctrl.Result{}, nil
 	}
-	if scheme != "template" && scheme != "cmd" && scheme != "http+api" && scheme != "runnable" {
+	if scheme != "template" && scheme != "cmd" && scheme != "http+api" && scheme != "runnable" && scheme != "helm" {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s uses the %s strategy, which this controller does not run.", def.URI, scheme))
 		return ctrl.Result{}, nil
 	}
@@ -181,6 +184,12 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		return r.provisionAPI(ctx, c, def, id, data, state)
 	}
 	res, err := r.run(ctx, scheme, def, data)
+	if err == nil && scheme == "helm" {
+		var objs []map[string]any
+		if objs, err = r.renderChart(ctx, def, data, res); err == nil {
+			res.Manifests = append(res.Manifests, objs...)
+		}
+	}
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err))
 		if errors.Is(err, provisionercmd.ErrNotRunnable) {
@@ -287,7 +296,7 @@ func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, de
 // run evaluates the definition with its strategy: template:// renders its templates, cmd://
 // runs its command with the same data as score-k8s's JSON document.
 func (r *Reconciler) run(ctx context.Context, scheme string, def orchconfig.Provisioner, data provisioner.Data) (provisioner.Result, error) {
-	if scheme == "template" || scheme == "runnable" {
+	if scheme == "template" || scheme == "runnable" || scheme == "helm" {
 		return provisioner.RenderTemplates(def, data)
 	}
 	bin, err := provisionercmd.Resolve(def.URI, exec.LookPath)
@@ -395,4 +404,22 @@ func unhealthyObjects(applied []scorev1b1.AppliedObject) []string {
 		}
 	}
 	return out
+}
+
+// renderChart renders a helm:// provisioner's chart, fetched by digest, with the values its
+// template renders over the run's init and state.
+func (r *Reconciler) renderChart(ctx context.Context, def orchconfig.Provisioner, data provisioner.Data, res provisioner.Result) ([]map[string]any, error) {
+	if r.Charts == nil {
+		return nil, errors.New("no chart source is configured")
+	}
+	ref := scorev1b1.TemplateRef{Kind: scorev1b1.TemplateHelm, Ref: def.Helm.Chart, Digest: def.Helm.Digest}
+	if parsed, err := orchconfig.ParseRef(def.Helm.Chart); err == nil && parsed.Digest != "" {
+		ref.Digest = parsed.Digest
+	}
+	chart, err := r.Charts.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	data.Init, data.State, data.Shared = res.Init, res.State, provisioner.PatchMap(data.Shared, res.Shared)
+	return provisioner.RenderHelm(def, data, chart.Data)
 }

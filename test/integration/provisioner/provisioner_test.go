@@ -5,6 +5,8 @@ package provisioner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
@@ -28,13 +30,14 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 // configTemplate is the config; %[1]s is the built command provisioner, %[2]s the script,
-// %[3]s the fake external API's base URL.
+// %[3]s the fake external API's base URL, %[4]s the digest of the helm provisioner's chart.
 const configTemplate = `apiVersion: score.dev/v1b1
 kind: OrchestratorConfig
 allowMutableRefs: true
@@ -97,6 +100,23 @@ provisioners:
     state: *skvState
     outputs: *skvOutputs
     manifests: *skvManifests
+  - uri: helm://test/kv
+    type: helm-kv
+    helm:
+      chart: configmap://score-system/charts/kv.tgz
+      digest: %[4]s
+      release: '{{ .Init.name }}'
+      values: |
+        password: {{ .State.password | quote }}
+        size: {{ .Params.size | default "small" | quote }}
+    init: |
+      name: hkv-{{ substr 0 8 .Guid }}
+    state: |
+      password: {{ dig "password" (randAlphaNum 32) .State | quote }}
+    outputs: |
+      host: {{ .Init.name }}-kv.{{ .Namespace }}
+      password: {{ encodeSecretRef (printf "%%s-kv" .Init.name) "password" }}
+    expected_outputs: [host, password]
   - uri: template://test/broken
     type: broken
     outputs: |
@@ -222,7 +242,21 @@ func run(m *testing.M) int {
 	defer cancel()
 	api := startFakeAPI()
 	defer api.server.Close()
-	if err := start(c, fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL)); err != nil {
+	chart, err := kvChart()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sum := sha256.Sum256(chart)
+	if err := env.Client.Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := env.Client.Create(c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "charts"}, BinaryData: map[string][]byte{"kv.tgz": chart}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := start(c, fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL, "sha256:"+hex.EncodeToString(sum[:]))); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -231,7 +265,6 @@ func run(m *testing.M) int {
 
 func start(ctx context.Context, document string) error {
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cmdOffNamespace}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": document}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "api-token"}, StringData: map[string]string{"token": apiToken}},
@@ -267,7 +300,7 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 	}
 	r := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd,
 		CmdLimits:    provisionercmd.Limits{Timeout: 10 * time.Second, MaxOutput: 1 << 20},
-		APINamespace: "score-system", HTTPClient: fakeAPIClient}
+		APINamespace: "score-system", HTTPClient: fakeAPIClient, Charts: &plan.Templates{Reader: mgr.GetAPIReader()}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -486,7 +519,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, invalid-object, isolated-kv, kv, missing-output, port-of, shared-kv, topic."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, invalid-object, isolated-kv, kv, missing-output, port-of, shared-kv, topic."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
