@@ -102,3 +102,26 @@ func isTrue(p cel.Program, vars map[string]any) bool {
 	b, ok := out.Value().(bool)
 	return ok && b
 }
+
+// Serving reports whether any workload controller among the objects (a Deployment,
+// StatefulSet or DaemonSet) still has an available replica: a runtime that is not healthy
+// but serves is degraded, not down.
+func Serving(objs []*unstructured.Unstructured) bool {
+	for _, o := range objs {
+		var field string
+		switch o.GetKind() {
+		case "Deployment":
+			field = "availableReplicas"
+		case "StatefulSet":
+			field = "readyReplicas"
+		case "DaemonSet":
+			field = "numberAvailable"
+		default:
+			continue
+		}
+		if n, _, _ := unstructured.NestedInt64(o.Object, "status", field); n > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -68,3 +68,26 @@ func TestNewRejectsBadRules(t *testing.T) {
 		}
 	}
 }
+
+func TestServing(t *testing.T) {
+	cases := []struct {
+		name string
+		docs []string
+		want bool
+	}{
+		{"a Deployment with an available replica", []string{"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nstatus: {replicas: 3, availableReplicas: 1}"}, true},
+		{"a Deployment with none", []string{"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nstatus: {replicas: 3, availableReplicas: 0}"}, false},
+		{"a StatefulSet with a ready replica", []string{"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: a}\nstatus: {readyReplicas: 2}"}, true},
+		{"a Service alone serves nothing", []string{"apiVersion: v1\nkind: Service\nmetadata: {name: a}"}, false},
+		{"one of several", []string{"apiVersion: v1\nkind: Service\nmetadata: {name: a}", "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: a}\nstatus: {numberAvailable: 1}"}, true},
+	}
+	for _, tc := range cases {
+		var objs []*unstructured.Unstructured
+		for _, d := range tc.docs {
+			objs = append(objs, obj(t, d))
+		}
+		if got := Serving(objs); got != tc.want {
+			t.Errorf("%s: got %v", tc.name, got)
+		}
+	}
+}

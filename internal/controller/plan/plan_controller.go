@@ -145,13 +145,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	p.Status.Reason, p.Status.Message = "", ""
 
 	pending := notCurrent(applied)
-	if len(pending) == 0 {
+	state := runtimeHealthy
+	switch {
+	case len(pending) == 0:
 		p.Status.Phase = scorev1b1.PlanPhaseProjected
 		setCondition(p, ConditionHealthy, metav1.ConditionTrue, "Current", "Every object is healthy.")
-	} else {
+	case before.Status.Phase == scorev1b1.PlanPhaseProjected && before.Status.ObservedGeneration == p.Generation && health.Serving(live):
+		// It was healthy for this very plan and still serves: degraded, not provisioning
+		// (a lost replica, a node gone), so the Workload stays Ready and says so.
+		state = runtimeDegraded
+		p.Status.Phase = scorev1b1.PlanPhaseProjected
+		setCondition(p, ConditionHealthy, metav1.ConditionFalse, "Degraded", "Serving, but waiting for "+strings.Join(pending, ", ")+".")
+	default:
+		state = runtimeProvisioning
 		setCondition(p, ConditionHealthy, metav1.ConditionFalse, "InProgress", "Waiting for "+strings.Join(pending, ", ")+".")
 	}
-	return ctrl.Result{}, r.publishExposure(ctx, p, live, len(pending) == 0)
+	return ctrl.Result{}, r.publishExposure(ctx, p, live, state)
 }
 
 // secretValue reads a secret output from the outputs Secret of the plan's claim.

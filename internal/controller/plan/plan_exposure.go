@@ -22,7 +22,7 @@ import (
 // balancer addresses, cluster DNS names), and the runtime's conditions (Healthy or
 // Provisioning; LBPending and IngressPending while the platform has not given an address)
 // for the orchestrator's mirror to normalise.
-func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []*unstructured.Unstructured, healthy bool) error {
+func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []*unstructured.Unstructured, state runtimeState) error {
 	e := &scorev1b1.WorkloadExposure{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.WorkloadRef.Name}, e); err != nil {
 		return client.IgnoreNotFound(err) // the orchestrator registers it; its creation brings the plan back
@@ -44,12 +44,13 @@ func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadP
 	next := e.Status.DeepCopy()
 	next.ObservedWorkloadGeneration = p.Spec.ObservedWorkloadGeneration
 	next.Exposures = res.Exposures
-	healthyStatus, provisioning := metav1.ConditionFalse, metav1.ConditionTrue
-	if healthy {
-		healthyStatus, provisioning = metav1.ConditionTrue, metav1.ConditionFalse
+	for typ, on := range map[string]bool{"Healthy": state == runtimeHealthy, "Provisioning": state == runtimeProvisioning, "Degraded": state == runtimeDegraded} {
+		status := metav1.ConditionFalse
+		if on {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: typ, Status: status, Reason: "Health", Message: runtimeMessages[typ]})
 	}
-	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: "Healthy", Status: healthyStatus, Reason: "Health", Message: "Every applied object is healthy."})
-	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: "Provisioning", Status: provisioning, Reason: "Health", Message: "Applied objects are becoming healthy."})
 	for _, typ := range []string{exposure.ConditionLBPending, exposure.ConditionIngressPending} {
 		cond := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: "Addressed", Message: "Nothing waits for an address."}
 		if msg, ok := res.Pending[typ]; ok {
@@ -63,6 +64,22 @@ func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadP
 	patched := e.DeepCopy()
 	patched.Status = *next
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, patched, client.MergeFrom(e)))
+}
+
+// runtimeState is what the applied objects' health amounts to.
+type runtimeState int
+
+const (
+	runtimeProvisioning runtimeState = iota
+	runtimeHealthy
+	runtimeDegraded
+)
+
+// runtimeMessages describe the runtime conditions the exposure carries.
+var runtimeMessages = map[string]string{
+	"Healthy":      "Every applied object is healthy.",
+	"Provisioning": "Applied objects are becoming healthy.",
+	"Degraded":     "The workload serves, but not every applied object is healthy.",
 }
 
 // gateways reads the Gateways applied HTTPRoutes attach to, for their listeners' protocols.

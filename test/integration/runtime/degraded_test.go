@@ -1,0 +1,72 @@
+package runtime
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+// A workload that was healthy and loses a replica but still serves is degraded, not
+// provisioning: the exposure says Degraded (the mirror's RuntimeDegraded, Ready kept), and
+// healthy again once the replica is back. No controller-manager runs here: the test writes
+// the Deployment's status as it would.
+func TestDegradedButServing(t *testing.T) {
+	text := templateText(t)
+	ns := setup(t, text)
+	exp := &scorev1b1.WorkloadExposure{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: scorev1b1.WorkloadExposureSpec{WorkloadRef: scorev1b1.WorkloadRef{Name: "web", Namespace: ns, UID: "u7"}, RuntimeClass: "kubernetes", ObservedWorkloadGeneration: 1}}
+	if err := env.Client.Create(ctx, exp); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlan(ns, "web", "u7", digest(text), `{"replicas":2,"containers":{"main":{"image":"nginx"}}}`)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{}
+	testenv.Eventually(t, 20*time.Second, "applied", func() error { return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep) })
+	setAvailable := func(n int32) {
+		t.Helper()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			t.Fatal(err)
+		}
+		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+		if err := env.Client.Status().Update(ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	condition := func(typ string) func() error {
+		return func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(exp), exp); err != nil {
+				return err
+			}
+			for _, other := range []string{"Healthy", "Degraded", "Provisioning"} {
+				want := metav1.ConditionFalse
+				if other == typ {
+					want = metav1.ConditionTrue
+				}
+				if c := meta.FindStatusCondition(exp.Status.Conditions, other); c == nil || c.Status != want {
+					return fmt.Errorf("%s: %+v", other, c)
+				}
+			}
+			return nil
+		}
+	}
+	testenv.Eventually(t, 20*time.Second, "provisioning before the replicas exist", condition("Provisioning"))
+	setAvailable(2)
+	testenv.Eventually(t, 20*time.Second, "healthy", condition("Healthy"))
+	setAvailable(1)
+	testenv.Eventually(t, 20*time.Second, "degraded with one replica of two", condition("Degraded"))
+	setAvailable(2)
+	testenv.Eventually(t, 20*time.Second, "healthy again", condition("Healthy"))
+}
