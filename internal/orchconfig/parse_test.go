@@ -36,6 +36,10 @@ func TestParse(t *testing.T) {
 		{"validation error points at its line", strings.Replace(parseBase, "version: 1.0.0", "version: latest", 1), 8, "SemVer"},
 		{"validation error on a nested field", strings.Replace(parseBase, "kind: manifests", "kind: jsonnet", 1), 10, "template kind"},
 		{"two documents", parseBase + "---\n" + parseBase, 13, "exactly one YAML document"},
+		// Regressions (FuzzParse): these errors came without a line.
+		{"unterminated quote", parseBase + "defaults:\n  profile: \"web\n", 14, "unexpected end of stream"},
+		{"duplicate key", parseBase + "kind: OrchestratorConfig\n", 13, `mapping key "kind" already defined at line 2`},
+		{"a second document that is not YAML", parseBase + "---\n\tx\n", 14, "cannot start any token"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
