@@ -36,11 +36,11 @@ func Funcs() template.FuncMap {
 	return template.FuncMap{
 		"toJson": func(v any) (string, error) {
 			b, err := json.Marshal(v)
-			return string(b), err
+			return yamlSafe(b), err
 		},
 		"quote": func(v any) string {
 			b, _ := json.Marshal(fmt.Sprint(v))
-			return string(b)
+			return yamlSafe(b)
 		},
 		"default": func(def, v any) any {
 			if v == nil || v == "" || v == false {
@@ -58,6 +58,22 @@ func Funcs() template.FuncMap {
 		},
 		"hasKey": func(m map[string]any, k string) bool { _, ok := m[k]; return ok },
 	}
+}
+
+// yamlSafe escapes, in JSON text, the characters JSON leaves as they are and YAML does not
+// read back as themselves: NEL (U+0085), which YAML folds as a line break, and the
+// characters YAML does not allow in a document (DEL, the C1 controls, U+FFFE and U+FFFF).
+// JSON writes them only inside strings, where \uXXXX means the same to YAML.
+func yamlSafe(b []byte) string {
+	var out strings.Builder
+	for _, r := range string(b) {
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0xfffe || r == 0xffff {
+			fmt.Fprintf(&out, "\\u%04x", r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
 }
 
 // inputHash is 8 hex characters of what a run consumes: the projected pod, the backend's
