@@ -118,6 +118,8 @@ func ValidateURL(raw string) error {
 		return fmt.Errorf("the URL %q points at localhost", raw)
 	case localAddress:
 		return fmt.Errorf("the URL %q points at the loopback interface", raw)
+	case unspecifiedAddress:
+		return fmt.Errorf("the URL %q points at the unspecified address, which reaches the local machine", raw)
 	}
 	return nil
 }
@@ -128,6 +130,7 @@ const (
 	remoteHost hostKind = iota
 	localName
 	localAddress
+	unspecifiedAddress
 )
 
 // localHost says whether a URL's host leads to the machine that opens it, however it is
@@ -144,8 +147,12 @@ func localHost(host string) hostKind {
 	if ip == nil {
 		ip = shorthandIPv4(h)
 	}
-	if ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+	switch {
+	case ip == nil:
+	case ip.IsLoopback():
 		return localAddress
+	case ip.IsUnspecified():
+		return unspecifiedAddress
 	}
 	return remoteHost
 }

@@ -189,16 +189,20 @@ func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out []*unstructured.Unstructured
 	for i := 1; ; i++ {
-		var doc map[string]any
-		err := dec.Decode(&doc)
+		var node any
+		err := dec.Decode(&node)
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the template's document %d is not YAML: %w", i, err)
 		}
-		if doc == nil {
+		if node == nil {
 			continue
+		}
+		doc, ok := node.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("the template's document %d is not an object: a manifest is a mapping with apiVersion, kind and metadata", i)
 		}
 		raw, err := json.Marshal(doc)
 		if err != nil {
