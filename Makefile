@@ -40,6 +40,26 @@ lint: ## gofmt, go vet and a tidy go.mod
 test: tools lint ## Every test: unit, integration (real API server) and generated-file checks
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin go test -count=1 ./...
 
+# Fuzz targets, one per line as package:Target (go test -fuzz runs one target at a time).
+FUZZ_TARGETS := \
+	./internal/scorefile:FuzzScoreRoundTrip \
+	./internal/scorefile:FuzzScoreMetadata \
+	./internal/orchconfig:FuzzParse \
+	./internal/placeholder:FuzzSubstitute \
+	./internal/values:FuzzCompose \
+	./internal/values:FuzzNormalize \
+	./internal/render:FuzzRenderLiteral \
+	./internal/mirror:FuzzValidateURL \
+	./internal/mirror:FuzzMirror
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (make fuzz FUZZTIME=30s); make test runs their seeds
+	@for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		go test "$${t%%:*}" -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 50x || exit 1; \
+	done
+
 .PHONY: cluster-up
 cluster-up: ## Start the local simulated cluster (kubeconfig .dev/kubeconfig)
 	hack/cluster.sh up

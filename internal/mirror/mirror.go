@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -112,14 +113,83 @@ func ValidateURL(raw string) error {
 	if u.User != nil {
 		return fmt.Errorf("the URL %q carries credentials", redact(u))
 	}
-	host := u.Hostname()
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	switch localHost(u.Hostname()) {
+	case localName:
 		return fmt.Errorf("the URL %q points at localhost", raw)
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	case localAddress:
 		return fmt.Errorf("the URL %q points at the loopback interface", raw)
+	case unspecifiedAddress:
+		return fmt.Errorf("the URL %q points at the unspecified address, which reaches the local machine", raw)
 	}
 	return nil
+}
+
+type hostKind int
+
+const (
+	remoteHost hostKind = iota
+	localName
+	localAddress
+	unspecifiedAddress
+)
+
+// localHost says whether a URL's host leads to the machine that opens it, however it is
+// spelled: localhost in any case, with a trailing dot or as a parent domain; a loopback or
+// unspecified (0.0.0.0, ::) address, with or without an IPv6 zone; and the shorthand IPv4
+// forms that resolvers accept as addresses (127.1, 0x7f000001, 2130706433, 0177.0.0.1).
+func localHost(host string) hostKind {
+	h := strings.TrimRight(strings.ToLower(host), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return localName
+	}
+	h, _, _ = strings.Cut(h, "%")
+	ip := net.ParseIP(h)
+	if ip == nil {
+		ip = shorthandIPv4(h)
+	}
+	switch {
+	case ip == nil:
+	case ip.IsLoopback():
+		return localAddress
+	case ip.IsUnspecified():
+		return unspecifiedAddress
+	}
+	return remoteHost
+}
+
+// shorthandIPv4 reads the IPv4 forms of BSD inet_aton: one to four numbers, each decimal,
+// octal (leading 0) or hexadecimal (0x), the last filling the remaining bytes. It returns nil
+// for anything else.
+func shorthandIPv4(s string) net.IP {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return nil
+	}
+	var addr uint64
+	for i, p := range parts {
+		digits, base := p, 10
+		switch {
+		case p == "0x": // inet_aton reads a bare 0x as 0
+			digits = "0"
+		case strings.HasPrefix(p, "0x"):
+			digits, base = p[2:], 16
+		case len(p) > 1 && p[0] == '0':
+			digits, base = p[1:], 8
+		}
+		n, err := strconv.ParseUint(digits, base, 32) // not base 0, which takes 0b, 0o and _
+		if err != nil {
+			return nil
+		}
+		width := 8 // bits this part fills: 8, or the rest of the address for the last part
+		if i == len(parts)-1 {
+			width = 8 * (4 - i)
+		}
+		if n >= 1<<width {
+			return nil
+		}
+		addr = addr<<width | n
+	}
+	return net.IPv4(byte(addr>>24), byte(addr>>16), byte(addr>>8), byte(addr))
 }
 
 func redact(u *url.URL) string {

@@ -109,14 +109,23 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
-func FuzzMirror(f *testing.F) {
-	for _, s := range []string{"https://app.example.com", "http://", "", "not a url", "http://[::1]:80", "https://u:p@h", "tcp://10.0.0.1:5432"} {
-		f.Add(s, "Public", int64(2))
-	}
-	f.Fuzz(func(t *testing.T, u, scope string, gen int64) {
-		r := Mirror(Input{Exposure: exposure("u1", gen, scorev1b1.Exposure{URL: u, Scope: scorev1b1.ExposureScope(scope)}), WorkloadUID: "u1", WorkloadGeneration: 2})
-		if r.Endpoint != nil && ValidateURL(*r.Endpoint) != nil {
-			t.Fatalf("mirrored an invalid URL %q", *r.Endpoint)
+// Regression: ValidateURL compared the host with "localhost" and parsed it with net.ParseIP
+// only, so the local machine spelled another way was mirrored as a Workload's endpoint
+// (FuzzValidateURL found "A://0000000000000000", which resolvers read as 0.0.0.0).
+func TestValidateURLRefusesTheLocalMachineHoweverSpelled(t *testing.T) {
+	for _, raw := range []string{
+		"http://LOCALHOST:8080", "http://localhost./", "http://api.LocalHost./",
+		"http://127.0.0.1./", "http://[::1%25eth0]/", "http://[::ffff:127.0.0.1]/",
+		"http://127.1/", "http://0x7f000001/", "http://2130706433/", "http://0177.0.0.1/", "http://0x7f.1/",
+		"http://0.0.0.0:80/", "http://[::]/", "A://0000000000000000",
+	} {
+		if err := ValidateURL(raw); err == nil {
+			t.Errorf("%s was accepted", raw)
 		}
-	})
+	}
+	for _, raw := range []string{"http://128.0.0.1/", "http://10.1/", "http://localhost.example.com/", "http://1_27.0.0.1/", "http://0x7g.0.0.1/", "http://[2001:db8::1]/"} {
+		if err := ValidateURL(raw); err != nil {
+			t.Errorf("%s was refused: %v", raw, err)
+		}
+	}
 }

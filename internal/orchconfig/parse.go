@@ -54,7 +54,7 @@ func (e *InvalidError) Error() string {
 func Parse(data []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &InvalidError{Errors: []FieldError{yamlSyntaxError(err)}}
+		return nil, &InvalidError{Errors: []FieldError{yamlSyntaxError(err, data)}}
 	}
 	if root.Kind == 0 {
 		return nil, &InvalidError{Errors: []FieldError{{Message: "the document is empty"}}}
@@ -67,7 +67,7 @@ func Parse(data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, &InvalidError{Errors: decodeErrors(err)}
+		return nil, &InvalidError{Errors: decodeErrors(err, data)}
 	}
 
 	if errs := Validate(&cfg); len(errs) > 0 {
@@ -85,8 +85,11 @@ func rejectExtraDocuments(data []byte) error {
 	if err := dec.Decode(&first); err != nil {
 		return nil
 	}
-	if err := dec.Decode(&second); errors.Is(err, io.EOF) {
+	switch err := dec.Decode(&second); {
+	case errors.Is(err, io.EOF):
 		return nil
+	case err != nil: // what follows the first document is not YAML
+		return &InvalidError{Errors: []FieldError{yamlSyntaxError(err, data)}}
 	}
 	return &InvalidError{Errors: []FieldError{{Line: second.Line, Message: "a config must be exactly one YAML document"}}}
 }
@@ -94,23 +97,45 @@ func rejectExtraDocuments(data []byte) error {
 var (
 	yamlLine     = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 	unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type \S+$`)
+	lineMessage  = regexp.MustCompile(`^line (\d+): (.*)$`)
 	typeMismatch = regexp.MustCompile(`^line (\d+): cannot unmarshal !!(\w+) (.*) into (\S+)$`)
 )
 
-func yamlSyntaxError(err error) FieldError {
+func yamlSyntaxError(err error, data []byte) FieldError {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return FieldError{Line: line, Message: "not valid YAML: " + m[2]}
 	}
-	return FieldError{Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	return FieldError{Line: syntaxErrorLine(err, data), Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+}
+
+// syntaxErrorLine places a YAML error that yaml.v3 reports without a line (an unterminated
+// quote or bracket, a tab, an unknown alias): the error is detected at the end of the
+// document, or on the first line whose prefix of the document fails the same way.
+func syntaxErrorLine(err error, data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	last := len(lines)
+	if last > 1 && len(lines[last-1]) == 0 {
+		last-- // the document ends with a newline
+	}
+	if strings.Contains(err.Error(), "end of stream") || last > 1000 {
+		return last
+	}
+	for n := 1; n < last; n++ {
+		var node yaml.Node
+		if e := yaml.Unmarshal(bytes.Join(lines[:n], nil), &node); e != nil && e.Error() == err.Error() {
+			return n
+		}
+	}
+	return last
 }
 
 // decodeErrors turns yaml.v3's decoding errors into field errors. The text is reworded for
 // people; no decision depends on it.
-func decodeErrors(err error) []FieldError {
+func decodeErrors(err error, data []byte) []FieldError {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return []FieldError{yamlSyntaxError(err)}
+		return []FieldError{yamlSyntaxError(err, data)}
 	}
 	out := make([]FieldError, 0, len(te.Errors))
 	for _, msg := range te.Errors {
@@ -125,7 +150,12 @@ func decodeErrors(err error) []FieldError {
 			out = append(out, FieldError{Line: line, Message: fmt.Sprintf("expected %s, found %s %s", goTypeNoun(m[4]), m[2], m[3])})
 			continue
 		}
-		out = append(out, FieldError{Message: msg})
+		if m := lineMessage.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			out = append(out, FieldError{Line: line, Message: m[2]})
+			continue
+		}
+		out = append(out, FieldError{Line: syntaxErrorLine(err, data), Message: msg})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out

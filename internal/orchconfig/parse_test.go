@@ -42,6 +42,10 @@ func TestParse(t *testing.T) {
     name: ha
     default: true
 `, 17, "already has a default class"},
+		// Regressions (FuzzParse): these errors came without a line.
+		{"unterminated quote", parseBase + "defaults:\n  profile: \"web\n", 14, "unexpected end of stream"},
+		{"duplicate key", parseBase + "kind: OrchestratorConfig\n", 13, `mapping key "kind" already defined at line 2`},
+		{"a second document that is not YAML", parseBase + "---\n\tx\n", 14, "cannot start any token"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

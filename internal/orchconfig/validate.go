@@ -272,9 +272,11 @@ func (v *validator) provisioners(cfg *Config) {
 			v.fail(path+".api", "only http+api:// provisioners take api")
 		}
 		if m != nil && m[1] == "cmd" {
-			for field, tpl := range map[string]string{"init": p.Init, "state": p.State, "shared": p.Shared, "outputs": p.Outputs, "manifests": p.Manifests} {
-				if tpl != "" {
-					v.fail(path+"."+field, "a cmd:// provisioner takes args, not templates")
+			for _, f := range []struct{ name, text string }{ // in document order, so the errors are too
+				{"init", p.Init}, {"state", p.State}, {"shared", p.Shared}, {"outputs", p.Outputs}, {"manifests", p.Manifests},
+			} {
+				if f.text != "" {
+					v.fail(path+"."+f.name, "a cmd:// provisioner takes args, not templates")
 				}
 			}
 			continue

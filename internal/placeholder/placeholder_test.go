@@ -138,20 +138,3 @@ func TestRefsInValue(t *testing.T) {
 		t.Fatalf("got %v, %v", sub, err)
 	}
 }
-
-func FuzzSubstitute(f *testing.F) {
-	for _, s := range []string{"", "$$", "$${x}", "${metadata.name}", "${resources.db.host}:${resources.db.port}", "${", "$}", "${a.b.c.d}", `${metadata.a\.b}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out, err := Substitute(s, lookupFrom(values))
-		if err == nil {
-			// Whatever resolves must resolve the same way again (pure function).
-			again, err2 := Substitute(s, lookupFrom(values))
-			if err2 != nil || again != out {
-				t.Fatalf("not deterministic: %q vs %q", out, again)
-			}
-		}
-		_, _ = Parse(s)
-	})
-}

@@ -55,11 +55,11 @@ func Funcs() template.FuncMap {
 	return template.FuncMap{
 		"toJson": func(v any) (string, error) {
 			b, err := json.Marshal(v)
-			return string(b), err
+			return yamlSafe(b), err
 		},
 		"quote": func(v any) string {
 			b, _ := json.Marshal(fmt.Sprint(v))
-			return string(b)
+			return yamlSafe(b)
 		},
 		"default": func(def, v any) any {
 			if v == nil || v == "" || v == false {
@@ -173,6 +173,22 @@ func dataOf(in Input) (data, error) {
 	}, nil
 }
 
+// yamlSafe escapes, in JSON text, the characters JSON leaves as they are and YAML does not
+// read back as themselves: NEL (U+0085), which YAML folds as a line break, and the
+// characters YAML does not allow in a document (DEL, the C1 controls, U+FFFE and U+FFFF).
+// JSON writes them only inside strings, where \uXXXX means the same to YAML.
+func yamlSafe(b []byte) string {
+	var out strings.Builder
+	for _, r := range string(b) {
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0xfffe || r == 0xffff {
+			fmt.Fprintf(&out, "\\u%04x", r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
+}
+
 // inputHash is 8 hex characters of what a run consumes: the projected pod, the backend's
 // template and the values without the Workload's metadata. A label or annotation change
 // therefore runs nothing new, unless a placeholder carries it into the pod.
@@ -242,16 +258,20 @@ func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out []*unstructured.Unstructured
 	for i := 1; ; i++ {
-		var doc map[string]any
-		err := dec.Decode(&doc)
+		var node any
+		err := dec.Decode(&node)
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the template's document %d is not YAML: %w", i, err)
 		}
-		if doc == nil {
+		if node == nil {
 			continue
+		}
+		doc, ok := node.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("the template's document %d is not an object: a manifest is a mapping with apiVersion, kind and metadata", i)
 		}
 		raw, err := json.Marshal(doc)
 		if err != nil {

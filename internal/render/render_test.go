@@ -15,7 +15,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
 
-func templateFile(t *testing.T, name string) Template {
+func templateFile(t testing.TB, name string) Template {
 	t.Helper()
 	b, err := os.ReadFile("../../config/templates/" + name)
 	if err != nil {

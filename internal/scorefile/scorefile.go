@@ -124,6 +124,23 @@ func ToWorkload(raw map[string]any, opts Options) (*Result, error) {
 	return &Result{Workload: w, Changes: changes}, nil
 }
 
+// reservedAnnotations are the annotations the converter and kubectl write on a Workload and
+// FromWorkload leaves out of the Score file; a Score file that sets one would not come back.
+var reservedAnnotations = map[string]bool{
+	scorev1b1.AnnotationScoreMetadata: true,
+	scorev1b1.AnnotationFileSources:   true,
+	lastApplied:                       true,
+}
+
+// ReservedAnnotationError is a Score file annotation the converter keeps for itself.
+type ReservedAnnotationError struct {
+	Key string
+}
+
+func (e *ReservedAnnotationError) Error() string {
+	return fmt.Sprintf("metadata.annotations.%s: the annotation is reserved for the Score ⇄ Workload conversion; use another key", e.Key)
+}
+
 // convertMetadata maps Score metadata onto the object: annotations and labels directly,
 // everything else as JSON in AnnotationScoreMetadata.
 func convertMetadata(meta map[string]any, w *scorev1b1.Workload) error {
@@ -134,6 +151,9 @@ func convertMetadata(meta map[string]any, w *scorev1b1.Workload) error {
 		case "annotations":
 			anns, _ := v.(map[string]any)
 			for ak, av := range anns {
+				if reservedAnnotations[ak] {
+					return &ReservedAnnotationError{Key: ak}
+				}
 				if w.Annotations == nil {
 					w.Annotations = map[string]string{}
 				}

@@ -206,3 +206,16 @@ func TestSchemaRejections(t *testing.T) {
 		})
 	}
 }
+
+// Regression: a Score file annotated with the converter's own bookkeeping keys converted, and
+// came back without them or with its metadata replaced (FuzzScoreMetadata).
+func TestReservedAnnotationsAreRefused(t *testing.T) {
+	for _, key := range []string{scorev1b1.AnnotationScoreMetadata, scorev1b1.AnnotationFileSources, "kubectl.kubernetes.io/last-applied-configuration"} {
+		doc := "apiVersion: score.dev/v1b1\nmetadata:\n  name: hello\n  annotations:\n    " + key + ": '{}'\ncontainers:\n  main:\n    image: nginx\n"
+		_, err := convert(t, doc, Options{})
+		var reserved *ReservedAnnotationError
+		if !errors.As(err, &reserved) || reserved.Key != key {
+			t.Errorf("%s: want a ReservedAnnotationError, got %v", key, err)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package values
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -79,37 +78,4 @@ func TestNormalize(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("want %#v\ngot  %#v", want, got)
 	}
-}
-
-// FuzzCompose builds layers from JSON and checks what composition promises: no panic, the
-// right-most layer wins for every key it sets, and the inputs stay as they were.
-func FuzzCompose(f *testing.F) {
-	f.Add(`{"a":1}`, `{"a":{"b":2}}`, `{"a":{"c":[1,2]}}`)
-	f.Add(`{}`, `{"x":null}`, `{"x":"y"}`)
-	f.Add(`{"s":{"t":{"u":1}}}`, `{"s":{"t":{"v":2}}}`, `{"s":"flat"}`)
-	f.Fuzz(func(t *testing.T, a, b, c string) {
-		var layers []map[string]any
-		for _, s := range []string{a, b, c} {
-			var m map[string]any
-			if json.Unmarshal([]byte(s), &m) != nil {
-				return
-			}
-			layers = append(layers, m)
-		}
-		before, _ := json.Marshal(layers)
-		out := Compose(layers...)
-		after, _ := json.Marshal(layers)
-		if string(before) != string(after) {
-			t.Fatalf("inputs changed")
-		}
-		last := layers[2]
-		for k, v := range last {
-			if _, isMap := v.(map[string]any); isMap {
-				continue
-			}
-			if !reflect.DeepEqual(out[k], v) {
-				t.Fatalf("key %q: the right-most value %v must win, got %v", k, v, out[k])
-			}
-		}
-	})
 }
