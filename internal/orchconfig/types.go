@@ -38,6 +38,11 @@ type Config struct {
 	// Endpoint is the endpoint mirror policy.
 	Endpoint EndpointPolicy `json:"endpoint,omitempty" yaml:"endpoint,omitempty"`
 
+	// AllowedKinds are the kinds templates and provisioners may create, as Kind or
+	// Kind.group (Deployment.apps, Service). Empty means DefaultAllowedKinds. Cluster-scoped
+	// kinds (Namespace, ClusterRole...) are created only when listed here.
+	AllowedKinds []string `json:"allowedKinds,omitempty" yaml:"allowedKinds,omitempty"`
+
 	// Health judges kinds kstatus cannot (custom resources without standard conditions):
 	// CEL expressions per kind, over the object the runtime or provisioner applied.
 	Health []HealthRule `json:"health,omitempty" yaml:"health,omitempty"`
@@ -311,4 +316,34 @@ type APICredentials struct {
 type SecretKeyRef struct {
 	Name string `json:"name" yaml:"name"`
 	Key  string `json:"key" yaml:"key"`
+}
+
+// DefaultAllowedKinds are what the shipped templates and the development catalog create:
+// namespaced kinds of workloads, their configuration and their network. No cluster-scoped
+// kind, and nothing that grants permissions or admits requests.
+var DefaultAllowedKinds = []string{
+	"ConfigMap", "Secret", "Service", "ServiceAccount", "PersistentVolumeClaim",
+	"Deployment.apps", "StatefulSet.apps", "DaemonSet.apps",
+	"Job.batch", "CronJob.batch",
+	"Ingress.networking.k8s.io", "NetworkPolicy.networking.k8s.io",
+	"HTTPRoute.gateway.networking.k8s.io",
+	"PodDisruptionBudget.policy", "HorizontalPodAutoscaler.autoscaling",
+}
+
+// KindAllowed reports whether templates and provisioners may create objects of a kind.
+func (c *Config) KindAllowed(group, kind string) bool {
+	name := kind
+	if group != "" {
+		name += "." + group
+	}
+	allowed := c.AllowedKinds
+	if len(allowed) == 0 {
+		allowed = DefaultAllowedKinds
+	}
+	for _, k := range allowed {
+		if k == name {
+			return true
+		}
+	}
+	return false
 }

@@ -21,6 +21,7 @@ var (
 	resourceTypePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,61}[A-Za-z0-9]$`)
 	resourceIDPattern   = regexp.MustCompile(`^[a-z0-9]+(?:-+[a-z0-9]+)*(?:\.[a-z0-9]+(?:-+[a-z0-9]+)*)*$`)
 	uriPattern          = regexp.MustCompile(`^([a-z][a-z0-9+.-]*)://(.+)$`)
+	allowedKindPattern  = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	featurePattern      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 )
 
@@ -44,6 +45,11 @@ func Validate(cfg *Config) []FieldError {
 	v.classes(cfg)
 	v.endpoint(cfg)
 	v.health(cfg)
+	for i, k := range cfg.AllowedKinds {
+		if !allowedKindPattern.MatchString(k) {
+			v.fail(fmt.Sprintf("allowedKinds[%d]", i), "%q must be Kind or Kind.group, e.g. Deployment.apps", k)
+		}
+	}
 	return v.errs
 }
 

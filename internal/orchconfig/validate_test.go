@@ -61,6 +61,7 @@ func TestValidate(t *testing.T) {
 		{"valid document", func(*Config) {}, "", ""},
 		{"wrong apiVersion", func(c *Config) { c.APIVersion = "score.dev/v1" }, "apiVersion", `must be "score.dev/v1b1"`},
 		{"wrong kind", func(c *Config) { c.Kind = "Config" }, "kind", `must be "OrchestratorConfig"`},
+		{"an allowed kind that is not Kind.group", func(c *Config) { c.AllowedKinds = []string{"apps/v1/Deployment"} }, "allowedKinds[0]", "must be Kind or Kind.group"},
 		{"helm without its block", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "helm://dev/redis", Type: "redis"}}
 		}, "provisioners[0].helm", "needs a helm block"},

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -18,6 +19,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 )
 
+// errNotAllowed is an object of a kind the config does not allow.
+var errNotAllowed = errors.New("not allowed")
+
 // apply server-side-applies the manifests in stages, labelled with the instance, and returns
 // the inventory and each object's health.
 func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioner.Identity, manifests []map[string]any) (map[string]bool, []scorev1b1.AppliedObject, error) {
@@ -27,6 +31,9 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 		mapping, err := r.Client.RESTMapper().RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %s: the kind is not served: %w", u.GetKind(), u.GetName(), err)
+		}
+		if cfg, ok := r.Config.Get(); !ok || !cfg.Config.KindAllowed(u.GroupVersionKind().Group, u.GetKind()) {
+			return nil, nil, fmt.Errorf("%w: %s %s is of a kind the platform does not let provisioners create (allowedKinds)", errNotAllowed, u.GetKind(), u.GetName())
 		}
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			if u.GetNamespace() != "" && u.GetNamespace() != id.Namespace {

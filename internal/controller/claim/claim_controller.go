@@ -220,6 +220,9 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		if denial, denied := apidenial.Classify(err); denied {
 			reason = denial
 		}
+		if errors.Is(err, errNotAllowed) {
+			reason = scorev1b1.ReasonPermissionDenied
+		}
 		setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
 		if errors.Is(err, errRunFailed) {
 			// Terminal for these inputs: the run is immutable and is not retried. A change of

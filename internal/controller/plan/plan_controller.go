@@ -30,6 +30,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 )
@@ -41,6 +42,9 @@ const (
 	// AnnotationWorkloadUID marks every applied object with the Workload it belongs to; an
 	// object marked for another Workload is never taken over.
 	AnnotationWorkloadUID = "score.dev/workload-uid"
+	// Finalizer holds a plan that applied cluster-scoped objects until they are deleted:
+	// owner references cannot cross scopes, so garbage collection would not.
+	Finalizer = "workloadplans.score.dev/runtime"
 	// AnnotationHistoryLimit on a run says how many runs to keep, itself included.
 	AnnotationHistoryLimit = "score.dev/history-limit"
 	// RuntimeClass is the runtime class this controller serves.
@@ -57,6 +61,7 @@ var errConflict = errors.New("belongs to another workload")
 // Workload) and the kinds the default templates create.
 //
 // +kubebuilder:rbac:groups=score.dev,resources=workloadplans;workloadexposures,verbs=get;list;watch
+// +kubebuilder:rbac:groups=score.dev,resources=workloadplans,verbs=patch
 // +kubebuilder:rbac:groups=score.dev,resources=workloadplans/status;workloadexposures/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=score.dev,resources=workloadplans/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;services;secrets,verbs=get;list;watch;create;update;patch;delete
@@ -90,8 +95,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if p.Spec.RuntimeClass != RuntimeClass || !p.DeletionTimestamp.IsZero() {
+	if p.Spec.RuntimeClass != RuntimeClass {
 		return ctrl.Result{}, nil
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.release(ctx, p)
 	}
 	before := p.DeepCopy()
 	defer func() {
@@ -136,6 +144,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	applied = append(applied, history...)
+	if err := r.holdClusterScoped(ctx, p, applied); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.prune(ctx, p, applied); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -210,13 +221,18 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %s: the kind is not served: %w", u.GetKind(), u.GetName(), err)
 		}
-		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-			return nil, nil, fmt.Errorf("%w: %s %s is cluster-scoped; templates create objects in the workload's namespace only", errConflict, u.GetKind(), u.GetName())
+		if !r.kindAllowed(gvk.GroupKind()) {
+			return nil, nil, fmt.Errorf("%w: %s %s is of a kind the platform does not let templates create (allowedKinds)", errConflict, u.GetKind(), u.GetName())
 		}
-		if ns := u.GetNamespace(); ns != "" && ns != p.Namespace {
+		clusterScoped := mapping.Scope.Name() != meta.RESTScopeNameNamespace
+		switch ns := u.GetNamespace(); {
+		case clusterScoped:
+			u.SetNamespace("")
+		case ns != "" && ns != p.Namespace:
 			return nil, nil, fmt.Errorf("%w: %s %s targets namespace %s", errConflict, u.GetKind(), u.GetName(), ns)
+		default:
+			u.SetNamespace(p.Namespace)
 		}
-		u.SetNamespace(p.Namespace)
 		existing := &unstructured.Unstructured{}
 		existing.SetGroupVersionKind(gvk)
 		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), existing); {
@@ -240,6 +256,9 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		}
 		labels[scorev1b1.LabelWorkload] = p.Spec.WorkloadRef.Name
 		u.SetLabels(labels)
+		if clusterScoped {
+			continue // no owner reference across scopes: the plan's finalizer deletes it
+		}
 		if err := controllerutil.SetControllerReference(p, u, r.Client.Scheme()); err != nil {
 			return nil, nil, err
 		}
@@ -339,4 +358,54 @@ func notCurrent(applied []scorev1b1.AppliedObject) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// kindAllowed reports whether the config lets templates create a kind.
+func (r *Reconciler) kindAllowed(gk schema.GroupKind) bool {
+	cfg := &orchconfig.Config{}
+	if r.Config != nil {
+		if loaded, ok := r.Config.Get(); ok {
+			cfg = loaded.Config
+		}
+	}
+	return cfg.KindAllowed(gk.Group, gk.Kind)
+}
+
+// holdClusterScoped adds the finalizer when the plan applied a cluster-scoped object.
+func (r *Reconciler) holdClusterScoped(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []scorev1b1.AppliedObject) error {
+	for _, o := range applied {
+		if o.Namespace == "" && !controllerutil.ContainsFinalizer(p, Finalizer) {
+			patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			controllerutil.AddFinalizer(p, Finalizer)
+			status := p.Status
+			if err := r.Client.Patch(ctx, p, patch); err != nil {
+				return fmt.Errorf("adding the finalizer: %w", err)
+			}
+			p.Status = status // the patch response carries the stored status; ours is newer
+			return nil
+		}
+	}
+	return nil
+}
+
+// release deletes a deleted plan's cluster-scoped objects (its namespaced ones go with it by
+// owner reference) and lets it go.
+func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) error {
+	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+		return nil
+	}
+	for _, o := range p.Status.Objects {
+		if o.Namespace != "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
+		u.SetName(o.Name)
+		if err := r.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+			return fmt.Errorf("deleting %s %s: %w", o.Kind, o.Name, err)
+		}
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	controllerutil.RemoveFinalizer(p, Finalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, p, patch))
 }

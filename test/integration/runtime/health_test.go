@@ -16,13 +16,15 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
-// healthConfig is the sample config with a health rule for the test's Widget kind.
+// healthConfig is the sample config with a health rule for the test's Widget kind, and
+// the kinds the tests create allowed (Namespace, cluster-scoped, among them).
 func healthConfig() (*configsource.Store, error) {
 	base, err := os.ReadFile("../../../config/samples/orchestrator-config.yaml")
 	if err != nil {
 		return nil, err
 	}
 	doc := string(base) + `
+allowedKinds: [ConfigMap, Secret, Service, Deployment.apps, Widget.example.com, Namespace]
 health:
   - apiVersion: example.com/v1
     kind: Widget
