@@ -205,15 +205,7 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 20*time.Second, "refused", func() error {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-				return err
-			}
-			if p.Status.Phase != scorev1b1.PlanPhaseFailed || !strings.Contains(p.Status.Message, "does not match its digest") {
-				return fmt.Errorf("status %s %s", p.Status.Phase, p.Status.Message)
-			}
-			return nil
-		})
+		waitPlanFailed(t, p, "does not match its digest")
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("nothing may be applied from a chart that fails its digest: %v", err)
 		}

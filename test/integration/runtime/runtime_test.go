@@ -217,15 +217,10 @@ func TestConflictingObjectIsRefused(t *testing.T) {
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 20*time.Second, "refused", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			return err
-		}
-		if p.Status.Phase != scorev1b1.PlanPhaseFailed || p.Status.Reason != scorev1b1.ReasonPermissionDenied || !strings.Contains(p.Status.Message, "Service api exists and belongs to another workload") {
-			return fmt.Errorf("status %s %s %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
-		}
-		return nil
-	})
+	waitPlanFailed(t, p, "Service api exists and belongs to another workload")
+	if p.Status.Reason != scorev1b1.ReasonPermissionDenied {
+		t.Fatalf("reason %s", p.Status.Reason)
+	}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil || other.Annotations[plan.AnnotationWorkloadUID] != "someone-else" || len(other.OwnerReferences) > 0 {
 		t.Fatalf("the other workload's object was touched: %v %+v", err, other.ObjectMeta)
 	}
@@ -238,15 +233,7 @@ func TestTemplateDigestIsVerified(t *testing.T) {
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 20*time.Second, "refused", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			return err
-		}
-		if p.Status.Phase != scorev1b1.PlanPhaseFailed || !strings.Contains(p.Status.Message, "does not match its digest") {
-			return fmt.Errorf("status %s %s", p.Status.Phase, p.Status.Message)
-		}
-		return nil
-	})
+	waitPlanFailed(t, p, "does not match its digest")
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tampered"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("nothing may be applied from a template that fails its digest: %v", err)
 	}
@@ -259,12 +246,18 @@ func TestInvalidObjectFailsThePlan(t *testing.T) {
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 20*time.Second, "failed", func() error {
+	waitPlanFailed(t, p, `ConfigMap "Bad_Name" is invalid`)
+}
+
+// waitPlanFailed waits until the plan is Failed with a message containing want.
+func waitPlanFailed(t *testing.T, p *scorev1b1.WorkloadPlan, want string) {
+	t.Helper()
+	testenv.Eventually(t, 20*time.Second, "failed with "+want, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
-		if p.Status.Phase != scorev1b1.PlanPhaseFailed || !strings.Contains(p.Status.Message, `ConfigMap "Bad_Name" is invalid`) {
-			return fmt.Errorf("status %s %s", p.Status.Phase, p.Status.Message)
+		if p.Status.Phase != scorev1b1.PlanPhaseFailed || !strings.Contains(p.Status.Message, want) {
+			return fmt.Errorf("status %s %s %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
 		}
 		return nil
 	})
