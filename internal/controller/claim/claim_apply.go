@@ -49,6 +49,8 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 	inventory := map[string]bool{}
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
 	for _, u := range objs {
+		// Watched before it is applied, so no change after the apply can be missed.
+		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(u.GroupVersionKind())
 		err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), live)
@@ -68,7 +70,6 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 				return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 			}
 		}
-		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		inventory[objectKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())] = true
 		state, message := r.Config.Health().Judge(u)
 		applied = append(applied, scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: state, Message: message})
