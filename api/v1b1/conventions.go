@@ -5,6 +5,10 @@ package v1b1
 const (
 	// LabelWorkload names the Workload an internal object belongs to.
 	LabelWorkload = "score.dev/workload"
+	// LabelConsumerPrefix, followed by a claimed instance's identity hash, marks the pods of
+	// the Workloads that consume the instance (value "true"); the instance's NetworkPolicy
+	// admits them.
+	LabelConsumerPrefix = "consumer.score.dev/"
 
 	// AnnotationProfile is the user's abstract profile hint (for example "web-service").
 	AnnotationProfile = "score.dev/profile"

@@ -140,6 +140,11 @@ type ResourceClaimStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Outputs *apiextensionsv1.JSON `json:"outputs,omitempty"`
 
+	// Instance is the identity hash of the claimed instance. The runtime labels the pods of
+	// the Workloads that consume it consumer.score.dev/<instance>=true, which the instance's
+	// NetworkPolicy admits.
+	// +optional
+	Instance string `json:"instance,omitempty"`
 	// InstanceNamespace is where the claimed instance lives when the platform shares it across
 	// namespaces (its sharing namespace); empty when it lives in the claim's namespace.
 	// +optional

@@ -205,6 +205,10 @@ type PlanClaim struct {
 	// SecretKeys are the claim's secret outputs.
 	// +optional
 	SecretKeys []string `json:"secretKeys,omitempty"`
+	// Instance is the claimed instance's identity hash: the pods carry
+	// consumer.score.dev/<instance>=true.
+	// +optional
+	Instance string `json:"instance,omitempty"`
 }
 
 // PlanPhase is the runtime's progress on a plan.

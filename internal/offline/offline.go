@@ -37,11 +37,11 @@ type Input struct {
 
 // Claim is one provisioned claim.
 type Claim struct {
-	Key, Name, Provisioner string
-	Spec                   scorev1b1.ResourceClaimSpec
-	Outputs                map[string]any
-	SecretKeys             []string
-	Manifests              []*unstructured.Unstructured
+	Key, Name, Provisioner, Instance string
+	Spec                             scorev1b1.ResourceClaimSpec
+	Outputs                          map[string]any
+	SecretKeys                       []string
+	Manifests                        []*unstructured.Unstructured
 }
 
 // Result is everything an offline run decided and produced.
@@ -89,7 +89,7 @@ func Run(in Input) (Result, error) {
 			}
 			res.Claims = append(res.Claims, c)
 			views[d.Key] = planner.ClaimView{Name: c.Name, Phase: scorev1b1.ClaimPhaseBound, Ready: true, Outputs: c.Outputs,
-				SecretName: secretName(c), SecretKeys: c.SecretKeys}
+				SecretName: secretName(c), SecretKeys: c.SecretKeys, Instance: c.Instance}
 			progressed = true
 		}
 		if !progressed {
@@ -152,7 +152,7 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 	data := provisioner.Data{
 		Guid: id.Guid(), Uid: id.Uid(), Type: id.Type, Class: id.Class, Id: id.ID,
 		Params: params, Metadata: metadata, State: map[string]any{}, Shared: map[string]any{},
-		SourceWorkload: w.Name, Namespace: w.Namespace,
+		SourceWorkload: w.Name, Namespace: w.Namespace, Instance: id.Hash(),
 		WorkloadMetadata: planner.Metadata(w), WorkloadServices: map[string]provisioner.NetworkService{w.Name: provisioner.ServiceOf(w.Name, w.Spec.Service)},
 	}
 	if served.Class != "" {
@@ -203,7 +203,7 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
-	c := Claim{Key: d.Key, Name: d.Name, Provisioner: def.URI, Spec: d.Spec, Outputs: plain}
+	c := Claim{Key: d.Key, Name: d.Name, Provisioner: def.URI, Instance: id.Hash(), Spec: d.Spec, Outputs: plain}
 	for k := range secret {
 		c.SecretKeys = append(c.SecretKeys, k)
 	}

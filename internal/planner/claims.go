@@ -31,11 +31,13 @@ type ClaimView struct {
 	// SecretName holds the secret outputs, listed in SecretKeys.
 	SecretName string
 	SecretKeys []string
+	// Instance is the claimed instance's identity hash.
+	Instance string
 }
 
 // ViewClaim summarises an observed claim.
 func ViewClaim(c *scorev1b1.ResourceClaim) ClaimView {
-	v := ClaimView{Name: c.Name, Phase: c.Status.Phase, Reason: c.Status.Reason}
+	v := ClaimView{Name: c.Name, Phase: c.Status.Phase, Reason: c.Status.Reason, Instance: c.Status.Instance}
 	if c.Status.ObservedGeneration != c.Generation && c.Status.Phase != scorev1b1.ClaimPhaseFailed {
 		v.Phase = scorev1b1.ClaimPhasePending
 	}

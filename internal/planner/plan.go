@@ -78,7 +78,7 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 	}
 	for _, key := range values.SortedKeys(w.Spec.Resources) {
 		c := in.Claims[key]
-		spec.Claims = append(spec.Claims, scorev1b1.PlanClaim{Key: key, ClaimName: c.Name, SecretName: c.SecretName, SecretKeys: c.SecretKeys})
+		spec.Claims = append(spec.Claims, scorev1b1.PlanClaim{Key: key, ClaimName: c.Name, SecretName: c.SecretName, SecretKeys: c.SecretKeys, Instance: c.Instance})
 	}
 	return PlanResult{Spec: spec}, nil
 }

@@ -87,7 +87,7 @@ func TestCatalog(t *testing.T) {
 				t.Errorf("a catalog definition states its deprovision policy and description")
 			}
 			id := NewIdentity("team", "web", "dep", typ, "", "")
-			data := Data{Guid: id.Guid(), Uid: id.Uid(), Type: typ, Class: id.Class, Id: id.ID, Namespace: "team",
+			data := Data{Guid: id.Guid(), Uid: id.Uid(), Type: typ, Class: id.Class, Id: id.ID, Namespace: "team", Instance: id.Hash(),
 				Params: catalogParams[typ], SourceWorkload: "web", WorkloadServices: services, State: map[string]any{}, Shared: map[string]any{}}
 			first, err := RenderTemplates(def, data)
 			if err != nil {
@@ -103,6 +103,9 @@ func TestCatalog(t *testing.T) {
 			}
 			if a, b := mustJSON(t, first.Manifests), mustJSON(t, second.Manifests); a != b {
 				t.Fatal("the manifests change between runs")
+			}
+			if dataStores[typ] {
+				checkNetworkPolicy(t, second.Manifests, id.Hash())
 			}
 			inManifests := SecretsInManifests(second.Manifests)
 			plain, secret, err := SplitOutputs(second.Outputs, func(r SecretRef) (string, error) {
@@ -234,4 +237,41 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// dataStores are the catalog types whose instances run servers: each admits only its
+// consumers' pods.
+var dataStores = map[string]bool{"postgres": true, "mysql": true, "redis": true, "mongodb": true, "amqp": true, "s3": true}
+
+// checkNetworkPolicy finds the instance's NetworkPolicy: it selects the pods of the
+// instance's workload objects and admits ingress only from pods labelled as its consumers.
+func checkNetworkPolicy(t *testing.T, manifests []map[string]any, instance string) {
+	t.Helper()
+	var policy, server map[string]any
+	for _, m := range manifests {
+		switch m["kind"] {
+		case "NetworkPolicy":
+			policy = m
+		case "StatefulSet", "Deployment":
+			server = m
+		}
+	}
+	if policy == nil || server == nil {
+		t.Fatalf("a data store emits a NetworkPolicy and a server: %v %v", policy != nil, server != nil)
+	}
+	spec := policy["spec"].(map[string]any)
+	selects := spec["podSelector"].(map[string]any)["matchLabels"].(map[string]any)
+	podLabels := server["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+	for k, v := range selects {
+		if podLabels[k] != v {
+			t.Fatalf("the policy selects %v, the pods are labelled %v", selects, podLabels)
+		}
+	}
+	ingress := spec["ingress"].([]any)
+	from := ingress[0].(map[string]any)["from"].([]any)
+	peer := from[0].(map[string]any)
+	want := map[string]any{"consumer.score.dev/" + instance: "true"}
+	if len(ingress) != 1 || len(from) != 1 || peer["namespaceSelector"] != nil || mustJSON(t, peer["podSelector"].(map[string]any)["matchLabels"]) != mustJSON(t, want) {
+		t.Fatalf("ingress %v, want only from pods labelled %v in the namespace", ingress, want)
+	}
 }

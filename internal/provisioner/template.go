@@ -42,6 +42,9 @@ type Data struct {
 	WorkloadMetadata           map[string]any
 	WorkloadServices           map[string]NetworkService
 	Namespace                  string
+	// Instance is the instance's identity hash (an addition to score-k8s's data): consumer
+	// pods carry the label consumer.score.dev/<Instance>=true, for NetworkPolicies.
+	Instance string
 }
 
 // Result is what a provisioning run produced.

@@ -166,7 +166,7 @@ func dataOf(in Input) (data, error) {
 		values:    values,
 		pod:       pod,
 		podSpec:   podSpec,
-		labels:    map[string]any{scorev1b1.LabelWorkload: in.Workload, "app.kubernetes.io/name": in.Workload, "app.kubernetes.io/managed-by": "score-orchestrator"},
+		labels:    labelsOf(in),
 		selector:  map[string]any{scorev1b1.LabelWorkload: in.Workload},
 		ports:     ports(values),
 		inputHash: inputHash(podSpec, values, in.Spec.Template),
@@ -187,6 +187,18 @@ func yamlSafe(b []byte) string {
 		out.WriteRune(r)
 	}
 	return out.String()
+}
+
+// labelsOf are the labels of every object and pod: the Workload's, and one per claimed
+// instance (consumer.score.dev/<instance>), which the instance's NetworkPolicy admits.
+func labelsOf(in Input) map[string]any {
+	labels := map[string]any{scorev1b1.LabelWorkload: in.Workload, "app.kubernetes.io/name": in.Workload, "app.kubernetes.io/managed-by": "score-orchestrator"}
+	for _, c := range in.Spec.Claims {
+		if c.Instance != "" {
+			labels[scorev1b1.LabelConsumerPrefix+c.Instance] = "true"
+		}
+	}
+	return labels
 }
 
 // inputHash is 8 hex characters of what a run consumes: the projected pod, the backend's

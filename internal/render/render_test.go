@@ -385,3 +385,22 @@ func TestRenderFilesWithSecrets(t *testing.T) {
 		t.Fatalf("without secret values: %v", err)
 	}
 }
+
+// The pods of a Workload carry one consumer label per claimed instance, which the
+// instance's NetworkPolicy admits.
+func TestPodsCarryConsumerLabels(t *testing.T) {
+	spec := plan(values, mainContainer())
+	spec.Claims[0].Instance = "0123456789abcdef"
+	objs, err := Render(Input{Workload: "web", Namespace: "ns", Spec: spec, Template: templateFile(t, "web-service.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, _, _ := unstructured.NestedStringMap(byKind(objs, "Deployment").Object, "spec", "template", "metadata", "labels")
+	if labels[scorev1b1.LabelConsumerPrefix+"0123456789abcdef"] != "true" {
+		t.Fatalf("pod labels %v", labels)
+	}
+	selector, _, _ := unstructured.NestedStringMap(byKind(objs, "Deployment").Object, "spec", "selector", "matchLabels")
+	if len(selector) != 1 {
+		t.Fatalf("the selector stays the Workload's own: %v", selector)
+	}
+}

@@ -56,6 +56,7 @@ const (
 // +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/finalizers,verbs=update
 // +kubebuilder:rbac:groups=score.dev,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
@@ -166,6 +167,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	}
 	c.Status.InstanceNamespace = home
 	id := claimIdentity(c)
+	c.Status.Instance = id.Hash()
 	state, err := r.loadState(ctx, id)
 	if err != nil {
 		return ctrl.Result{}, err

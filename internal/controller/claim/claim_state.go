@@ -101,7 +101,7 @@ func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClai
 	d := provisioner.Data{
 		Guid: id.Guid(), Uid: id.Uid(), Type: id.Type, Class: id.Class, Id: id.ID,
 		Params: params, Metadata: metadata, State: st.State, Shared: st.Shared,
-		SourceWorkload: c.Spec.WorkloadRef.Name, Namespace: id.Namespace,
+		SourceWorkload: c.Spec.WorkloadRef.Name, Namespace: id.Namespace, Instance: id.Hash(),
 		WorkloadServices: map[string]provisioner.NetworkService{},
 	}
 	var workloads scorev1b1.WorkloadList
