@@ -65,7 +65,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 				APINamespace: opts.Orchestrator.Config.ConfigMap.Namespace, Charts: newTemplates(), Concurrency: opts.ProvisionerConcurrency}
 			err = p.SetupWithManager(mgr)
 		case Runtime:
-			err = (&plan.Reconciler{Client: mgr.GetClient(), Templates: newTemplates(), Config: store, Secrets: mgr.GetAPIReader(), Concurrency: opts.RuntimeConcurrency}).SetupWithManager(mgr)
+			err = (&plan.Reconciler{Client: mgr.GetClient(), Templates: newTemplates(), Config: store, Secrets: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.RuntimeConcurrency}).SetupWithManager(mgr)
 		default:
 			err = fmt.Errorf("unknown controller %q: use %v", c, All)
 		}

@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
@@ -78,6 +79,8 @@ var errConflict = errors.New("belongs to another workload")
 type Reconciler struct {
 	Client    client.Client
 	Templates *Templates
+	// Recorder writes events on the plan (optional).
+	Recorder recorder.EventRecorder
 	// Config supplies the health rules; kstatus judges alone until a config is loaded.
 	Config *configsource.Store
 	// Secrets reads the claims' outputs Secrets for files composed with secret outputs,
@@ -114,7 +117,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	tpl, err := r.Templates.Get(ctx, p.Spec.Template)
 	if err != nil {
-		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("The template %s cannot be used: %v", p.Spec.Template.Ref, err))
+		message := fmt.Sprintf("The template %s cannot be used: %v", p.Spec.Template.Ref, err)
+		if errors.Is(err, ErrDigestMismatch) && r.Recorder != nil && before.Status.Message != message {
+			// A supply-chain failure, said once on the transition: nothing of it was applied
+			// and the verified cached copy, if any, stays.
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "TemplateDigestMismatch", "Fetch", "%s", message)
+		}
+		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, message)
 		return ctrl.Result{}, fmt.Errorf("template: %w", err)
 	}
 	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: tpl, SecretValue: r.secretValue(ctx, p)})

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +54,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	r := &plan.Reconciler{Client: mgr.GetClient(), Templates: &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true}}, Config: store}
+	r := &plan.Reconciler{Client: mgr.GetClient(), Templates: &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true}}, Config: store,
+		Recorder: mgr.GetEventRecorder("score-runtime")}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -234,6 +236,18 @@ func TestTemplateDigestIsVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPlanFailed(t, p, "does not match its digest")
+	testenv.Eventually(t, 20*time.Second, "a warning event", func() error {
+		var events eventsv1.EventList
+		if err := env.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "TemplateDigestMismatch" && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "tampered" {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none TemplateDigestMismatch", len(events.Items))
+	})
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tampered"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("nothing may be applied from a template that fails its digest: %v", err)
 	}
