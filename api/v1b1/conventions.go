@@ -9,6 +9,9 @@ const (
 	// the Workloads that consume the instance (value "true"); the instance's NetworkPolicy
 	// admits them.
 	LabelConsumerPrefix = "consumer.score.dev/"
+	// LabelSecretsRevision on a Workload's pods changes whenever one of the outputs Secrets
+	// it consumes is rewritten or replaced, so the pods roll and read the new values.
+	LabelSecretsRevision = "score.dev/secrets-revision"
 
 	// AnnotationProfile is the user's abstract profile hint (for example "web-service").
 	AnnotationProfile = "score.dev/profile"

@@ -27,6 +27,9 @@ type Input struct {
 	Template Template
 	// SecretValue reads the secret outputs files are composed with.
 	SecretValue SecretValue
+	// SecretsRevision identifies the versions of the outputs Secrets the pods consume; it
+	// becomes the pods' score.dev/secrets-revision label. Empty offline, where it is unknown.
+	SecretsRevision string
 }
 
 // Template is a backend template's content, verified against its digest.
@@ -197,6 +200,9 @@ func labelsOf(in Input) map[string]any {
 		if c.Instance != "" {
 			labels[scorev1b1.LabelConsumerPrefix+c.Instance] = "true"
 		}
+	}
+	if in.SecretsRevision != "" {
+		labels[scorev1b1.LabelSecretsRevision] = in.SecretsRevision
 	}
 	return labels
 }

@@ -37,12 +37,12 @@ type catalogRow struct {
 const catalogNS = "e2e-catalog"
 
 var catalogRows = []catalogRow{
-	{name: "postgres", typ: "postgres", kinds: []string{"Secret", "Service", "StatefulSet"}},
-	{name: "redis", typ: "redis", kinds: []string{"Secret", "Service", "StatefulSet"}},
-	{name: "mysql", typ: "mysql", retain: true, kinds: []string{"Secret", "Service", "StatefulSet"}},
-	{name: "mongodb", typ: "mongodb", kinds: []string{"Secret", "Service", "StatefulSet"}},
-	{name: "amqp", typ: "amqp", kinds: []string{"Secret", "Service", "StatefulSet"}},
-	{name: "s3", typ: "s3", kinds: []string{"Job", "Secret", "Service", "StatefulSet"}},
+	{name: "postgres", typ: "postgres", kinds: []string{"NetworkPolicy", "Secret", "Service", "StatefulSet"}},
+	{name: "redis", typ: "redis", kinds: []string{"NetworkPolicy", "Secret", "Service", "StatefulSet"}},
+	{name: "mysql", typ: "mysql", retain: true, kinds: []string{"NetworkPolicy", "Secret", "Service", "StatefulSet"}},
+	{name: "mongodb", typ: "mongodb", kinds: []string{"NetworkPolicy", "Secret", "Service", "StatefulSet"}},
+	{name: "amqp", typ: "amqp", kinds: []string{"NetworkPolicy", "Secret", "Service", "StatefulSet"}},
+	{name: "s3", typ: "s3", kinds: []string{"Job", "NetworkPolicy", "Secret", "Service", "StatefulSet"}},
 	{name: "kafka-a", typ: "kafka-topic", kinds: []string{"Job", "Service", "StatefulSet"}},
 	{name: "kafka-b", typ: "kafka-topic", params: `{"num_partitions": 6}`, kinds: []string{"Job", "Service", "StatefulSet"}},
 	{name: "dns", typ: "dns"},

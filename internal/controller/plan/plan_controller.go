@@ -6,6 +6,8 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -126,7 +128,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, message)
 		return ctrl.Result{}, fmt.Errorf("template: %w", err)
 	}
-	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: tpl, SecretValue: r.secretValue(ctx, p)})
+	revision, err := r.secretsRevision(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err // an outputs Secret not readable yet: its watch brings the plan back
+	}
+	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: tpl,
+		SecretValue: r.secretValue(ctx, p), SecretsRevision: revision})
 	if err != nil {
 		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Rendering failed: %v", err))
 		return ctrl.Result{}, nil // the plan or the template must change; their watches bring it back
@@ -181,6 +188,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setCondition(p, ConditionHealthy, metav1.ConditionFalse, "InProgress", "Waiting for "+strings.Join(pending, ", ")+".")
 	}
 	return ctrl.Result{}, r.publishExposure(ctx, p, live, state)
+}
+
+// secretsRevision identifies the versions of the outputs Secrets the plan's pods consume:
+// 16 hex characters of their UIDs and resource versions, or "" when there are none. A
+// rotated secret (rewritten) or a replaced one (a claim reset) changes it, and so rolls the
+// pods; nothing of the values goes into it.
+func (r *Reconciler) secretsRevision(ctx context.Context, p *scorev1b1.WorkloadPlan) (string, error) {
+	reader := r.Secrets
+	if reader == nil {
+		reader = r.Client
+	}
+	h := sha256.New()
+	found := false
+	for _, c := range p.Spec.Claims {
+		if c.SecretName == "" {
+			continue
+		}
+		s := &metav1.PartialObjectMetadata{}
+		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: c.SecretName}, s); err != nil {
+			return "", fmt.Errorf("reading the outputs of %s: %w", c.Key, err)
+		}
+		fmt.Fprintf(h, "%s/%s/%s\n", c.Key, s.UID, s.ResourceVersion)
+		found = true
+	}
+	if !found {
+		return "", nil
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // secretValue reads a secret output from the outputs Secret of the plan's claim.

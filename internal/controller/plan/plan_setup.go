@@ -3,8 +3,11 @@ package plan
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -28,6 +31,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&scorev1b1.WorkloadPlan{}).
 		Watches(&scorev1b1.WorkloadExposure{}, handler.EnqueueRequestsFromMapFunc(samePlan)).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(planOfService)).
+		// A claim's outputs Secret rewritten (rotation) or replaced changes the pods'
+		// secrets revision. Metadata only: the runtime caches no secret values.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(planOfOutputs), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	if r.Config != nil {
 		// New health rules re-judge every plan's objects.
@@ -53,6 +59,16 @@ func (r *Reconciler) allPlans(ctx context.Context, _ client.Object) []reconcile.
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
 	}
 	return out
+}
+
+// planOfOutputs maps a claim's outputs Secret to the plan of the Workload it belongs to.
+func planOfOutputs(_ context.Context, o client.Object) []reconcile.Request {
+	owner := metav1.GetControllerOf(o)
+	wl := o.GetLabels()[scorev1b1.LabelWorkload]
+	if owner == nil || owner.Kind != "ResourceClaim" || wl == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: wl}}}
 }
 
 // samePlan maps a Workload's exposure to its plan (both carry the Workload's name).
