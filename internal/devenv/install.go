@@ -62,9 +62,10 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // Install applies, server-side, what a development cluster needs before the controllers
 // start: the score.dev kinds and any third-party CRDs the catalog uses, the controllers'
-// ClusterRoles bound to their service accounts in score-system, the Orchestrator Config
-// (the sample profiles plus every provisioner file of the development catalog, validated as
-// the orchestrator validates it) and the default templates. It returns the config installed.
+// ClusterRoles bound to their service accounts in score-system, the users' ClusterRoles
+// (config/rbac/users, bound by nobody), the Orchestrator Config (the sample profiles plus
+// every provisioner file of the development catalog, validated as the orchestrator validates
+// it) and the default templates. It returns the config installed.
 func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Config, error) {
 	crdFiles, err := globAll(bundle, "config/crd/bases/*.yaml", "config/crd/thirdparty/*.yaml")
 	if err != nil {
@@ -129,6 +130,22 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 		}
 		if err := apply(ctx, c, u); err != nil {
 			return nil, err
+		}
+	}
+	// The roles a platform binds to its users (score-workload-editor, -viewer).
+	userRoles, err := globAll(bundle, "config/rbac/users/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range userRoles {
+		objs, err := decodeFile(bundle, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if err := apply(ctx, c, o); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return cfg, nil

@@ -29,6 +29,11 @@ func TestShippedBundle(t *testing.T) {
 			t.Errorf("role of %s: %v", name, err)
 		}
 	}
+	for _, f := range []string{"config/rbac/users/workload-editor.yaml", "config/rbac/users/workload-viewer.yaml"} {
+		if roles, err := decodeFile(scoreorchestrator.Bundle, f); err != nil || len(roles) != 1 || roles[0].GetKind() != "ClusterRole" {
+			t.Errorf("%s: %v %v", f, roles, err)
+		}
+	}
 	for _, f := range []string{"examples/hello/score.yaml", "examples/web-postgres-redis/score.yaml", "examples/batch/score.yaml"} {
 		ws, err := Example(scoreorchestrator.Bundle, f, "ns")
 		if err != nil || len(ws) != 1 || ws[0].Namespace != "ns" {

@@ -1,6 +1,7 @@
-// Package permission runs the orchestrator under an identity that may not create
-// WorkloadPlans, on a real API server with RBAC, and checks that the refusal reaches the
-// Workload as PermissionDenied.
+// Package permission checks RBAC on a real API server: the access table (who may read and
+// write what: the users' roles and each controller's generated role), and that a refusal
+// reaches the Workload as PermissionDenied when the orchestrator runs under an identity that
+// may not create WorkloadPlans.
 package permission
 
 import (
