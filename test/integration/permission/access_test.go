@@ -150,7 +150,9 @@ func accessTable() []access {
 		{who: runtimeSA, verb: "update", resource: "workloads.score.dev"},
 		{who: runtimeSA, verb: "get", resource: "workloadplans.score.dev", allowed: true},
 		{who: runtimeSA, verb: "create", resource: "workloadplans.score.dev"},
-		{who: runtimeSA, verb: "patch", resource: "workloadplans.score.dev"},
+		// Patch, for its finalizer on plans that applied cluster-scoped objects (allowedKinds); not update.
+		{who: runtimeSA, verb: "patch", resource: "workloadplans.score.dev", allowed: true},
+		{who: runtimeSA, verb: "update", resource: "workloadplans.score.dev"},
 		{who: runtimeSA, verb: "update", resource: "workloadplans.score.dev/finalizers", allowed: true},
 		{who: runtimeSA, verb: "get", resource: "resourceclaims.score.dev"},
 		{who: runtimeSA, verb: "create", resource: "deployments.apps", allowed: true},
