@@ -60,7 +60,8 @@ subjects: [{kind: ServiceAccount, name: default, namespace: {{ .Workload.Namespa
 )
 
 // config is the platform's Orchestrator Config. The postgres provisioner, like the web
-// template, carelessly takes its namespace from a param.
+// template, carelessly takes its namespace from a param; the escalating one creates a
+// ClusterRoleBinding, which the default allowedKinds does not list.
 const config = `apiVersion: score.dev/v1b1
 kind: OrchestratorConfig
 profiles:
@@ -92,6 +93,14 @@ provisioners:
           name: {{ .Init.name }}
           namespace: {{ .Params.namespace | default .Namespace }}
         stringData: {password: {{ .State.password | quote }}}
+  - uri: template://tenancy/escalating
+    type: escalating
+    manifests: |
+      - apiVersion: rbac.authorization.k8s.io/v1
+        kind: ClusterRoleBinding
+        metadata: {name: {{ .SourceWorkload }}-{{ .Namespace }}-admin}
+        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+        subjects: [{kind: ServiceAccount, name: default, namespace: {{ .Namespace }}}]
 `
 
 func digest(s string) string {

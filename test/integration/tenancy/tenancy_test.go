@@ -156,6 +156,17 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:     "(e) a dependency whose provisioner creates a ClusterRoleBinding: PermissionDenied, nothing applied",
+			workload: workload(teamB, "escalate-dep", withResource("admin", "escalating", "", "")),
+			ready:    metav1.ConditionFalse, reason: scorev1b1.ReasonPermissionDenied,
+			check: func(t *testing.T, w *scorev1b1.Workload) {
+				if err := env.Client.Get(ctx, client.ObjectKey{Name: "escalate-dep-team-b-admin"}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
+					t.Fatalf("the binding exists: %v", err)
+				}
+				noPlan(t, teamB, w.Name)
+			},
+		},
 	}
 	for _, a := range attempts {
 		t.Run(a.name, func(t *testing.T) {
