@@ -19,7 +19,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 )
 
-// errNotAllowed is an object of a kind the config does not allow.
+// errNotAllowed is an object the provisioner may not create: of a kind the config does not
+// allow, or in a namespace other than the instance's.
 var errNotAllowed = errors.New("not allowed")
 
 // apply server-side-applies the manifests in stages, labelled with the instance, and returns
@@ -37,7 +38,7 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 		}
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			if u.GetNamespace() != "" && u.GetNamespace() != id.Namespace {
-				return nil, nil, fmt.Errorf("%s %s: a provisioner may only create objects in the instance's namespace %s", u.GetKind(), u.GetName(), id.Namespace)
+				return nil, nil, fmt.Errorf("%w: %s %s: a provisioner may only create objects in the instance's namespace %s", errNotAllowed, u.GetKind(), u.GetName(), id.Namespace)
 			}
 			u.SetNamespace(id.Namespace)
 		}
