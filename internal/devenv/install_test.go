@@ -1,13 +1,20 @@
 package devenv
 
 import (
+	"slices"
+	"strings"
 	"testing"
+	"testing/fstest"
 
 	corev1 "k8s.io/api/core/v1"
-	"testing/fstest"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
 // The shipped bundle holds everything Install and ApplyExamples read, and the assembled
@@ -80,5 +87,38 @@ func TestDecodeFileSplitsDocuments(t *testing.T) {
 	}
 	if len(objs) != 2 || objs[0].GetKind() != "A" || objs[1].GetName() != "b" {
 		t.Fatalf("got %v", objs)
+	}
+}
+
+// Every kind templates and provisioners may create by default is one the shipped roles let a
+// controller write: a default that the roles refuse would only ever end as PermissionDenied.
+func TestDefaultAllowedKindsAreGranted(t *testing.T) {
+	granted := map[string][]string{}
+	for _, name := range []string{"provisioner", "runtime"} {
+		objs, err := decodeFile(scoreorchestrator.Bundle, "config/rbac/"+name+"/role.yaml")
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("role of %s: %v", name, err)
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, role); err != nil {
+			t.Fatal(err)
+		}
+		for _, rule := range role.Rules {
+			if !slices.Contains(rule.Verbs, "create") || !slices.Contains(rule.Verbs, "patch") || !slices.Contains(rule.Verbs, "delete") {
+				continue
+			}
+			for _, g := range rule.APIGroups {
+				for _, r := range rule.Resources {
+					granted[r+"."+g] = append(granted[r+"."+g], name)
+				}
+			}
+		}
+	}
+	for _, k := range orchconfig.DefaultAllowedKinds {
+		kind, group, _ := strings.Cut(k, ".")
+		plural, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Group: group, Kind: kind})
+		if len(granted[plural.Resource+"."+group]) == 0 {
+			t.Errorf("%s is allowed by default but neither the provisioner's nor the runtime's role may create, patch and delete %s", k, plural.Resource)
+		}
 	}
 }

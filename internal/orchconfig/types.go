@@ -318,16 +318,15 @@ type SecretKeyRef struct {
 	Key  string `json:"key" yaml:"key"`
 }
 
-// DefaultAllowedKinds are what the shipped templates and the development catalog create:
-// namespaced kinds of workloads, their configuration and their network. No cluster-scoped
-// kind, and nothing that grants permissions or admits requests.
+// DefaultAllowedKinds are exactly what the shipped templates and the development catalog
+// create, and each is granted to the controller that creates it by its generated role
+// (devenv's TestDefaultAllowedKindsAreGranted). No cluster-scoped kind, and nothing that grants
+// permissions or admits requests. A platform that lists more extends the roles to match.
 var DefaultAllowedKinds = []string{
-	"ConfigMap", "Secret", "Service", "ServiceAccount", "PersistentVolumeClaim",
-	"Deployment.apps", "StatefulSet.apps", "DaemonSet.apps",
-	"Job.batch", "CronJob.batch",
+	"ConfigMap", "Secret", "Service", "PersistentVolumeClaim",
+	"Deployment.apps", "StatefulSet.apps", "Job.batch",
 	"Ingress.networking.k8s.io", "NetworkPolicy.networking.k8s.io",
 	"HTTPRoute.gateway.networking.k8s.io",
-	"PodDisruptionBudget.policy", "HorizontalPodAutoscaler.autoscaling",
 }
 
 // KindAllowed reports whether templates and provisioners may create objects of a kind.
