@@ -24,10 +24,17 @@ func EncodeSecretRef(secret, key string) string {
 }
 
 // Provisioner returns the function set of provisioner templates: sprig's text functions and
-// encodeSecretRef.
+// encodeSecretRef. sprig's env and expandenv would read the controller's own environment, which
+// may hold its credentials, into objects a tenant can read; they fail instead (no score-k8s
+// provisioner file uses them).
 func Provisioner() template.FuncMap {
 	fm := sprig.TxtFuncMap()
 	fm["encodeSecretRef"] = EncodeSecretRef
+	for _, name := range []string{"env", "expandenv"} {
+		fm[name] = func(string) (string, error) {
+			return "", fmt.Errorf("%s is not available: provisioner templates cannot read the controller's environment", name)
+		}
+	}
 	return fm
 }
 
