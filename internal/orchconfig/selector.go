@@ -25,3 +25,33 @@ func (s Selector) MatchesLabels(set map[string]string) bool {
 	}
 	return true
 }
+
+// LabelSelector returns the selector as a Kubernetes label selector (the shape of a
+// NetworkPolicy's namespaceSelector) selecting what MatchesLabels matches: matchLabels and
+// matchExpressions.
+func (s Selector) LabelSelector() map[string]any {
+	out := map[string]any{}
+	if len(s.MatchLabels) > 0 {
+		ml := map[string]any{}
+		for k, v := range s.MatchLabels {
+			ml[k] = v
+		}
+		out["matchLabels"] = ml
+	}
+	var exprs []any
+	for _, e := range s.MatchExpressions {
+		expr := map[string]any{"key": e.Key, "operator": e.Operator}
+		if len(e.Values) > 0 {
+			values := make([]any, len(e.Values))
+			for i, v := range e.Values {
+				values[i] = v
+			}
+			expr["values"] = values
+		}
+		exprs = append(exprs, expr)
+	}
+	if len(exprs) > 0 {
+		out["matchExpressions"] = exprs
+	}
+	return out
+}

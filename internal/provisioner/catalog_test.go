@@ -105,7 +105,18 @@ func TestCatalog(t *testing.T) {
 				t.Fatal("the manifests change between runs")
 			}
 			if dataStores[typ] {
-				checkNetworkPolicy(t, second.Manifests, id.Hash())
+				checkNetworkPolicy(t, second.Manifests, id.Hash(), nil)
+				// Shared across namespaces, the policy admits the consumers of the namespaces the
+				// platform's sharing selects too, and no other pods of those namespaces.
+				shared := orchconfig.Selector{MatchLabels: map[string]string{"share": "yes"},
+					MatchExpressions: []orchconfig.SelectorRequirement{{Key: "tier", Operator: "In", Values: []string{"gold"}}}}
+				sharedData := data
+				sharedData.ConsumerNamespaces = shared.LabelSelector()
+				res, err := RenderTemplates(def, sharedData)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkNetworkPolicy(t, res.Manifests, id.Hash(), sharedData.ConsumerNamespaces)
 			}
 			inManifests := SecretsInManifests(second.Manifests)
 			plain, secret, err := SplitOutputs(second.Outputs, func(r SecretRef) (string, error) {
@@ -244,8 +255,9 @@ func mustJSON(t *testing.T, v any) string {
 var dataStores = map[string]bool{"postgres": true, "mysql": true, "redis": true, "mongodb": true, "amqp": true, "s3": true}
 
 // checkNetworkPolicy finds the instance's NetworkPolicy: it selects the pods of the
-// instance's workload objects and admits ingress only from pods labelled as its consumers.
-func checkNetworkPolicy(t *testing.T, manifests []map[string]any, instance string) {
+// instance's workload objects and admits ingress only from pods labelled as its consumers, in
+// its namespace and, for an instance shared across namespaces, in the namespaces selected.
+func checkNetworkPolicy(t *testing.T, manifests []map[string]any, instance string, namespaces map[string]any) {
 	t.Helper()
 	var policy, server map[string]any
 	for _, m := range manifests {
@@ -269,9 +281,12 @@ func checkNetworkPolicy(t *testing.T, manifests []map[string]any, instance strin
 	}
 	ingress := spec["ingress"].([]any)
 	from := ingress[0].(map[string]any)["from"].([]any)
-	peer := from[0].(map[string]any)
-	want := map[string]any{"consumer.score.dev/" + instance: "true"}
-	if len(ingress) != 1 || len(from) != 1 || peer["namespaceSelector"] != nil || mustJSON(t, peer["podSelector"].(map[string]any)["matchLabels"]) != mustJSON(t, want) {
-		t.Fatalf("ingress %v, want only from pods labelled %v in the namespace", ingress, want)
+	consumers := map[string]any{"matchLabels": map[string]any{"consumer.score.dev/" + instance: "true"}}
+	want := []any{map[string]any{"podSelector": consumers}}
+	if namespaces != nil {
+		want = append(want, map[string]any{"namespaceSelector": namespaces, "podSelector": consumers})
+	}
+	if len(ingress) != 1 || mustJSON(t, from) != mustJSON(t, want) {
+		t.Fatalf("ingress from %s, want %s", mustJSON(t, from), mustJSON(t, want))
 	}
 }

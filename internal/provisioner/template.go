@@ -45,6 +45,10 @@ type Data struct {
 	// Instance is the instance's identity hash (an addition to score-k8s's data): consumer
 	// pods carry the label consumer.score.dev/<Instance>=true, for NetworkPolicies.
 	Instance string
+	// ConsumerNamespaces (an addition to score-k8s's data) is set for an instance the platform
+	// shares across namespaces: a namespace selector (matchLabels, matchExpressions) admitting
+	// exactly the namespaces whose claims share it, for the NetworkPolicy's namespaceSelector.
+	ConsumerNamespaces map[string]any
 }
 
 // Result is what a provisioning run produced.

@@ -172,7 +172,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	data, err := r.templateData(ctx, c, id, params, state)
+	data, err := r.templateData(ctx, c, def, id, params, state)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

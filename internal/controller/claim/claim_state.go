@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
@@ -96,13 +97,16 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 
 // templateData gathers what score-k8s passes to templates: the claim, the instance's state,
 // the source workload's metadata and the network services of the namespace's workloads.
-func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioner.Identity, params map[string]any, st instanceState) (provisioner.Data, error) {
+func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, id provisioner.Identity, params map[string]any, st instanceState) (provisioner.Data, error) {
 	metadata, _ := values.Object(c.Spec.Metadata)
 	d := provisioner.Data{
 		Guid: id.Guid(), Uid: id.Uid(), Type: id.Type, Class: id.Class, Id: id.ID,
 		Params: params, Metadata: metadata, State: st.State, Shared: st.Shared,
 		SourceWorkload: c.Spec.WorkloadRef.Name, Namespace: id.Namespace, Instance: id.Hash(),
 		WorkloadServices: map[string]provisioner.NetworkService{},
+	}
+	if def.Sharing != nil && id.Namespace == def.Sharing.Namespace {
+		d.ConsumerNamespaces = def.Sharing.NamespaceSelector.LabelSelector()
 	}
 	var workloads scorev1b1.WorkloadList
 	if err := r.Client.List(ctx, &workloads, client.InNamespace(c.Namespace)); err != nil {

@@ -91,6 +91,18 @@ provisioners:
         kind: Secret
         metadata: {name: {{ .Init.name }}}
         stringData: {password: {{ .State.password | quote }}}
+      - apiVersion: networking.k8s.io/v1
+        kind: NetworkPolicy
+        metadata: {name: {{ .Init.name }}}
+        spec:
+          podSelector: {matchLabels: {app: {{ .Init.name }}}}
+          ingress:
+            - from:
+                - podSelector: {matchLabels: {consumer.score.dev/{{ .Instance }}: "true"}}
+                {{- with .ConsumerNamespaces }}
+                - namespaceSelector: {{ toJson . }}
+                  podSelector: {matchLabels: {consumer.score.dev/{{ $.Instance }}: "true"}}
+                {{- end }}
   - uri: template://test/isolated-kv
     type: isolated-kv
     sharing:

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,6 +59,17 @@ func TestSharingAcrossNamespaces(t *testing.T) {
 	}
 	if instance == "" || len(home.Items) != 2 { // the instance's Secret and its state
 		t.Fatalf("the instance lives in the sharing namespace: %d secrets, instance %q", len(home.Items), instance)
+	}
+	// Its NetworkPolicy admits the consumers of the namespaces the platform selects.
+	policy := &networkingv1.NetworkPolicy{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "shared-home", Name: instance}, policy); err != nil {
+		t.Fatal(err)
+	}
+	consumers := metav1.LabelSelector{MatchLabels: map[string]string{"consumer.score.dev/" + a.Status.Instance: "true"}}
+	want := []networkingv1.NetworkPolicyPeer{{PodSelector: &consumers},
+		{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}, PodSelector: &consumers}}
+	if from := policy.Spec.Ingress[0].From; !equality.Semantic.DeepEqual(from, want) {
+		t.Fatalf("the shared instance's policy admits %+v, want %+v", from, want)
 	}
 
 	t.Run("a namespace the platform does not select is denied", func(t *testing.T) {
