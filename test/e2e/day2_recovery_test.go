@@ -172,3 +172,81 @@ func TestStatusTimingPromises(t *testing.T) {
 	t.Logf("status %s (promised 30s), endpoint %s (60s), error %s (15s), recovery %s (30s)",
 		status.Round(time.Millisecond), endpoint.Round(time.Millisecond), errorTime.Round(time.Millisecond), recovery.Round(time.Millisecond))
 }
+
+// Claim reset: deleting a Workload's ResourceClaim makes the orchestrator create it again and
+// the provisioner bind it — to the same data and credentials under Retain, to fresh ones under
+// Delete — and the Workload converges by itself, its pods rolled onto the new outputs Secret.
+func TestClaimResetRebinds(t *testing.T) {
+	ns := "e2e-claim-reset"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	retain := jsonObject(`{"annotations": {"` + scorev1b1.AnnotationDeprovisionPolicy + `": "Retain"}}`)
+	w := &scorev1b1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ledger"},
+		Spec: scorev1b1.WorkloadSpec{
+			Containers: map[string]scorev1b1.Container{"main": {Image: "busybox", Variables: map[string]string{
+				"KEPT_PASSWORD": "${resources.kept.password}", "FRESH_PASSWORD": "${resources.fresh.password}"}}},
+			Resources: map[string]scorev1b1.Resource{
+				"kept":  {Type: "postgres", Metadata: retain},
+				"fresh": {Type: "redis"},
+			},
+		},
+	}
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(w)
+	claim := func(res string) *scorev1b1.ResourceClaim {
+		t.Helper()
+		var list scorev1b1.ResourceClaimList
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: "ledger"}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			if list.Items[i].Spec.Key == res {
+				return &list.Items[i]
+			}
+		}
+		t.Fatalf("no claim for %s", res)
+		return nil
+	}
+	podRevision := func() string {
+		t.Helper()
+		dep := &appsv1.Deployment{}
+		if err := c.Get(ctx, key, dep); err != nil {
+			t.Fatal(err)
+		}
+		return dep.Spec.Template.Labels["score.dev/secrets-revision"]
+	}
+	waitWorkload(t, key, "first Ready", nil)
+
+	for _, tc := range []struct {
+		res  string
+		same bool
+	}{{"kept", true}, {"fresh", false}} {
+		t.Run(tc.res, func(t *testing.T) {
+			old := claim(tc.res)
+			_, oldSecret := outputsOf(t, old)
+			revision := podRevision()
+			if err := c.Delete(ctx, old); err != nil {
+				t.Fatal(err)
+			}
+			var now *scorev1b1.ResourceClaim
+			waitWorkload(t, key, "Ready on a new claim", func(*scorev1b1.Workload) error {
+				now = claim(tc.res)
+				if now.UID == old.UID || now.Status.Phase != scorev1b1.ClaimPhaseBound {
+					return fmt.Errorf("claim %s %s", now.UID, now.Status.Phase)
+				}
+				if podRevision() == revision {
+					return fmt.Errorf("the pods still read the old outputs Secret")
+				}
+				return nil
+			})
+			_, newSecret := outputsOf(t, now)
+			if oldSecret["password"] == "" || (newSecret["password"] == oldSecret["password"]) != tc.same {
+				t.Fatalf("same credentials after the reset: %v, want %v", newSecret["password"] == oldSecret["password"], tc.same)
+			}
+		})
+	}
+}

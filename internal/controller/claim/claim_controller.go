@@ -363,7 +363,10 @@ func (r *Reconciler) readSecretKey(ctx context.Context, namespace string, ref pr
 }
 
 // publishSecretOutputs writes the secret outputs into the claim's outputs Secret, only when
-// they changed, and removes it when there are none.
+// they changed, and removes it when there are none. A Secret of that name left by an earlier
+// claim of the same name (a claim reset, before the garbage collector removed it) is taken
+// over: controlled by this claim, the collector leaves it, and the pods that read it are not
+// left without their values. A Secret of that name controlled by anything else is refused.
 func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.ResourceClaim, secret map[string]string) error {
 	name := outputsSecretName(c)
 	existing := &corev1.Secret{}
@@ -372,6 +375,11 @@ func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.Reso
 		return err
 	}
 	found := err == nil
+	if found {
+		if owner := metav1.GetControllerOf(existing); owner != nil && (owner.Kind != "ResourceClaim" || owner.Name != c.Name) {
+			return fmt.Errorf("secret %s exists and is controlled by %s %s", name, owner.Kind, owner.Name)
+		}
+	}
 	if len(secret) == 0 {
 		if found {
 			return client.IgnoreNotFound(r.Client.Delete(ctx, existing))
@@ -382,7 +390,7 @@ func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.Reso
 	for k, v := range secret {
 		data[k] = []byte(v)
 	}
-	if found && equality.Semantic.DeepEqual(existing.Data, data) {
+	if found && metav1.IsControlledBy(existing, c) && equality.Semantic.DeepEqual(existing.Data, data) {
 		return nil
 	}
 	s := &corev1.Secret{
@@ -394,7 +402,7 @@ func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.Reso
 		return err
 	}
 	if found {
-		existing.Data = data
+		existing.Data, existing.OwnerReferences = data, s.OwnerReferences
 		return r.Client.Update(ctx, existing)
 	}
 	return r.Client.Create(ctx, s)

@@ -471,6 +471,42 @@ func TestRetainRebindsToTheSameData(t *testing.T) {
 	}
 }
 
+// A claim reset: the claim deleted and created again under the same name before the garbage
+// collector removed the old claim's outputs Secret (this API server has no garbage collector,
+// so it never does). The new claim takes the Secret over, so that the collector, when it runs,
+// finds a live owner and leaves it.
+func TestResetClaimTakesOverItsOutputsSecret(t *testing.T) {
+	ns := namespace(t)
+	c := newClaim(ns, "api-db", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+	password := secretValue(t, ns, c.Status.SecretRef.Name, "password")
+	if err := env.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, c)
+	again := newClaim(ns, "api-db", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
+	if err := env.Client.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	again = waitPhase(t, again, scorev1b1.ClaimPhaseBound)
+	testenv.Eventually(t, 20*time.Second, "the outputs Secret controlled by the new claim", func() error {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: again.Status.SecretRef.Name}, s); err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(s, again) || len(s.OwnerReferences) != 1 {
+			return fmt.Errorf("owners %+v, want only the claim %s", s.OwnerReferences, again.UID)
+		}
+		if string(s.Data["password"]) != password {
+			return fmt.Errorf("Retain must re-bind to the same credentials")
+		}
+		return nil
+	})
+}
+
 func TestOrphanLeavesEverything(t *testing.T) {
 	ns := namespace(t)
 	c := newClaim(ns, "job-db", "job", "db", "kv", "", scorev1b1.DeprovisionOrphan)
