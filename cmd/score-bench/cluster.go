@@ -232,3 +232,31 @@ func waitLeaders(ctx context.Context, c client.Client, since time.Time) error {
 	}
 	return nil
 }
+
+// clusterUsage reads the CPU and peak RSS of the cluster's own processes (those whose command
+// line names the benchmark's directory), by program name.
+func clusterUsage(dir string) map[string]procUsage {
+	out := map[string]procUsage{}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), dir) {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		name := filepath.Base(argv0)
+		if name == "score-controllers" || name == "score-bench" {
+			continue
+		}
+		stat, err1 := os.ReadFile(filepath.Join(p, "stat"))
+		status, err2 := os.ReadFile(filepath.Join(p, "status"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if u, err := parseProc(string(stat), string(status)); err == nil {
+			prev := out[name]
+			out[name] = procUsage{CPUSeconds: prev.CPUSeconds + u.CPUSeconds, PeakRSSMiB: max(prev.PeakRSSMiB, u.PeakRSSMiB)}
+		}
+	}
+	return out
+}

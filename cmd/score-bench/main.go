@@ -29,6 +29,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -169,7 +170,9 @@ type runState struct {
 	mu      sync.Mutex
 	created map[string]time.Time
 	readyAt map[string]time.Time
-	exists  atomic.Int64
+	// claimsAt is when each Workload was first seen with ClaimsReady true.
+	claimsAt map[string]time.Time
+	exists   atomic.Int64
 }
 
 // auditSince counts the writes logged since the last call.
@@ -231,7 +234,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &runState{o: o, log: log, created: map[string]time.Time{}, readyAt: map[string]time.Time{},
+	s := &runState{o: o, log: log, created: map[string]time.Time{}, readyAt: map[string]time.Time{}, claimsAt: map[string]time.Time{},
 		k: &cluster{root: root, dir: dir, name: fmt.Sprintf("score-bench-%d", os.Getpid()), volumes: volumes + 8}}
 	res := &result{N: o.n, Mix: o.mix, Rate: o.rate, Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
 
@@ -317,6 +320,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return res, err
 	}
 	usage0 := s.usage()
+	cluster0 := clusterUsage(s.k.dir)
 	loadStart := time.Now()
 	var loadTimings timings
 	probeDone := make(chan struct{})
@@ -335,13 +339,19 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	allReady := time.Since(loadStart)
 	res.AllReadySeconds = allReady.Seconds()
 	logf(log, "all %d Ready after %s", o.n, allReady.Round(time.Millisecond))
-	var lat []time.Duration
+	var lat, toClaims, claimsToReady []time.Duration
 	s.mu.Lock()
 	for name, c := range s.created {
 		lat = append(lat, s.readyAt[name].Sub(c))
+		if at, ok := s.claimsAt[name]; ok {
+			toClaims = append(toClaims, at.Sub(c))
+			claimsToReady = append(claimsToReady, s.readyAt[name].Sub(at))
+		}
 	}
 	s.mu.Unlock()
 	res.P50, res.P95, res.P99 = percentile(lat, 50).Seconds(), percentile(lat, 95).Seconds(), percentile(lat, 99).Seconds()
+	res.ClaimsP50, res.ClaimsP99 = percentile(toClaims, 50).Seconds(), percentile(toClaims, 99).Seconds()
+	res.RuntimeP50, res.RuntimeP99 = percentile(claimsToReady, 50).Seconds(), percentile(claimsToReady, 99).Seconds()
 	<-probeDone
 	res.TimingsLoaded = loadTimings
 	if o.profileDir != "" {
@@ -367,6 +377,11 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.FloorSeconds = float64(res.Load.Writes.total()) / res.FloorPerSecond
 	res.FloorMultiple = res.AllReadySeconds / res.FloorSeconds
 	res.UsageLoad = s.usageSince(usage0)
+	res.ClusterUsageLoad = map[string]procUsage{}
+	for name, u := range clusterUsage(s.k.dir) {
+		u.CPUSeconds -= cluster0[name].CPUSeconds
+		res.ClusterUsageLoad[name] = u
+	}
 
 	// One more Workload, with N present.
 	oneMore := &prober{c: s.c, cache: s.cache, ns: probeNS, limit: 10 * time.Minute}
@@ -448,14 +463,20 @@ func (s *runState) watch(ctx context.Context) error {
 	}
 	seen := func(obj any) {
 		w, ok := obj.(*scorev1b1.Workload)
-		if !ok || w.Namespace != benchNS || !readyNow(w) {
+		if !ok || w.Namespace != benchNS {
 			return
 		}
+		now := time.Now()
 		s.mu.Lock()
-		if _, done := s.readyAt[w.Name]; !done {
-			s.readyAt[w.Name] = time.Now()
+		defer s.mu.Unlock()
+		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionClaimsReady); c != nil && c.Status == metav1.ConditionTrue {
+			if _, done := s.claimsAt[w.Name]; !done {
+				s.claimsAt[w.Name] = now
+			}
 		}
-		s.mu.Unlock()
+		if _, done := s.readyAt[w.Name]; !done && readyNow(w) {
+			s.readyAt[w.Name] = now
+		}
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

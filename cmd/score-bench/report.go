@@ -30,6 +30,12 @@ type result struct {
 	P50 float64 `json:"p50Seconds"`
 	P95 float64 `json:"p95Seconds"`
 	P99 float64 `json:"p99Seconds"`
+	// ClaimsP50 and ClaimsP99 are create→ClaimsReady (the dependency provisioned and
+	// healthy); RuntimeP50 and RuntimeP99 ClaimsReady→Ready (the plan applied and serving).
+	ClaimsP50  float64 `json:"claimsP50Seconds"`
+	ClaimsP99  float64 `json:"claimsP99Seconds"`
+	RuntimeP50 float64 `json:"runtimeP50Seconds"`
+	RuntimeP99 float64 `json:"runtimeP99Seconds"`
 
 	// WritesPerWorkload are our writes (no events, no leases) per Workload during the load;
 	// EventsPerWorkload our event writes; AllWritesPerWorkload everyone's writes.
@@ -55,6 +61,9 @@ type result struct {
 	// the same for the restarted processes (restart and steady-state windows).
 	UsageLoad    map[string]procUsage `json:"usageLoad"`
 	UsageRestart map[string]procUsage `json:"usageRestart"`
+	// ClusterUsageLoad is the same over the load for the cluster's processes (kube-apiserver,
+	// etcd, kube-controller-manager, kube-scheduler, kwok), by program.
+	ClusterUsageLoad map[string]procUsage `json:"clusterUsageLoad"`
 
 	DeleteSeconds float64 `json:"deleteSeconds"`
 }
@@ -110,6 +119,7 @@ func (r *result) print(w io.Writer) {
 	row("all Ready", "%.1f s (created in %.1f s)", r.AllReadySeconds, r.CreateSeconds)
 	row("writes at the floor", "%.1f s (%d writes); all Ready = %.2f× that", r.FloorSeconds, r.Load.Writes.total(), r.FloorMultiple)
 	row("create→Ready p50/p95/p99", "%.1f / %.1f / %.1f s (p99/p50 %.2f)", r.P50, r.P95, r.P99, ratio(r.P99, r.P50))
+	row("  of which", "create→ClaimsReady p50/p99 %.1f / %.1f s; ClaimsReady→Ready p50/p99 %.1f / %.1f s", r.ClaimsP50, r.ClaimsP99, r.RuntimeP50, r.RuntimeP99)
 	row("our writes per Workload", "%.1f (%d; events %.2f per Workload; leases %d)", r.WritesPerWorkload, r.Load.Writes.Ours, r.EventsPerWorkload, r.Load.Writes.OursLeases)
 	row("all writes per Workload", "%.1f (cluster %d, bench %d)", r.AllWritesPerWorkload, r.Load.Writes.Cluster, r.Load.Writes.Bench)
 	row("our rejected writes (4xx)", "%d", r.Load.Writes.OursRejected)
@@ -139,6 +149,16 @@ func (r *result) print(w io.Writer) {
 		row("controller "+n, "load: %.1f CPU s, peak RSS %.0f MiB; restarted: %.1f CPU s, peak RSS %.0f MiB",
 			r.UsageLoad[n].CPUSeconds, r.UsageLoad[n].PeakRSSMiB, r.UsageRestart[n].CPUSeconds, r.UsageRestart[n].PeakRSSMiB)
 	}
+	names = names[:0]
+	for n := range r.ClusterUsageLoad {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var cl []string
+	for _, n := range names {
+		cl = append(cl, fmt.Sprintf("%s %.1f CPU s (%.0f MiB)", n, r.ClusterUsageLoad[n].CPUSeconds, r.ClusterUsageLoad[n].PeakRSSMiB))
+	}
+	row("cluster processes, load", "%s", strings.Join(cl, "; "))
 	row("delete all N", "%.1f s", r.DeleteSeconds)
 	var top []string
 	for _, b := range r.Load.Writes.Breakdown {
