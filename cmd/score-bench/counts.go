@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -167,7 +168,7 @@ func parseAudit(segment []byte, skip map[string]bool) (writeCounts, int, error) 
 	out := writeCounts{}
 	used := 0
 	for used < len(segment) {
-		nl := strings.IndexByte(string(segment[used:]), '\n')
+		nl := bytes.IndexByte(segment[used:], '\n')
 		if nl < 0 {
 			break
 		}

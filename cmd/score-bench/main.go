@@ -422,7 +422,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 
 	// Delete all N.
 	delStart := time.Now()
-	if err := s.c.DeleteAllOf(ctx, &scorev1b1.Workload{}, client.InNamespace(benchNS)); err != nil {
+	if err := s.deleteAll(ctx); err != nil {
 		return res, err
 	}
 	deadline := time.Now().Add(o.timeout)
@@ -552,6 +552,41 @@ func (s *runState) create(ctx context.Context, kinds []string) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// deleteAll deletes every created Workload, 16 at a time (a deletecollection of thousands
+// outlives the API server's request timeout).
+func (s *runState) deleteAll(ctx context.Context) error {
+	names := make(chan string)
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name}}
+				if err := s.c.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		}()
+	}
+	s.mu.Lock()
+	all := make([]string, 0, len(s.created))
+	for name := range s.created {
+		all = append(all, name)
+	}
+	s.mu.Unlock()
+	for _, name := range all {
+		names <- name
+	}
+	close(names)
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return fmt.Errorf("deleting: %w", err)
+	}
+	return nil
 }
 
 // waitAllReady waits until every created Workload has been seen Ready.
