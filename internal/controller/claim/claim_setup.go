@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
@@ -104,20 +106,53 @@ func (r *Reconciler) claimsInNamespace(ctx context.Context, o client.Object) []r
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
-	loaded, ok := r.Config.Get()
-	var defs []orchconfig.Provisioner
-	if ok {
-		defs = loaded.Config.Provisioners
-	}
+	sees := r.readers.of(r.Config)
 	out := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		c := &list.Items[i]
-		if c.Spec.WorkloadRef.Name != o.GetName() && !seesWorkloads(defs, c.Status.Provisioner) {
+		if c.Spec.WorkloadRef.Name != o.GetName() && !sees(c.Status.Provisioner) {
 			continue
 		}
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	}
 	return out
+}
+
+// workloadReaders remembers seesWorkloads for each definition of one config: the mapping runs
+// for every Workload event against every claim of the namespace, and matching templates each
+// time made a restart over 1,000 Workloads miss its 2-minute cache sync (make bench).
+type workloadReaders struct {
+	mu       sync.Mutex
+	revision string
+	loaded   bool
+	sees     map[string]bool
+}
+
+// of returns seesWorkloads for the store's current config.
+func (w *workloadReaders) of(store *configsource.Store) func(uri string) bool {
+	var defs []orchconfig.Provisioner
+	revision := ""
+	loaded, ok := store.Get()
+	if ok {
+		defs, revision = loaded.Config.Provisioners, loaded.Revision
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sees == nil || w.loaded != ok || w.revision != revision {
+		w.sees, w.loaded, w.revision = map[string]bool{}, ok, revision
+		for _, d := range defs {
+			if _, seen := w.sees[d.URI]; !seen {
+				w.sees[d.URI] = seesWorkloads(defs, d.URI)
+			}
+		}
+	}
+	sees := w.sees
+	return func(uri string) bool {
+		if v, ok := sees[uri]; ok {
+			return v
+		}
+		return true // not provisioned yet, another strategy, or no longer in the config
+	}
 }
 
 // wholeData matches a template that hands its whole data on (toJson ., {{ . }}), and so may

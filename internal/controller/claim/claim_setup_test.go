@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -100,5 +101,29 @@ func TestSeesWorkloads(t *testing.T) {
 		if got := seesWorkloads(defs, uri); got != want {
 			t.Errorf("%q: %v, want %v", uri, got, want)
 		}
+	}
+}
+
+// The answer is decided once per config revision: matching every claim's templates on every
+// Workload event made a provisioner restarting over 1,000 Workloads miss its cache sync.
+func TestWorkloadReadersAreDecidedOncePerConfig(t *testing.T) {
+	store := configsource.NewStore()
+	var w workloadReaders
+	if !w.of(store)("template://score-dev/postgres") {
+		t.Fatal("without a config every claim may read other Workloads' ports")
+	}
+	if _, err := store.Offer("1", devCatalog(t)); err != nil {
+		t.Fatal(err)
+	}
+	sees := w.of(store)
+	first := w.sees
+	for uri, want := range map[string]bool{"template://score-dev/postgres": false, "template://score-dev/route": true, "template://score-dev/gone": true, "": true} {
+		if got := sees(uri); got != want {
+			t.Errorf("%q: %v, want %v", uri, got, want)
+		}
+	}
+	w.of(store)
+	if fmt.Sprintf("%p", w.sees) != fmt.Sprintf("%p", first) {
+		t.Fatal("decided again for the same config")
 	}
 }
