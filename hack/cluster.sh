@@ -34,7 +34,13 @@ up() {
 	fi
 	if ! "$bin/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
 		log "creating cluster $name"
-		"$bin/kwokctl" create cluster --name "$name" --runtime binary \
+		local extra=()
+		# SCORE_CLUSTER_AUDIT_POLICY: an audit policy file; the API server logs what it selects
+		# (kwokctl's work directory, clusters/NAME/logs/audit.log). The benchmark counts by it.
+		if [[ -n "${SCORE_CLUSTER_AUDIT_POLICY:-}" ]]; then
+			extra+=(--kube-audit-policy "$SCORE_CLUSTER_AUDIT_POLICY")
+		fi
+		"$bin/kwokctl" create cluster "${extra[@]}" --name "$name" --runtime binary \
 			--kube-apiserver-binary "$bin/kube-apiserver" \
 			--kube-controller-manager-binary "$bin/kube-controller-manager" \
 			--kube-scheduler-binary "$bin/kube-scheduler" \

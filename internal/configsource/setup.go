@@ -69,9 +69,12 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 }
 
 // CacheOptions limit the ConfigMap informer to the one config ConfigMap, so a controller
-// does not cache every ConfigMap of the cluster.
+// does not cache every ConfigMap of the cluster, and drop managedFields from every cached
+// object: no controller reads them (server-side apply sends only what it manages, and an
+// update without managedFields keeps the server's), and they are often the larger part of an
+// object, so a cache of thousands of Workloads, claims and applied objects holds half as much.
 func CacheOptions(opts Options) cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {
 			Namespaces: map[string]cache.Config{opts.ConfigMap.Namespace: {}},
 			Field:      fields.OneTermEqualSelector("metadata.name", opts.ConfigMap.Name),

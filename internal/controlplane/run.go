@@ -33,8 +33,10 @@ func Run(name string, args []string, output io.Writer) int {
 	opts := DefaultOptions()
 	cfg := &opts.Orchestrator.Config
 	var (
-		controllers, metricsAddr, probeAddr string
-		leaderElect                         bool
+		controllers, metricsAddr, probeAddr, pprofAddr string
+		leaderElect                                    bool
+		qps                                            float64
+		burst                                          int
 	)
 	fs.StringVar(&controllers, "controllers", strings.Join(All, ","), "comma-separated controllers to run: orchestrator, provisioner, runtime")
 	fs.StringVar(&cfg.ConfigMap.Namespace, "config-namespace", cfg.ConfigMap.Namespace, "namespace of the Orchestrator Config ConfigMap")
@@ -52,7 +54,10 @@ func Run(name string, args []string, output io.Writer) int {
 	fs.IntVar(&opts.CmdLimits.MaxOutput, "cmd-provisioner-max-output", opts.CmdLimits.MaxOutput, "most bytes a cmd:// provisioner may print on stdout")
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 to disable)")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes (0 to disable)")
+	fs.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of the pprof endpoint (0 to disable)")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that one replica reconciles at a time")
+	fs.Float64Var(&qps, "kube-api-qps", 0, "requests per second to the API server, on average (0: no client-side limit; the API server's fairness applies)")
+	fs.IntVar(&burst, "kube-api-burst", 0, "requests to the API server in a burst, with --kube-api-qps")
 	ctrlconfig.RegisterFlags(fs)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -80,14 +85,27 @@ func Run(name string, args []string, output io.Writer) int {
 		log.Error(err, "Loading the kubeconfig")
 		return ExitFailed
 	}
+	// Each controller process names itself, so the API server's audit log (and a benchmark)
+	// can tell its requests from another's and from the cluster's own.
+	restConfig.UserAgent = strings.ReplaceAll(name, " ", "-") + "/" + strings.ReplaceAll(controllers, ",", "+")
+	if qps > 0 {
+		restConfig.QPS = float32(qps)
+	}
+	if burst > 0 {
+		restConfig.Burst = burst
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress:  probeAddr,
-		LeaderElection:          leaderElect,
-		LeaderElectionID:        "score-" + strings.ReplaceAll(controllers, ",", "-") + ".score.dev",
-		LeaderElectionNamespace: cfg.ConfigMap.Namespace,
-		Cache:                   configsource.CacheOptions(*cfg),
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
+		LeaderElection:         leaderElect,
+		// Run returns once the manager stops, so the lease can go at once: a restarted or
+		// replacing process takes over without waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionID:              "score-" + strings.ReplaceAll(controllers, ",", "-") + ".score.dev",
+		LeaderElectionNamespace:       cfg.ConfigMap.Namespace,
+		Cache:                         configsource.CacheOptions(*cfg),
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")

@@ -88,6 +88,8 @@ type Reconciler struct {
 	Concurrency int
 
 	watcher *objectwatch.Watcher
+	// readers remembers, per config, which definitions can read other Workloads' ports.
+	readers workloadReaders
 }
 
 // Reconcile brings one claim one step closer to Bound, or releases it when deleted.

@@ -2,6 +2,9 @@ package claim
 
 import (
 	"context"
+	"regexp"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 )
 
@@ -52,8 +57,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("resourceclaim").
 		For(&scorev1b1.ResourceClaim{}).
 		Owns(&corev1.Secret{}).
-		// Templates see every Workload's ports (.WorkloadServices): a spec change of any
-		// Workload requeues the claims of its namespace. Unchanged results write nothing.
+		// Templates may see every Workload's ports (.WorkloadServices): a spec change of any
+		// Workload requeues the claims of its namespace that can. Unchanged results write nothing.
 		Watches(&scorev1b1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.claimsInNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allClaims))).
 		// A namespace's labels decide whether its claims may share across namespaces.
@@ -90,9 +95,91 @@ func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reco
 	return out
 }
 
-// claimsInNamespace maps an object to every claim of its namespace.
+// claimsInNamespace maps a Workload's spec change to the claims of its namespace that can
+// see it. Only the claims whose definition can read other Workloads' ports are requeued (and the
+// Workload's own): every Workload created in a namespace of N claims requeued all N, each
+// pass reading its state and live objects from the API server again, so N Workloads created
+// one by one cost O(N²) passes (make bench).
 func (r *Reconciler) claimsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.listClaims(ctx, client.InNamespace(o.GetNamespace()))
+	var list scorev1b1.ResourceClaimList
+	// Read only, and listed on every Workload event: no deep copy of every claim.
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	sees := r.readers.of(r.Config)
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Spec.WorkloadRef.Name != o.GetName() && !sees(c.Status.Provisioner) {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	}
+	return out
+}
+
+// workloadReaders remembers seesWorkloads for each definition of one config: the mapping runs
+// for every Workload event against every claim of the namespace, and matching templates each
+// time made a restart over 1,000 Workloads miss its 2-minute cache sync (make bench).
+type workloadReaders struct {
+	mu       sync.Mutex
+	revision string
+	loaded   bool
+	sees     map[string]bool
+}
+
+// of returns seesWorkloads for the store's current config.
+func (w *workloadReaders) of(store *configsource.Store) func(uri string) bool {
+	var defs []orchconfig.Provisioner
+	revision := ""
+	loaded, ok := store.Get()
+	if ok {
+		defs, revision = loaded.Config.Provisioners, loaded.Revision
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sees == nil || w.loaded != ok || w.revision != revision {
+		w.sees, w.loaded, w.revision = map[string]bool{}, ok, revision
+		for _, d := range defs {
+			if _, seen := w.sees[d.URI]; !seen {
+				w.sees[d.URI] = seesWorkloads(defs, d.URI)
+			}
+		}
+	}
+	sees := w.sees
+	return func(uri string) bool {
+		if v, ok := sees[uri]; ok {
+			return v
+		}
+		return true // not provisioned yet, another strategy, or no longer in the config
+	}
+}
+
+// wholeData matches a template that hands its whole data on (toJson ., {{ . }}), and so may
+// read .WorkloadServices without naming it.
+var wholeData = regexp.MustCompile(`(toJson|toYaml|toPrettyJson|toRawJson|include\s+"[^"]*")\s+\$?\.\s*[)}|-]|\{\{-?\s*\$?\.\s*-?\}\}`)
+
+// seesWorkloads reports whether the definition a claim was provisioned by (its status names
+// it) may read other Workloads' ports: a template:// definition whose templates name
+// .WorkloadServices or hand on their whole data. Anything else — not provisioned yet, a
+// definition no longer in the config, a strategy that receives the whole data (cmd, helm,
+// http+api, runnable) — may, and is requeued.
+func seesWorkloads(defs []orchconfig.Provisioner, uri string) bool {
+	if !strings.HasPrefix(uri, "template://") {
+		return true
+	}
+	for _, d := range defs {
+		if d.URI != uri {
+			continue
+		}
+		for _, tpl := range []string{d.Init, d.State, d.Shared, d.Outputs, d.Manifests} {
+			if strings.Contains(tpl, "WorkloadServices") || wholeData.MatchString(tpl) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // claimsOfNamespace maps a Namespace to its claims.

@@ -109,7 +109,9 @@ func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClai
 		d.ConsumerNamespaces = def.Sharing.NamespaceSelector.LabelSelector()
 	}
 	var workloads scorev1b1.WorkloadList
-	if err := r.Client.List(ctx, &workloads, client.InNamespace(c.Namespace)); err != nil {
+	// Read only (ServiceOf and Metadata copy what they keep): no deep copy of every Workload of
+	// the namespace on every pass.
+	if err := r.Client.List(ctx, &workloads, client.InNamespace(c.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return d, fmt.Errorf("listing workloads: %w", err)
 	}
 	for _, w := range workloads.Items {

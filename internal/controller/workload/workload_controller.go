@@ -138,9 +138,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 
 // emitTransitions logs every condition transition and records one event when Ready changes
 // its status or reason: Ready carries the blocking reason, so each step of the lifecycle is
-// one event, and nothing else is.
+// one event, and nothing else is. The first status of a Workload is no transition: it is
+// recorded only when it is a warning (a Workload invalid from the start), so a Workload on
+// the main path costs two events (being deployed, Ready), not three.
 func (r *Reconciler) emitTransitions(ctx context.Context, s *scope) {
 	log := ctrl.LoggerFrom(ctx)
+	first := meta.FindStatusCondition(s.before.Status.Conditions, scorev1b1.ConditionReady) == nil
 	for _, t := range workloadstatus.Transitions(s.before.Status.Conditions, s.workload.Status.Conditions) {
 		log.Info("Condition changed", "type", t.Type, "status", t.Condition.Status, "reason", t.Condition.Reason)
 		if t.Type != scorev1b1.ConditionReady {
@@ -149,6 +152,9 @@ func (r *Reconciler) emitTransitions(ctx context.Context, s *scope) {
 		eventType := "Normal"
 		if t.Condition.Status == metav1.ConditionFalse && t.Condition.Reason != scorev1b1.ReasonClaimPending && t.Condition.Reason != scorev1b1.ReasonRuntimeProvisioning {
 			eventType = "Warning"
+		}
+		if first && eventType == "Normal" {
+			continue
 		}
 		r.Recorder.Eventf(s.workload, nil, eventType, string(t.Condition.Reason), t.Type, "%s", t.Condition.Message)
 	}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRequestTotals(t *testing.T) {
+	text := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1"} 12
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v2"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="score.dev",resource="workloads",scope="resource",subresource="status",verb="PATCH",version="v1b1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 1e+03
+apiserver_request_duration_seconds_bucket{le="0.1"} 4
+`
+	got, err := parseRequestTotals(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := requestCounts{
+		{Verb: "POST", Resource: "configmaps", Code: "201"}:                  15,
+		{Verb: "PATCH", Resource: "workloads.score.dev/status", Code: "200"}: 7,
+		{Verb: "LIST", Resource: "pods", Code: "200"}:                        1000,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if n := got.writes(); n != 22 {
+		t.Fatalf("writes %d, want 22", n)
+	}
+	before := requestCounts{{Verb: "POST", Resource: "configmaps", Code: "201"}: 10, {Verb: "LIST", Resource: "pods", Code: "200"}: 1000}
+	if d := got.sub(before); d.writes() != 12 || len(d) != 2 {
+		t.Fatalf("difference %v", d)
+	}
+}
+
+func TestParseLabelsKeepsEscapes(t *testing.T) {
+	got := parseLabels(`a="x,y",b="say \"hi\"",c=""`)
+	want := map[string]string{"a": "x,y", "b": `say "hi"`, "c": ""}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestParseAudit(t *testing.T) {
+	lines := []string{
+		`{"stage":"ResponseComplete","verb":"patch","userAgent":"score-controllers/orchestrator","objectRef":{"resource":"workloads","subresource":"status","namespace":"bench","apiGroup":"score.dev"},"responseStatus":{"code":200}}`,
+		`{"stage":"ResponseComplete","verb":"patch","userAgent":"score-controllers/orchestrator","objectRef":{"resource":"workloads","subresource":"status","namespace":"bench","apiGroup":"score.dev"},"responseStatus":{"code":409}}`,
+		`{"stage":"ResponseComplete","verb":"create","userAgent":"score-controllers/orchestrator","objectRef":{"resource":"events","namespace":"bench","apiGroup":"events.k8s.io"},"responseStatus":{"code":201}}`,
+		`{"stage":"ResponseComplete","verb":"update","userAgent":"score-controllers/v0.0.0 (linux/amd64) kubernetes/$Format/leader-election","objectRef":{"resource":"leases","namespace":"score-system","apiGroup":"coordination.k8s.io"},"responseStatus":{"code":200}}`,
+		`{"stage":"ResponseComplete","verb":"create","userAgent":"kube-controller-manager/v1.37.1 (linux/amd64) kubernetes/abc/system:serviceaccount:kube-system:replicaset-controller","objectRef":{"resource":"pods","namespace":"bench"},"responseStatus":{"code":201}}`,
+		`{"stage":"ResponseComplete","verb":"create","userAgent":"score-bench","objectRef":{"resource":"workloads","namespace":"bench","apiGroup":"score.dev"},"responseStatus":{"code":201}}`,
+		`{"stage":"ResponseComplete","verb":"create","userAgent":"score-controllers/runtime","objectRef":{"resource":"services","namespace":"bench-probe"},"responseStatus":{"code":201}}`,
+		`{"stage":"ResponseStarted","verb":"watch","userAgent":"score-bench","objectRef":{"resource":"workloads"}}`,
+		`{"stage":"ResponseComplete","verb":"get","userAgent":"score-bench","objectRef":{"resource":"workloads"},"responseStatus":{"code":200}}`,
+	}
+	segment := strings.Join(lines, "\n") + "\n" + `{"stage":"Respon` // a line still being written
+	counts, used, err := parseAudit([]byte(segment), map[string]bool{"bench-probe": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used != len(segment)-len(`{"stage":"Respon`) {
+		t.Fatalf("consumed %d of %d bytes: a partial line must wait", used, len(segment))
+	}
+	s := counts.summary()
+	got := [6]int{s.Ours, s.OursEvents, s.OursLeases, s.OursRejected, s.Cluster, s.Bench}
+	if want := [6]int{2, 1, 1, 1, 1, 1}; got != want {
+		t.Fatalf("ours, events, leases, rejected, cluster, bench = %v, want %v", got, want)
+	}
+	if s.total() != 6 {
+		t.Fatalf("total %d", s.total())
+	}
+	if who, name := agentWho("kube-scheduler/v1.37.1 (linux/amd64) kubernetes/abc/scheduler"); who != whoCluster || name != "kube-scheduler" {
+		t.Fatalf("scheduler: %s %s", who, name)
+	}
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Second)
+	}
+	for p, want := range map[float64]time.Duration{50: 50 * time.Second, 95: 95 * time.Second, 99: 99 * time.Second, 100: 100 * time.Second} {
+		if got := percentile(ds, p); got != want {
+			t.Errorf("p%v = %s, want %s", p, got, want)
+		}
+	}
+	if percentile(nil, 50) != 0 || percentile([]time.Duration{3}, 99) != 3 {
+		t.Fatal("edge cases")
+	}
+}
+
+func TestMix(t *testing.T) {
+	mix, err := parseMix("postgres=3,batch=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := assign(mix, 8)
+	want := []string{"postgres", "postgres", "batch", "postgres", "postgres", "postgres", "batch", "postgres"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for _, bad := range []string{"mongo", "postgres=0", "none=x"} {
+		if _, err := parseMix(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestParseProc(t *testing.T) {
+	stat := "4242 (score controllers) S 1 4242 4242 0 -1 4194560 2530 0 0 0 1234 566 0 0 20 0 12 0 100 1000 2000"
+	status := "Name:\tscore-controllers\nVmPeak:\t 900000 kB\nVmHWM:\t  204800 kB\nVmRSS:\t 102400 kB\n"
+	u, err := parseProc(stat, status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.CPUSeconds != 18 || u.PeakRSSMiB != 200 {
+		t.Fatalf("got %+v, want 18 CPU s and 200 MiB", u)
+	}
+}

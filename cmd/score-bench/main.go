@@ -1,0 +1,739 @@
+// Command score-bench is the scale benchmark (make bench): on a simulated cluster of its own
+// it runs the three controllers as production does (separate processes, leader election on),
+// creates N Workloads at once or at an arrival rate, and reports the time until all are Ready,
+// create→Ready percentiles, the lifecycle document's four status timings under that load, the
+// writes sent to the API server (from its audit log: ours by user agent, the cluster's own)
+// against the write floor measured in the same run, the writes after a restart and in steady
+// state, CPU seconds and peak RSS per controller, and the time to delete all N. It prints a
+// table and writes the result as JSON. docs/performance.md describes the method.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+)
+
+// Namespaces of the run.
+const (
+	benchNS = "bench"
+	probeNS = "bench-probe"
+	floorNS = "bench-floor"
+)
+
+type options struct {
+	n              int
+	mix            string
+	rate           float64
+	out            string
+	root           string
+	keep           bool
+	window         time.Duration
+	timeout        time.Duration
+	floorObjects   int
+	controllerArgs string
+	profileDir     string
+	profileSeconds int
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.n, "n", 200, "Workloads to create")
+	flag.StringVar(&o.mix, "mix", kindPostgres, "the kinds of Workload, optionally weighted: postgres (1 container, 1 port, 1 postgres dependency), none (no dependency), three (postgres, redis, dns), batch (a batch job); e.g. postgres=3,batch=1")
+	flag.Float64Var(&o.rate, "rate", 0, "Workloads created per second (0: all at once, 16 at a time)")
+	flag.StringVar(&o.out, "out", "bench-result.json", "where to write the JSON result")
+	flag.StringVar(&o.root, "root", ".", "the repository (hack/, config/, bin/score-controllers)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the cluster and its directory afterwards")
+	flag.DurationVar(&o.window, "window", time.Minute, "how long the restart and steady-state windows count writes")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest wait for all Workloads to be Ready")
+	flag.IntVar(&o.floorObjects, "floor-objects", 5000, "small objects the write floor measurement creates")
+	flag.StringVar(&o.controllerArgs, "controller-args", "", "extra score-controllers flags for every controller, space-separated")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller (the first seconds of the load) and heap profiles (at all Ready) here")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 30, "length of the CPU profiles")
+	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, o, os.Stderr)
+	if res != nil {
+		res.print(os.Stdout)
+		if raw, jerr := json.MarshalIndent(res, "", "  "); jerr == nil {
+			if werr := os.WriteFile(o.out, append(raw, '\n'), 0o644); werr != nil {
+				fmt.Fprintln(os.Stderr, werr)
+			} else {
+				fmt.Fprintf(os.Stderr, "[bench] result written to %s\n", o.out)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "score-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "[bench %s] "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
+}
+
+// webWorkload is one Workload of the mix.
+func webWorkload(ns, name, kind string) *scorev1b1.Workload {
+	w := &scorev1b1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: scorev1b1.WorkloadSpec{
+			Containers: map[string]scorev1b1.Container{"main": {Image: "nginx:1.27"}},
+			Service:    &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"http": {Port: 80, TargetPort: ptr.To(int32(8080))}}},
+		},
+	}
+	switch kind {
+	case kindPostgres:
+		w.Spec.Containers["main"] = scorev1b1.Container{Image: "nginx:1.27", Variables: map[string]string{"DB_HOST": "${resources.db.host}", "DB_URI": "${resources.db.uri}"}}
+		w.Spec.Resources = map[string]scorev1b1.Resource{"db": {Type: "postgres"}}
+	case kindThree:
+		w.Spec.Containers["main"] = scorev1b1.Container{Image: "nginx:1.27", Variables: map[string]string{"DB_HOST": "${resources.db.host}", "CACHE_HOST": "${resources.cache.host}", "HOST": "${resources.dns.host}"}}
+		w.Spec.Resources = map[string]scorev1b1.Resource{"db": {Type: "postgres"}, "cache": {Type: "redis"}, "dns": {Type: "dns"}}
+	case kindBatch:
+		w.Annotations = map[string]string{scorev1b1.AnnotationProfile: "batch-job"}
+		w.Spec.Containers["main"] = scorev1b1.Container{Image: "busybox:1.37", Command: []string{"/bin/sh", "-c"}, Args: []string{"echo done"}}
+		w.Spec.Service = nil
+	}
+	return w
+}
+
+// footprint is what a kind needs of the cluster: pods, Services, volumes.
+func footprint(kind string) (pods, services, volumes int) {
+	switch kind {
+	case kindPostgres:
+		return 2, 2, 1
+	case kindThree:
+		return 3, 3, 2
+	case kindBatch:
+		return 1, 0, 0
+	}
+	return 1, 1, 0
+}
+
+func isConflict(err error) bool { return apierrors.IsConflict(err) }
+
+// restConfig is an unthrottled client configuration with the benchmark's user agent.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.UserAgent = benchAgent
+	return cfg, nil
+}
+
+// runState is what the phases share.
+type runState struct {
+	o      options
+	log    io.Writer
+	k      *cluster
+	cfg    *rest.Config
+	c      client.Client
+	cache  cache.Cache
+	audit  string
+	offset int64
+	ctrls  []*controller
+
+	mu      sync.Mutex
+	created map[string]time.Time
+	readyAt map[string]time.Time
+	// claimsAt is when each Workload was first seen with ClaimsReady true.
+	claimsAt map[string]time.Time
+	exists   atomic.Int64
+}
+
+// auditSince counts the writes logged since the last call.
+func (s *runState) auditSince() (writeCounts, error) {
+	f, err := os.Open(s.audit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(s.offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	counts, used, err := parseAudit(raw, map[string]bool{probeNS: true})
+	s.offset += int64(used)
+	return counts, err
+}
+
+// apiMetrics reads apiserver_request_total.
+func (s *runState) apiMetrics(ctx context.Context) (requestCounts, error) {
+	hc, err := rest.HTTPClientFor(s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(s.cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return parseRequestTotals(resp.Body)
+}
+
+func run(ctx context.Context, o options, log io.Writer) (*result, error) {
+	mix, err := parseMix(o.mix)
+	if err != nil {
+		return nil, err
+	}
+	kinds := assign(mix, o.n)
+	pods, volumes := 0, 0
+	for _, k := range kinds {
+		p, _, v := footprint(k)
+		pods, volumes = pods+p, volumes+v
+	}
+	root, err := filepath.Abs(o.root)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "score-bench-")
+	if err != nil {
+		return nil, err
+	}
+	s := &runState{o: o, log: log, created: map[string]time.Time{}, readyAt: map[string]time.Time{}, claimsAt: map[string]time.Time{},
+		k: &cluster{root: root, dir: dir, name: fmt.Sprintf("score-bench-%d", os.Getpid()), volumes: volumes + 8}}
+	res := &result{N: o.n, Mix: o.mix, Rate: o.rate, Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
+
+	logf(log, "starting cluster %s in %s (%d volumes)", s.k.name, dir, s.k.volumes)
+	if err := s.k.run("up"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, p := range s.ctrls {
+			p.stop()
+		}
+		if o.keep {
+			logf(log, "kept the cluster: SCORE_CLUSTER_NAME=%s SCORE_DEV_DIR=%s hack/cluster.sh down", s.k.name, dir)
+			return
+		}
+		_ = s.k.run("down")
+		_ = os.RemoveAll(dir)
+	}()
+	if s.audit, err = s.k.auditLog(); err != nil {
+		return res, err
+	}
+	if s.cfg, err = restConfig(s.k.kubeconfig()); err != nil {
+		return res, err
+	}
+	if s.c, err = client.New(s.cfg, client.Options{Scheme: devenv.Scheme()}); err != nil {
+		return res, err
+	}
+	nodes, err := grow(ctx, s.c, pods+16)
+	if err != nil {
+		return res, err
+	}
+	logf(log, "%d bench nodes for %d pods", nodes, pods)
+	if _, err := devenv.Install(ctx, s.c, os.DirFS(root)); err != nil {
+		return res, err
+	}
+	for _, ns := range []string{benchNS, probeNS, floorNS} {
+		if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return res, err
+		}
+	}
+	if err := s.watch(ctx); err != nil {
+		return res, err
+	}
+
+	// The write floor: a plain client creating small objects as fast as the API server takes them.
+	if res.FloorPerSecond, err = floor(ctx, s.c, o.floorObjects); err != nil {
+		return res, err
+	}
+	logf(log, "write floor: %.0f objects/s", res.FloorPerSecond)
+
+	start := time.Now()
+	if err := s.startControllers(); err != nil {
+		return res, err
+	}
+	if err := waitLeaders(ctx, s.c, start); err != nil {
+		return res, err
+	}
+	// The idle baseline: the cluster's own writes (and our lease renewals) with nothing to do.
+	if _, err := s.auditSince(); err != nil {
+		return res, err
+	}
+	logf(log, "idle baseline for %s", o.window)
+	if err := sleep(ctx, o.window); err != nil {
+		return res, err
+	}
+	idle, err := s.auditSince()
+	if err != nil {
+		return res, err
+	}
+	res.Idle = phaseOf(idle.summary(), o.window)
+
+	// One Workload on an empty cluster, with the timings unloaded.
+	p := &prober{c: s.c, cache: s.cache, ns: probeNS, limit: 10 * time.Minute}
+	res.TimingsEmpty = p.run(ctx, "empty")
+	logf(log, "unloaded timings: %+v", res.TimingsEmpty)
+	if _, err := s.auditSince(); err != nil {
+		return res, err
+	}
+
+	// The load.
+	before, err := s.apiMetrics(ctx)
+	if err != nil {
+		return res, err
+	}
+	usage0 := s.usage()
+	cluster0 := clusterUsage(s.k.dir)
+	loadStart := time.Now()
+	var loadTimings timings
+	probeDone := make(chan struct{})
+	go func() { defer close(probeDone); loadTimings = p.run(ctx, "load") }()
+	if o.profileDir != "" {
+		go s.profile(ctx, "cpu", fmt.Sprintf("/debug/pprof/profile?seconds=%d", o.profileSeconds))
+	}
+	logf(log, "creating %d Workloads (mix %s, rate %v/s)", o.n, o.mix, o.rate)
+	if err := s.create(ctx, kinds); err != nil {
+		return res, err
+	}
+	res.CreateSeconds = time.Since(loadStart).Seconds()
+	if err := s.waitAllReady(ctx, loadStart); err != nil {
+		return res, err
+	}
+	allReady := time.Since(loadStart)
+	res.AllReadySeconds = allReady.Seconds()
+	logf(log, "all %d Ready after %s", o.n, allReady.Round(time.Millisecond))
+	var lat, toClaims, claimsToReady []time.Duration
+	s.mu.Lock()
+	for name, c := range s.created {
+		lat = append(lat, s.readyAt[name].Sub(c))
+		if at, ok := s.claimsAt[name]; ok {
+			toClaims = append(toClaims, at.Sub(c))
+			claimsToReady = append(claimsToReady, s.readyAt[name].Sub(at))
+		}
+	}
+	s.mu.Unlock()
+	res.P50, res.P95, res.P99 = percentile(lat, 50).Seconds(), percentile(lat, 95).Seconds(), percentile(lat, 99).Seconds()
+	res.ClaimsP50, res.ClaimsP99 = percentile(toClaims, 50).Seconds(), percentile(toClaims, 99).Seconds()
+	res.RuntimeP50, res.RuntimeP99 = percentile(claimsToReady, 50).Seconds(), percentile(claimsToReady, 99).Seconds()
+	<-probeDone
+	res.TimingsLoaded = loadTimings
+	if o.profileDir != "" {
+		s.profile(ctx, "heap", "/debug/pprof/heap")
+	}
+	// Late news (endpoints, rollouts settling) belongs to the load.
+	if err := sleep(ctx, 10*time.Second); err != nil {
+		return res, err
+	}
+	load, err := s.auditSince()
+	if err != nil {
+		return res, err
+	}
+	after, err := s.apiMetrics(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Load = phaseOf(load.summary(), time.Since(loadStart))
+	res.LoadAPI = apiRows(after.sub(before))
+	res.WritesPerWorkload = float64(res.Load.Writes.Ours) / float64(o.n)
+	res.EventsPerWorkload = float64(res.Load.Writes.OursEvents) / float64(o.n)
+	res.AllWritesPerWorkload = float64(res.Load.Writes.total()) / float64(o.n)
+	res.FloorSeconds = float64(res.Load.Writes.total()) / res.FloorPerSecond
+	res.FloorMultiple = res.AllReadySeconds / res.FloorSeconds
+	res.UsageLoad = s.usageSince(usage0)
+	res.ClusterUsageLoad = map[string]procUsage{}
+	for name, u := range clusterUsage(s.k.dir) {
+		u.CPUSeconds -= cluster0[name].CPUSeconds
+		res.ClusterUsageLoad[name] = u
+	}
+
+	// One more Workload, with N present.
+	oneMore := &prober{c: s.c, cache: s.cache, ns: probeNS, limit: 10 * time.Minute}
+	res.TimingsFull = oneMore.run(ctx, "full")
+	logf(log, "timings with %d present: %+v", o.n, res.TimingsFull)
+
+	// Restart every controller with N Ready Workloads present.
+	for _, c := range s.ctrls {
+		c.stop()
+	}
+	if _, err := s.auditSince(); err != nil {
+		return res, err
+	}
+	restartAt := time.Now()
+	if err := s.startControllers(); err != nil {
+		return res, err
+	}
+	logf(log, "restarted the controllers; counting writes for %s", o.window)
+	if err := sleep(ctx, o.window); err != nil {
+		return res, err
+	}
+	restart, err := s.auditSince()
+	if err != nil {
+		return res, err
+	}
+	res.Restart = phaseOf(restart.summary(), time.Since(restartAt))
+	logf(log, "steady state for %s", o.window)
+	steadyAt := time.Now()
+	if err := sleep(ctx, o.window); err != nil {
+		return res, err
+	}
+	steady, err := s.auditSince()
+	if err != nil {
+		return res, err
+	}
+	res.Steady = phaseOf(steady.summary(), time.Since(steadyAt))
+	res.UsageRestart = s.usageSince(nil)
+
+	// Delete all N.
+	delStart := time.Now()
+	if err := s.deleteAll(ctx); err != nil {
+		return res, err
+	}
+	deadline := time.Now().Add(o.timeout)
+	for s.exists.Load() > 0 {
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("%d Workloads left after %s", s.exists.Load(), o.timeout)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	res.DeleteSeconds = time.Since(delStart).Seconds()
+	del, err := s.auditSince()
+	if err != nil {
+		return res, err
+	}
+	res.Delete = phaseOf(del.summary(), time.Since(delStart))
+	logf(log, "all deleted after %.1fs", res.DeleteSeconds)
+	return res, nil
+}
+
+// watch starts the benchmark's cache: Workloads (for create→Ready), and the probes' claims
+// and exposures.
+func (s *runState) watch(ctx context.Context) error {
+	var err error
+	s.cache, err = cache.New(s.cfg, cache.Options{Scheme: devenv.Scheme(),
+		DefaultNamespaces: map[string]cache.Config{benchNS: {}, probeNS: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&scorev1b1.ResourceClaim{}:    {Namespaces: map[string]cache.Config{probeNS: {}}},
+			&scorev1b1.WorkloadExposure{}: {Namespaces: map[string]cache.Config{probeNS: {}}},
+		}})
+	if err != nil {
+		return err
+	}
+	inf, err := s.cache.GetInformer(ctx, &scorev1b1.Workload{})
+	if err != nil {
+		return err
+	}
+	seen := func(obj any) {
+		w, ok := obj.(*scorev1b1.Workload)
+		if !ok || w.Namespace != benchNS {
+			return
+		}
+		now := time.Now()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionClaimsReady); c != nil && c.Status == metav1.ConditionTrue {
+			if _, done := s.claimsAt[w.Name]; !done {
+				s.claimsAt[w.Name] = now
+			}
+		}
+		if _, done := s.readyAt[w.Name]; !done && readyNow(w) {
+			s.readyAt[w.Name] = now
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if w, ok := obj.(*scorev1b1.Workload); ok && w.Namespace == benchNS {
+				s.exists.Add(1)
+			}
+			seen(obj)
+		},
+		UpdateFunc: func(_, obj any) { seen(obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if w, ok := obj.(*scorev1b1.Workload); ok && w.Namespace == benchNS {
+				s.exists.Add(-1)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	for _, o := range []client.Object{&scorev1b1.ResourceClaim{}, &scorev1b1.WorkloadExposure{}} {
+		if _, err := s.cache.GetInformer(ctx, o); err != nil {
+			return err
+		}
+	}
+	go func() { _ = s.cache.Start(ctx) }()
+	if !s.cache.WaitForCacheSync(ctx) {
+		return errors.New("the benchmark's cache did not sync")
+	}
+	return nil
+}
+
+// create creates the Workloads: all at once (16 at a time) or at the arrival rate.
+func (s *runState) create(ctx context.Context, kinds []string) error {
+	names := make(chan int)
+	errs := make(chan error, len(kinds))
+	var wg sync.WaitGroup
+	workers := 16
+	if s.o.rate > 0 {
+		workers = 64
+	}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range names {
+				name := fmt.Sprintf("w%05d", i)
+				w := webWorkload(benchNS, name, kinds[i])
+				t := time.Now()
+				if err := s.c.Create(ctx, w); err != nil {
+					errs <- fmt.Errorf("creating %s: %w", name, err)
+					continue
+				}
+				s.mu.Lock()
+				s.created[name] = t
+				s.mu.Unlock()
+			}
+		}()
+	}
+	var tick <-chan time.Time
+	if s.o.rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / s.o.rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	for i := range kinds {
+		if tick != nil {
+			<-tick
+		}
+		names <- i
+	}
+	close(names)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// deleteAll deletes every created Workload, 16 at a time (a deletecollection of thousands
+// outlives the API server's request timeout).
+func (s *runState) deleteAll(ctx context.Context) error {
+	names := make(chan string)
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name}}
+				if err := s.c.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		}()
+	}
+	s.mu.Lock()
+	all := make([]string, 0, len(s.created))
+	for name := range s.created {
+		all = append(all, name)
+	}
+	s.mu.Unlock()
+	for _, name := range all {
+		names <- name
+	}
+	close(names)
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return fmt.Errorf("deleting: %w", err)
+	}
+	return nil
+}
+
+// waitAllReady waits until every created Workload has been seen Ready.
+func (s *runState) waitAllReady(ctx context.Context, since time.Time) error {
+	deadline := since.Add(s.o.timeout)
+	last := time.Now()
+	for {
+		s.mu.Lock()
+		ready, total := len(s.readyAt), len(s.created)
+		s.mu.Unlock()
+		if ready >= s.o.n && total == s.o.n {
+			return nil
+		}
+		if time.Since(last) > 10*time.Second {
+			logf(s.log, "%d/%d Ready after %s", ready, s.o.n, time.Since(since).Round(time.Second))
+			last = time.Now()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d Ready after %s", ready, s.o.n, s.o.timeout)
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *runState) startControllers() error {
+	bin := filepath.Join(s.k.root, "bin", "score-controllers")
+	var extra []string
+	if s.o.controllerArgs != "" {
+		extra = strings.Fields(s.o.controllerArgs)
+	}
+	s.ctrls = nil
+	for _, name := range controlplane.All {
+		p := &controller{name: name, bin: bin, dir: s.k.dir, args: extra}
+		if err := p.start(s.k.kubeconfig()); err != nil {
+			return err
+		}
+		s.ctrls = append(s.ctrls, p)
+	}
+	return nil
+}
+
+// usage reads each controller's CPU and peak RSS.
+func (s *runState) usage() map[string]procUsage {
+	out := map[string]procUsage{}
+	for _, p := range s.ctrls {
+		if u, err := p.usage(); err == nil {
+			out[p.name] = u
+		}
+	}
+	return out
+}
+
+// usageSince is each controller's CPU since base (CPU seconds subtracted) and its peak RSS.
+func (s *runState) usageSince(base map[string]procUsage) map[string]procUsage {
+	out := s.usage()
+	for name, u := range out {
+		u.CPUSeconds -= base[name].CPUSeconds
+		out[name] = u
+	}
+	return out
+}
+
+// profile saves a pprof profile of every controller.
+func (s *runState) profile(ctx context.Context, kind, path string) {
+	if err := os.MkdirAll(s.o.profileDir, 0o755); err != nil {
+		logf(s.log, "profile: %v", err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, p := range s.ctrls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprofAddr+path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				logf(s.log, "profile %s: %v", p.name, err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(s.o.profileDir, fmt.Sprintf("%s-%s-n%d.pprof", p.name, kind, s.o.n)))
+			if err != nil {
+				logf(s.log, "profile %s: %v", p.name, err)
+				return
+			}
+			defer f.Close()
+			_, _ = io.Copy(f, resp.Body)
+		}()
+	}
+	wg.Wait()
+}
+
+// floor creates count small ConfigMaps with 16 workers and returns the rate; it deletes
+// them afterwards.
+func floor(ctx context.Context, c client.Client, count int) (float64, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(count) {
+					return
+				}
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: floorNS, Name: fmt.Sprintf("floor-%d", i)}, Data: map[string]string{"k": "v"}}
+				if err := c.Create(ctx, cm); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	rate := float64(count) / time.Since(start).Seconds()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, fmt.Errorf("the write floor: %w", err)
+	}
+	if err := c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(floorNS)); err != nil {
+		return 0, err
+	}
+	return rate, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func machine() string {
+	model := ""
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s/%s, %s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

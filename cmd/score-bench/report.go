@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// result is what a run measured; it is written as JSON.
+type result struct {
+	N       int     `json:"n"`
+	Mix     string  `json:"mix"`
+	Rate    float64 `json:"rate"`
+	Machine string  `json:"machine"`
+	Started string  `json:"started"`
+
+	// FloorPerSecond is the write floor: small objects a plain client (16 workers) creates per second.
+	FloorPerSecond float64 `json:"floorPerSecond"`
+	// CreateSeconds is how long creating the N took; AllReadySeconds until all were Ready.
+	CreateSeconds   float64 `json:"createSeconds"`
+	AllReadySeconds float64 `json:"allReadySeconds"`
+	// FloorSeconds is every write of the load at the floor's rate; FloorMultiple is
+	// AllReadySeconds over it.
+	FloorSeconds  float64 `json:"floorSeconds"`
+	FloorMultiple float64 `json:"floorMultiple"`
+	// P50, P95, P99 are create→Ready percentiles, in seconds.
+	P50 float64 `json:"p50Seconds"`
+	P95 float64 `json:"p95Seconds"`
+	P99 float64 `json:"p99Seconds"`
+	// ClaimsP50 and ClaimsP99 are create→ClaimsReady (the dependency provisioned and
+	// healthy); RuntimeP50 and RuntimeP99 ClaimsReady→Ready (the plan applied and serving).
+	ClaimsP50  float64 `json:"claimsP50Seconds"`
+	ClaimsP99  float64 `json:"claimsP99Seconds"`
+	RuntimeP50 float64 `json:"runtimeP50Seconds"`
+	RuntimeP99 float64 `json:"runtimeP99Seconds"`
+
+	// WritesPerWorkload are our writes (no events, no leases) per Workload during the load;
+	// EventsPerWorkload our event writes; AllWritesPerWorkload everyone's writes.
+	WritesPerWorkload    float64 `json:"writesPerWorkload"`
+	EventsPerWorkload    float64 `json:"eventsPerWorkload"`
+	AllWritesPerWorkload float64 `json:"allWritesPerWorkload"`
+
+	// TimingsEmpty, TimingsLoaded, TimingsFull are the status timings on an empty cluster,
+	// while the N are being created, and with the N Ready.
+	TimingsEmpty  timings `json:"timingsEmpty"`
+	TimingsLoaded timings `json:"timingsLoaded"`
+	TimingsFull   timings `json:"timingsFull"`
+
+	Idle    phase `json:"idle"`
+	Load    phase `json:"load"`
+	Restart phase `json:"restart"`
+	Steady  phase `json:"steady"`
+	Delete  phase `json:"delete"`
+	// LoadAPI is apiserver_request_total's movement over the load, by verb, resource and code.
+	LoadAPI []apiRow `json:"loadApi"`
+
+	// UsageLoad is each controller's CPU over the load and peak RSS by its end; UsageRestart
+	// the same for the restarted processes (restart and steady-state windows).
+	UsageLoad    map[string]procUsage `json:"usageLoad"`
+	UsageRestart map[string]procUsage `json:"usageRestart"`
+	// ClusterUsageLoad is the same over the load for the cluster's processes (kube-apiserver,
+	// etcd, kube-controller-manager, kube-scheduler, kwok), by program.
+	ClusterUsageLoad map[string]procUsage `json:"clusterUsageLoad"`
+
+	DeleteSeconds float64 `json:"deleteSeconds"`
+}
+
+// phase is a window's writes.
+type phase struct {
+	Seconds float64      `json:"seconds"`
+	Writes  writeSummary `json:"writes"`
+}
+
+func phaseOf(w writeSummary, d time.Duration) phase {
+	return phase{Seconds: d.Seconds(), Writes: w}
+}
+
+// apiRow is one row of apiserver_request_total's movement.
+type apiRow struct {
+	Verb     string `json:"verb"`
+	Resource string `json:"resource"`
+	Code     string `json:"code"`
+	Count    int    `json:"count"`
+}
+
+func apiRows(c requestCounts) []apiRow {
+	var out []apiRow
+	for k, v := range c {
+		out = append(out, apiRow{Verb: k.Verb, Resource: k.Resource, Code: k.Code, Count: int(v)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return fmt.Sprint(out[i]) < fmt.Sprint(out[j])
+	})
+	return out
+}
+
+// idleClusterPerMinute is the idle baseline of the cluster's own writes.
+func (r *result) idleClusterPerMinute() float64 {
+	if r.Idle.Seconds == 0 {
+		return 0
+	}
+	return float64(r.Idle.Writes.Cluster) / r.Idle.Seconds * 60
+}
+
+// print writes the table.
+func (r *result) print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...)
+	}
+	fmt.Fprintf(tw, "score-bench N=%d mix=%s rate=%v\t%s\n", r.N, r.Mix, r.Rate, r.Machine)
+	row("write floor", "%.0f objects/s", r.FloorPerSecond)
+	row("all Ready", "%.1f s (created in %.1f s)", r.AllReadySeconds, r.CreateSeconds)
+	row("writes at the floor", "%.1f s (%d writes); all Ready = %.2f× that", r.FloorSeconds, r.Load.Writes.total(), r.FloorMultiple)
+	row("create→Ready p50/p95/p99", "%.1f / %.1f / %.1f s (p99/p50 %.2f)", r.P50, r.P95, r.P99, ratio(r.P99, r.P50))
+	row("  of which", "create→ClaimsReady p50/p99 %.1f / %.1f s; ClaimsReady→Ready p50/p99 %.1f / %.1f s", r.ClaimsP50, r.ClaimsP99, r.RuntimeP50, r.RuntimeP99)
+	row("our writes per Workload", "%.1f (%d; events %.2f per Workload; leases %d)", r.WritesPerWorkload, r.Load.Writes.Ours, r.EventsPerWorkload, r.Load.Writes.OursLeases)
+	row("all writes per Workload", "%.1f (cluster %d, bench %d)", r.AllWritesPerWorkload, r.Load.Writes.Cluster, r.Load.Writes.Bench)
+	row("our rejected writes (4xx)", "%d", r.Load.Writes.OursRejected)
+	for _, t := range []struct {
+		name string
+		t    timings
+	}{{"timings, empty cluster", r.TimingsEmpty}, {"timings, under load", r.TimingsLoaded}, {fmt.Sprintf("timings, %d present", r.N), r.TimingsFull}} {
+		row(t.name, "create→Ready %.2f s; status %.2f s (30), endpoint %.2f s (60), error %.2f s (15), recovery %.2f s (30) %s",
+			t.t.CreateToReady, t.t.Status, t.t.Endpoint, t.t.Error, t.t.Recovery, t.t.Failed)
+	}
+	idle := r.idleClusterPerMinute()
+	row("idle baseline", "cluster %.0f writes/min; our leases %d in %.0f s", idle, r.Idle.Writes.OursLeases, r.Idle.Seconds)
+	for _, p := range []struct {
+		name string
+		p    phase
+	}{{"restart with N Ready", r.Restart}, {"steady state", r.Steady}} {
+		row(p.name, "ours %d writes, %d events, %d rejected (+%d lease writes); cluster %d (%+.0f over idle) in %.0f s",
+			p.p.Writes.Ours, p.p.Writes.OursEvents, p.p.Writes.OursRejected, p.p.Writes.OursLeases, p.p.Writes.Cluster,
+			float64(p.p.Writes.Cluster)-idle*p.p.Seconds/60, p.p.Seconds)
+	}
+	names := make([]string, 0, len(r.UsageLoad))
+	for n := range r.UsageLoad {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		row("controller "+n, "load: %.1f CPU s, peak RSS %.0f MiB; restarted: %.1f CPU s, peak RSS %.0f MiB",
+			r.UsageLoad[n].CPUSeconds, r.UsageLoad[n].PeakRSSMiB, r.UsageRestart[n].CPUSeconds, r.UsageRestart[n].PeakRSSMiB)
+	}
+	names = names[:0]
+	for n := range r.ClusterUsageLoad {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var cl []string
+	for _, n := range names {
+		cl = append(cl, fmt.Sprintf("%s %.1f CPU s (%.0f MiB)", n, r.ClusterUsageLoad[n].CPUSeconds, r.ClusterUsageLoad[n].PeakRSSMiB))
+	}
+	row("cluster processes, load", "%s", strings.Join(cl, "; "))
+	row("delete all N", "%.1f s", r.DeleteSeconds)
+	var top []string
+	for _, b := range r.Load.Writes.Breakdown {
+		if b.Who == whoOurs && len(top) < 15 {
+			top = append(top, fmt.Sprintf("%s %s %s %d: %d", b.Agent, b.Verb, b.Resource, b.Code, b.Count))
+		}
+	}
+	row("our writes, most first", "%s", strings.Join(top, "; "))
+	_ = tw.Flush()
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
