@@ -99,9 +99,9 @@ provisioners:
           ingress:
             - from:
                 - podSelector: {matchLabels: {consumer.score.dev/{{ .Instance }}: "true"}}
-                {{- with .ConsumerNamespaces }}
-                - namespaceSelector: {{ toJson . }}
-                  podSelector: {matchLabels: {consumer.score.dev/{{ $.Instance }}: "true"}}
+                {{- if .ConsumerNamespaces }}
+                - namespaceSelector: {{ toJson .ConsumerNamespaces }}
+                  podSelector: {matchLabels: {consumer.score.dev/{{ .Instance }}: "true"}}
                 {{- end }}
   - uri: template://test/isolated-kv
     type: isolated-kv
