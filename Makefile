@@ -60,6 +60,12 @@ fuzz: ## Run every fuzz target for FUZZTIME each (make fuzz FUZZTIME=30s); make 
 		go test "$${t%%:*}" -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 50x || exit 1; \
 	done
 
+N ?= 300
+
+.PHONY: chaos
+chaos: tools ## Roll out N Workloads (default 300) while killing controllers, the API server and etcd; audit the result
+	go run ./test/chaos/score-chaos -workloads $(N)
+
 .PHONY: cluster-up
 cluster-up: ## Start the local simulated cluster (kubeconfig .dev/kubeconfig)
 	hack/cluster.sh up
