@@ -41,10 +41,12 @@ type deletedWorkload struct {
 // recorder records, once per Workload, the outputs Secrets' data hashes when it is first
 // Ready with every claim bound.
 type recorder struct {
-	c       client.Client
-	mu      sync.Mutex
-	claims  map[string][]claimRecord // by Workload namespace/name
-	deleted []deletedWorkload
+	c      client.Client
+	mu     sync.Mutex
+	claims map[string][]claimRecord // by Workload namespace/name
+	// lastFirstReady is when the last Workload was recorded Ready for the first time.
+	lastFirstReady time.Time
+	deleted        []deletedWorkload
 }
 
 func newRecorder(c client.Client) *recorder {
@@ -82,6 +84,7 @@ func (r *recorder) pass(ctx context.Context) {
 		if recs, ok := r.read(ctx, w); ok {
 			r.mu.Lock()
 			r.claims[key] = recs
+			r.lastFirstReady = time.Now()
 			r.mu.Unlock()
 		}
 	}
@@ -449,4 +452,68 @@ func firstKey(w *scorev1b1.Workload) string {
 	}
 	sort.Strings(keys)
 	return keys[0]
+}
+
+// recreateRetained creates the deleted Retain Workloads again, as they were, and checks that
+// each becomes Ready bound to the retained data: its outputs Secret holds what it held when
+// the deleted Workload was first Ready.
+func (r *run) recreateRetained(ctx context.Context) {
+	rep := r.report
+	var again []deletedWorkload
+	for _, d := range r.rec.deleted {
+		if d.kind == retainedCache {
+			again = append(again, d)
+		}
+	}
+	for _, d := range again {
+		r.retry(ctx, "creating "+d.namespace+"/"+d.name+" again", func() error { return r.c.Create(ctx, d.workload()) })
+	}
+	rep.Recreated = len(again)
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, d := range again {
+		key := d.namespace + "/" + d.name
+		r.rec.mu.Lock()
+		recs := r.rec.claims[key]
+		r.rec.mu.Unlock()
+		var last string
+		for {
+			w := &scorev1b1.Workload{}
+			err := r.c.Get(ctx, client.ObjectKey{Namespace: d.namespace, Name: d.name}, w)
+			if err == nil && ready(w) {
+				if got, ok := r.rec.read(ctx, w); ok && sameHashes(got, recs) {
+					break
+				} else if ok {
+					last = "Ready, with other credentials than before"
+				}
+			} else if err != nil {
+				last = err.Error()
+			} else {
+				last = "not Ready"
+			}
+			if time.Now().After(deadline) {
+				rep.RecreatedWrong = append(rep.RecreatedWrong, key+": "+last)
+				break
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	if len(again) > 0 {
+		r.logf("%d deleted Retain Workloads created again; %d not Ready with their old credentials", len(again), len(rep.RecreatedWrong))
+	}
+}
+
+func sameHashes(a, b []claimRecord) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	byKey := map[string]string{}
+	for _, c := range a {
+		byKey[c.key] = c.hash
+	}
+	for _, c := range b {
+		if byKey[c.key] != c.hash {
+			return false
+		}
+	}
+	return true
 }

@@ -68,9 +68,13 @@ type Report struct {
 	APIServerRestarts  int
 	EtcdRestarts       int
 	RolloutStart       time.Time
-	TimeToAllReady     time.Duration  // from the first Workload created
+	TimeToAllReady     time.Duration // from the first Workload created to the end of the wait
+	// LastFirstReady is from the first Workload created to the last one Ready for the first
+	// time (a poll every second sees it): the rollout's length under the faults.
+	LastFirstReady     time.Duration
 	ReadyAfterFaults   time.Duration  // from the end of the faults
 	PlantedFound       []string       // what the self-check's audit found
+	Recreated          int            // deleted Retain Workloads created again after the audit
 	Audited            map[string]int // objects audited, by kind
 	CredentialsChecked int
 	RetainedChecked    int
@@ -80,6 +84,7 @@ type Report struct {
 	CredentialsChanged []string
 	RetainedMissing    []string
 	NotReady           []string
+	RecreatedWrong     []string // re-created Retain Workloads not Ready with their old credentials
 	Seed               uint64
 }
 
@@ -96,6 +101,7 @@ func (r *Report) Problems() []string {
 	add("orphan", r.Orphans)
 	add("credentials changed", r.CredentialsChanged)
 	add("retained data missing", r.RetainedMissing)
+	add("re-created", r.RecreatedWrong)
 	return out
 }
 
@@ -107,14 +113,15 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "%s: killed %d times, exited on its own %d times\n", name, r.Kills[name], r.Exits[name])
 	}
 	fmt.Fprintf(&b, "API server restarts %d, etcd restarts %d\n", r.APIServerRestarts, r.EtcdRestarts)
-	fmt.Fprintf(&b, "all Ready %s after the first Workload was created, %s after the faults ended\n",
-		r.TimeToAllReady.Round(100*time.Millisecond), r.ReadyAfterFaults.Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "the last Workload first Ready %s after the first was created; all Ready (the wait's end) %s after it, %s after the faults ended\n",
+		r.LastFirstReady.Round(time.Second), r.TimeToAllReady.Round(100*time.Millisecond), r.ReadyAfterFaults.Round(100*time.Millisecond))
 	var kinds []string
 	for k, n := range r.Audited {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(kinds)
 	fmt.Fprintf(&b, "audited: %s\n", strings.Join(kinds, ", "))
+	fmt.Fprintf(&b, "deleted Retain Workloads created again: %d, not Ready with the same credentials: %d\n", r.Recreated, len(r.RecreatedWrong))
 	fmt.Fprintf(&b, "duplicates %d, orphans %d, credentials changed %d of %d outputs Secrets, shared instances %d, retained claims checked %d (data missing %d), not Ready %d\n",
 		len(r.Duplicates), len(r.Orphans), len(r.CredentialsChanged), r.CredentialsChecked, r.SharedInstances, r.RetainedChecked, len(r.RetainedMissing), len(r.NotReady))
 	for _, p := range r.Problems() {
@@ -136,6 +143,7 @@ type run struct {
 	ctrls    map[string]*controller
 	report   *Report
 	restarts sync.Mutex // one cluster component down at a time
+	created  sync.Map   // the Workloads created so far, by namespace/name
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -186,6 +194,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return r.report, err
 	}
 	r.settledAudit(ctx)
+	r.recreateRetained(ctx)
 	if o.SelfCheck {
 		if err := r.selfCheck(ctx); err != nil {
 			return r.report, err
@@ -281,6 +290,7 @@ func (r *run) rollOut(ctx context.Context) error {
 			}
 			return err
 		})
+		r.created.Store(p.namespace+"/"+p.name, true)
 	}
 	r.logf("%d Workloads created", len(planned))
 	time.Sleep(time.Until(start.Add(r.o.Window)))
@@ -321,6 +331,9 @@ func (r *run) rollOut(ctx context.Context) error {
 		time.Sleep(time.Second)
 	}
 	stopRecording()
+	r.rec.mu.Lock()
+	r.report.LastFirstReady = r.rec.lastFirstReady.Sub(start)
+	r.rec.mu.Unlock()
 	r.rec.deleted = deleted.list()
 	return nil
 }
@@ -483,8 +496,8 @@ func (d *deletions) list() []deletedWorkload {
 }
 
 // scheduleDeletions deletes Deletions Workloads at random moments of the window: Retain ones
-// and shared consumers, taking only Workloads that were Ready (so their data exists), and
-// never the last consumer of a namespace's shared instance.
+// and shared consumers that were Ready (so their data exists; never the last consumer of a
+// namespace's shared instance), and ones with their own database, Ready or not.
 func (r *run) scheduleDeletions(ctx context.Context, start time.Time, all []planned, wg *sync.WaitGroup) *deletions {
 	out := &deletions{}
 	var at []time.Duration
@@ -498,19 +511,19 @@ func (r *run) scheduleDeletions(ctx context.Context, start time.Time, all []plan
 		taken := map[string]bool{}
 		for i, d := range at {
 			time.Sleep(time.Until(start.Add(d)))
-			want := retainedCache
-			if i%2 == 1 {
-				want = sharedDatabase // the namespace's "both" Workloads remain its consumers
-			}
+			// In turn: a Retain one and a shared consumer that were Ready (so that there is
+			// data to keep, and an instance to keep for the namespace's "both" Workloads, which
+			// remain its consumers), and one with its own database in whatever state it is.
+			want, readyOnly := [...]kind{retainedCache, sharedDatabase, ownDatabase}[i%3], i%3 != 2
 			var candidates []planned
 			for _, p := range all {
 				key := p.namespace + "/" + p.name
-				if p.kind == want && !taken[key] && r.rec.recorded(key) {
+				if _, created := r.created.Load(key); p.kind == want && !taken[key] && created && (!readyOnly || r.rec.recorded(key)) {
 					candidates = append(candidates, p)
 				}
 			}
 			if len(candidates) == 0 {
-				r.logf("no Ready %s Workload to delete yet", want)
+				r.logf("no %s Workload to delete yet", want)
 				continue
 			}
 			p := candidates[r.intn(len(candidates))]
