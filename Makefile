@@ -60,10 +60,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (make fuzz FUZZTIME=30s); make 
 		go test "$${t%%:*}" -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 50x || exit 1; \
 	done
 
-# The scale benchmark (docs/performance.md): N Workloads of the MIX (postgres, none, three,
-# batch, or weighted: postgres=3,batch=1), all at once or RATE per second, on a cluster of its
-# own; BENCH_ARGS are more score-bench flags (--profile-dir DIR, --controller-args "...").
-N ?= 200
+# The scale benchmark (docs/performance.md): N Workloads (default 200) of the MIX (postgres,
+# none, three, batch, or weighted: postgres=3,batch=1), all at once or RATE per second, on a
+# cluster of its own; BENCH_ARGS are more score-bench flags (--profile-dir DIR,
+# --controller-args "...").
 MIX ?= postgres
 RATE ?= 0
 BENCH_OUT ?= bench-result.json
@@ -72,7 +72,11 @@ BENCH_ARGS ?=
 .PHONY: bench
 bench: tools build ## The scale benchmark: make bench N=200 MIX=postgres RATE=0 BENCH_OUT=result.json
 	go build -o bin/score-bench ./cmd/score-bench
-	bin/score-bench --n $(N) --mix $(MIX) --rate $(RATE) --out $(BENCH_OUT) $(BENCH_ARGS)
+	bin/score-bench --n $(or $(N),200) --mix $(MIX) --rate $(RATE) --out $(BENCH_OUT) $(BENCH_ARGS)
+
+.PHONY: chaos
+chaos: tools ## Roll out N Workloads (default 300) while killing controllers, the API server and etcd; audit the result
+	go run ./test/chaos/score-chaos -workloads $(or $(N),300)
 
 .PHONY: cluster-up
 cluster-up: ## Start the local simulated cluster (kubeconfig .dev/kubeconfig)

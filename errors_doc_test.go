@@ -12,7 +12,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
+	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
@@ -45,6 +47,7 @@ func TestErrorCatalogue(t *testing.T) {
 		"provisioner-run":        provisionerMessage,
 		"template":               templateMessage,
 		"exposure":               exposureMessage,
+		"conflict":               conflictMessage,
 	}
 	for kind := range checks {
 		if len(tables[kind]) == 0 {
@@ -295,4 +298,53 @@ func exposureMessage(t *testing.T, input string) string {
 		return err.Error()
 	}
 	return "(mirrored)"
+}
+
+// conflictMessage renders two Workloads (a YAML list, named by their metadata, in namespace
+// team-a) under the sample config and the default templates, as the runtime would, and
+// returns the second's Ready reason and message with its plan's message when one of its
+// objects is also the first's.
+func conflictMessage(t *testing.T, input string) string {
+	var pair []*scorev1b1.Workload
+	fromYAML(t, input, &pair)
+	if len(pair) != 2 {
+		t.Fatalf("the input is two Workloads, not %d", len(pair))
+	}
+	cfg, err := orchconfig.Parse(sampleConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := func(ref scorev1b1.TemplateRef) (render.Template, error) {
+		parsed, err := orchconfig.ParseRef(ref.Ref)
+		if err != nil {
+			return render.Template{}, err
+		}
+		b, err := os.ReadFile("config/templates/" + parsed.Key)
+		return render.Template{Data: b}, err
+	}
+	rendered := make([]map[string]bool, 2)
+	var second []string
+	for i, w := range pair {
+		w.Namespace = "team-a"
+		res, err := offline.Run(offline.Input{Workload: w, Config: cfg, Template: template})
+		if err != nil {
+			t.Fatalf("%s: %v", w.Name, err)
+		}
+		rendered[i] = map[string]bool{}
+		for _, m := range res.Manifests {
+			id := m.GetKind() + "/" + m.GetName()
+			rendered[i][id] = true
+			if i == 1 {
+				second = append(second, id)
+			}
+		}
+	}
+	for _, id := range second {
+		if rendered[0][id] {
+			kind, name, _ := strings.Cut(id, "/")
+			c := workloadstatus.ObjectConflict()
+			return fmt.Sprintf("%s: %s (the plan: %s)", c.Reason, c.Message, plan.ConflictMessage(kind, name, "uid-of-"+pair[0].Name, pair[0].Name))
+		}
+	}
+	return "(no object in common)"
 }

@@ -224,6 +224,15 @@ const (
 	PlanPhaseFailed    PlanPhase = "Failed"
 )
 
+// The plan's Applied condition, and its reason when an object the plan renders exists and
+// belongs to another Workload: the runtime refuses to take it over, the orchestrator tells
+// the plan's Workload so, and the runtime tells the owning Workload with a Warning event of
+// the same reason.
+const (
+	PlanConditionApplied     = "Applied"
+	PlanReasonObjectConflict = "ObjectConflict"
+)
+
 // WorkloadPlanStatus is written only by the runtime.
 type WorkloadPlanStatus struct {
 	// ObservedGeneration is the plan generation the runtime last processed.

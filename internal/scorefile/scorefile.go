@@ -116,12 +116,47 @@ func ToWorkload(raw map[string]any, opts Options) (*Result, error) {
 	if err := decodeStrict(spec, &w.Spec); err != nil {
 		return nil, fmt.Errorf("converting the Score spec: %w", err)
 	}
+	dropEmpty(&w.Spec)
 	if opts.BaseDir != "" {
 		if err := inlineFileSources(w, opts.BaseDir); err != nil {
 			return nil, err
 		}
 	}
 	return &Result{Workload: w, Changes: changes}, nil
+}
+
+// dropEmpty makes every empty collection of the spec absent. Score and the API server treat
+// an empty collection as absent, and the way back (FromWorkload) leaves it out, so keeping
+// it would make converting back and forth change the Workload (FuzzScoreRoundTrip found a
+// legacy files list of one null entry, which upgrades to files: {}).
+func dropEmpty(spec *scorev1b1.WorkloadSpec) {
+	for name, c := range spec.Containers {
+		if len(c.Command) == 0 {
+			c.Command = nil
+		}
+		if len(c.Args) == 0 {
+			c.Args = nil
+		}
+		if len(c.Variables) == 0 {
+			c.Variables = nil
+		}
+		if len(c.Files) == 0 {
+			c.Files = nil
+		}
+		if len(c.Volumes) == 0 {
+			c.Volumes = nil
+		}
+		if len(c.Before) == 0 {
+			c.Before = nil
+		}
+		spec.Containers[name] = c
+	}
+	if len(spec.Resources) == 0 {
+		spec.Resources = nil
+	}
+	if spec.Service != nil && len(spec.Service.Ports) == 0 {
+		spec.Service.Ports = nil
+	}
 }
 
 // reservedAnnotations are the annotations the converter and kubectl write on a Workload and

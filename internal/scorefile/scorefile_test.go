@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -217,5 +218,38 @@ func TestReservedAnnotationsAreRefused(t *testing.T) {
 		if !errors.As(err, &reserved) || reserved.Key != key {
 			t.Errorf("%s: want a ReservedAnnotationError, got %v", key, err)
 		}
+	}
+}
+
+// Regression (FuzzScoreRoundTrip, testdata/fuzz/FuzzScoreRoundTrip/9e782d9eda1e7a03): an
+// empty collection — written so, or a legacy files list of one null entry, which upgrades to
+// files: {} — became an empty map in the Workload, and the way back made it absent, so
+// converting back and forth changed the Workload. Empty and absent are one Workload.
+func TestEmptyCollectionsAreAbsent(t *testing.T) {
+	for name, text := range map[string]string{
+		"a files list of one null entry": "apiVersion: score.dev/v1b1\nmetadata: {name: web}\ncontainers:\n  main:\n    image: nginx\n    files:\n      -\n",
+		"empty collections":              "apiVersion: score.dev/v1b1\nmetadata: {name: web}\ncontainers:\n  main: {image: nginx, command: [], args: [], variables: {}, files: {}, volumes: {}}\nresources: {}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			docs, err := DecodeDocuments([]byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := ToWorkload(docs[0], Options{Namespace: "ns"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := FromWorkload(res.Workload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := ToWorkload(back, Options{Namespace: "ns"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(again.Workload, res.Workload) {
+				t.Fatalf("converting back and forth changed the Workload:\n%#v\n%#v", res.Workload.Spec, again.Workload.Spec)
+			}
+		})
 	}
 }

@@ -103,6 +103,7 @@ const (
 	msgQuotaExceeded        = "The workload's deployment exceeds a quota."
 	msgPermissionDenied     = "The platform is not permitted to deploy the workload."
 	msgRuntimeFailed        = "The workload could not be deployed."
+	msgObjectConflict       = "Another workload owns an object this workload would create; it is not taken over."
 	msgClaimPolicyViolation = "A platform policy denied dependency %q."
 	msgClaimQuota           = "Dependency %q exceeds a quota."
 	msgClaimPermission      = "The platform is not permitted to provision dependency %q."
@@ -164,6 +165,12 @@ func Provisioning() Condition {
 // Denied is the condition for a write the API server refused with an abstract reason.
 func Denied(reason scorev1b1.Reason) Condition {
 	return Runtime(metav1.ConditionFalse, reason)
+}
+
+// ObjectConflict is the runtime condition when an object the workload's template renders
+// belongs to another workload: nothing is deployed, and the other workload keeps it.
+func ObjectConflict() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied, msgObjectConflict}
 }
 
 // Runtime is the runtime condition for a normalised runtime status and reason.

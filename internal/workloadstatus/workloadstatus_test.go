@@ -105,6 +105,7 @@ func TestMessagesAreNeutral(t *testing.T) {
 	add(ProjectionError())
 	add(Provisioning())
 	add(Deleting([]string{"db", "cache"}))
+	add(ObjectConflict())
 	for _, r := range scorev1b1.Reasons {
 		add(Runtime(metav1.ConditionFalse, r))
 		add(Denied(r))

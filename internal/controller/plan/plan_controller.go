@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -53,12 +54,50 @@ const (
 	// RuntimeClass is the runtime class this controller serves.
 	RuntimeClass = "kubernetes"
 	// ConditionApplied and ConditionHealthy are the plan's detailed conditions.
-	ConditionApplied = "Applied"
+	ConditionApplied = scorev1b1.PlanConditionApplied
 	ConditionHealthy = "Healthy"
 )
 
-// errConflict is an object that exists and belongs to another Workload.
-var errConflict = errors.New("belongs to another workload")
+// errConflict is an object the plan may not apply: of a kind or in a namespace the platform
+// does not allow, or one that exists and belongs to another Workload (an *ownedElsewhere).
+var errConflict = errors.New("not the plan's to apply")
+
+// notAllowed is an object of a kind or in a namespace the platform does not allow.
+type notAllowed string
+
+func (e notAllowed) Error() string { return string(e) }
+
+func (e notAllowed) Unwrap() error { return errConflict }
+
+// ownedElsewhere is an object the plan renders that exists and is not its Workload's.
+type ownedElsewhere struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+	// ownerUID and ownerName are the Workload the object belongs to; both are empty for an
+	// object the runtime did not create.
+	ownerUID, ownerName string
+}
+
+func (e *ownedElsewhere) Error() string {
+	return ConflictMessage(e.gk.Kind, e.name, e.ownerUID, e.ownerName)
+}
+
+func (e *ownedElsewhere) Unwrap() error { return errConflict }
+
+// ConflictMessage is the plan's message when an object it renders, kind and name, exists
+// and belongs to another Workload (ownerUID, and its name when the object says it), or was
+// not created by the runtime (ownerUID empty).
+func ConflictMessage(kind, name, ownerUID, ownerName string) string {
+	switch {
+	case ownerUID == "":
+		return fmt.Sprintf("%s %s exists and was not created by the runtime", kind, name)
+	case ownerName == "":
+		return fmt.Sprintf("%s %s exists and belongs to another workload", kind, name)
+	default:
+		return fmt.Sprintf("%s %s exists and belongs to workload %s", kind, name, ownerName)
+	}
+}
 
 // The runtime's permissions: it writes plan and exposure status (never their spec, never a
 // Workload) and the kinds the default templates create.
@@ -92,6 +131,7 @@ type Reconciler struct {
 	Concurrency int
 
 	watcher *objectwatch.Watcher
+	blocked blocked
 }
 
 // Reconcile renders, applies and judges one plan.
@@ -142,7 +182,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	applied, live, err := r.apply(ctx, p, objs)
 	if err != nil {
+		var owned *ownedElsewhere
 		switch reason, denied := apidenial.Classify(err); {
+		case errors.As(err, &owned):
+			r.refuseConflict(ctx, p, before, owned)
+			return ctrl.Result{}, nil // the object's deletion brings the plan back (blocked)
 		case errors.Is(err, errConflict):
 			r.fail(p, scorev1b1.ReasonPermissionDenied, err.Error())
 			return ctrl.Result{}, nil
@@ -267,14 +311,14 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 			return nil, nil, fmt.Errorf("%s %s: the kind is not served: %w", u.GetKind(), u.GetName(), err)
 		}
 		if !r.kindAllowed(gvk.GroupKind()) {
-			return nil, nil, fmt.Errorf("%w: %s %s is of a kind the platform does not let templates create (allowedKinds)", errConflict, u.GetKind(), u.GetName())
+			return nil, nil, notAllowed(fmt.Sprintf("%s %s is of a kind the platform does not let templates create (allowedKinds)", u.GetKind(), u.GetName()))
 		}
 		clusterScoped := mapping.Scope.Name() != meta.RESTScopeNameNamespace
 		switch ns := u.GetNamespace(); {
 		case clusterScoped:
 			u.SetNamespace("")
 		case ns != "" && ns != p.Namespace:
-			return nil, nil, fmt.Errorf("%w: %s %s targets namespace %s", errConflict, u.GetKind(), u.GetName(), ns)
+			return nil, nil, notAllowed(fmt.Sprintf("%s %s targets namespace %s", u.GetKind(), u.GetName(), ns))
 		default:
 			u.SetNamespace(p.Namespace)
 		}
@@ -283,7 +327,11 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), existing); {
 		case err == nil:
 			if owner := existing.GetAnnotations()[AnnotationWorkloadUID]; owner != uid {
-				return nil, nil, fmt.Errorf("%w: %s %s exists and %s", errConflict, u.GetKind(), u.GetName(), describeOwner(owner))
+				owned := &ownedElsewhere{gk: gvk.GroupKind(), namespace: existing.GetNamespace(), name: u.GetName(), ownerUID: owner}
+				if owner != "" {
+					owned.ownerName = existing.GetLabels()[scorev1b1.LabelWorkload]
+				}
+				return nil, nil, owned
 			}
 			live[i] = existing
 		case !apierrors.IsNotFound(err):
@@ -325,11 +373,29 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 	return applied, current, nil
 }
 
-func describeOwner(uid string) string {
-	if uid == "" {
-		return "was not created by the runtime"
+// refuseConflict fails the plan for an object that is not its Workload's, remembers that the
+// object blocks the plan (its deletion brings the plan back), and, once per refusal, warns
+// on the plan and on the Workload that owns the object.
+func (r *Reconciler) refuseConflict(ctx context.Context, p, before *scorev1b1.WorkloadPlan, owned *ownedElsewhere) {
+	message := owned.Error()
+	r.fail(p, scorev1b1.ReasonPermissionDenied, message)
+	if owned.ownerUID != "" {
+		// Another Workload's: the orchestrator says so on this plan's Workload. An object the
+		// runtime did not create stays a plain PermissionDenied.
+		setCondition(p, ConditionApplied, metav1.ConditionFalse, scorev1b1.PlanReasonObjectConflict, message)
 	}
-	return "belongs to another workload"
+	r.blocked.add(blockingKey(owned.gk, owned.namespace, owned.name), client.ObjectKeyFromObject(p))
+	if r.Recorder == nil || before.Status.Message == message {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("Refused an object another workload owns", "kind", owned.gk.Kind, "name", owned.name, "owner", owned.ownerName)
+	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, scorev1b1.PlanReasonObjectConflict, "Apply", "%s", message)
+	if owned.ownerUID != "" && owned.ownerName != "" {
+		owner := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: owned.ownerName, UID: types.UID(owned.ownerUID)}}
+		owner.SetGroupVersionKind(scorev1b1.GroupVersion.WithKind("Workload"))
+		r.Recorder.Eventf(owner, nil, corev1.EventTypeWarning, scorev1b1.PlanReasonObjectConflict, "Apply",
+			"Workload %q would create an object this workload owns; it was refused, and this workload is unaffected.", p.Spec.WorkloadRef.Name)
+	}
 }
 
 // keepRuns keeps earlier runs as history. An applied object labelled score.dev/run-of is a

@@ -2,14 +2,19 @@ package plan
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -44,8 +49,60 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &scorev1b1.WorkloadPlan{}, handler.OnlyControllerOwner())
-	r.watcher = &objectwatch.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: owner}
+	r.watcher = &objectwatch.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: releaseBlocked{EventHandler: owner, blocked: &r.blocked}}
 	return nil
+}
+
+// blocked remembers the plans refused because an object they render belongs to another
+// Workload, by that object, so that its deletion brings them back (a watch, not a poll). It
+// lives in memory: after a restart every plan is reconciled anyway.
+type blocked struct {
+	mu    sync.Mutex
+	plans map[string]map[types.NamespacedName]bool
+}
+
+func blockingKey(gk schema.GroupKind, namespace, name string) string {
+	return gk.String() + "/" + namespace + "/" + name
+}
+
+func (b *blocked) add(object string, plan types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.plans == nil {
+		b.plans = map[string]map[types.NamespacedName]bool{}
+	}
+	if b.plans[object] == nil {
+		b.plans[object] = map[types.NamespacedName]bool{}
+	}
+	b.plans[object][plan] = true
+}
+
+// take returns and forgets the plans object blocks.
+func (b *blocked) take(object string) []types.NamespacedName {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []types.NamespacedName
+	for p := range b.plans[object] {
+		out = append(out, p)
+	}
+	delete(b.plans, object)
+	return out
+}
+
+// releaseBlocked is the applied objects' handler: their owner plan, and on deletion the
+// plans the object blocked.
+type releaseBlocked struct {
+	handler.EventHandler
+	blocked *blocked
+}
+
+// Delete enqueues the owner and the plans the deleted object blocked.
+func (h releaseBlocked) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Delete(ctx, e, q)
+	gvk := e.Object.GetObjectKind().GroupVersionKind()
+	for _, p := range h.blocked.take(blockingKey(gvk.GroupKind(), e.Object.GetNamespace(), e.Object.GetName())) {
+		q.Add(reconcile.Request{NamespacedName: p})
+	}
 }
 
 // allPlans maps a config change to every plan.

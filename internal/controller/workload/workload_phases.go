@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -234,6 +235,9 @@ func (r *Reconciler) runtimeCondition(s *scope, mirrored mirror.Result) workload
 	}
 	switch p.Status.Phase {
 	case scorev1b1.PlanPhaseFailed:
+		if c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); c != nil && c.Reason == scorev1b1.PlanReasonObjectConflict {
+			return workloadstatus.ObjectConflict()
+		}
 		return workloadstatus.Runtime(metav1.ConditionFalse, p.Status.Reason)
 	case scorev1b1.PlanPhaseProjected:
 		if mirrored.Signal != nil {
