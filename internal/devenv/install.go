@@ -67,22 +67,9 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // every provisioner file of the development catalog, validated as the orchestrator validates
 // it) and the default templates. It returns the config installed.
 func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Config, error) {
-	crdFiles, err := globAll(bundle, "config/crd/bases/*.yaml", "config/crd/thirdparty/*.yaml")
+	crds, err := applyFiles(ctx, c, bundle, "config/crd/bases/*.yaml", "config/crd/thirdparty/*.yaml")
 	if err != nil {
 		return nil, err
-	}
-	var crds []string
-	for _, f := range crdFiles {
-		objs, err := decodeFile(bundle, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if err := apply(ctx, c, o); err != nil {
-				return nil, err
-			}
-			crds = append(crds, o.GetName())
-		}
 	}
 	if err := waitEstablished(ctx, c, crds); err != nil {
 		return nil, err
@@ -133,20 +120,8 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 		}
 	}
 	// The roles a platform binds to its users (score-workload-editor, -viewer).
-	userRoles, err := globAll(bundle, "config/rbac/users/*.yaml")
-	if err != nil {
+	if _, err := applyFiles(ctx, c, bundle, "config/rbac/users/*.yaml"); err != nil {
 		return nil, err
-	}
-	for _, f := range userRoles {
-		objs, err := decodeFile(bundle, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if err := apply(ctx, c, o); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return cfg, nil
 }
@@ -372,4 +347,27 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// applyFiles applies every object of the bundle's files matching the patterns and returns
+// their names.
+func applyFiles(ctx context.Context, c client.Client, bundle fs.FS, patterns ...string) ([]string, error) {
+	files, err := globAll(bundle, patterns...)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, f := range files {
+		objs, err := decodeFile(bundle, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if err := apply(ctx, c, o); err != nil {
+				return nil, err
+			}
+			names = append(names, o.GetName())
+		}
+	}
+	return names, nil
 }
