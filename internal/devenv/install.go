@@ -83,7 +83,7 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 	if err != nil {
 		return nil, err
 	}
-	templates, err := templatesConfigMaps(bundle)
+	templates, err := TemplatesConfigMaps(bundle)
 	if err != nil {
 		return nil, err
 	}
@@ -148,10 +148,10 @@ func AssembleConfig(bundle fs.FS) ([]byte, error) {
 	return orchconfig.AppendProvisioners(base, files...)
 }
 
-// templatesConfigMaps are the default templates: score-templates holds each file of
+// TemplatesConfigMaps are the default templates (in SystemNamespace): score-templates holds each file of
 // config/templates under its name, and each directory (a kustomization) becomes a ConfigMap
 // of its own name holding its files, as `kubectl create configmap --from-file` would.
-func templatesConfigMaps(bundle fs.FS) ([]client.Object, error) {
+func TemplatesConfigMaps(bundle fs.FS) ([]client.Object, error) {
 	entries, err := fs.ReadDir(bundle, "config/templates")
 	if err != nil {
 		return nil, err
