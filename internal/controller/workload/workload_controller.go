@@ -92,6 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 	// 5-8. Observe, decide, act.
+	r.readiness.seen(w.UID, w.Generation, r.now())
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
