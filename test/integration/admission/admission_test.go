@@ -90,21 +90,22 @@ func installPolicies(t *testing.T) {
 			t.Fatalf("policy %s: type-checking warnings %+v", name, tc.ExpressionWarnings)
 		}
 	}
-	// The admission plugin learns of policies through its own informer: wait until a Workload
-	// without a team label is refused.
+	// The admission plugin learns of policies through its own informer: wait until each
+	// binding's policy refuses what it should.
 	ns := namespace(t, nil)
-	testenv.Eventually(t, 20*time.Second, "the policies are in force", func() error {
-		if err := env.Client.Create(ctx, workload(ns, "probe", "nginx"), client.DryRunAll); err == nil {
-			return errors.New("not yet")
+	inForce := func(obj client.Object, policy string) func() error {
+		return func() error {
+			err := env.Client.Create(ctx, obj, client.DryRunAll)
+			if err == nil || !strings.Contains(err.Error(), "'"+policy+"'") {
+				return fmt.Errorf("not yet (%v)", err)
+			}
+			return nil
 		}
-		return nil
-	})
-	testenv.Eventually(t, 20*time.Second, "the image policy is in force", func() error {
-		if err := env.Client.Create(ctx, deployment(ns, "probe", "nginx"), client.DryRunAll); err == nil {
-			return errors.New("not yet")
-		}
-		return nil
-	})
+	}
+	testenv.Eventually(t, 20*time.Second, "the label policy is in force", inForce(workload(ns, "probe", "nginx", withLabels(nil)), "score-required-labels"))
+	testenv.Eventually(t, 20*time.Second, "the image policy is in force", inForce(deployment(ns, "probe", "nginx"), "score-image-registries"))
+	restricted := namespace(t, map[string]string{"score.dev/allowed-profiles": "web-service"})
+	testenv.Eventually(t, 20*time.Second, "the profile policy is in force", inForce(workload(restricted, "probe", "nginx", withProfile("stateful")), "score-allowed-profiles"))
 }
 
 func decodeFile(t *testing.T, path string) []*unstructured.Unstructured {
@@ -233,10 +234,10 @@ func TestPolicies(t *testing.T) {
 
 	t.Run("required labels", func(t *testing.T) {
 		run(t, []admissionCase{
-			{"with a team", workload(open, "a", "nginx"), true, ""},
-			{"without labels", workload(open, "b", "nginx", withLabels(nil)), false, "the Workload must carry the label(s): team"},
-			{"with other labels only", workload(open, "c", "nginx", withLabels(map[string]string{"app": "c"})), false, "label(s): team"},
-			{"with an empty team", workload(open, "d", "nginx", withLabels(map[string]string{"team": ""})), false, "label(s): team"},
+			{"with a team", workload(open, "wa", "nginx"), true, ""},
+			{"without labels", workload(open, "wb", "nginx", withLabels(nil)), false, "the Workload must carry the label(s): team"},
+			{"with other labels only", workload(open, "wc", "nginx", withLabels(map[string]string{"app": "c"})), false, "label(s): team"},
+			{"with an empty team", workload(open, "wd", "nginx", withLabels(map[string]string{"team": ""})), false, "label(s): team"},
 		})
 	})
 
