@@ -90,24 +90,34 @@ type Reconciler struct {
 	watcher *objectwatch.Watcher
 	// readers remembers, per config, which definitions can read other Workloads' ports.
 	readers workloadReaders
+	// phases times each claim's phases for the metrics.
+	phases phaseClock
 }
 
 // Reconcile brings one claim one step closer to Bound, or releases it when deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	c := &scorev1b1.ResourceClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.phases.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := c.DeepCopy()
 	defer func() {
-		// The status is written once, and only when it changed: an unconditional write would
-		// trigger the watch and loop.
-		if equality.Semantic.DeepEqual(before.Status, c.Status) || !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, Finalizer) {
+		if !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, Finalizer) {
+			r.phases.forget(req.NamespacedName)
 			return
 		}
-		if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
-			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+		// The status is written once, and only when it changed: an unconditional write would
+		// trigger the watch and loop.
+		if !equality.Semantic.DeepEqual(before.Status, c.Status) {
+			if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+				retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+				return
+			}
 		}
+		r.phases.observe(c, before.Status.Phase, r.clock().Now())
 	}()
 
 	if !c.DeletionTimestamp.IsZero() {
