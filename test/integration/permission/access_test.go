@@ -196,6 +196,8 @@ func accessTable() []access {
 			rows = append(rows, access{who: who, verb: verb, resource: "leases.coordination.k8s.io", ns: "kube-system"})
 		}
 		rows = append(rows, access{who: who, verb: "delete", resource: "leases.coordination.k8s.io", ns: devenv.SystemNamespace})
+		// The leader's Event (core events, recorded by client-go's leader election).
+		rows = append(rows, access{who: who, verb: "create", resource: "events", ns: devenv.SystemNamespace, allowed: who != editor && who != viewer})
 	}
 	// Users see Workloads only: none of the internal kinds, not even to read.
 	for _, who := range []string{editor, viewer} {
