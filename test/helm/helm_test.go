@@ -35,6 +35,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -44,6 +45,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -242,8 +244,17 @@ func TestHelmInstall(t *testing.T) {
 
 	checkMetrics(t, procs, workloads)
 	checkNoSecrets(t, procs)
+	checkTransitionLogs(t, procs)
 
-	// An idle minute: no event and no write but the leader leases' renewals.
+	// An idle minute: no event and no write but the leader leases' renewals. It starts once
+	// the rollout has settled: Ready comes before the last endpoints are published, so the
+	// minute begins after five seconds without a write.
+	testenv.Eventually(t, time.Minute, "the controllers settle", func() error {
+		if last := readAudit(t).lastWrite(namespace); time.Since(last) < 5*time.Second {
+			return fmt.Errorf("last write at %s", last.Format(time.RFC3339Nano))
+		}
+		return nil
+	})
 	idleStart := time.Now()
 	time.Sleep(time.Minute)
 	audit = readAudit(t)
@@ -496,6 +507,75 @@ func checkNoSecrets(t *testing.T, procs map[string]*controllerProcess) {
 	t.Logf("%d secret values absent from %d logs and metrics endpoints", len(values), len(procs))
 }
 
+// checkTransitionLogs reads the controllers' logs, JSON lines, for one line per state
+// transition: for each Workload (its Ready condition), claim and plan (its phase), the lines
+// never repeat a state, and the last one is the state the object is in.
+func checkTransitionLogs(t *testing.T, procs map[string]*controllerProcess) {
+	t.Helper()
+	// states reads proc's log lines with message msg (and field filter's value, when set) for
+	// objects in apps: by object name, the state each line names (the values of fields).
+	states := func(proc, msg string, filter [2]string, fields ...string) map[string][]string {
+		raw, err := os.ReadFile(procs[proc].log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]string{}
+		for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+			var entry map[string]any
+			if err := json.Unmarshal(line, &entry); err != nil {
+				t.Fatalf("%s: a log line that is not JSON: %s", proc, line)
+			}
+			if entry["msg"] != msg || entry["namespace"] != apps || filter[0] != "" && entry[filter[0]] != filter[1] {
+				continue
+			}
+			var state []string
+			for _, f := range fields {
+				state = append(state, fmt.Sprint(entry[f]))
+			}
+			name := fmt.Sprint(entry["name"])
+			out[name] = append(out[name], strings.Join(state, "/"))
+		}
+		return out
+	}
+	check := func(what string, logged map[string][]string, current map[string]string) {
+		for name, now := range current {
+			seq := logged[name]
+			for i := 1; i < len(seq); i++ {
+				if seq[i] == seq[i-1] {
+					t.Errorf("%s %s: a log line without a transition: %v", what, name, seq)
+				}
+			}
+			if len(seq) == 0 || seq[len(seq)-1] != now {
+				t.Errorf("%s %s is %s; its logged transitions: %v", what, name, now, seq)
+			}
+		}
+	}
+	var claims scorev1b1.ResourceClaimList
+	var plans scorev1b1.WorkloadPlanList
+	var workloads scorev1b1.WorkloadList
+	for _, l := range []client.ObjectList{&claims, &plans, &workloads} {
+		if err := c.List(ctx, l, client.InNamespace(apps)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	current := map[string]string{}
+	for _, w := range workloads.Items {
+		ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
+		current[w.Name] = string(ready.Status) + "/" + ready.Reason
+	}
+	check("Workload", states("score-orchestrator", "Condition changed", [2]string{"type", "Ready"}, "status", "reason"), current)
+	current = map[string]string{}
+	for _, c := range claims.Items {
+		current[c.Name] = string(c.Status.Phase) + "/" + string(c.Status.Reason)
+	}
+	check("claim", states("score-provisioner", "Phase changed", [2]string{}, "phase", "reason"), current)
+	current = map[string]string{}
+	for _, p := range plans.Items {
+		current[p.Name] = string(p.Status.Phase) + "/" + string(p.Status.Reason)
+	}
+	check("plan", states("score-runtime", "Phase changed", [2]string{}, "phase", "reason"), current)
+}
+
 // auditEvents are the API server's audit records of writes.
 type auditEvents []auditEvent
 
@@ -541,6 +621,17 @@ func readAudit(t *testing.T) auditEvents {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// lastWrite is when a service account of ns last wrote anything but a Lease.
+func (a auditEvents) lastWrite(ns string) time.Time {
+	var last time.Time
+	for _, e := range a {
+		if strings.HasPrefix(e.User.Username, "system:serviceaccount:"+ns+":") && e.ObjectRef.Resource != "leases" && e.StageTimestamp.After(last) {
+			last = e.StageTimestamp.Time
+		}
+	}
+	return last
 }
 
 // writesBy lists the writes user made after since, as "resource[/subresource] verb
