@@ -23,12 +23,13 @@ tools: ## Build (once, cached) kube-apiserver, etcd, controller-manager, schedul
 	hack/tools.sh
 
 .PHONY: generate
-generate: ## Regenerate CRDs and deep-copy code from api/
+generate: ## Regenerate CRDs, deep-copy code and RBAC roles; copy them into the Helm chart
 	go tool controller-gen object paths=./api/...
 	go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go tool controller-gen rbac:roleName=score-orchestrator paths=./internal/controller/workload/... output:rbac:artifacts:config=config/rbac/orchestrator
 	go tool controller-gen rbac:roleName=score-provisioner paths=./internal/controller/claim/... output:rbac:artifacts:config=config/rbac/provisioner
 	go tool controller-gen rbac:roleName=score-runtime paths=./internal/controller/plan/... output:rbac:artifacts:config=config/rbac/runtime
+	hack/sync-chart.sh
 
 .PHONY: lint
 lint: ## gofmt, go vet and a tidy go.mod

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -67,7 +68,11 @@ func Run(name string, args []string, output io.Writer) int {
 		}
 		return ExitSetup
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(output)))
+	logger := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(output))
+	ctrl.SetLogger(logger)
+	// client-go logs through klog (leader election, event broadcasting): the same sink, so
+	// that every line has the chosen encoding.
+	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 	opts.Controllers = strings.Split(controllers, ",")
 

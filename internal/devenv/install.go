@@ -62,10 +62,10 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // Install applies, server-side, what a development cluster needs before the controllers
 // start: the score.dev kinds and any third-party CRDs the catalog uses, the controllers'
-// ClusterRoles bound to their service accounts in score-system, the users' ClusterRoles
-// (config/rbac/users, bound by nobody), the Orchestrator Config (the sample profiles plus
-// every provisioner file of the development catalog, validated as the orchestrator validates
-// it) and the default templates. It returns the config installed.
+// ClusterRoles bound to their service accounts in score-system, with a Role for their leases
+// there, the users' ClusterRoles (config/rbac/users, bound by nobody), the Orchestrator Config
+// (the sample profiles plus every provisioner file of the development catalog, validated as
+// the orchestrator validates it) and the default templates. It returns the config installed.
 func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Config, error) {
 	crds, err := applyFiles(ctx, c, bundle, "config/crd/bases/*.yaml", "config/crd/thirdparty/*.yaml")
 	if err != nil {
@@ -83,7 +83,7 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 	if err != nil {
 		return nil, err
 	}
-	templates, err := templatesConfigMaps(bundle)
+	templates, err := TemplatesConfigMaps(bundle)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,14 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: ConfigMapName}, Data: map[string]string{ConfigKey: string(assembled)}},
 	}
 	objects = append(objects, templates...)
+	leaderElection := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: "score-leader-election"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "score-leader-election"},
+	}
+	for _, name := range controlplane.All {
+		leaderElection.Subjects = append(leaderElection.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: SystemNamespace, Name: "score-" + name})
+	}
+	objects = append(objects, leaderElection)
 	for _, name := range controlplane.All {
 		raw, err := fs.ReadFile(bundle, path.Join("config/rbac", name, "role.yaml"))
 		if err != nil {
@@ -119,8 +127,9 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 			return nil, err
 		}
 	}
-	// The roles a platform binds to its users (score-workload-editor, -viewer).
-	if _, err := applyFiles(ctx, c, bundle, "config/rbac/users/*.yaml"); err != nil {
+	// The controllers' leader-election Role, and the roles a platform binds to its users
+	// (score-workload-editor, -viewer).
+	if _, err := applyFiles(ctx, c, bundle, "config/rbac/leader-election.yaml", "config/rbac/users/*.yaml"); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -148,10 +157,10 @@ func AssembleConfig(bundle fs.FS) ([]byte, error) {
 	return orchconfig.AppendProvisioners(base, files...)
 }
 
-// templatesConfigMaps are the default templates: score-templates holds each file of
+// TemplatesConfigMaps are the default templates (in SystemNamespace): score-templates holds each file of
 // config/templates under its name, and each directory (a kustomization) becomes a ConfigMap
 // of its own name holding its files, as `kubectl create configmap --from-file` would.
-func templatesConfigMaps(bundle fs.FS) ([]client.Object, error) {
+func TemplatesConfigMaps(bundle fs.FS) ([]client.Object, error) {
 	entries, err := fs.ReadDir(bundle, "config/templates")
 	if err != nil {
 		return nil, err

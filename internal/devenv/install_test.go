@@ -60,7 +60,7 @@ func TestTemplatesConfigMap(t *testing.T) {
 		"config/templates/chart.tgz":     {Data: []byte{0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe}},
 		"config/templates/sub/ignored.y": {Data: []byte("x")}, // a kustomization directory
 	}
-	objs, err := templatesConfigMaps(bundle)
+	objs, err := TemplatesConfigMaps(bundle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
@@ -63,7 +64,6 @@ const (
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconciler reconciles ResourceClaims.
 type Reconciler struct {
@@ -90,24 +90,44 @@ type Reconciler struct {
 	watcher *objectwatch.Watcher
 	// readers remembers, per config, which definitions can read other Workloads' ports.
 	readers workloadReaders
+	// phases times each claim's phases for the metrics.
+	phases phaseClock
+	// written tells a cached claim older than this controller's last status write.
+	written ownwrites.Tracker
 }
 
 // Reconcile brings one claim one step closer to Bound, or releases it when deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	c := &scorev1b1.ResourceClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.phases.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.written.Stale(c) {
+		return ctrl.Result{}, nil
 	}
 	before := c.DeepCopy()
 	defer func() {
-		// The status is written once, and only when it changed: an unconditional write would
-		// trigger the watch and loop.
-		if equality.Semantic.DeepEqual(before.Status, c.Status) || !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, Finalizer) {
+		if !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, Finalizer) {
+			r.phases.forget(req.NamespacedName)
+			r.written.Forget(c.UID)
 			return
 		}
-		if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
-			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+		// The status is written once, and only when it changed: an unconditional write would
+		// trigger the watch and loop.
+		if !equality.Semantic.DeepEqual(before.Status, c.Status) {
+			if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+				retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+				return
+			}
+			r.written.Wrote(c.UID, before.ResourceVersion)
 		}
+		if before.Status.Phase != c.Status.Phase || before.Status.Reason != c.Status.Reason {
+			ctrl.LoggerFrom(ctx).Info("Phase changed", "phase", c.Status.Phase, "reason", c.Status.Reason, "provisioner", c.Status.Provisioner, "objects", len(c.Status.Resources))
+		}
+		r.phases.observe(c, before.Status.Phase, r.clock().Now())
 	}()
 
 	if !c.DeletionTimestamp.IsZero() {
@@ -291,9 +311,6 @@ func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, de
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s did not produce the expected outputs %s.", def.URI, strings.Join(missing, ", ")))
 	default:
 		c.Status.OutputsAvailable = len(plain)+len(secret) > 0
-		if c.Status.Phase != scorev1b1.ClaimPhaseBound {
-			ctrl.LoggerFrom(ctx).Info("Claim bound", "provisioner", def.URI, "objects", len(applied))
-		}
 		setPhase(c, scorev1b1.ClaimPhaseBound, scorev1b1.ReasonSucceeded, fmt.Sprintf("Provisioned by %s.", def.URI))
 	}
 	c.Status.ObservedGeneration = c.Generation

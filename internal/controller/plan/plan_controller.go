@@ -35,6 +35,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 )
@@ -114,7 +115,6 @@ func ConflictMessage(kind, name, ownerUID, ownerName string) string {
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconciler reconciles WorkloadPlans of runtime class kubernetes.
 type Reconciler struct {
@@ -132,6 +132,8 @@ type Reconciler struct {
 
 	watcher *objectwatch.Watcher
 	blocked blocked
+	// written tells a cached plan older than this controller's last status write.
+	written ownwrites.Tracker
 }
 
 // Reconcile renders, applies and judges one plan.
@@ -146,11 +148,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.release(ctx, p)
 	}
+	if r.written.Stale(p) {
+		return ctrl.Result{}, nil
+	}
 	before := p.DeepCopy()
 	defer func() {
 		// Written only when it changed: an unconditional write would loop through the watch.
-		if !equality.Semantic.DeepEqual(before.Status, p.Status) {
-			retErr = errors.Join(retErr, client.IgnoreNotFound(r.Client.Status().Patch(ctx, p, client.MergeFrom(before))))
+		if equality.Semantic.DeepEqual(before.Status, p.Status) {
+			return
+		}
+		if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(before)); err != nil {
+			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+			return
+		}
+		r.written.Wrote(p.UID, before.ResourceVersion)
+		if before.Status.Phase != p.Status.Phase || before.Status.Reason != p.Status.Reason {
+			ctrl.LoggerFrom(ctx).Info("Phase changed", "phase", p.Status.Phase, "reason", p.Status.Reason)
 		}
 	}()
 	if p.Status.Phase == "" {
@@ -518,5 +531,6 @@ func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) err
 	}
 	patch := client.MergeFrom(p.DeepCopy())
 	controllerutil.RemoveFinalizer(p, Finalizer)
+	r.written.Forget(p.UID)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, p, patch))
 }

@@ -31,7 +31,6 @@ import (
 // +kubebuilder:rbac:groups=score.dev,resources=resourceclaims;workloadplans;workloadexposures,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconciler reconciles Workloads.
 type Reconciler struct {
@@ -92,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 	// 5-8. Observe, decide, act.
+	r.readiness.seen(w.UID, w.Generation, r.now())
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}

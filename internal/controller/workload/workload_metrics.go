@@ -25,6 +25,11 @@ var (
 		Help:    "Time from a Workload generation being first seen to its Ready condition turning True.",
 		Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
 	})
+	timeToPlan = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "score_orchestrator_generation_to_plan_seconds",
+		Help:    "Time from a Workload generation being first seen to the plan for it being written (created or changed).",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+	})
 	mirrorResults = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "score_orchestrator_exposures_total",
 		Help: "Endpoint mirror results: mirrored (a new endpoint) or rejected (an invalid URL kept out).",
@@ -32,7 +37,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(workloadsByReason, selections, timeToReady, mirrorResults)
+	metrics.Registry.MustRegister(workloadsByReason, selections, timeToReady, timeToPlan, mirrorResults)
 }
 
 // readiness tracks each Workload's Ready status and reason for the gauge, and when each
@@ -40,6 +45,43 @@ func init() {
 type readiness struct {
 	mu    sync.Mutex
 	state map[types.UID]readyState
+	// generations: when each Workload's current generation was first seen, for the
+	// time-to-plan histogram, and whether its plan was written.
+	generations map[types.UID]generationSeen
+}
+
+type generationSeen struct {
+	generation int64
+	since      time.Time
+	planned    bool
+}
+
+// seen records a pass over a Workload's generation; the first pass for a generation starts
+// its clock.
+func (r *readiness) seen(uid types.UID, generation int64, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.generations == nil {
+		r.generations = map[types.UID]generationSeen{}
+	}
+	if g, ok := r.generations[uid]; !ok || g.generation != generation {
+		r.generations[uid] = generationSeen{generation: generation, since: now}
+	}
+}
+
+// planWritten observes the time from the generation being first seen to its plan being
+// written, once per generation (a later rewrite for the same generation, e.g. a config
+// change, is no sample).
+func (r *readiness) planWritten(uid types.UID, generation int64, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g, ok := r.generations[uid]
+	if !ok || g.generation != generation || g.planned {
+		return
+	}
+	timeToPlan.Observe(now.Sub(g.since).Seconds())
+	g.planned = true
+	r.generations[uid] = g
 }
 
 type readyState struct {
@@ -80,4 +122,5 @@ func (r *readiness) forget(uid types.UID) {
 		workloadsByReason.WithLabelValues(prev.ready, prev.reason).Dec()
 		delete(r.state, uid)
 	}
+	delete(r.generations, uid)
 }

@@ -45,3 +45,32 @@ func samples() (uint64, float64) {
 	_ = timeToReady.Write(m)
 	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }
+
+func TestTimeToPlan(t *testing.T) {
+	var r readiness
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	count := func() (uint64, float64) {
+		m := &dto.Metric{}
+		_ = timeToPlan.Write(m)
+		return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	}
+	n0, s0 := count()
+	r.seen("u1", 1, t0)
+	r.seen("u1", 1, t0.Add(time.Second)) // a later pass over the same generation keeps its clock
+	r.planWritten("u1", 1, t0.Add(2*time.Second))
+	r.planWritten("u1", 1, t0.Add(5*time.Second)) // a rewrite for the same generation
+	if n, s := count(); n != n0+1 || s-s0 != 2 {
+		t.Fatalf("%d samples (want %d), %vs (want 2s)", n, n0+1, s-s0)
+	}
+	r.seen("u1", 2, t0.Add(10*time.Second))
+	r.planWritten("u1", 1, t0.Add(11*time.Second)) // a plan for an older generation
+	r.planWritten("u1", 2, t0.Add(10500*time.Millisecond))
+	if n, s := count(); n != n0+2 || s-s0 != 2.5 {
+		t.Fatalf("%d samples (want %d), %vs (want 2.5s)", n, n0+2, s-s0)
+	}
+	r.forget("u1")
+	r.planWritten("u1", 2, t0.Add(20*time.Second)) // forgotten: no sample
+	if n, _ := count(); n != n0+2 {
+		t.Fatalf("a forgotten Workload was observed: %d samples", n)
+	}
+}

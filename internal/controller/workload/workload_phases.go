@@ -474,6 +474,7 @@ func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.W
 		if err := r.Client.Update(ctx, updated); err != nil {
 			return r.deniedOr(s, err, "updating the plan")
 		}
+		r.readiness.planWritten(w.UID, w.Generation, r.now())
 		s.plan = updated
 		return nil
 	}
@@ -495,6 +496,7 @@ func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.W
 		}
 		return r.deniedOr(s, err, "creating the plan")
 	}
+	r.readiness.planWritten(w.UID, w.Generation, r.now())
 	r.memory.created(w.UID, "plan", w.Name)
 	s.plan = p
 	return nil

@@ -187,6 +187,18 @@ func accessTable() []access {
 			rows = append(rows, access{who: who, verb: verb, resource: "secrets"})
 		}
 	}
+	// Leader election: each controller keeps its lease in score-system and may touch no other
+	// namespace's leases (kube-system's are the cluster's own controllers').
+	for _, who := range everyone {
+		for _, verb := range []string{"get", "create", "update"} {
+			controller := who != editor && who != viewer
+			rows = append(rows, access{who: who, verb: verb, resource: "leases.coordination.k8s.io", ns: devenv.SystemNamespace, allowed: controller})
+			rows = append(rows, access{who: who, verb: verb, resource: "leases.coordination.k8s.io", ns: "kube-system"})
+		}
+		rows = append(rows, access{who: who, verb: "delete", resource: "leases.coordination.k8s.io", ns: devenv.SystemNamespace})
+		// The leader's Event (core events, recorded by client-go's leader election).
+		rows = append(rows, access{who: who, verb: "create", resource: "events", ns: devenv.SystemNamespace, allowed: who != editor && who != viewer})
+	}
 	// Users see Workloads only: none of the internal kinds, not even to read.
 	for _, who := range []string{editor, viewer} {
 		for _, kind := range []string{"resourceclaims", "workloadplans", "workloadexposures"} {

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Copies what the Helm chart must carry from config/ into charts/score-orchestrator (a chart
+# cannot read files outside its directory): the CRDs, the generated controller roles, the
+# leader-election Role, the user roles, the default templates (also config/default/templates.yaml) and the development Orchestrator Config. `make generate`
+# runs it; test/install fails when the copies drift.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+chart=charts/score-orchestrator
+rm -rf "$chart/crds" "$chart/files"
+mkdir -p "$chart/crds" "$chart/files/rbac/users"
+cp config/crd/bases/*.yaml "$chart/crds/"
+for c in orchestrator provisioner runtime; do
+  cp "config/rbac/$c/role.yaml" "$chart/files/rbac/$c.yaml"
+done
+cp config/rbac/leader-election.yaml "$chart/files/rbac/"
+cp config/rbac/users/*.yaml "$chart/files/rbac/users/"
+# The default templates as the ConfigMaps make dev installs (one definition: devenv).
+go run ./hack/templates-configmaps -format json >"$chart/files/templates.json"
+go run ./hack/templates-configmaps -format yaml >config/default/templates.yaml
+go run ./hack/assemble-config config/samples/orchestrator-config.yaml config/provisioners/*.yaml >"$chart/files/orchestrator-config.yaml"

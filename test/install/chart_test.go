@@ -1,0 +1,391 @@
+// Package install checks the ways to install the control plane — the Helm chart
+// (charts/score-orchestrator) and the kustomize base (config/default) — by rendering them
+// with the Helm SDK and kustomize's API, offline: the objects they produce, their security
+// settings, and that what they carry has not drifted from the generated files in config/.
+package install
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+var chartDir = filepath.Join(testenv.RepoRoot(), "charts", "score-orchestrator")
+
+// kubeVersion is the cluster version the chart is rendered and linted for: the one the
+// integration tests run (Helm's offline default, v1.20, is below the chart's kubeVersion).
+func kubeVersion(t *testing.T) *common.KubeVersion {
+	t.Helper()
+	v, err := common.ParseKubeVersion("v1.37.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// render installs the chart client-only (helm install --dry-run=client) and returns the
+// objects of its manifest.
+func render(t *testing.T, namespace string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	chrt, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRunStrategy = action.DryRunClient
+	install.ReleaseName = "score"
+	install.Namespace = namespace
+	install.KubeVersion = kubeVersion(t)
+	rel, err := install.Run(chrt, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := rel.(*releasev1.Release)
+	if !ok {
+		t.Fatalf("release of type %T", rel)
+	}
+	return decode(t, []byte(r.Manifest))
+}
+
+func decode(t *testing.T, raw []byte) []*unstructured.Unstructured {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		m := map[string]any{}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// typed returns the objects of kind as T.
+func typed[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) []*T {
+	t.Helper()
+	var out []*T
+	for _, o := range objs {
+		if o.GetKind() != kind {
+			continue
+		}
+		v := new(T)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, v, true); err != nil {
+			t.Fatalf("%s %s: %v", kind, o.GetName(), err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func readRole(t *testing.T, path string) *rbacv1.ClusterRole {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(raw, role); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return role
+}
+
+func TestChartLints(t *testing.T) {
+	for name, values := range map[string]map[string]any{"default": nil, "split": {"split": true}} {
+		t.Run(name, func(t *testing.T) {
+			lint := action.NewLint()
+			lint.Strict = true
+			lint.Namespace = "score-system"
+			lint.KubeVersion = kubeVersion(t)
+			result := lint.Run([]string{chartDir}, values)
+			for _, m := range result.Messages {
+				t.Log(m)
+			}
+			if len(result.Errors) > 0 || result.TotalChartsLinted != 1 {
+				t.Fatalf("lint: %v", result.Errors)
+			}
+		})
+	}
+}
+
+// The chart runs every controller exactly once — in one Deployment, or in three when split —
+// each under a ServiceAccount bound to exactly the generated roles of the controllers it runs,
+// non-root on a read-only root file system, with probes on the health port and leader election.
+func TestChartRenders(t *testing.T) {
+	cases := []struct {
+		name        string
+		values      map[string]any
+		deployments map[string][]string // Deployment (and ServiceAccount) → controllers
+	}{
+		{"default", nil, map[string][]string{"score-controllers": controlplane.All}},
+		{"split", map[string]any{"split": true}, map[string][]string{
+			"score-orchestrator": {"orchestrator"}, "score-provisioner": {"provisioner"}, "score-runtime": {"runtime"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, "score-system", tc.values)
+			deployments := typed[appsv1.Deployment](t, objs, "Deployment")
+			if len(deployments) != len(tc.deployments) {
+				t.Fatalf("%d Deployments, want %d", len(deployments), len(tc.deployments))
+			}
+			bound := map[string][]string{} // ServiceAccount → roles
+			for _, b := range typed[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding") {
+				for _, s := range b.Subjects {
+					if s.Kind != rbacv1.ServiceAccountKind || s.Namespace != "score-system" {
+						t.Errorf("binding %s: subject %+v", b.Name, s)
+					}
+					bound[s.Name] = append(bound[s.Name], b.RoleRef.Name)
+				}
+			}
+			for _, d := range deployments {
+				controllers, ok := tc.deployments[d.Name]
+				if !ok {
+					t.Fatalf("unexpected Deployment %s", d.Name)
+				}
+				checkDeployment(t, d, controllers)
+				var want []string
+				for _, c := range controllers {
+					want = append(want, "score-"+c)
+				}
+				got := bound[d.Spec.Template.Spec.ServiceAccountName]
+				sort.Strings(got)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s's ServiceAccount is bound to %v, want %v", d.Name, got, want)
+				}
+			}
+			if len(typed[corev1.ServiceAccount](t, objs, "ServiceAccount")) != len(tc.deployments) {
+				t.Errorf("one ServiceAccount per Deployment")
+			}
+			checkRoles(t, objs)
+			checkConfig(t, objs, "score-system")
+		})
+	}
+
+	t.Run("another namespace", func(t *testing.T) {
+		checkConfig(t, render(t, "platform", nil), "platform")
+	})
+	t.Run("own config", func(t *testing.T) {
+		doc := "apiVersion: score.dev/v1b1\nkind: OrchestratorConfig\nprofiles: []\n"
+		objs := render(t, "score-system", map[string]any{"config": map[string]any{"document": doc}, "templates": map[string]any{"create": false}})
+		cms := typed[corev1.ConfigMap](t, objs, "ConfigMap")
+		if len(cms) != 1 || cms[0].Data["config.yaml"] != doc {
+			t.Fatalf("ConfigMaps %v", cms)
+		}
+	})
+	t.Run("config managed elsewhere, no user roles", func(t *testing.T) {
+		objs := render(t, "score-system", map[string]any{"config": map[string]any{"create": false}, "templates": map[string]any{"create": false}, "userRoles": map[string]any{"create": false}})
+		if n := len(typed[corev1.ConfigMap](t, objs, "ConfigMap")); n != 0 {
+			t.Fatalf("%d ConfigMaps", n)
+		}
+		if n := len(typed[rbacv1.ClusterRole](t, objs, "ClusterRole")); n != 3 {
+			t.Fatalf("%d ClusterRoles, want the controllers' 3", n)
+		}
+	})
+}
+
+func checkDeployment(t *testing.T, d *appsv1.Deployment, controllers []string) {
+	t.Helper()
+	pod := d.Spec.Template.Spec
+	if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot ||
+		pod.SecurityContext.RunAsUser == nil || *pod.SecurityContext.RunAsUser == 0 {
+		t.Errorf("%s: pod security context %+v", d.Name, pod.SecurityContext)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%s: %d containers", d.Name, len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("%s: container security context %+v", d.Name, sc)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("%s: resources %+v", d.Name, c.Resources)
+	}
+	if !slices.Contains(c.Args, "--controllers="+strings.Join(controllers, ",")) || !slices.Contains(c.Args, "--leader-elect=true") ||
+		!slices.Contains(c.Args, "--health-probe-bind-address=:8081") || !slices.Contains(c.Args, "--config-namespace="+d.Namespace) {
+		t.Errorf("%s: args %v", d.Name, c.Args)
+	}
+	var health int32
+	for _, p := range c.Ports {
+		if p.Name == "health" {
+			health = p.ContainerPort
+		}
+	}
+	if health != 8081 {
+		t.Errorf("%s: health port %d", d.Name, health)
+	}
+	for name, probe := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != name || probe.HTTPGet.Port.String() != "health" {
+			t.Errorf("%s: probe %s: %+v", d.Name, name, probe)
+		}
+	}
+}
+
+// checkRoles compares the chart's ClusterRoles with the generated ones in config/rbac.
+func checkRoles(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	roles := map[string]*rbacv1.ClusterRole{}
+	for _, r := range typed[rbacv1.ClusterRole](t, objs, "ClusterRole") {
+		roles[r.Name] = r
+	}
+	want := []string{"config/rbac/users/workload-editor.yaml", "config/rbac/users/workload-viewer.yaml"}
+	for _, c := range controlplane.All {
+		want = append(want, "config/rbac/"+c+"/role.yaml")
+	}
+	if len(roles) != len(want) {
+		t.Errorf("%d ClusterRoles, want %d", len(roles), len(want))
+	}
+	for _, path := range want {
+		generated := readRole(t, path)
+		got, ok := roles[generated.Name]
+		if !ok {
+			t.Errorf("no ClusterRole %s", generated.Name)
+			continue
+		}
+		if !reflect.DeepEqual(got.Rules, generated.Rules) {
+			t.Errorf("ClusterRole %s drifted from %s: run make generate\n got %+v\nwant %+v", generated.Name, path, got.Rules, generated.Rules)
+		}
+		for k, v := range generated.Labels {
+			if got.Labels[k] != v {
+				t.Errorf("ClusterRole %s: label %s=%q, want %q", got.Name, k, got.Labels[k], v)
+			}
+		}
+	}
+}
+
+// checkConfig parses the config the chart ships, as the orchestrator would, and checks its
+// template references name the templates ConfigMap the chart installs in namespace.
+func checkConfig(t *testing.T, objs []*unstructured.Unstructured, namespace string) {
+	t.Helper()
+	cms := map[string]*corev1.ConfigMap{}
+	for _, cm := range typed[corev1.ConfigMap](t, objs, "ConfigMap") {
+		cms[cm.Name] = cm
+	}
+	doc := cms["orchestrator-config"].Data["config.yaml"]
+	cfg, err := orchconfig.Parse([]byte(doc))
+	if err != nil {
+		t.Fatalf("the shipped config: %v", err)
+	}
+	if len(cfg.Provisioners) == 0 {
+		t.Error("the shipped config lists no provisioners")
+	}
+	refs := 0
+	for _, p := range cfg.Profiles {
+		for _, b := range p.Backends {
+			ref := b.Template.Ref
+			if !strings.HasPrefix(ref, "configmap://") {
+				continue
+			}
+			refs++
+			// configmap://NAMESPACE/NAME/KEY, or configmap://NAMESPACE/NAME for a kustomization.
+			parts := strings.Split(strings.TrimPrefix(ref, "configmap://"), "/")
+			if parts[0] != namespace {
+				t.Errorf("backend %s: ref %s is not in %s", b.BackendID, ref, namespace)
+				continue
+			}
+			cm, ok := cms[parts[1]]
+			if !ok {
+				t.Errorf("backend %s: ref %s: no such ConfigMap", b.BackendID, ref)
+				continue
+			}
+			if len(parts) == 3 {
+				if _, ok := cm.Data[parts[2]]; !ok {
+					if _, ok := cm.BinaryData[parts[2]]; !ok {
+						t.Errorf("backend %s: %s is not in ConfigMap %s", b.BackendID, parts[2], cm.Name)
+					}
+				}
+			}
+		}
+	}
+	if refs == 0 {
+		t.Error("no backend uses the shipped templates")
+	}
+	// The templates are the ConfigMaps make dev installs, content for content.
+	want, err := devenv.TemplatesConfigMaps(os.DirFS(testenv.RepoRoot()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range want {
+		w := o.(*corev1.ConfigMap)
+		got, ok := cms[w.Name]
+		if !ok {
+			t.Errorf("no ConfigMap %s: run make generate", w.Name)
+			continue
+		}
+		if !reflect.DeepEqual(got.Data, w.Data) || !reflect.DeepEqual(got.BinaryData, w.BinaryData) {
+			t.Errorf("ConfigMap %s drifted from config/templates: run make generate", w.Name)
+		}
+	}
+}
+
+// The chart's crds/ are the generated CRDs, byte for byte.
+func TestChartCRDs(t *testing.T) {
+	chrt, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := chrt.CRDObjects()
+	generated, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(crds) != len(generated) {
+		t.Fatalf("the chart has %d CRDs, config/crd/bases %d: run make generate", len(crds), len(generated))
+	}
+	for _, f := range generated {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(crds, func(c chartv2.CRD) bool { return c.Name == "crds/"+filepath.Base(f) })
+		if i < 0 || !bytes.Equal(crds[i].File.Data, raw) {
+			t.Errorf("crds/%s drifted from %s: run make generate", filepath.Base(f), f)
+		}
+	}
+}
+
+// The chart's development config is the one make dev installs: the sample profiles and the
+// development provisioner catalog.
+func TestChartConfigIsTheDevelopmentConfig(t *testing.T) {
+	want, err := devenv.AssembleConfig(os.DirFS(testenv.RepoRoot()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(chartDir, "files", "orchestrator-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("files/orchestrator-config.yaml drifted from config/samples and config/provisioners: run make generate")
+	}
+}
