@@ -7,13 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 chart=charts/score-orchestrator
 rm -rf "$chart/crds" "$chart/files"
-mkdir -p "$chart/crds" "$chart/files/rbac/users"
+mkdir -p "$chart/crds" "$chart/files/rbac/users" "$chart/files/admission"
 cp config/crd/bases/*.yaml "$chart/crds/"
 for c in orchestrator provisioner runtime; do
   cp "config/rbac/$c/role.yaml" "$chart/files/rbac/$c.yaml"
 done
 cp config/rbac/leader-election.yaml "$chart/files/rbac/"
 cp config/rbac/users/*.yaml "$chart/files/rbac/users/"
+cp config/admission/*.yaml "$chart/files/admission/"
 # The default templates as the ConfigMaps make dev installs (one definition: devenv).
 go run ./hack/templates-configmaps -format json >"$chart/files/templates.json"
 go run ./hack/templates-configmaps -format yaml >config/default/templates.yaml

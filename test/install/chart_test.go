@@ -52,6 +52,15 @@ func kubeVersion(t *testing.T) *common.KubeVersion {
 // objects of its manifest.
 func render(t *testing.T, namespace string, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
+	manifest, err := renderManifest(t, namespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, []byte(manifest))
+}
+
+func renderManifest(t *testing.T, namespace string, values map[string]any) (string, error) {
+	t.Helper()
 	chrt, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
@@ -63,13 +72,13 @@ func render(t *testing.T, namespace string, values map[string]any) []*unstructur
 	install.KubeVersion = kubeVersion(t)
 	rel, err := install.Run(chrt, values)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	r, ok := rel.(*releasev1.Release)
 	if !ok {
 		t.Fatalf("release of type %T", rel)
 	}
-	return decode(t, []byte(r.Manifest))
+	return r.Manifest, nil
 }
 
 func decode(t *testing.T, raw []byte) []*unstructured.Unstructured {
@@ -120,7 +129,12 @@ func readRole(t *testing.T, path string) *rbacv1.ClusterRole {
 }
 
 func TestChartLints(t *testing.T) {
-	for name, values := range map[string]map[string]any{"default": nil, "split": {"split": true}} {
+	admission := map[string]any{"admissionPolicies": map[string]any{
+		"allowedProfiles": map[string]any{"enabled": true},
+		"requiredLabels":  map[string]any{"enabled": true},
+		"imageRegistries": map[string]any{"enabled": true, "prefixes": []any{"registry.example.org/"}},
+	}}
+	for name, values := range map[string]map[string]any{"default": nil, "split": {"split": true}, "admission policies": admission} {
 		t.Run(name, func(t *testing.T) {
 			lint := action.NewLint()
 			lint.Strict = true

@@ -1,0 +1,90 @@
+package install
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+// The chart's admission policies are config/admission's samples (tested on a real API server
+// in test/integration/admission), off by default, each enabled on its own, with the release
+// namespace for score-system and the labels and registry prefixes from the values.
+func TestChartAdmissionPolicies(t *testing.T) {
+	policyKinds := map[string]bool{"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
+	for _, o := range render(t, "platform", nil) {
+		if policyKinds[o.GetKind()] {
+			t.Fatalf("rendered by default: %s %s", o.GetKind(), o.GetName())
+		}
+	}
+
+	labels := []any{"team", "cost-center"}
+	prefixes := []any{"registry.example.org/", "mirror.example.org:5000/"}
+	objs := render(t, "platform", map[string]any{"admissionPolicies": map[string]any{
+		"allowedProfiles": map[string]any{"enabled": true},
+		"requiredLabels":  map[string]any{"enabled": true, "labels": labels},
+		"imageRegistries": map[string]any{"enabled": true, "prefixes": prefixes},
+	}})
+	got := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if policyKinds[o.GetKind()] || o.GetName() == "score-allowed-registries" {
+			if o.GetLabels()["app.kubernetes.io/instance"] != "score" {
+				t.Errorf("%s %s: labels %v", o.GetKind(), o.GetName(), o.GetLabels())
+			}
+			o.SetLabels(nil)
+			got[o.GetKind()+"/"+o.GetName()] = o
+		}
+	}
+
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "admission", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range decode(t, raw) {
+			want++
+			// What the chart changes, done by hand.
+			switch {
+			case o.GetName() == "score-required-labels" && o.GetKind() == "ValidatingAdmissionPolicy":
+				vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+				vars[0].(map[string]any)["expression"] = `["team","cost-center"]`
+				_ = unstructured.SetNestedSlice(o.Object, vars, "spec", "variables")
+			case o.GetName() == "score-required-labels":
+				exprs, _, _ := unstructured.NestedSlice(o.Object, "spec", "matchResources", "namespaceSelector", "matchExpressions")
+				exprs[0].(map[string]any)["values"] = []any{"kube-system", "kube-public", "kube-node-lease", "platform"}
+				_ = unstructured.SetNestedSlice(o.Object, exprs, "spec", "matchResources", "namespaceSelector", "matchExpressions")
+			case o.GetKind() == "ValidatingAdmissionPolicyBinding" && o.GetName() == "score-image-registries":
+				_ = unstructured.SetNestedField(o.Object, "platform", "spec", "paramRef", "namespace")
+			case o.GetKind() == "ConfigMap":
+				o.SetNamespace("platform")
+				_ = unstructured.SetNestedField(o.Object, "registry.example.org/,mirror.example.org:5000/", "data", "prefixes")
+			}
+			g, ok := got[o.GetKind()+"/"+o.GetName()]
+			if !ok {
+				t.Errorf("the chart has no %s %s", o.GetKind(), o.GetName())
+				continue
+			}
+			if !reflect.DeepEqual(g.Object, o.Object) {
+				t.Errorf("%s %s differs from %s:\n got %v\nwant %v", o.GetKind(), o.GetName(), f, g.Object, o.Object)
+			}
+		}
+	}
+	if len(got) != want || want != 7 {
+		t.Errorf("the chart renders %d admission objects, config/admission has %d (want 7)", len(got), want)
+	}
+
+	_, err = renderManifest(t, "platform", map[string]any{"admissionPolicies": map[string]any{"imageRegistries": map[string]any{"enabled": true}}})
+	if err == nil || !strings.Contains(err.Error(), "admissionPolicies.imageRegistries.prefixes must list at least one registry prefix") {
+		t.Fatalf("image registries without prefixes: %v", err)
+	}
+}
