@@ -273,10 +273,13 @@ func TestHelmInstall(t *testing.T) {
 		}
 	}
 
-	// helm upgrade with a changed value: a new revision, and the Workloads stay Ready.
+	// helm upgrade with changed values, among them two admission policies: a new revision, a
+	// Workload without a team label is refused from then on, and the Workloads that predate
+	// the policy (none has the label) stay Ready.
 	upgrade := action.NewUpgrade(helmCfg)
 	upgrade.Namespace, upgrade.WaitStrategy, upgrade.Timeout = namespace, kube.StatusWatcherStrategy, 3*time.Minute
 	values["extraArgs"] = []any{"--concurrency=8"}
+	values["admissionPolicies"] = map[string]any{"requiredLabels": map[string]any{"enabled": true}, "allowedProfiles": map[string]any{"enabled": true}}
 	rel, err = upgrade.RunWithContext(ctx, release, chrt, values)
 	if err != nil {
 		t.Fatalf("helm upgrade: %v", err)
@@ -284,6 +287,15 @@ func TestHelmInstall(t *testing.T) {
 	if r := rel.(*releasev1.Release); r.Version != 2 || r.Info.Status != releasecommon.StatusDeployed {
 		t.Fatalf("after upgrade: revision %d, %s", r.Version, r.Info.Status)
 	}
+	unlabelled := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled", Namespace: apps},
+		Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}}}
+	testenv.Eventually(t, 30*time.Second, "the chart's label policy refuses a Workload without a team label", func() error {
+		err := dev.Create(ctx, unlabelled.DeepCopy(), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "'score-required-labels'") {
+			return fmt.Errorf("not refused by the policy: %v", err)
+		}
+		return nil
+	})
 	if err := devenv.WaitReady(ctx, c, apps, time.Minute, io.Discard); err != nil {
 		t.Fatalf("after the upgrade: %v", err)
 	}
