@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -23,54 +22,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
-
-// auditPolicy logs every write, at the metadata level, and no read.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-  - level: None
-    verbs: ["get", "list", "watch"]
-  - level: Metadata
-`
-
-// cluster is the benchmark's own simulated cluster.
-type cluster struct {
-	root, dir, name string
-	volumes         int
-}
-
-func (k *cluster) env() []string {
-	return append(os.Environ(), "SCORE_CLUSTER_NAME="+k.name, "SCORE_DEV_DIR="+k.dir,
-		"SCORE_CLUSTER_VOLUMES="+strconv.Itoa(k.volumes), "SCORE_CLUSTER_AUDIT_POLICY="+filepath.Join(k.dir, "audit-policy.yaml"))
-}
-
-func (k *cluster) run(verb string) error {
-	if err := os.WriteFile(filepath.Join(k.dir, "audit-policy.yaml"), []byte(auditPolicy), 0o644); err != nil {
-		return err
-	}
-	cmd := exec.Command(filepath.Join(k.root, "hack", "cluster.sh"), verb)
-	var out bytes.Buffer
-	cmd.Env, cmd.Stdout, cmd.Stderr = k.env(), &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("hack/cluster.sh %s: %w\n%s", verb, err, out.String())
-	}
-	return nil
-}
-
-func (k *cluster) kubeconfig() string { return filepath.Join(k.dir, "kubeconfig") }
-
-// auditLog finds the API server's audit log.
-func (k *cluster) auditLog() (string, error) {
-	m, _ := filepath.Glob(filepath.Join(k.dir, "kwok", "clusters", k.name, "logs", "audit.log"))
-	if len(m) == 0 {
-		m, _ = filepath.Glob(filepath.Join(k.dir, "kwok", "clusters", k.name, "*", "audit*.log"))
-	}
-	if len(m) == 0 {
-		return "", fmt.Errorf("no audit log under %s", filepath.Join(k.dir, "kwok", "clusters", k.name))
-	}
-	return m[0], nil
-}
 
 // grow adds what n Workloads need beyond the two nodes and the /20 of Service IPs that
 // hack/cluster.sh gives: fake nodes with their own pod ranges (kwok takes pod IPs from a

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 )
 
 // Namespaces of the run.
@@ -159,7 +161,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 type runState struct {
 	o      options
 	log    io.Writer
-	k      *cluster
+	k      *simcluster.Cluster
 	cfg    *rest.Config
 	c      client.Client
 	cache  cache.Cache
@@ -235,28 +237,30 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return nil, err
 	}
 	s := &runState{o: o, log: log, created: map[string]time.Time{}, readyAt: map[string]time.Time{}, claimsAt: map[string]time.Time{},
-		k: &cluster{root: root, dir: dir, name: fmt.Sprintf("score-bench-%d", os.Getpid()), volumes: volumes + 8}}
+		k: &simcluster.Cluster{Root: root, Dir: dir, Name: fmt.Sprintf("score-bench-%d", os.Getpid()), Volumes: volumes + 8, AuditWrites: true}}
 	res := &result{N: o.n, Mix: o.mix, Rate: o.rate, Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
 
-	logf(log, "starting cluster %s in %s (%d volumes)", s.k.name, dir, s.k.volumes)
-	if err := s.k.run("up"); err != nil {
-		return nil, err
+	logf(log, "starting cluster %s in %s (%d volumes)", s.k.Name, dir, s.k.Volumes)
+	var clusterOut bytes.Buffer
+	s.k.Output = &clusterOut
+	if err := s.k.Up(); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, clusterOut.String())
 	}
 	defer func() {
 		for _, p := range s.ctrls {
 			p.stop()
 		}
 		if o.keep {
-			logf(log, "kept the cluster: SCORE_CLUSTER_NAME=%s SCORE_DEV_DIR=%s hack/cluster.sh down", s.k.name, dir)
+			logf(log, "kept the cluster: SCORE_CLUSTER_NAME=%s SCORE_DEV_DIR=%s hack/cluster.sh down", s.k.Name, dir)
 			return
 		}
-		_ = s.k.run("down")
+		_ = s.k.Down()
 		_ = os.RemoveAll(dir)
 	}()
-	if s.audit, err = s.k.auditLog(); err != nil {
+	if s.audit, err = s.k.AuditLog(); err != nil {
 		return res, err
 	}
-	if s.cfg, err = restConfig(s.k.kubeconfig()); err != nil {
+	if s.cfg, err = restConfig(s.k.Kubeconfig()); err != nil {
 		return res, err
 	}
 	if s.c, err = client.New(s.cfg, client.Options{Scheme: devenv.Scheme()}); err != nil {
@@ -320,7 +324,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return res, err
 	}
 	usage0 := s.usage()
-	cluster0 := clusterUsage(s.k.dir)
+	cluster0 := clusterUsage(s.k.Dir)
 	loadStart := time.Now()
 	var loadTimings timings
 	probeDone := make(chan struct{})
@@ -378,7 +382,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.FloorMultiple = res.AllReadySeconds / res.FloorSeconds
 	res.UsageLoad = s.usageSince(usage0)
 	res.ClusterUsageLoad = map[string]procUsage{}
-	for name, u := range clusterUsage(s.k.dir) {
+	for name, u := range clusterUsage(s.k.Dir) {
 		u.CPUSeconds -= cluster0[name].CPUSeconds
 		res.ClusterUsageLoad[name] = u
 	}
@@ -614,15 +618,15 @@ func (s *runState) waitAllReady(ctx context.Context, since time.Time) error {
 }
 
 func (s *runState) startControllers() error {
-	bin := filepath.Join(s.k.root, "bin", "score-controllers")
+	bin := filepath.Join(s.k.Root, "bin", "score-controllers")
 	var extra []string
 	if s.o.controllerArgs != "" {
 		extra = strings.Fields(s.o.controllerArgs)
 	}
 	s.ctrls = nil
 	for _, name := range controlplane.All {
-		p := &controller{name: name, bin: bin, dir: s.k.dir, args: extra}
-		if err := p.start(s.k.kubeconfig()); err != nil {
+		p := &controller{name: name, bin: bin, dir: s.k.Dir, args: extra}
+		if err := p.start(s.k.Kubeconfig()); err != nil {
 			return err
 		}
 		s.ctrls = append(s.ctrls, p)

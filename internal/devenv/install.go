@@ -285,6 +285,16 @@ func decodeFile(bundle fs.FS, name string) ([]*unstructured.Unstructured, error)
 	if err != nil {
 		return nil, err
 	}
+	objs, err := DecodeDocuments(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return objs, nil
+}
+
+// DecodeDocuments decodes a stream of YAML (or JSON) documents into objects, skipping empty
+// documents.
+func DecodeDocuments(raw []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	var out []*unstructured.Unstructured
 	for i := 1; ; i++ {
@@ -292,7 +302,7 @@ func decodeFile(bundle fs.FS, name string) ([]*unstructured.Unstructured, error)
 		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
 		if len(m) > 0 {
 			out = append(out, &unstructured.Unstructured{Object: m})

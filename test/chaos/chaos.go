@@ -33,6 +33,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 )
 
 // Options shape one run.
@@ -182,7 +183,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r.logf("seed %d, state in %s", o.Seed, dir)
 	defer func() {
 		if !o.Keep {
-			_ = r.clusterScript("down")
+			_ = r.simCluster().Down()
 			_ = os.RemoveAll(dir)
 		}
 	}()
@@ -203,13 +204,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return r.report, nil
 }
 
-func (r *run) clusterScript(verb string) error {
-	cmd := exec.Command(filepath.Join(r.o.Root, "hack", "cluster.sh"), verb)
-	// Every Workload's dependency has a volume: one persistent volume each, and some to spare.
-	volumes := r.o.Workloads + 2*r.o.Namespaces + 8
-	cmd.Env = append(os.Environ(), "SCORE_CLUSTER_NAME="+r.cluster, "SCORE_DEV_DIR="+r.dir, fmt.Sprintf("SCORE_CLUSTER_VOLUMES=%d", volumes))
-	cmd.Stdout, cmd.Stderr = r.o.Progress, r.o.Progress
-	return cmd.Run()
+// simCluster is the run's simulated cluster. Every Workload's dependency has a volume: one
+// persistent volume each, and some to spare.
+func (r *run) simCluster() *simcluster.Cluster {
+	return &simcluster.Cluster{Root: r.o.Root, Name: r.cluster, Dir: r.dir, Volumes: r.o.Workloads + 2*r.o.Namespaces + 8, Output: r.o.Progress}
 }
 
 // setUp builds the controllers, starts the cluster, installs what make dev installs and
@@ -222,10 +220,10 @@ func (r *run) setUp(ctx context.Context) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building score-controllers: %w", err)
 	}
-	if err := r.clusterScript("up"); err != nil {
+	if err := r.simCluster().Up(); err != nil {
 		return fmt.Errorf("starting the simulated cluster: %w", err)
 	}
-	kubeconfig := filepath.Join(r.dir, "kubeconfig")
+	kubeconfig := r.simCluster().Kubeconfig()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err

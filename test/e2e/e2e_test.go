@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -48,6 +47,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -70,19 +70,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(state)
-	clusterEnv := append(os.Environ(), "SCORE_CLUSTER_NAME=score-e2e-"+fmt.Sprint(os.Getpid()), "SCORE_DEV_DIR="+state, "SCORE_CLUSTER_VOLUMES=32")
-	cluster := func(verb string) error {
-		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), verb)
-		cmd.Env, cmd.Stdout, cmd.Stderr = clusterEnv, os.Stderr, os.Stderr
-		return cmd.Run()
-	}
-	if err := cluster("up"); err != nil {
+	cluster := &simcluster.Cluster{Root: root, Name: "score-e2e-" + fmt.Sprint(os.Getpid()), Dir: state, Volumes: 32}
+	if err := cluster.Up(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
 		return 1
 	}
-	defer func() { _ = cluster("down") }()
+	defer func() { _ = cluster.Down() }()
 
-	kubeconfig = filepath.Join(state, "kubeconfig")
+	kubeconfig = cluster.Kubeconfig()
 	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

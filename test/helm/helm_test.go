@@ -47,6 +47,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -59,22 +60,13 @@ const (
 	apps = "apps"
 )
 
-// auditPolicy logs every write, at the metadata level, and no read.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-  - level: None
-    verbs: ["get", "list", "watch"]
-  - level: Metadata
-`
-
 var (
-	root, state, clusterName, controllersBin string
-	kubeconfig                               string
-	cfg                                      *rest.Config
-	c                                        client.Client
-	ctx                                      = context.Background()
+	root, state, controllersBin string
+	cluster                     *simcluster.Cluster
+	kubeconfig                  string
+	cfg                         *rest.Config
+	c                           client.Client
+	ctx                         = context.Background()
 )
 
 func TestMain(m *testing.M) {
@@ -89,7 +81,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(state)
-	clusterName = "score-helm-" + strconv.Itoa(os.Getpid())
 	controllersBin = filepath.Join(state, "score-controllers")
 	build := exec.Command("go", "build", "-o", controllersBin, "./cmd/score-controllers")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
@@ -97,23 +88,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building score-controllers:", err)
 		return 1
 	}
-	if err := os.WriteFile(filepath.Join(state, "audit-policy.yaml"), []byte(auditPolicy), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cluster := func(verb string) error {
-		cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), verb)
-		cmd.Env = append(os.Environ(), "SCORE_CLUSTER_NAME="+clusterName, "SCORE_DEV_DIR="+state, "SCORE_CLUSTER_VOLUMES=16",
-			"SCORE_CLUSTER_AUDIT_POLICY="+filepath.Join(state, "audit-policy.yaml"))
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		return cmd.Run()
-	}
-	if err := cluster("up"); err != nil {
+	cluster = &simcluster.Cluster{Root: root, Name: "score-helm-" + strconv.Itoa(os.Getpid()), Dir: state, Volumes: 16, AuditWrites: true}
+	if err := cluster.Up(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
 		return 1
 	}
-	defer func() { _ = cluster("down") }()
-	kubeconfig = filepath.Join(state, "kubeconfig")
+	defer func() { _ = cluster.Down() }()
+	kubeconfig = cluster.Kubeconfig()
 	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -608,11 +589,11 @@ type auditEvent struct {
 
 func readAudit(t *testing.T) auditEvents {
 	t.Helper()
-	path, _ := filepath.Glob(filepath.Join(state, "kwok", "clusters", clusterName, "logs", "audit.log"))
-	if len(path) == 0 {
-		t.Fatal("no audit log")
+	path, err := cluster.AuditLog()
+	if err != nil {
+		t.Fatal(err)
 	}
-	f, err := os.Open(path[0])
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

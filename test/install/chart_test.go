@@ -6,8 +6,6 @@ package install
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -26,7 +24,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
@@ -83,19 +80,11 @@ func renderManifest(t *testing.T, namespace string, values map[string]any) (stri
 
 func decode(t *testing.T, raw []byte) []*unstructured.Unstructured {
 	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		m := map[string]any{}
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			return out
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if len(m) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
+	objs, err := devenv.DecodeDocuments(raw)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return objs
 }
 
 // typed returns the objects of kind as T.
