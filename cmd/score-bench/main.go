@@ -60,6 +60,7 @@ type options struct {
 	out            string
 	root           string
 	keep           bool
+	noDelete       bool
 	window         time.Duration
 	timeout        time.Duration
 	floorObjects   int
@@ -76,6 +77,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench-result.json", "where to write the JSON result")
 	flag.StringVar(&o.root, "root", ".", "the repository (hack/, config/, bin/score-controllers)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the cluster and its directory afterwards")
+	flag.BoolVar(&o.noDelete, "no-delete", false, "leave out the deletion of all N (it is the longest step at large N)")
 	flag.DurationVar(&o.window, "window", time.Minute, "how long the restart and steady-state windows count writes")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest wait for all Workloads to be Ready")
 	flag.IntVar(&o.floorObjects, "floor-objects", 5000, "small objects the write floor measurement creates")
@@ -424,6 +426,9 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.Steady = phaseOf(steady.summary(), time.Since(steadyAt))
 	res.UsageRestart = s.usageSince(nil)
 
+	if o.noDelete {
+		return res, nil
+	}
 	// Delete all N.
 	delStart := time.Now()
 	if err := s.deleteAll(ctx); err != nil {

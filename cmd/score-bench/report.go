@@ -159,7 +159,11 @@ func (r *result) print(w io.Writer) {
 		cl = append(cl, fmt.Sprintf("%s %.1f CPU s (%.0f MiB)", n, r.ClusterUsageLoad[n].CPUSeconds, r.ClusterUsageLoad[n].PeakRSSMiB))
 	}
 	row("cluster processes, load", "%s", strings.Join(cl, "; "))
-	row("delete all N", "%.1f s", r.DeleteSeconds)
+	if r.DeleteSeconds > 0 {
+		row("delete all N", "%.1f s", r.DeleteSeconds)
+	} else {
+		row("delete all N", "not run")
+	}
 	var top []string
 	for _, b := range r.Load.Writes.Breakdown {
 		if b.Who == whoOurs && len(top) < 15 {
