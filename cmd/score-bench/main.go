@@ -161,15 +161,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // runState is what the phases share.
 type runState struct {
-	o      options
-	log    io.Writer
-	k      *simcluster.Cluster
-	cfg    *rest.Config
-	c      client.Client
-	cache  cache.Cache
-	audit  string
-	offset int64
-	ctrls  []*controller
+	o     options
+	log   io.Writer
+	k     *simcluster.Cluster
+	cfg   *rest.Config
+	c     client.Client
+	cache cache.Cache
+	audit *auditLog
+	ctrls []*controller
 
 	mu      sync.Mutex
 	created map[string]time.Time
@@ -181,21 +180,24 @@ type runState struct {
 
 // auditSince counts the writes logged since the last call.
 func (s *runState) auditSince() (writeCounts, error) {
-	f, err := os.Open(s.audit)
+	segs, err := s.audit.segments()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if _, err := f.Seek(s.offset, io.SeekStart); err != nil {
-		return nil, err
+	out := writeCounts{}
+	for i, seg := range segs {
+		counts, used, err := parseAudit(seg, map[string]bool{probeNS: true})
+		if i == len(segs)-1 {
+			s.audit.consumed(used)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for k, n := range counts {
+			out[k] += n
+		}
 	}
-	raw, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	counts, used, err := parseAudit(raw, map[string]bool{probeNS: true})
-	s.offset += int64(used)
-	return counts, err
+	return out, nil
 }
 
 // apiMetrics reads apiserver_request_total.
@@ -259,9 +261,11 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		_ = s.k.Down()
 		_ = os.RemoveAll(dir)
 	}()
-	if s.audit, err = s.k.AuditLog(); err != nil {
+	path, err := s.k.AuditLog()
+	if err != nil {
 		return res, err
 	}
+	s.audit = &auditLog{path: path}
 	if s.cfg, err = restConfig(s.k.Kubeconfig()); err != nil {
 		return res, err
 	}
