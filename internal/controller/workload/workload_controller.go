@@ -128,7 +128,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err := r.Client.Status().Patch(ctx, w, client.MergeFrom(s.before)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.memory.wroteStatus(w.UID, replaced, &w.Status)
+	r.memory.wroteStatus(w.UID, replaced, w.ResourceVersion, &w.Status)
 	if s.endpoint != nil && (s.before.Status.Endpoint == nil || *s.before.Status.Endpoint != *s.endpoint) {
 		mirrorResults.WithLabelValues("mirrored").Inc()
 	}

@@ -19,10 +19,13 @@ type memory struct {
 }
 
 type remembered struct {
-	// replacedVersion is the Workload's resourceVersion our last status write replaced, and
-	// status what we wrote over it.
-	replacedVersion string
-	status          *scorev1b1.WorkloadStatus
+	// status is what our last status write wrote, and produced the resourceVersion it made.
+	// superseded are the versions our own writes replaced since the cache last caught up: a
+	// cache showing one of them is behind status. Several, because a pass that read a stale
+	// copy writes over the stale version, while the cache may next show the version between.
+	status     *scorev1b1.WorkloadStatus
+	produced   string
+	superseded map[string]bool
 	// created are objects created but perhaps not yet in the cache, by "kind/name".
 	created map[string]bool
 }
@@ -40,23 +43,50 @@ func (m *memory) get(uid types.UID) *remembered {
 }
 
 // statusAsOf returns the status the Workload really has when the cache shows
-// resourceVersion: ours if the cache still shows the version we replaced.
+// resourceVersion: ours if the cache still shows a version our writes replaced.
 func (m *memory) statusAsOf(uid types.UID, resourceVersion string, cached *scorev1b1.WorkloadStatus) *scorev1b1.WorkloadStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.get(uid)
-	if r.status != nil && r.replacedVersion == resourceVersion {
+	if r.status != nil && r.superseded[resourceVersion] {
 		return r.status.DeepCopy()
 	}
+	r.superseded = nil // the cache has caught up
 	return cached
 }
 
-// wroteStatus records a status write that replaced resourceVersion.
-func (m *memory) wroteStatus(uid types.UID, replaced string, status *scorev1b1.WorkloadStatus) {
+// wroteStatus records a status write that replaced the version replaced and produced the
+// version produced.
+func (m *memory) wroteStatus(uid types.UID, replaced, produced string, status *scorev1b1.WorkloadStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.get(uid)
-	r.replacedVersion, r.status = replaced, status.DeepCopy()
+	r.supersede(replaced)
+	r.supersede(r.produced)
+	r.produced, r.status = produced, status.DeepCopy()
+}
+
+// wroteMetadata records a write of ours other than the status (the finalizer) that replaced
+// the version replaced and produced the version produced.
+func (m *memory) wroteMetadata(uid types.UID, replaced, produced string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.get(uid)
+	r.supersede(replaced)
+	if r.produced != "" {
+		r.supersede(r.produced)
+		r.produced = produced
+	}
+}
+
+func (r *remembered) supersede(version string) {
+	if version == "" {
+		return
+	}
+	if r.superseded == nil {
+		r.superseded = map[string]bool{}
+	}
+	r.superseded[version] = true
 }
 
 // created records an object created for the Workload.

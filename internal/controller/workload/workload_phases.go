@@ -106,6 +106,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		if err := r.Client.Patch(ctx, w, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("adding the finalizer: %w", err)
 		}
+		r.memory.wroteMetadata(w.UID, s.before.ResourceVersion, w.ResourceVersion)
 		s.before.Finalizers, s.before.ResourceVersion = w.Finalizers, w.ResourceVersion
 	}
 	states, err := r.applyClaims(ctx, s, desired)
