@@ -299,6 +299,49 @@ func TestHelmInstall(t *testing.T) {
 			t.Errorf("lease %s still held by %s after a graceful shutdown", l.Name, h)
 		}
 	}
+
+	// Back to one Deployment (split: false): a helm upgrade replaces the three with
+	// score-controllers, one ServiceAccount bound to the three roles. Its one process takes
+	// over the Ready Workloads without writing to them, and takes a new one to Ready.
+	values["split"] = false
+	upgrade = action.NewUpgrade(helmCfg)
+	upgrade.Namespace, upgrade.WaitStrategy, upgrade.Timeout = namespace, kube.StatusWatcherStrategy, 3*time.Minute
+	if rel, err = upgrade.RunWithContext(ctx, release, chrt, values); err != nil {
+		t.Fatalf("helm upgrade to one Deployment: %v", err)
+	}
+	var one appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "score-controllers"}, &one); err != nil {
+		t.Fatal(err)
+	}
+	takeover := time.Now()
+	single := startAsDeployment(t, &one)
+	testenv.Eventually(t, time.Minute, "score-controllers is ready (/readyz)", func() error {
+		_, err := single.get("health", "/readyz")
+		return err
+	})
+	hello, err := devenv.Example(os.DirFS(root), "examples/hello/score.yaml", apps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := hello[0]
+	again.Name, again.Labels = "hello-again", map[string]string{"team": "web"} // the label policy is on
+	if err := dev.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := devenv.WaitReady(ctx, c, apps, 2*time.Minute, io.Discard); err != nil {
+		t.Fatalf("under one Deployment: %v\n%s", err, single.logTail())
+	}
+	writes := readAudit(t).writesBy("system:serviceaccount:"+namespace+":score-controllers", takeover)
+	for _, w := range writes {
+		// Besides the new Workload's: its Lease, and the Event it records on becoming leader.
+		if !strings.HasPrefix(w, "leases ") && !strings.HasPrefix(w, "events create "+namespace+"/") && !strings.Contains(w, "/hello-again") {
+			t.Errorf("score-controllers, taking over, wrote %s (not the new Workload's)", w)
+		}
+	}
+	t.Logf("one Deployment: %d writes, all the new Workload's or leader election's", len(writes))
+	if err := single.stop(30 * time.Second); err != nil {
+		t.Errorf("score-controllers: %v", err)
+	}
 }
 
 // helmConfiguration is the Helm SDK's configuration for the test cluster, storing releases
