@@ -110,15 +110,16 @@ func yamlSyntaxError(err error, data []byte) FieldError {
 }
 
 // syntaxErrorLine places a YAML error that yaml.v3 reports without a line (an unterminated
-// quote or bracket, a tab, an unknown alias): the error is detected at the end of the
-// document, or on the first line whose prefix of the document fails the same way.
+// quote or bracket, a tab, an unknown alias): on the first line whose prefix of the document
+// fails with the same error (yaml.v3 has no typed syntax error: the same message), else at the
+// end of the document. Past 1,000 lines the search costs too much and the end is the answer.
 func syntaxErrorLine(err error, data []byte) int {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	last := len(lines)
 	if last > 1 && len(lines[last-1]) == 0 {
 		last-- // the document ends with a newline
 	}
-	if strings.Contains(err.Error(), "end of stream") || last > 1000 {
+	if last > 1000 {
 		return last
 	}
 	for n := 1; n < last; n++ {
