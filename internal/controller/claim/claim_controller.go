@@ -122,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 				retErr = errors.Join(retErr, client.IgnoreNotFound(err))
 				return
 			}
-			r.written.Wrote(c.UID, before.ResourceVersion)
+			r.written.Wrote(c.UID, before.ResourceVersion, c.ResourceVersion)
 		}
 		if before.Status.Phase != c.Status.Phase || before.Status.Reason != c.Status.Reason {
 			ctrl.LoggerFrom(ctx).Info("Phase changed", "phase", c.Status.Phase, "reason", c.Status.Reason, "provisioner", c.Status.Provisioner, "objects", len(c.Status.Resources))

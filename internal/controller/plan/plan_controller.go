@@ -161,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
 			return
 		}
-		r.written.Wrote(p.UID, before.ResourceVersion)
+		r.written.Wrote(p.UID, before.ResourceVersion, p.ResourceVersion)
 		if before.Status.Phase != p.Status.Phase || before.Status.Reason != p.Status.Reason {
 			ctrl.LoggerFrom(ctx).Info("Phase changed", "phase", p.Status.Phase, "reason", p.Status.Reason)
 		}

@@ -6,26 +6,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
 )
 
 // memory remembers, per Workload, the writes whose effect the informer cache may not show
-// yet: the status last written (and the resourceVersion it replaced) and the objects just
+// yet: the status last written (and the versions our writes replaced) and the objects just
 // created. A pass that reads a stale cache then neither writes the same status again nor
 // creates an object twice: both would be wasted writes (the second a rejected one), and the
 // first would repeat events.
 type memory struct {
 	mu sync.Mutex
 	m  map[types.UID]*remembered
+	// versions are the Workload versions our own writes (status, finalizer) replaced.
+	versions ownwrites.Tracker
 }
 
 type remembered struct {
-	// status is what our last status write wrote, and produced the resourceVersion it made.
-	// superseded are the versions our own writes replaced since the cache last caught up: a
-	// cache showing one of them is behind status. Several, because a pass that read a stale
-	// copy writes over the stale version, while the cache may next show the version between.
-	status     *scorev1b1.WorkloadStatus
-	produced   string
-	superseded map[string]bool
+	// status is what our last status write wrote: the status of every version after the
+	// ones versions holds.
+	status *scorev1b1.WorkloadStatus
 	// created are objects created but perhaps not yet in the cache, by "kind/name".
 	created map[string]bool
 }
@@ -47,11 +46,9 @@ func (m *memory) get(uid types.UID) *remembered {
 func (m *memory) statusAsOf(uid types.UID, resourceVersion string, cached *scorev1b1.WorkloadStatus) *scorev1b1.WorkloadStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := m.get(uid)
-	if r.status != nil && r.superseded[resourceVersion] {
+	if r := m.get(uid); r.status != nil && m.versions.Behind(uid, resourceVersion) {
 		return r.status.DeepCopy()
 	}
-	r.superseded = nil // the cache has caught up
 	return cached
 }
 
@@ -60,33 +57,13 @@ func (m *memory) statusAsOf(uid types.UID, resourceVersion string, cached *score
 func (m *memory) wroteStatus(uid types.UID, replaced, produced string, status *scorev1b1.WorkloadStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := m.get(uid)
-	r.supersede(replaced)
-	r.supersede(r.produced)
-	r.produced, r.status = produced, status.DeepCopy()
+	m.versions.Wrote(uid, replaced, produced)
+	m.get(uid).status = status.DeepCopy()
 }
 
-// wroteMetadata records a write of ours other than the status (the finalizer) that replaced
-// the version replaced and produced the version produced.
+// wroteMetadata records a write of ours other than the status (the finalizer).
 func (m *memory) wroteMetadata(uid types.UID, replaced, produced string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.get(uid)
-	r.supersede(replaced)
-	if r.produced != "" {
-		r.supersede(r.produced)
-		r.produced = produced
-	}
-}
-
-func (r *remembered) supersede(version string) {
-	if version == "" {
-		return
-	}
-	if r.superseded == nil {
-		r.superseded = map[string]bool{}
-	}
-	r.superseded[version] = true
+	m.versions.Wrote(uid, replaced, produced)
 }
 
 // created records an object created for the Workload.
@@ -117,4 +94,5 @@ func (m *memory) forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.m, uid)
+	m.versions.Forget(uid)
 }
