@@ -19,6 +19,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 )
@@ -56,6 +57,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("resourceclaim").
 		For(&scorev1b1.ResourceClaim{}).
+		// A changed or deleted claim goes ahead of the backlog.
+		Watches(&scorev1b1.ResourceClaim{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
 		Owns(&corev1.Secret{}).
 		// Templates may see every Workload's ports (.WorkloadServices): a spec change of any
 		// Workload requeues the claims of its namespace that can. Unchanged results write nothing.

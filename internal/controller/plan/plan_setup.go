@@ -21,6 +21,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/objectwatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 )
 
 // SetupWithManager watches plans, the exposures the runtime publishes to, EndpointSlices (for
@@ -34,6 +35,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workloadplan").
 		For(&scorev1b1.WorkloadPlan{}).
+		// A changed plan (a developer's change, a rotated output) goes ahead of the backlog.
+		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
 		Watches(&scorev1b1.WorkloadExposure{}, handler.EnqueueRequestsFromMapFunc(samePlan)).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(planOfService)).
 		// A claim's outputs Secret rewritten (rotation) or replaced changes the pods'

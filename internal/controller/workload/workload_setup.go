@@ -16,16 +16,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 )
 
 // SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
 // the claims, plans and exposures they own, the deletion of retained claims, and the config store: a new valid config
-// requeues every Workload. Nothing is polled.
+// requeues every Workload. Nothing is polled. A Workload's spec change and the updates that
+// answer it, or report a claim's failure, go ahead of the backlog (urgency).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	deletionStarted := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 	}}
 	workloadChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted)
+	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &scorev1b1.Workload{}, handler.OnlyControllerOwner())
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = 4
@@ -43,9 +46,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		Owns(&scorev1b1.WorkloadPlan{}).
 		Owns(&scorev1b1.WorkloadExposure{}).
+		Watches(&scorev1b1.Workload{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
+		Watches(&scorev1b1.ResourceClaim{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
+		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
+		Watches(&scorev1b1.WorkloadExposure{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// answers holds for an update of a claim, plan or exposure that the Workload's status waits
+// for: the answer to a changed spec (a status that observed a generation after the first), or
+// a failure to report. The first rollout of a new Workload is not urgent: it is the backlog.
+func answers(old, new client.Object) bool {
+	after := func(o, n int64) bool { return n > 1 && n != o }
+	switch n := new.(type) {
+	case *scorev1b1.ResourceClaim:
+		o := old.(*scorev1b1.ResourceClaim)
+		return after(o.Status.ObservedGeneration, n.Status.ObservedGeneration) ||
+			n.Status.Phase == scorev1b1.ClaimPhaseFailed && o.Status.Phase != scorev1b1.ClaimPhaseFailed
+	case *scorev1b1.WorkloadPlan:
+		o := old.(*scorev1b1.WorkloadPlan)
+		return after(o.Status.ObservedGeneration, n.Status.ObservedGeneration) ||
+			n.Status.Phase == scorev1b1.PlanPhaseFailed && o.Status.Phase != scorev1b1.PlanPhaseFailed
+	case *scorev1b1.WorkloadExposure:
+		return after(old.(*scorev1b1.WorkloadExposure).Status.ObservedWorkloadGeneration, n.Status.ObservedWorkloadGeneration)
+	}
+	return false
 }
 
 // unownedClaimWorkload maps a claim no Workload controls to the Workload its spec names.
