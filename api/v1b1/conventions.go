@@ -36,4 +36,9 @@ const (
 
 	// WorkloadFinalizer orders deletion: claims are deprovisioned before the Workload goes.
 	WorkloadFinalizer = "workloads.score.dev/finalizer"
+
+	// ClaimFinalizer holds a claim until the provisioner has released what it provisioned,
+	// per the claim's policy. The orchestrator creates claims with it (the provisioner adding
+	// it would cost a write per claim); the provisioner adds it to a claim that lacks it.
+	ClaimFinalizer = "resourceclaims.score.dev/provisioner"
 )

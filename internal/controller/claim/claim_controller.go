@@ -41,8 +41,6 @@ import (
 
 // Labels and names the provisioner puts on what it creates.
 const (
-	// Finalizer holds a claim until what it provisioned is released per its policy.
-	Finalizer = "resourceclaims.score.dev/provisioner"
 	// FieldManager is the server-side apply field manager of provisioned objects.
 	FieldManager = "score-provisioner"
 	// ConditionReady is the claim's detailed readiness condition.
@@ -110,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	before := c.DeepCopy()
 	defer func() {
-		if !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, Finalizer) {
+		if !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, scorev1b1.ClaimFinalizer) {
 			r.phases.forget(req.NamespacedName)
 			r.written.Forget(c.UID)
 			return
@@ -138,7 +136,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !r.Config.Settled() {
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(c, Finalizer) {
+	// The orchestrator creates claims with the finalizer; a claim made otherwise gets it here,
+	// before anything is provisioned.
+	if controllerutil.AddFinalizer(c, scorev1b1.ClaimFinalizer) {
 		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}

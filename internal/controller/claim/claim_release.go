@@ -21,7 +21,7 @@ import (
 // is gone; Retain keeps the data and the state, so a later claim of the same identity binds
 // to them; Orphan leaves everything as it is.
 func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+	if !controllerutil.ContainsFinalizer(c, scorev1b1.ClaimFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -74,7 +74,7 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 		log.Info("Released; the provisioned data stays", "policy", c.Spec.DeprovisionPolicy)
 	}
 	before := c.DeepCopy()
-	controllerutil.RemoveFinalizer(c, Finalizer)
+	controllerutil.RemoveFinalizer(c, scorev1b1.ClaimFinalizer)
 	if err := r.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -339,8 +339,10 @@ func (r *Reconciler) applyClaims(ctx context.Context, s *scope, desired []planne
 
 func (r *Reconciler) createClaim(ctx context.Context, w *scorev1b1.Workload, d planner.DesiredClaim) (scorev1b1.Reason, error) {
 	c := &scorev1b1.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: w.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: w.Name}},
-		Spec:       d.Spec,
+		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: w.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: w.Name},
+			// The provisioner's: set at creation, so that adding it is not a write of its own.
+			Finalizers: []string{scorev1b1.ClaimFinalizer}},
+		Spec: d.Spec,
 	}
 	if err := controllerutil.SetControllerReference(w, c, r.Client.Scheme()); err != nil {
 		return "", err

@@ -107,6 +107,7 @@ func TestRecreateAfterRetain(t *testing.T) {
 	}
 	create(t, workload(ns, "blog", withResource("db", "postgres")))
 	fresh := get(t, ns, "blog")
+	release(t, claim)
 	eventually(t, "a claim for the new Workload", func() error {
 		c := &scorev1b1.ResourceClaim{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(claim), c); err != nil {

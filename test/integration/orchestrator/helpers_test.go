@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
@@ -281,6 +282,30 @@ func bind(t *testing.T, c *scorev1b1.ResourceClaim, outputs map[string]any, secr
 			}
 		}
 		return env.Client.Status().Update(ctx, c)
+	})
+}
+
+// release plays the provisioner on a claim the orchestrator deleted: it removes the
+// provisioner's finalizer, which the orchestrator set at creation, and waits until the claim
+// is gone (a new claim of the same name may follow it).
+func release(t *testing.T, claim *scorev1b1.ResourceClaim) {
+	t.Helper()
+	eventually(t, "claim "+claim.Name+" released", func() error {
+		c := &scorev1b1.ResourceClaim{}
+		switch err := env.Client.Get(ctx, client.ObjectKeyFromObject(claim), c); {
+		case apierrors.IsNotFound(err) || err == nil && c.UID != claim.UID:
+			return nil
+		case err != nil:
+			return err
+		case c.DeletionTimestamp.IsZero():
+			return fmt.Errorf("not deleted")
+		}
+		if controllerutil.RemoveFinalizer(c, scorev1b1.ClaimFinalizer) {
+			if err := env.Client.Update(ctx, c); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("still there, finalizers %v", c.Finalizers)
 	})
 }
 

@@ -200,6 +200,7 @@ func TestClaimReset(t *testing.T) {
 	if err := env.Client.Delete(ctx, old); err != nil {
 		t.Fatal(err)
 	}
+	release(t, old)
 	eventually(t, "a new claim", func() error {
 		c := &scorev1b1.ResourceClaim{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(old), c); err != nil {
