@@ -11,11 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
@@ -32,7 +33,8 @@ func init() {
 
 // ConfigMapReconciler offers the Orchestrator Config ConfigMap's document to the store.
 type ConfigMapReconciler struct {
-	Client   client.Client
+	// Cache watches the ConfigMap, and the reconciler reads it from there.
+	Cache    cache.Cache
 	Store    *Store
 	Recorder recorder.EventRecorder
 	// Key locates the ConfigMap; DataKey is the key holding the document.
@@ -45,7 +47,7 @@ type ConfigMapReconciler struct {
 func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var cm corev1.ConfigMap
-	if err := r.Client.Get(ctx, r.Key, &cm); err != nil {
+	if err := r.Cache.Get(ctx, r.Key, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			log.Info("Orchestrator config ConfigMap is absent; keeping the last valid config", "configMap", r.Key)
 			r.Store.Settle()
@@ -99,11 +101,12 @@ func (r *ConfigMapReconciler) reject(ctx context.Context, cm *corev1.ConfigMap, 
 
 // SetupWithManager watches the one ConfigMap.
 func (r *ConfigMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	isTheConfigMap := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == r.Key.Namespace && o.GetName() == r.Key.Name
+	isTheConfigMap := predicate.NewTypedPredicateFuncs(func(o *corev1.ConfigMap) bool {
+		return o.Namespace == r.Key.Namespace && o.Name == r.Key.Name
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("orchestratorconfig").
-		For(&corev1.ConfigMap{}, builder.WithPredicates(isTheConfigMap, predicate.ResourceVersionChangedPredicate{})).
+		WatchesRawSource(source.Kind(r.Cache, &corev1.ConfigMap{}, &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{},
+			isTheConfigMap, predicate.TypedResourceVersionChangedPredicate[*corev1.ConfigMap]{})).
 		Complete(r)
 }

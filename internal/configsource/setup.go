@@ -44,8 +44,26 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 		}
 		return store, nil
 	}
+	// The one ConfigMap is watched through a cache of its own: restricting the manager's
+	// cache to it would restrict every ConfigMap informer of the process, and the provisioner
+	// and the runtime watch the ConfigMaps they apply.
+	configMaps, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{opts.ConfigMap.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", opts.ConfigMap.Name),
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the config source's cache: %w", err)
+	}
+	// Started and synced with the manager's caches, before any controller.
+	if err := mgr.Add(ownCache{configMaps}); err != nil {
+		return nil, err
+	}
 	cm := &ConfigMapReconciler{
-		Client: mgr.GetClient(), Store: store, Recorder: mgr.GetEventRecorder(component),
+		Cache: configMaps, Store: store, Recorder: mgr.GetEventRecorder(component),
 		Key: opts.ConfigMap, DataKey: opts.Key,
 	}
 	if err := cm.SetupWithManager(mgr); err != nil {
@@ -53,11 +71,11 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	}
 	// The reconciler hears of a ConfigMap that exists; this settles the store when none does.
 	settle := manager.RunnableFunc(func(ctx context.Context) error {
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
+		if !configMaps.WaitForCacheSync(ctx) {
 			return nil
 		}
 		var obj corev1.ConfigMap
-		if err := mgr.GetClient().Get(ctx, opts.ConfigMap, &obj); apierrors.IsNotFound(err) {
+		if err := configMaps.Get(ctx, opts.ConfigMap, &obj); apierrors.IsNotFound(err) {
 			store.Settle()
 		}
 		return nil
@@ -68,16 +86,15 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	return store, nil
 }
 
-// CacheOptions limit the ConfigMap informer to the one config ConfigMap, so a controller
-// does not cache every ConfigMap of the cluster, and drop managedFields from every cached
-// object: no controller reads them (server-side apply sends only what it manages, and an
-// update without managedFields keeps the server's), and they are often the larger part of an
-// object, so a cache of thousands of Workloads, claims and applied objects holds half as much.
-func CacheOptions(opts Options) cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {
-			Namespaces: map[string]cache.Config{opts.ConfigMap.Namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", opts.ConfigMap.Name),
-		},
-	}}
+// ownCache is a cache the manager starts with its own, before its controllers.
+type ownCache struct{ cache.Cache }
+
+func (c ownCache) GetCache() cache.Cache { return c.Cache }
+
+// CacheOptions drop managedFields from every cached object: no controller reads them
+// (server-side apply sends only what it manages, and an update without managedFields keeps
+// the server's), and they are often the larger part of an object, so a cache of thousands of
+// Workloads, claims and applied objects holds half as much.
+func CacheOptions(Options) cache.Options {
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 }

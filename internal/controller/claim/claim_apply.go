@@ -54,7 +54,7 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(u.GroupVersionKind())
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), live)
+		err := r.watcher.Get(ctx, r.Client, client.ObjectKeyFromObject(u), live)
 		if owner := live.GetLabels()[provisioner.LabelInstance]; err == nil && owner != "" {
 			// An object several instances produce (a broker every topic of the namespace
 			// uses) keeps the label of the instance that created it; relabelling it on every

@@ -58,3 +58,24 @@ func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
 		ctrl.LoggerFrom(ctx).Error(err, "Waiting for the watch on applied objects", "kind", gvk.String())
 	}
 }
+
+// Get reads an applied object into u (whose kind is set): from the watch's cache when its kind
+// is watched and the cache holds it, otherwise from apiServer. A cached copy may be a moment
+// old, which a level-triggered caller can live with: the watch brings any newer version back.
+// An absence is never taken from the cache: an object another Workload or instance created a
+// moment ago must not read as free to take.
+func (w *Watcher) Get(ctx context.Context, apiServer client.Reader, key client.ObjectKey, u *unstructured.Unstructured) error {
+	if w.watched(u.GroupVersionKind()) && w.Cache.Get(ctx, key, u) == nil {
+		return nil
+	}
+	return apiServer.Get(ctx, key, u)
+}
+
+func (w *Watcher) watched(gvk schema.GroupVersionKind) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watching[gvk]
+}

@@ -250,12 +250,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // secretsRevision identifies the versions of the outputs Secrets the plan's pods consume:
 // 16 hex characters of their UIDs and resource versions, or "" when there are none. A
 // rotated secret (rewritten) or a replaced one (a claim reset) changes it, and so rolls the
-// pods; nothing of the values goes into it.
+// pods; nothing of the values goes into it. The metadata comes from the cache of the Secrets
+// watch: a rewrite the cache has not seen yet brings the plan back when it arrives.
 func (r *Reconciler) secretsRevision(ctx context.Context, p *scorev1b1.WorkloadPlan) (string, error) {
-	reader := r.Secrets
-	if reader == nil {
-		reader = r.Client
-	}
 	h := sha256.New()
 	found := false
 	for _, c := range p.Spec.Claims {
@@ -264,7 +261,7 @@ func (r *Reconciler) secretsRevision(ctx context.Context, p *scorev1b1.WorkloadP
 		}
 		s := &metav1.PartialObjectMetadata{}
 		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		if err := reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: c.SecretName}, s); err != nil {
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: c.SecretName}, s); err != nil {
 			return "", fmt.Errorf("reading the outputs of %s: %w", c.Key, err)
 		}
 		fmt.Fprintf(h, "%s/%s/%s\n", c.Key, s.UID, s.ResourceVersion)
@@ -337,7 +334,10 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		}
 		existing := &unstructured.Unstructured{}
 		existing.SetGroupVersionKind(gvk)
-		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(u), existing); {
+		// Watched before it is read and applied, so no change after the apply can be missed
+		// and a kind seen before is read from the watch's cache.
+		r.watcher.Ensure(ctx, gvk)
+		switch err := r.watcher.Get(ctx, r.Client, client.ObjectKeyFromObject(u), existing); {
 		case err == nil:
 			if owner := existing.GetAnnotations()[AnnotationWorkloadUID]; owner != uid {
 				owned := &ownedElsewhere{gk: gvk.GroupKind(), namespace: existing.GetNamespace(), name: u.GetName(), ownerUID: owner}
@@ -372,8 +372,6 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
 	current := make([]*unstructured.Unstructured, 0, len(objs))
 	for i, u := range objs {
-		// Watched before it is applied, so no change after the apply can be missed.
-		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		if applyguard.Unchanged(u, live[i]) {
 			u = live[i] // nothing to write: a no-op apply is still a write
 		} else if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {

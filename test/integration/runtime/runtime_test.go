@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
@@ -44,7 +45,9 @@ func TestMain(m *testing.M) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
 	c, cancel := context.WithCancel(ctx)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	// The cache options of the binary: what it caches decides what the runtime's watches see.
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: configsource.CacheOptions(configsource.DefaultOptions())})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -204,6 +207,33 @@ func TestApplyPruneAndRepair(t *testing.T) {
 			}
 			return fmt.Errorf("still there: %v", err)
 		})
+	})
+}
+
+// A ConfigMap a template renders is watched like any applied object: its drift is corrected.
+// Regression: the cache options limited every ConfigMap informer of the process to the
+// Orchestrator Config's ConfigMap, so the runtime never saw the ConfigMaps it applied.
+func TestAppliedConfigMapDriftIsCorrected(t *testing.T) {
+	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}-settings\ndata:\n  mode: quiet\n"
+	ns := setup(t, text)
+	if err := env.Client.Create(ctx, newPlan(ns, "cfg", "u1", digest(text), `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: ns, Name: "cfg-settings"}
+	testenv.Eventually(t, 20*time.Second, "applied", func() error { return env.Client.Get(ctx, key, cm) })
+	cm.Data["mode"] = "loud"
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "drift corrected", func() error {
+		if err := env.Client.Get(ctx, key, cm); err != nil {
+			return err
+		}
+		if cm.Data["mode"] != "quiet" {
+			return fmt.Errorf("mode %q", cm.Data["mode"])
+		}
+		return nil
 	})
 }
 
