@@ -50,11 +50,15 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 	inventory := map[string]bool{}
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
 	for _, u := range objs {
-		// Watched before it is applied, so no change after the apply can be missed.
-		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(u.GroupVersionKind())
 		err := r.watcher.Get(ctx, r.Client, client.ObjectKeyFromObject(u), live)
+		// Watched before it is applied, so no change after the apply can be missed; the first
+		// read of a kind came from the API server, so a kind the provisioner may not read was
+		// refused there, before any watch.
+		if err == nil || apierrors.IsNotFound(err) {
+			r.watcher.Ensure(ctx, u.GroupVersionKind())
+		}
 		if owner := live.GetLabels()[provisioner.LabelInstance]; err == nil && owner != "" {
 			// An object several instances produce (a broker every topic of the namespace
 			// uses) keeps the label of the instance that created it; relabelling it on every

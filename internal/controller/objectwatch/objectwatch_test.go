@@ -33,12 +33,14 @@ func TestGetReadsTheCacheOfWatchedKindsOnly(t *testing.T) {
 	cases := []struct {
 		name                            string
 		watched, cached, apiServerHasIt bool
+		syncing                         bool   // watched, its watch not delivering events yet
 		want                            string // "" for not found
 		apiServerReads                  int
 	}{
 		{name: "a watched kind the cache holds", watched: true, cached: true, apiServerHasIt: true, want: "cache"},
 		{name: "an absence in the cache is asked of the API server", watched: true, apiServerHasIt: true, want: "api", apiServerReads: 1},
 		{name: "a kind not watched yet", cached: true, apiServerHasIt: true, want: "api", apiServerReads: 1},
+		{name: "a kind whose watch has not synced", syncing: true, cached: true, apiServerHasIt: true, want: "api", apiServerReads: 1},
 		{name: "absent everywhere", watched: true, apiServerReads: 1},
 	}
 	for _, tc := range cases {
@@ -52,7 +54,10 @@ func TestGetReadsTheCacheOfWatchedKindsOnly(t *testing.T) {
 			}
 			w := &Watcher{Cache: c}
 			if tc.watched {
-				w.watching = map[schema.GroupVersionKind]bool{service: true}
+				w.kind(service, true).synced.Store(true)
+			}
+			if tc.syncing {
+				w.kind(service, true)
 			}
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(service)

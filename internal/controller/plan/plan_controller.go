@@ -251,7 +251,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // 16 hex characters of their UIDs and resource versions, or "" when there are none. A
 // rotated secret (rewritten) or a replaced one (a claim reset) changes it, and so rolls the
 // pods; nothing of the values goes into it. The metadata comes from the cache of the Secrets
-// watch: a rewrite the cache has not seen yet brings the plan back when it arrives.
+// watch (a rewrite the cache has not seen yet brings the plan back when it arrives); an
+// absence is asked of Secrets, as a Secret created a moment ago may not be cached yet.
 func (r *Reconciler) secretsRevision(ctx context.Context, p *scorev1b1.WorkloadPlan) (string, error) {
 	h := sha256.New()
 	found := false
@@ -261,7 +262,12 @@ func (r *Reconciler) secretsRevision(ctx context.Context, p *scorev1b1.WorkloadP
 		}
 		s := &metav1.PartialObjectMetadata{}
 		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: c.SecretName}, s); err != nil {
+		key := client.ObjectKey{Namespace: p.Namespace, Name: c.SecretName}
+		err := r.Client.Get(ctx, key, s)
+		if apierrors.IsNotFound(err) && r.Secrets != nil {
+			err = r.Secrets.Get(ctx, key, s)
+		}
+		if err != nil {
 			return "", fmt.Errorf("reading the outputs of %s: %w", c.Key, err)
 		}
 		fmt.Fprintf(h, "%s/%s/%s\n", c.Key, s.UID, s.ResourceVersion)
@@ -334,9 +340,6 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 		}
 		existing := &unstructured.Unstructured{}
 		existing.SetGroupVersionKind(gvk)
-		// Watched before it is read and applied, so no change after the apply can be missed
-		// and a kind seen before is read from the watch's cache.
-		r.watcher.Ensure(ctx, gvk)
 		switch err := r.watcher.Get(ctx, r.Client, client.ObjectKeyFromObject(u), existing); {
 		case err == nil:
 			if owner := existing.GetAnnotations()[AnnotationWorkloadUID]; owner != uid {
@@ -372,6 +375,10 @@ func (r *Reconciler) apply(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 	applied := make([]scorev1b1.AppliedObject, 0, len(objs))
 	current := make([]*unstructured.Unstructured, 0, len(objs))
 	for i, u := range objs {
+		// Watched before it is applied, so no change after the apply can be missed. The read
+		// above came from the API server the first time a kind was seen, so a kind the
+		// runtime may not read was refused there, before any watch.
+		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		if applyguard.Unchanged(u, live[i]) {
 			u = live[i] // nothing to write: a no-op apply is still a write
 		} else if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
