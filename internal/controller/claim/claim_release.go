@@ -73,9 +73,17 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 	} else {
 		log.Info("Released; the provisioned data stays", "policy", c.Spec.DeprovisionPolicy)
 	}
+	// Only if the claim is still the version this pass read: a pass that read a cached copy
+	// from before the provisioner's own status write (a claim deleted while its first pass
+	// provisioned it) saw none of what was provisioned, and must not let the claim go. The
+	// newer version's watch event brings the claim back.
 	before := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, scorev1b1.ClaimFinalizer)
-	if err := r.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
+	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			log.Info("Release decided on an outdated copy; waiting for the current one")
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{}, nil
