@@ -47,14 +47,13 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	// The one ConfigMap is watched through a cache of its own: restricting the manager's
 	// cache to it would restrict every ConfigMap informer of the process, and the provisioner
 	// and the runtime watch the ConfigMaps they apply.
-	configMaps, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
-			Namespaces: map[string]cache.Config{opts.ConfigMap.Namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", opts.ConfigMap.Name),
-		}},
-	})
+	cmOpts := CacheOptions()
+	cmOpts.HTTPClient, cmOpts.Scheme, cmOpts.Mapper = mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper()
+	cmOpts.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+		Namespaces: map[string]cache.Config{opts.ConfigMap.Namespace: {}},
+		Field:      fields.OneTermEqualSelector("metadata.name", opts.ConfigMap.Name),
+	}}
+	configMaps, err := cache.New(mgr.GetConfig(), cmOpts)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the config source's cache: %w", err)
 	}
@@ -95,6 +94,6 @@ func (c ownCache) GetCache() cache.Cache { return c.Cache }
 // (server-side apply sends only what it manages, and an update without managedFields keeps
 // the server's), and they are often the larger part of an object, so a cache of thousands of
 // Workloads, claims and applied objects holds half as much.
-func CacheOptions(Options) cache.Options {
+func CacheOptions() cache.Options {
 	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 }

@@ -11,7 +11,7 @@ import (
 // The cache keeps no managedFields, of typed or unstructured objects: make bench's heap
 // profiles showed cached objects dominated by them.
 func TestCacheOptionsStripManagedFields(t *testing.T) {
-	transform := CacheOptions(Options{}).DefaultTransform
+	transform := CacheOptions().DefaultTransform
 	if transform == nil {
 		t.Fatal("no default transform")
 	}

@@ -110,7 +110,7 @@ func Run(name string, args []string, output io.Writer) int {
 		LeaderElectionReleaseOnCancel: true,
 		LeaderElectionID:              "score-" + strings.ReplaceAll(controllers, ",", "-") + ".score.dev",
 		LeaderElectionNamespace:       cfg.ConfigMap.Namespace,
-		Cache:                         configsource.CacheOptions(*cfg),
+		Cache:                         configsource.CacheOptions(),
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")

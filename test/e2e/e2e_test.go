@@ -169,7 +169,7 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 		}
 		// Three managers share this process, so each runs its own config source controller.
 		mgr, err := ctrl.NewManager(as, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-			Cache: configsource.CacheOptions(opts.Orchestrator.Config), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+			Cache: configsource.CacheOptions(), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 		if err != nil {
 			cancel()
 			return nil, err

@@ -53,27 +53,23 @@ func (r *Reconciler) apply(ctx context.Context, c *scorev1b1.ResourceClaim, id p
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(u.GroupVersionKind())
 		err := r.watcher.Get(ctx, r.Client, client.ObjectKeyFromObject(u), live)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("reading %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
 		// Watched before it is applied, so no change after the apply can be missed; the first
 		// read of a kind came from the API server, so a kind the provisioner may not read was
 		// refused there, before any watch.
-		if err == nil || apierrors.IsNotFound(err) {
-			r.watcher.Ensure(ctx, u.GroupVersionKind())
-		}
+		r.watcher.Ensure(ctx, u.GroupVersionKind())
 		if owner := live.GetLabels()[provisioner.LabelInstance]; err == nil && owner != "" {
 			// An object several instances produce (a broker every topic of the namespace
 			// uses) keeps the label of the instance that created it; relabelling it on every
 			// run would rewrite it back and forth. Its other users find it by their inventory.
 			setLabel(u, provisioner.LabelInstance, owner)
 		}
-		switch {
-		case err == nil && applyguard.Unchanged(u, live):
+		if err == nil && applyguard.Unchanged(u, live) {
 			u = live // nothing to write: a no-op apply is still a write
-		case err != nil && !apierrors.IsNotFound(err):
-			return nil, nil, fmt.Errorf("reading %s %s: %w", u.GetKind(), u.GetName(), err)
-		default:
-			if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-				return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
-			}
+		} else if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return nil, nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		inventory[objectKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())] = true
 		state, message := r.Config.Health().Judge(u)

@@ -125,7 +125,8 @@ type Reconciler struct {
 	// Config supplies the health rules; kstatus judges alone until a config is loaded.
 	Config *configsource.Store
 	// Secrets reads the claims' outputs Secrets for files composed with secret outputs,
-	// without caching them (default: Client).
+	// without caching them (default: Client), and is asked about an outputs Secret the
+	// metadata cache does not hold yet.
 	Secrets client.Reader
 	// Concurrency is the number of plans reconciled at once.
 	Concurrency int

@@ -335,7 +335,7 @@ func startControllers(t *testing.T) {
 	opts := controlplane.DefaultOptions()
 	opts.Controllers = []string{controlplane.Orchestrator, controlplane.Runtime}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: configsource.CacheOptions(opts.Orchestrator.Config)})
+		Cache: configsource.CacheOptions()})
 	if err != nil {
 		t.Fatal(err)
 	}

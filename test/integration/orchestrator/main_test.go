@@ -71,7 +71,7 @@ func startOrchestrator(ctx context.Context) error {
 		Scheme:                 testenv.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  configsource.CacheOptions(opts.Config),
+		Cache:                  configsource.CacheOptions(),
 	})
 	if err != nil {
 		return err

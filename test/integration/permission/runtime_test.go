@@ -59,7 +59,7 @@ func TestRuntimeRefusalIsPermissionDenied(t *testing.T) {
 	opts.Controllers = []string{controlplane.Runtime}
 	// The package's other test runs a config source's controller of the same name.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: configsource.CacheOptions(opts.Orchestrator.Config), Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}})
+		Cache: configsource.CacheOptions(), Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -294,7 +294,7 @@ func start(ctx context.Context, document string) error {
 // startController runs a provisioner controller over the namespaces the selector admits.
 func startController(ctx context.Context, enableCmd bool, namespaces fields.Selector) error {
 	opts := configsource.DefaultOptions()
-	cacheOpts := configsource.CacheOptions(opts)
+	cacheOpts := configsource.CacheOptions()
 	cacheOpts.DefaultFieldSelector = namespaces
 	if cacheOpts.ByObject == nil {
 		cacheOpts.ByObject = map[client.Object]cache.ByObject{}

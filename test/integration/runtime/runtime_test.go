@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 	c, cancel := context.WithCancel(ctx)
 	// The cache options of the binary: what it caches decides what the runtime's watches see.
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: configsource.CacheOptions(configsource.DefaultOptions())})
+		Cache: configsource.CacheOptions()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

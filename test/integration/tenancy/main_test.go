@@ -136,7 +136,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	opts := controlplane.DefaultOptions() // cmd:// provisioners off, as by default
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Cache: configsource.CacheOptions(opts.Orchestrator.Config)})
+		HealthProbeBindAddress: "0", Cache: configsource.CacheOptions()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
