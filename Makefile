@@ -26,9 +26,9 @@ tools: ## Build (once, cached) kube-apiserver, etcd, controller-manager, schedul
 generate: ## Regenerate CRDs, deep-copy code and RBAC roles; copy them into the Helm chart
 	go tool controller-gen object paths=./api/...
 	go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	go tool controller-gen rbac:roleName=score-orchestrator paths=./internal/controller/workload/... output:rbac:artifacts:config=config/rbac/orchestrator
-	go tool controller-gen rbac:roleName=score-provisioner paths=./internal/controller/claim/... output:rbac:artifacts:config=config/rbac/provisioner
-	go tool controller-gen rbac:roleName=score-runtime paths=./internal/controller/plan/... output:rbac:artifacts:config=config/rbac/runtime
+	go tool controller-gen rbac:roleName=score-orchestrator paths=./internal/controller/orchestrator/... output:rbac:artifacts:config=config/rbac/orchestrator
+	go tool controller-gen rbac:roleName=score-provisioner paths=./internal/controller/provisioner/... output:rbac:artifacts:config=config/rbac/provisioner
+	go tool controller-gen rbac:roleName=score-runtime paths=./internal/controller/runtime/... output:rbac:artifacts:config=config/rbac/runtime
 	hack/sync-chart.sh
 
 .PHONY: lint

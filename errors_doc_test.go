@@ -1,6 +1,7 @@
 package scoreorchestrator_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,12 +13,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
@@ -272,9 +273,9 @@ func provisionerMessage(t *testing.T, input string) string {
 	if err := yaml.Unmarshal([]byte(input), &def); err != nil {
 		t.Fatalf("the definition is not YAML: %v", err)
 	}
-	data := provisioner.Data{Guid: "0123456789abcdef", Uid: "postgres.default#web.db", Type: def.Type, Class: "default", Id: "web.db",
+	data := provisioning.Data{Guid: "0123456789abcdef", Uid: "postgres.default#web.db", Type: def.Type, Class: "default", Id: "web.db",
 		Params: map[string]any{}, Metadata: map[string]any{}, State: map[string]any{}, Shared: map[string]any{}, SourceWorkload: "web", Namespace: "team-a"}
-	if _, err := provisioner.RenderTemplates(def, data); err != nil {
+	if _, err := provisioning.RenderTemplates(def, data); err != nil {
 		return fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err)
 	}
 	return "(provisioned)"
@@ -326,12 +327,12 @@ func conflictMessage(t *testing.T, input string) string {
 	var second []string
 	for i, w := range pair {
 		w.Namespace = "team-a"
-		res, err := offline.Run(offline.Input{Workload: w, Config: cfg, Template: template})
+		results, err := offline.Run(context.Background(), offline.Input{Workloads: []*scorev1b1.Workload{w}, Config: cfg, Template: template})
 		if err != nil {
 			t.Fatalf("%s: %v", w.Name, err)
 		}
 		rendered[i] = map[string]bool{}
-		for _, m := range res.Manifests {
+		for _, m := range results[0].Objects {
 			id := m.GetKind() + "/" + m.GetName()
 			rendered[i][id] = true
 			if i == 1 {
@@ -343,7 +344,7 @@ func conflictMessage(t *testing.T, input string) string {
 		if rendered[0][id] {
 			kind, name, _ := strings.Cut(id, "/")
 			c := workloadstatus.ObjectConflict()
-			return fmt.Sprintf("%s: %s (the plan: %s)", c.Reason, c.Message, plan.ConflictMessage(kind, name, "uid-of-"+pair[0].Name, pair[0].Name))
+			return fmt.Sprintf("%s: %s (the plan: %s)", c.Reason, c.Message, apply.ConflictMessage(kind, name, "uid-of-"+pair[0].Name, pair[0].Name))
 		}
 	}
 	return "(no object in common)"

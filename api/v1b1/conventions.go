@@ -34,6 +34,26 @@ const (
 	// status.lastHandledReconcileAt.
 	AnnotationReconcileRequestedAt = "score.dev/reconcile-requested-at"
 
+	// AnnotationWorkloadUID marks every object the runtime applies with the UID of the
+	// Workload it belongs to; an object marked for another Workload is never taken over.
+	AnnotationWorkloadUID = "score.dev/workload-uid"
+	// LabelInstance marks every object a provisioner applies (and the instance's state
+	// Secret) with the identity hash of the instance it belongs to.
+	LabelInstance = "score.dev/instance"
+	// LabelRunOf marks a run (an immutable object named after its inputs: a batch Job, a
+	// build) with what it is a run of; the earlier runs with the same value are its history.
+	LabelRunOf = "score.dev/run-of"
+	// AnnotationHistoryLimit on a run says how many runs to keep, itself included.
+	AnnotationHistoryLimit = "score.dev/history-limit"
+
+	// FieldManagerRuntime and FieldManagerProvisioner are the server-side apply field managers
+	// of what the runtime and the provisioner apply.
+	FieldManagerRuntime     = "score-runtime"
+	FieldManagerProvisioner = "score-provisioner"
+
+	// RuntimeClassKubernetes is the runtime class the Kubernetes runtime serves.
+	RuntimeClassKubernetes = "kubernetes"
+
 	// WorkloadFinalizer orders deletion: claims are deprovisioned before the Workload goes.
 	WorkloadFinalizer = "workloads.score.dev/finalizer"
 
@@ -41,4 +61,7 @@ const (
 	// per the claim's policy. The orchestrator creates claims with it (the provisioner adding
 	// it would cost a write per claim); the provisioner adds it to a claim that lacks it.
 	ClaimFinalizer = "resourceclaims.score.dev/provisioner"
+	// PlanFinalizer holds a plan that applied cluster-scoped objects until the runtime deleted
+	// them: owner references cannot cross scopes, so garbage collection would not.
+	PlanFinalizer = "workloadplans.score.dev/runtime"
 )

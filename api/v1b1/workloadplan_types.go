@@ -224,15 +224,6 @@ const (
 	PlanPhaseFailed    PlanPhase = "Failed"
 )
 
-// The plan's Applied condition, and its reason when an object the plan renders exists and
-// belongs to another Workload: the runtime refuses to take it over, the orchestrator tells
-// the plan's Workload so, and the runtime tells the owning Workload with a Warning event of
-// the same reason.
-const (
-	PlanConditionApplied     = "Applied"
-	PlanReasonObjectConflict = "ObjectConflict"
-)
-
 // WorkloadPlanStatus is written only by the runtime.
 type WorkloadPlanStatus struct {
 	// ObservedGeneration is the plan generation the runtime last processed.
@@ -264,7 +255,8 @@ type AppliedObject struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// Health is Current, InProgress, Failed or Unknown (kstatus).
+	// Health is Current, InProgress, Failed or Unknown (kstatus, or the config's health
+	// rule for the kind).
 	// +optional
 	Health string `json:"health,omitempty"`
 	// +optional

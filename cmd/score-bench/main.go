@@ -43,6 +43,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 )
 
@@ -269,7 +270,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	if s.cfg, err = restConfig(s.k.Kubeconfig()); err != nil {
 		return res, err
 	}
-	if s.c, err = client.New(s.cfg, client.Options{Scheme: devenv.Scheme()}); err != nil {
+	if s.c, err = client.New(s.cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		return res, err
 	}
 	nodes, err := grow(ctx, s.c, pods+16)
@@ -461,7 +462,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 // and exposures.
 func (s *runState) watch(ctx context.Context) error {
 	var err error
-	s.cache, err = cache.New(s.cfg, cache.Options{Scheme: devenv.Scheme(),
+	s.cache, err = cache.New(s.cfg, cache.Options{Scheme: scheme.New(),
 		DefaultNamespaces: map[string]cache.Config{benchNS: {}, probeNS: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&scorev1b1.ResourceClaim{}:    {Namespaces: map[string]cache.Config{probeNS: {}}},

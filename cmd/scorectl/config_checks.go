@@ -8,6 +8,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
 
 // configChecks are what a platform's CI checks beyond the orchestrator's own validation.
@@ -51,7 +52,7 @@ func (c configChecks) templateRefs(ctx context.Context, cfg *orchconfig.Config) 
 				continue
 			}
 			tr := scorev1b1.TemplateRef{Kind: scorev1b1.TemplateKind(b.Template.Kind), Ref: b.Template.Ref, Digest: b.Template.Digest}
-			if _, err := readTemplate(ctx, tr, c.templates, fetcher); err != nil {
+			if _, err := templates.FromDir(ctx, tr, c.templates, fetcher); err != nil {
 				out = append(out, orchconfig.FieldError{Path: fmt.Sprintf("profiles[%d].backends[%d].template.ref", i, j), Message: fmt.Sprintf("does not resolve: %v", err)})
 			}
 		}
@@ -65,7 +66,7 @@ func (c configChecks) samples(cfg *orchconfig.Config) []orchconfig.FieldError {
 	if c.workloads == "" {
 		return nil
 	}
-	workloads, err := dirWorkloads(c.workloads, "default")
+	workloads, err := readWorkloads([]string{c.workloads}, "default")
 	if err != nil {
 		return []orchconfig.FieldError{{Path: "profiles", Message: fmt.Sprintf("reading the sample workloads: %v", err)}}
 	}

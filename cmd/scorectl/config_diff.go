@@ -6,11 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +17,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
-	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
 
 // errRisky is a diff with a risky change, under --fail-on-risky.
@@ -29,10 +25,10 @@ var errRisky = errors.New("the change is risky")
 
 func newConfigDiffCommand() *cobra.Command {
 	var (
-		flags                             clusterFlags
-		workloadsDir, templates, oldTempl string
-		output                            string
-		fromCluster, failOnRisky          bool
+		flags                            clusterFlags
+		workloadsDir, newTempl, oldTempl string
+		output                           string
+		fromCluster, failOnRisky         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW (--workloads DIR | --cluster)",
@@ -59,7 +55,7 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 				return fmt.Errorf("-o must be text or json, not %q", output)
 			}
 			if oldTempl == "" {
-				oldTempl = templates
+				oldTempl = newTempl
 			}
 			before, err := readConfig(args[0])
 			if err != nil {
@@ -73,21 +69,29 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 			if fromCluster {
 				workloads, err = clusterWorkloads(cmd.Context(), &flags)
 			} else {
-				workloads, err = dirWorkloads(workloadsDir, flags.namespace)
+				workloads, err = readWorkloads([]string{workloadsDir}, flags.namespace)
 			}
 			if err != nil {
 				return err
 			}
 			fetcher := &ocifetch.Fetcher{}
-			run := func(w *scorev1b1.Workload, cfg *orchconfig.Config, dir string) configdiff.Side {
-				res, err := offline.Run(offline.Input{Workload: w, Config: cfg, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
-					return readTemplate(cmd.Context(), ref, dir, fetcher)
+			// Each config renders every Workload together, as one app.
+			run := func(cfg *orchconfig.Config, dir string) ([]offline.Result, error) {
+				return offline.Run(cmd.Context(), offline.Input{Workloads: workloads, Config: cfg, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+					return templates.FromDir(cmd.Context(), ref, dir, fetcher)
 				}})
-				return configdiff.Side{Result: res, Err: err}
+			}
+			olds, err := run(before, oldTempl)
+			if err != nil && len(olds) == 0 {
+				return err
+			}
+			news, err := run(after, newTempl)
+			if err != nil && len(news) == 0 {
+				return err
 			}
 			diffs := make([]configdiff.Workload, 0, len(workloads))
-			for _, w := range workloads {
-				diffs = append(diffs, configdiff.Compare(w.Namespace+"/"+w.Name, run(w, before, oldTempl), run(w, after, templates)))
+			for i, w := range workloads {
+				diffs = append(diffs, configdiff.Compare(w.Namespace+"/"+w.Name, configdiff.Side{Result: olds[i], Err: olds[i].Err}, configdiff.Side{Result: news[i], Err: news[i].Err}))
 			}
 			if err := printDiffs(cmd.OutOrStdout(), diffs, output); err != nil {
 				return err
@@ -103,7 +107,7 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 	flags.bind(cmd, false)
 	cmd.Flags().StringVar(&workloadsDir, "workloads", "", "directory of Score files (searched recursively)")
 	cmd.Flags().BoolVar(&fromCluster, "cluster", false, "read the Workloads from the cluster (read only)")
-	cmd.Flags().StringVar(&templates, "templates", "", "directory of configmap:// templates for the new config")
+	cmd.Flags().StringVar(&newTempl, "templates", "", "directory of configmap:// templates for the new config")
 	cmd.Flags().StringVar(&oldTempl, "old-templates", "", "directory of configmap:// templates for the old config (default: --templates)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().BoolVar(&failOnRisky, "fail-on-risky", false, "exit 1 when a change is risky")
@@ -120,39 +124,6 @@ func readConfig(path string) (*orchconfig.Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
-}
-
-// dirWorkloads converts every Score file under dir (*.yaml, *.yml), in path order.
-func dirWorkloads(dir, namespace string) ([]*scorev1b1.Workload, error) {
-	if namespace == "" {
-		namespace = "default"
-	}
-	var files []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			files = append(files, path)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(files)
-	var out []*scorev1b1.Workload
-	for _, f := range files {
-		results, err := scorefile.ReadFile(f, namespace)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		for _, r := range results {
-			r.Workload.Generation = 1
-			out = append(out, r.Workload)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no Score file under %s", dir)
-	}
-	return out, nil
 }
 
 // clusterWorkloads lists the Workloads of the namespace given with -n, or of every namespace.

@@ -120,9 +120,9 @@ func claimChanges(before, after []offline.Claim) []Change {
 func allObjects(r offline.Result) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, c := range r.Claims {
-		out = append(out, c.Manifests...)
+		out = append(out, c.Objects...)
 	}
-	return append(out, r.Manifests...)
+	return append(out, r.Objects...)
 }
 
 func objectChanges(before, after []*unstructured.Unstructured) []ObjectChange {

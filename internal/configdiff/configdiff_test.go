@@ -23,12 +23,12 @@ func result(profile, backend string, claims []offline.Claim, objs ...*unstructur
 	return Side{Result: offline.Result{
 		Selection: selection.Result{OK: true, Profile: profile, Backend: &orchconfig.Backend{BackendID: backend}},
 		Claims:    claims,
-		Manifests: objs,
+		Objects:   objs,
 	}}
 }
 
 func TestCompare(t *testing.T) {
-	db := offline.Claim{Key: "db", Name: "web-db-1", Provisioner: "template://dev/postgres", Manifests: []*unstructured.Unstructured{obj("StatefulSet", "pg", map[string]any{"v": 1})}}
+	db := offline.Claim{Key: "db", Name: "web-db-1", Provisioner: "template://dev/postgres", Objects: []*unstructured.Unstructured{obj("StatefulSet", "pg", map[string]any{"v": 1})}}
 	dep := obj("Deployment", "web", map[string]any{"replicas": 1})
 	base := result("web-service", "k8s-web", []offline.Claim{db}, dep)
 	cases := []struct {
@@ -46,13 +46,13 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			"a claim replaced is a new instance: risky",
-			result("web-service", "k8s-web", []offline.Claim{{Key: "db", Name: "web-db-2", Provisioner: db.Provisioner, Manifests: []*unstructured.Unstructured{obj("StatefulSet", "pg2", nil)}}}, dep),
+			result("web-service", "k8s-web", []offline.Claim{{Key: "db", Name: "web-db-2", Provisioner: db.Provisioner, Objects: []*unstructured.Unstructured{obj("StatefulSet", "pg2", nil)}}}, dep),
 			[]Change{{What: "resource db: claim web-db-1 replaced by web-db-2, a new instance with new data and credentials", Risky: true}},
 			[]ObjectChange{{Action: "pruned", Object: "StatefulSet ns/pg"}, {Action: "created", Object: "StatefulSet ns/pg2"}},
 		},
 		{
 			"another provisioner: risky",
-			result("web-service", "k8s-web", []offline.Claim{{Key: "db", Name: "web-db-1", Provisioner: "template://dev/postgres-ha", Manifests: db.Manifests}}, dep),
+			result("web-service", "k8s-web", []offline.Claim{{Key: "db", Name: "web-db-1", Provisioner: "template://dev/postgres-ha", Objects: db.Objects}}, dep),
 			[]Change{{What: "resource db: provisioner template://dev/postgres → template://dev/postgres-ha", Risky: true}},
 			nil,
 		},

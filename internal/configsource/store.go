@@ -6,6 +6,7 @@ package configsource
 import (
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
@@ -96,6 +97,24 @@ func (s *Store) Health() *health.Checker {
 		return l.Health
 	}
 	return nil
+}
+
+// KindAllowed reports whether the current config lets templates and provisioners create a
+// kind (its allowedKinds); before a config is loaded, and on a nil Store, the default kinds.
+func (s *Store) KindAllowed(group, kind string) bool {
+	cfg := &orchconfig.Config{}
+	if s != nil {
+		if l, ok := s.Get(); ok {
+			cfg = l.Config
+		}
+	}
+	return cfg.KindAllowed(group, kind)
+}
+
+// Judge judges an applied object's health with the current config's rules (kstatus alone
+// before a config is loaded).
+func (s *Store) Judge(u *unstructured.Unstructured) (string, string) {
+	return s.Health().Judge(u)
 }
 
 // Offer parses and validates a document. When valid it becomes current and subscribers are

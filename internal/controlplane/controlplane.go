@@ -9,14 +9,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
 
-// The controllers that can run in a process.
+// The controllers that can run in a process, named as their flags, folders, docs and roles
+// name them.
 const (
 	Orchestrator = "orchestrator"
 	Provisioner  = "provisioner"
@@ -29,43 +31,40 @@ var All = []string{Orchestrator, Provisioner, Runtime}
 // Options configure the control plane.
 type Options struct {
 	// Controllers lists the controllers to run.
-	Controllers  []string
+	Controllers []string
+	// Config says where the Orchestrator Config comes from; every controller reads it.
+	Config       configsource.Options
 	Orchestrator orchestrator.Options
-	// ProvisionerConcurrency and RuntimeConcurrency are claims and plans handled at once.
-	ProvisionerConcurrency, RuntimeConcurrency int
-	// EnableCmdProvisioners allows cmd:// provisioners; CmdLimits bound each run.
-	EnableCmdProvisioners bool
-	CmdLimits             provisionercmd.Limits
+	Provisioner  provisioner.Options
+	Runtime      runtime.Options
 }
 
 // DefaultOptions run every controller with the documented defaults.
 func DefaultOptions() Options {
-	return Options{Controllers: All, Orchestrator: orchestrator.DefaultOptions(), ProvisionerConcurrency: 4, RuntimeConcurrency: 4,
-		CmdLimits: provisionercmd.DefaultLimits}
+	cfg := configsource.DefaultOptions()
+	return Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
+		Provisioner: provisioner.Options{Concurrency: 4, CmdLimits: provisionercmd.DefaultLimits, APINamespace: cfg.ConfigMap.Namespace},
+		Runtime:     runtime.Options{Concurrency: 4}}
 }
 
 // Setup adds the config source and the chosen controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	store, err := configsource.Setup(mgr, opts.Orchestrator.Config, "score-controllers")
+	store, err := configsource.Setup(mgr, opts.Config, "score-controllers")
 	if err != nil {
 		return err
 	}
-	cfg := opts.Orchestrator.Config
 	// Templates and helm provisioners' charts: fetched by digest, verified, cached.
-	newTemplates := func() *plan.Templates {
-		return &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: cfg.OCICacheDir, PlainHTTP: cfg.OCIPlainHTTP}}
+	newTemplates := func() *templates.Source {
+		return &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: opts.Config.OCICacheDir, PlainHTTP: opts.Config.OCIPlainHTTP}}
 	}
 	for _, c := range opts.Controllers {
 		switch c {
 		case Orchestrator:
 			err = orchestrator.Setup(mgr, store, opts.Orchestrator)
 		case Provisioner:
-			p := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
-				EnableCmd: opts.EnableCmdProvisioners, CmdLimits: opts.CmdLimits,
-				APINamespace: opts.Orchestrator.Config.ConfigMap.Namespace, Charts: newTemplates(), Concurrency: opts.ProvisionerConcurrency}
-			err = p.SetupWithManager(mgr)
+			err = provisioner.Setup(mgr, store, newTemplates(), opts.Provisioner)
 		case Runtime:
-			err = (&plan.Reconciler{Client: mgr.GetClient(), Templates: newTemplates(), Config: store, Secrets: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.RuntimeConcurrency}).SetupWithManager(mgr)
+			err = runtime.Setup(mgr, store, newTemplates(), opts.Runtime)
 		default:
 			err = fmt.Errorf("unknown controller %q: use %v", c, All)
 		}

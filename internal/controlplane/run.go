@@ -5,8 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -14,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 )
 
 // Exit codes of Run.
@@ -32,7 +30,7 @@ func Run(name string, args []string, output io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(output)
 	opts := DefaultOptions()
-	cfg := &opts.Orchestrator.Config
+	cfg := &opts.Config
 	var (
 		controllers, metricsAddr, probeAddr, pprofAddr string
 		leaderElect                                    bool
@@ -48,11 +46,11 @@ func Run(name string, args []string, output io.Writer) int {
 	fs.BoolVar(&cfg.OCIPlainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP (development only)")
 	fs.StringVar(&opts.Orchestrator.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions)")
 	fs.IntVar(&opts.Orchestrator.Concurrency, "concurrency", opts.Orchestrator.Concurrency, "Workloads reconciled at once")
-	fs.IntVar(&opts.ProvisionerConcurrency, "provisioner-concurrency", opts.ProvisionerConcurrency, "claims provisioned at once")
-	fs.IntVar(&opts.RuntimeConcurrency, "runtime-concurrency", opts.RuntimeConcurrency, "plans rendered and applied at once")
-	fs.BoolVar(&opts.EnableCmdProvisioners, "enable-cmd-provisioners", false, "allow cmd:// provisioners, which run binaries inside the controller with its user and file system (off: their claims fail with PermissionDenied); only cmd:///absolute/path and cmd://name-on-PATH are run")
-	fs.DurationVar(&opts.CmdLimits.Timeout, "cmd-provisioner-timeout", opts.CmdLimits.Timeout, "longest a cmd:// provisioner may run; its process group is killed after it")
-	fs.IntVar(&opts.CmdLimits.MaxOutput, "cmd-provisioner-max-output", opts.CmdLimits.MaxOutput, "most bytes a cmd:// provisioner may print on stdout")
+	fs.IntVar(&opts.Provisioner.Concurrency, "provisioner-concurrency", opts.Provisioner.Concurrency, "claims provisioned at once")
+	fs.IntVar(&opts.Runtime.Concurrency, "runtime-concurrency", opts.Runtime.Concurrency, "plans rendered and applied at once")
+	fs.BoolVar(&opts.Provisioner.EnableCmd, "enable-cmd-provisioners", false, "allow cmd:// provisioners, which run binaries inside the controller with its user and file system (off: their claims fail with PermissionDenied); only cmd:///absolute/path and cmd://name-on-PATH are run")
+	fs.DurationVar(&opts.Provisioner.CmdLimits.Timeout, "cmd-provisioner-timeout", opts.Provisioner.CmdLimits.Timeout, "longest a cmd:// provisioner may run; its process group is killed after it")
+	fs.IntVar(&opts.Provisioner.CmdLimits.MaxOutput, "cmd-provisioner-max-output", opts.Provisioner.CmdLimits.MaxOutput, "most bytes a cmd:// provisioner may print on stdout")
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 to disable)")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes (0 to disable)")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of the pprof endpoint (0 to disable)")
@@ -75,16 +73,9 @@ func Run(name string, args []string, output io.Writer) int {
 	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 	opts.Controllers = strings.Split(controllers, ",")
+	// http+api:// credentials live in the control plane's namespace.
+	opts.Provisioner.APINamespace = cfg.ConfigMap.Namespace
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		log.Error(err, "Building the scheme")
-		return ExitFailed
-	}
-	if err := scorev1b1.AddToScheme(scheme); err != nil {
-		log.Error(err, "Building the scheme")
-		return ExitFailed
-	}
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
 		log.Error(err, "Loading the kubeconfig")
@@ -100,7 +91,7 @@ func Run(name string, args []string, output io.Writer) int {
 		restConfig.Burst = burst
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,

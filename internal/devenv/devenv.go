@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 )
 
 // Defaults of an Env.
@@ -191,7 +193,7 @@ func Connect(path string) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: Scheme()})
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }
 
 // controllersRunning reports whether pid is this environment's controllers. A pid is reused

@@ -26,12 +26,6 @@ const (
 	PriorityClusterLocal = 100
 )
 
-// Runtime condition types the orchestrator's mirror normalises.
-const (
-	ConditionLBPending      = "LBPending"
-	ConditionIngressPending = "IngressPending"
-)
-
 // Input is what the runtime applied, as the API server has it now.
 type Input struct {
 	Objects []*unstructured.Unstructured
@@ -64,19 +58,19 @@ func Compute(in Input) Result {
 			exps, pending := service(o, reachable(o.GetName()))
 			res.Exposures = append(res.Exposures, exps...)
 			if pending {
-				waiting[ConditionLBPending] = append(waiting[ConditionLBPending], "Service "+o.GetName())
+				waiting[scorev1b1.ExposureConditionLBPending] = append(waiting[scorev1b1.ExposureConditionLBPending], "Service "+o.GetName())
 			}
 		case gk.Group == "networking.k8s.io" && gk.Kind == "Ingress":
 			exps, pending := ingress(o, reachable)
 			res.Exposures = append(res.Exposures, exps...)
 			if pending {
-				waiting[ConditionIngressPending] = append(waiting[ConditionIngressPending], "Ingress "+o.GetName())
+				waiting[scorev1b1.ExposureConditionIngressPending] = append(waiting[scorev1b1.ExposureConditionIngressPending], "Ingress "+o.GetName())
 			}
 		case gk.Group == "gateway.networking.k8s.io" && gk.Kind == "HTTPRoute":
 			exps, pending := httpRoute(o, in.Gateways, reachable)
 			res.Exposures = append(res.Exposures, exps...)
 			if pending {
-				waiting[ConditionIngressPending] = append(waiting[ConditionIngressPending], "HTTPRoute "+o.GetName())
+				waiting[scorev1b1.ExposureConditionIngressPending] = append(waiting[scorev1b1.ExposureConditionIngressPending], "HTTPRoute "+o.GetName())
 			}
 		}
 	}
@@ -88,7 +82,7 @@ func Compute(in Input) Result {
 	for typ, objs := range waiting {
 		sort.Strings(objs)
 		what := "a load balancer address"
-		if typ == ConditionIngressPending {
+		if typ == scorev1b1.ExposureConditionIngressPending {
 			what = "its ingress or gateway"
 		}
 		res.Pending[typ] = fmt.Sprintf("Waiting for %s: %s.", what, strings.Join(objs, ", "))

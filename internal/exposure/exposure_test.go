@@ -101,7 +101,7 @@ func TestCompute(t *testing.T) {
 			name:    "a LoadBalancer without an address is pending, its cluster name still published",
 			objects: []string{lbPending},
 			want:    []scorev1b1.Exposure{{URL: "http://web.team.svc.cluster.local:443", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTP", Reachable: &yes}},
-			pending: map[string]string{ConditionLBPending: "Waiting for a load balancer address: Service web."},
+			pending: map[string]string{scorev1b1.ExposureConditionLBPending: "Waiting for a load balancer address: Service web."},
 		},
 		{
 			name:    "a LoadBalancer's addresses are public and come first",
@@ -128,13 +128,13 @@ func TestCompute(t *testing.T) {
 			name:    "an Ingress without an address is pending; a rule without a backend is not reachable",
 			objects: []string{ingressNoAddress},
 			want:    []scorev1b1.Exposure{{URL: "http://web.example.com/", Priority: PriorityRoute, Scope: scorev1b1.ScopePublic, SchemeHint: "HTTP", Reachable: &no}},
-			pending: map[string]string{ConditionIngressPending: "Waiting for its ingress or gateway: Ingress web."},
+			pending: map[string]string{scorev1b1.ExposureConditionIngressPending: "Waiting for its ingress or gateway: Ingress web."},
 		},
 		{
 			name:    "an HTTPRoute not accepted yet is pending; without its Gateway the scheme is http",
 			objects: []string{route},
 			want:    []scorev1b1.Exposure{{URL: "http://web.apps.example.com/shop", Priority: PriorityRoute, Scope: scorev1b1.ScopePublic, SchemeHint: "HTTP", Reachable: &yes}},
-			pending: map[string]string{ConditionIngressPending: "Waiting for its ingress or gateway: HTTPRoute web."},
+			pending: map[string]string{scorev1b1.ExposureConditionIngressPending: "Waiting for its ingress or gateway: HTTPRoute web."},
 		},
 		{
 			name:     "an accepted HTTPRoute on an HTTPS listener is https",

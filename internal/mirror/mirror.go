@@ -223,10 +223,10 @@ var normalization = []struct {
 	{[]string{"PolicyViolation"}, Signal{metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation}},
 	{[]string{"QuotaExceeded"}, Signal{metav1.ConditionFalse, scorev1b1.ReasonQuotaExceeded}},
 	{[]string{"PermissionDenied"}, Signal{metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied}},
-	{[]string{"LBPending", "IngressPending", "DNSNotReady"}, Signal{metav1.ConditionFalse, scorev1b1.ReasonNetworkUnavailable}},
-	{[]string{"Selecting", "Provisioning", "Applying"}, Signal{metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning}},
-	{[]string{"Degraded"}, Signal{metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded}},
-	{[]string{"Healthy", "Available"}, Signal{metav1.ConditionTrue, scorev1b1.ReasonSucceeded}},
+	{[]string{scorev1b1.ExposureConditionLBPending, scorev1b1.ExposureConditionIngressPending, scorev1b1.ExposureConditionDNSNotReady}, Signal{metav1.ConditionFalse, scorev1b1.ReasonNetworkUnavailable}},
+	{[]string{scorev1b1.ExposureConditionSelecting, scorev1b1.ExposureConditionProvisioning, scorev1b1.ExposureConditionApplying}, Signal{metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning}},
+	{[]string{scorev1b1.ExposureConditionDegraded}, Signal{metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded}},
+	{[]string{scorev1b1.ExposureConditionHealthy, scorev1b1.ExposureConditionAvailable}, Signal{metav1.ConditionTrue, scorev1b1.ReasonSucceeded}},
 }
 
 // Normalize maps runtime conditions to one abstract signal, or nil when none is recognised.

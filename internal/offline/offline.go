@@ -1,23 +1,31 @@
-// Package offline runs the orchestrator's, the provisioner's and the runtime's pure pipeline
-// without a cluster, for scorectl render: selection, claims provisioned by their template
-// provisioners (in dependency order), the plan, and the manifests the runtime would apply.
-// Random values in provisioner templates are replaced by deterministic ones, so the output
-// is byte-identical across runs; they are not usable secrets.
+// Package offline runs the control plane's pipeline without a cluster, for scorectl render:
+// for each Workload, the selection, its claims provisioned in dependency order, the plan, and
+// the objects the runtime and the provisioner would apply. It calls the functions the
+// controllers call — selection, the planner, provisioning's strategies, the renderer and the
+// applier's Prepare — so what it shows is what they apply. Where only a cluster knows a value
+// (UIDs the API server assigns, an instance's stored state, secret values, the secrets
+// revision of the pods) it takes it from Cluster, or shows a stand-in: random values in
+// provisioner templates are replaced by deterministic ones (not usable secrets), secret
+// values by markers.
 package offline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
@@ -27,12 +35,31 @@ import (
 
 // Input is what an offline run needs.
 type Input struct {
-	// Workload is the converted Workload, with its namespace set.
-	Workload *scorev1b1.Workload
-	Config   *orchconfig.Config
-	// Template returns a backend template's content by its ref, verified against its digest.
+	// Workloads are the converted Workloads, each with its namespace set. They are rendered
+	// together: a provisioner sees the Workloads of its namespace, as in the cluster.
+	Workloads []*scorev1b1.Workload
+	Config    *orchconfig.Config
+	// Template returns a backend template's (or a helm:// provisioner's chart's) content by
+	// its ref, verified against its digest.
 	Template func(scorev1b1.TemplateRef) (render.Template, error)
 	Region   string
+	// Cluster supplies what only a cluster knows; its zero value is the offline stand-ins.
+	Cluster Cluster
+}
+
+// Cluster supplies the values only a cluster knows. Each nil field has an offline stand-in.
+type Cluster struct {
+	// PlanUID is the UID of a Workload's plan; offline a marker naming it.
+	PlanUID func(namespace, name string) types.UID
+	// State is an instance's stored state and its namespace's shared state; offline both
+	// start empty (and templates' random values are deterministic stand-ins).
+	State func(id provisioning.Identity) (state, shared map[string]any)
+	// SecretValue is a secret output's value (a file composed with it needs it); offline a
+	// marker.
+	SecretValue func(w *scorev1b1.Workload, ref scorev1b1.OutputRef) (string, error)
+	// SecretsRevision is the revision of the outputs Secrets a Workload's pods consume;
+	// offline none (the label is left out).
+	SecretsRevision func(w *scorev1b1.Workload) string
 }
 
 // Claim is one provisioned claim.
@@ -41,21 +68,52 @@ type Claim struct {
 	Spec                             scorev1b1.ResourceClaimSpec
 	Outputs                          map[string]any
 	SecretKeys                       []string
-	Manifests                        []*unstructured.Unstructured
+	// Objects are what the provisioner applies for it, prepared (marked, placed, in order).
+	Objects []*unstructured.Unstructured
 }
 
-// Result is everything an offline run decided and produced.
+// Result is everything an offline run decided and produced for one Workload.
 type Result struct {
+	Workload  *scorev1b1.Workload
 	Selection selection.Result
 	Claims    []Claim
-	Plan      *scorev1b1.WorkloadPlanSpec
-	Manifests []*unstructured.Unstructured
+	Plan      *scorev1b1.WorkloadPlan
+	// Objects are what the runtime applies for the plan, prepared.
+	Objects []*unstructured.Unstructured
+	// Err is why the Workload could not be rendered (what the cluster would report on it);
+	// the fields above hold what was decided before it.
+	Err error
 }
 
-// Run runs the pipeline. Inputs the orchestrator would report as SpecInvalid, a failed
-// selection, a claim no provisioner serves or an unresolved output are errors here.
-func Run(in Input) (Result, error) {
-	w := in.Workload
+// Run runs the pipeline for every Workload and returns a result for each, in the order given.
+// Inputs the orchestrator would report as SpecInvalid, a failed selection, a claim no
+// provisioner serves or an unresolved output fail the Workload (Result.Err); the other
+// Workloads still render, and the returned error joins the failures, each naming its
+// Workload.
+func Run(ctx context.Context, in Input) ([]Result, error) {
+	sel, err := selection.New(in.Config)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, 0, len(in.Workloads))
+	var errs []error
+	for _, w := range in.Workloads {
+		if w.UID == "" {
+			w = w.DeepCopy()
+			w.UID = types.UID(fmt.Sprintf("<uid of Workload %s/%s>", w.Namespace, w.Name))
+		}
+		res, err := runOne(ctx, in, sel, w)
+		res.Workload = w
+		if err != nil {
+			res.Err = fmt.Errorf("workload %s/%s: %w", w.Namespace, w.Name, err)
+			errs = append(errs, res.Err)
+		}
+		out = append(out, res)
+	}
+	return out, errors.Join(errs...)
+}
+
+func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1.Workload) (Result, error) {
 	if problems := planner.CheckInputs(w); len(problems) > 0 {
 		msgs := make([]string, len(problems))
 		for i, p := range problems {
@@ -63,11 +121,7 @@ func Run(in Input) (Result, error) {
 		}
 		return Result{}, fmt.Errorf("the workload is invalid:\n  %s", strings.Join(msgs, "\n  "))
 	}
-	sel, err := selection.New(in.Config)
-	if err != nil {
-		return Result{}, err
-	}
-	res := Result{Selection: sel.Select(selection.Input{Workload: w, Region: in.Region})}
+	res := Result{Workload: w, Selection: sel.Select(selection.Input{Workload: w, Region: in.Region})}
 	if !res.Selection.OK {
 		return res, fmt.Errorf("selection: %s", res.Selection.Message)
 	}
@@ -83,7 +137,7 @@ func Run(in Input) (Result, error) {
 			if _, done := views[d.Key]; done || len(d.WaitingFor) > 0 {
 				continue
 			}
-			c, err := provision(in, d)
+			c, err := provision(ctx, in, w, d)
 			if err != nil {
 				return res, fmt.Errorf("resource %s: %w", d.Key, err)
 			}
@@ -105,19 +159,49 @@ func Run(in Input) (Result, error) {
 	if len(built.Unresolved) > 0 {
 		return res, fmt.Errorf("outputs not provided by the provisioners: %s", strings.Join(built.Unresolved, ", "))
 	}
-	res.Plan = built.Spec
+	res.Plan = &scorev1b1.WorkloadPlan{
+		TypeMeta:   metav1.TypeMeta{APIVersion: scorev1b1.GroupVersion.String(), Kind: "WorkloadPlan"},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, UID: in.planUID(w)},
+		Spec:       *built.Spec,
+	}
 	tpl, err := in.Template(built.Spec.Template)
 	if err != nil {
 		return res, fmt.Errorf("template %s: %w", built.Spec.Template.Ref, err)
 	}
-	res.Manifests, err = render.Render(render.Input{Workload: w.Name, Namespace: w.Namespace, Spec: built.Spec, Template: tpl, SecretValue: secretMarker})
-	// The runtime applies every object in the Workload's namespace.
-	for _, m := range res.Manifests {
-		if m.GetNamespace() == "" {
-			m.SetNamespace(w.Namespace)
-		}
+	secretValue := func(ref scorev1b1.OutputRef) (string, error) { return secretMarker(ref), nil }
+	if in.Cluster.SecretValue != nil {
+		secretValue = func(ref scorev1b1.OutputRef) (string, error) { return in.Cluster.SecretValue(w, ref) }
 	}
+	revision := ""
+	if in.Cluster.SecretsRevision != nil {
+		revision = in.Cluster.SecretsRevision(w)
+	}
+	objs, err := render.Render(render.Input{Workload: w.Name, Namespace: w.Namespace, Spec: &res.Plan.Spec, Template: tpl, SecretValue: secretValue, SecretsRevision: revision})
+	if err != nil {
+		return res, err
+	}
+	res.Objects, err = prepare(in, objs, apply.PlanMarks(res.Plan))
 	return res, err
+}
+
+// prepare marks and orders objects as the applier does.
+func prepare(in Input, objs []*unstructured.Unstructured, marks apply.Marks) ([]*unstructured.Unstructured, error) {
+	prepared, err := apply.Prepare(apply.Input{Objects: objs, Marks: marks, Scope: apply.OfflineScope, Allowed: in.Config.KindAllowed})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(prepared))
+	for i, o := range prepared {
+		out[i] = o.Unstructured
+	}
+	return out, nil
+}
+
+func (in Input) planUID(w *scorev1b1.Workload) types.UID {
+	if in.Cluster.PlanUID != nil {
+		return in.Cluster.PlanUID(w.Namespace, w.Name)
+	}
+	return types.UID(fmt.Sprintf("<uid of WorkloadPlan %s/%s>", w.Namespace, w.Name))
 }
 
 func secretName(c Claim) string {
@@ -127,8 +211,8 @@ func secretName(c Claim) string {
 	return c.Name + "-outputs"
 }
 
-// provision runs a claim's template provisioner as the provisioner controller does.
-func provision(in Input, d planner.DesiredClaim) (Claim, error) {
+// provision runs a claim's provisioner with the strategies the provisioner controller runs.
+func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.DesiredClaim) (Claim, error) {
 	params, err := values.Object(d.Spec.Params)
 	if err != nil {
 		return Claim{}, err
@@ -138,63 +222,46 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 	if !ok {
 		return Claim{}, errors.New(message)
 	}
-	def, params := in.Config.Provisioners[served.Index], served.Params
-	isRunnable, isHelm := strings.HasPrefix(def.URI, "runnable://"), strings.HasPrefix(def.URI, "helm://")
-	if !strings.HasPrefix(def.URI, "template://") && !isRunnable && !isHelm {
+	def := in.Config.Provisioners[served.Index]
+	strategy, err := provisioning.StrategyOf(def.URI)
+	if err != nil {
+		return Claim{}, err
+	}
+	if !strategy.Pure() {
 		return Claim{}, fmt.Errorf("provisioner %s cannot run offline: only template://, runnable:// and helm:// provisioners can", def.URI)
 	}
-	w := in.Workload
-	id := provisioner.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
+	id := provisioning.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
 	metadata, err := values.Object(d.Spec.Metadata)
 	if err != nil {
 		return Claim{}, err
 	}
-	data := provisioner.Data{
-		Guid: id.Guid(), Uid: id.Uid(), Type: id.Type, Class: id.Class, Id: id.ID,
-		Params: params, Metadata: metadata, State: map[string]any{}, Shared: map[string]any{},
-		SourceWorkload: w.Name, Namespace: w.Namespace, Instance: id.Hash(),
-		WorkloadMetadata: planner.Metadata(w), WorkloadServices: map[string]provisioner.NetworkService{w.Name: provisioner.ServiceOf(w.Name, w.Spec.Service)},
+	var state, shared map[string]any
+	if in.Cluster.State != nil {
+		state, shared = in.Cluster.State(id)
 	}
-	if served.Class != "" {
-		data.Class = served.Class // as the provisioner controller does
+	data := provisioning.NewData(provisioning.DataInput{Identity: id, Class: served.Class, Params: served.Params, Metadata: metadata,
+		State: state, Shared: shared, Source: w.Name, Workloads: namespaceOf(in.Workloads, w.Namespace), Sharing: def.Sharing})
+	env := provisioning.Env{
+		Funcs: tplfuncs.Deterministic(tplfuncs.Provisioner(), id.Uid()),
+		Chart: func(_ context.Context, ref scorev1b1.TemplateRef) ([]byte, error) {
+			chart, err := in.Template(ref)
+			return chart.Data, err
+		},
 	}
-	funcs := tplfuncs.Deterministic(tplfuncs.Provisioner(), id.Uid())
-	r, err := provisioner.RenderTemplatesWith(funcs, def, data)
+	r, err := provisioning.Provision(ctx, strategy, def, data, env)
 	if err != nil {
-		return Claim{}, err
+		return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
 	}
-	if isHelm {
-		ref := scorev1b1.TemplateRef{Kind: scorev1b1.TemplateHelm, Ref: def.Helm.Chart, Digest: def.Helm.Digest}
-		chart, err := in.Template(ref)
-		if err != nil {
-			return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
-		}
-		data.Init, data.State, data.Shared = r.Init, r.State, provisioner.PatchMap(data.Shared, r.Shared)
-		objs, err := provisioner.RenderHelmWith(funcs, def, data, chart.Data)
-		if err != nil {
-			return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
-		}
-		r.Manifests = append(r.Manifests, objs...)
-	}
-	if isRunnable {
-		// The run as the controller stamps it; outputs it publishes in its status are unknown
-		// offline.
-		if len(r.Manifests) != 1 {
-			return Claim{}, fmt.Errorf("provisioner %s renders %d objects; a runnable renders exactly one run", def.URI, len(r.Manifests))
-		}
-		run, err := runnable.Stamp(r.Manifests[0], w.Namespace, id.Hash())
-		if err != nil {
-			return Claim{}, err
-		}
-		outputs, err := runnable.Outputs(run, def.Runnable.Outputs)
+	if r.Run != nil {
+		// Outputs the run only publishes in its status are unknown offline.
+		outputs, err := runnable.Outputs(r.Run, def.Runnable.Outputs)
 		if err != nil {
 			return Claim{}, fmt.Errorf("provisioner %s: %w; offline only outputs the run carries before it runs are known", def.URI, err)
 		}
-		r.Manifests = []map[string]any{run.Object}
-		r.Outputs = provisioner.PatchMap(r.Outputs, outputs)
+		r.Outputs = provisioning.PatchMap(r.Outputs, outputs)
 	}
-	secrets := provisioner.SecretsInManifests(r.Manifests)
-	plain, secret, err := provisioner.SplitOutputs(r.Outputs, func(ref provisioner.SecretRef) (string, error) {
+	secrets := provisioning.SecretsInManifests(r.Manifests)
+	plain, secret, err := provisioning.SplitOutputs(r.Outputs, func(ref provisioning.SecretRef) (string, error) {
 		if v, ok := secrets[ref]; ok {
 			return v, nil
 		}
@@ -208,24 +275,27 @@ func provision(in Input, d planner.DesiredClaim) (Claim, error) {
 		c.SecretKeys = append(c.SecretKeys, k)
 	}
 	sort.Strings(c.SecretKeys)
-	for _, m := range r.Manifests {
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetNamespace() == "" {
-			u.SetNamespace(w.Namespace)
-		}
-		labels := u.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[provisioner.LabelInstance] = id.Hash()
-		u.SetLabels(labels)
-		c.Manifests = append(c.Manifests, u)
+	objs, err := r.Objects()
+	if err != nil {
+		return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
 	}
-	return c, nil
+	c.Objects, err = prepare(in, objs, apply.InstanceMarks(id.Namespace, id.Hash()))
+	return c, err
+}
+
+// namespaceOf are the Workloads of a namespace.
+func namespaceOf(all []*scorev1b1.Workload, namespace string) []*scorev1b1.Workload {
+	var out []*scorev1b1.Workload
+	for _, w := range all {
+		if w.Namespace == namespace {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // secretMarker stands in for a secret output's value offline, where it is unknown: files
 // composed with secret outputs show where the value goes.
-func secretMarker(ref scorev1b1.OutputRef) (string, error) {
-	return "<secret resources." + ref.ClaimKey + "." + ref.OutputKey + ">", nil
+func secretMarker(ref scorev1b1.OutputRef) string {
+	return "<secret resources." + ref.ClaimKey + "." + ref.OutputKey + ">"
 }

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
@@ -82,7 +82,7 @@ type Request struct {
 
 // Render evaluates a request's templates over data. The URL must be https: credentials and
 // secret outputs travel on it.
-func Render(req orchconfig.APIRequest, defaultMethod string, data provisioner.Data) (Request, error) {
+func Render(req orchconfig.APIRequest, defaultMethod string, data provisioning.Data) (Request, error) {
 	out := Request{Method: req.Method, Headers: map[string]string{}}
 	if out.Method == "" {
 		out.Method = defaultMethod
@@ -107,7 +107,7 @@ func Render(req orchconfig.APIRequest, defaultMethod string, data provisioner.Da
 	return out, nil
 }
 
-func render(name, text string, data provisioner.Data) (string, error) {
+func render(name, text string, data provisioning.Data) (string, error) {
 	t, err := template.New(name).Funcs(tplfuncs.Provisioner()).Option("missingkey=zero").Parse(text)
 	if err != nil {
 		return "", fmt.Errorf("%s template does not parse: %w", name, err)

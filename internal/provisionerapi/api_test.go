@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
 func TestLookup(t *testing.T) {
@@ -91,7 +91,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestRender(t *testing.T) {
-	data := provisioner.Data{Guid: "g-1", Params: map[string]any{"size": "large"}, State: State{Created: map[string]any{"id": "db-7"}}.Map()}
+	data := provisioning.Data{Guid: "g-1", Params: map[string]any{"size": "large"}, State: State{Created: map[string]any{"id": "db-7"}}.Map()}
 	req := orchconfig.APIRequest{
 		URL:     "https://api.example.test/dbs/{{ .State.created.id }}",
 		Headers: map[string]string{"X-Request-Id": "{{ .Guid }}"},

@@ -24,7 +24,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
 // Input is the document a command reads on stdin; the keys are score-k8s's.
@@ -81,8 +84,8 @@ type Limits struct {
 var DefaultLimits = Limits{Timeout: 2 * time.Minute, MaxOutput: 4 << 20}
 
 // ErrNotRunnable is wrapped by every error that says a uri names nothing the controller may
-// run; such a definition cannot succeed until the config changes.
-var ErrNotRunnable = errors.New("not runnable")
+// run: the provisioning package's, so callers check one sentinel.
+var ErrNotRunnable = provisioning.ErrNotRunnable
 
 // Resolve finds the binary a cmd:// uri names: cmd:///abs/path is that path, cmd://name is
 // name looked up on PATH (any fragment, such as cmd://bash#dotenv, only names the definition).
@@ -118,7 +121,7 @@ func Resolve(uri string, lookPath func(string) (string, error)) (string, error) 
 }
 
 // NewInput builds the stdin document from the data templates see.
-func NewInput(d provisioner.Data) Input {
+func NewInput(d provisioning.Data) Input {
 	in := Input{
 		ResourceGuid: d.Guid, ResourceUid: d.Uid, ResourceType: d.Type, ResourceClass: d.Class, ResourceId: d.Id,
 		ResourceParams: nilIfEmpty(d.Params), ResourceMetadata: nilIfEmpty(d.Metadata),
@@ -152,14 +155,14 @@ func nilIfEmpty(m map[string]any) map[string]any {
 
 // Run runs bin with args, the input on stdin, within lim, and decodes what it printed. Args
 // "<mode>" become "provision", as in score-k8s.
-func Run(ctx context.Context, bin string, args []string, in Input, lim Limits) (provisioner.Result, error) {
+func Run(ctx context.Context, bin string, args []string, in Input, lim Limits) (provisioning.Result, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return provisioner.Result{}, fmt.Errorf("encoding the input: %w", err)
+		return provisioning.Result{}, fmt.Errorf("encoding the input: %w", err)
 	}
 	scratch, err := os.MkdirTemp("", "score-cmd-")
 	if err != nil {
-		return provisioner.Result{}, fmt.Errorf("creating a scratch directory: %w", err)
+		return provisioning.Result{}, fmt.Errorf("creating a scratch directory: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(scratch) }()
 
@@ -187,32 +190,32 @@ func Run(ctx context.Context, bin string, args []string, in Input, lim Limits) (
 	runErr := cmd.Run()
 	switch {
 	case stdout.over:
-		return provisioner.Result{}, fmt.Errorf("%s printed more than %d bytes", bin, lim.MaxOutput)
+		return provisioning.Result{}, fmt.Errorf("%s printed more than %d bytes", bin, lim.MaxOutput)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return provisioner.Result{}, fmt.Errorf("%s did not finish within %s", bin, lim.Timeout)
+		return provisioning.Result{}, fmt.Errorf("%s did not finish within %s", bin, lim.Timeout)
 	case runErr != nil:
 		var exit *exec.ExitError
 		if errors.As(runErr, &exit) {
-			return provisioner.Result{}, fmt.Errorf("%s exited with status %d%s", bin, exit.ExitCode(), stderr.lastLine())
+			return provisioning.Result{}, fmt.Errorf("%s exited with status %d%s", bin, exit.ExitCode(), stderr.lastLine())
 		}
-		return provisioner.Result{}, fmt.Errorf("running %s: %w", bin, runErr)
+		return provisioning.Result{}, fmt.Errorf("running %s: %w", bin, runErr)
 	}
 	return Decode(stdout.Bytes())
 }
 
 // Decode reads a command's stdout document, strictly as score-k8s does.
-func Decode(stdout []byte) (provisioner.Result, error) {
+func Decode(stdout []byte) (provisioning.Result, error) {
 	var out Output
 	dec := json.NewDecoder(bytes.NewReader(stdout))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&out); err != nil {
-		return provisioner.Result{}, fmt.Errorf("the command's output is not a provisioner result: %w", err)
+		return provisioning.Result{}, fmt.Errorf("the command's output is not a provisioner result: %w", err)
 	}
-	if err := provisioner.CheckManifests(out.Manifests); err != nil {
-		return provisioner.Result{}, err
+	if err := provisioning.CheckManifests(out.Manifests); err != nil {
+		return provisioning.Result{}, err
 	}
 	// score-k8s always replaces the state (none means empty) and patches the shared state.
-	r := provisioner.Result{State: out.ResourceState, Shared: out.SharedState, Outputs: out.ResourceOutputs, Manifests: out.Manifests}
+	r := provisioning.Result{State: out.ResourceState, Shared: out.SharedState, Outputs: out.ResourceOutputs, Manifests: out.Manifests}
 	if r.State == nil {
 		r.State = map[string]any{}
 	}
@@ -269,4 +272,24 @@ func (t *tailBuffer) lastLine() string {
 		last = last[:200] + "..."
 	}
 	return ": " + last
+}
+
+// Runner runs cmd:// definitions within lim (zero fields take DefaultLimits), each binary
+// resolved on the controller's PATH or by its absolute path: the provisioner's
+// provisioning.Env.Command.
+func Runner(lim Limits) func(context.Context, orchconfig.Provisioner, provisioning.Data) (provisioning.Result, error) {
+	if lim.Timeout <= 0 {
+		lim.Timeout = DefaultLimits.Timeout
+	}
+	if lim.MaxOutput <= 0 {
+		lim.MaxOutput = DefaultLimits.MaxOutput
+	}
+	return func(ctx context.Context, def orchconfig.Provisioner, data provisioning.Data) (provisioning.Result, error) {
+		bin, err := Resolve(def.URI, exec.LookPath)
+		if err != nil {
+			return provisioning.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Running a command provisioner", "binary", bin, "timeout", lim.Timeout)
+		return Run(ctx, bin, def.Args, NewInput(data), lim)
+	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
 func TestResolve(t *testing.T) {
@@ -71,10 +71,10 @@ func TestRunPassesScoreK8sInputAndDecodesOutput(t *testing.T) {
 printf '{"resource_outputs":{"stdin":%s,"args":"%s","env":"%s","cwd":"%s"},"resource_state":{"n":1},"shared_state":{"k":"v"},"manifests":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}]}' "$in" "$*" "$(env | sort | tr '\n' ' ')" "$(pwd)"
 `)
 	t.Setenv("CONTROLLER_TOKEN", "must-not-leak")
-	d := provisioner.Data{
+	d := provisioning.Data{
 		Guid: "g", Uid: "kv.default#web.db", Type: "kv", Class: "default", Id: "web.db",
 		State: map[string]any{"prev": true}, Namespace: "ns", SourceWorkload: "web",
-		WorkloadServices: map[string]provisioner.NetworkService{"api": {ServiceName: "api", Ports: map[string]provisioner.ServicePort{"http": {Name: "http", Port: 80, TargetPort: 8080, Protocol: "TCP"}}}},
+		WorkloadServices: map[string]provisioning.NetworkService{"api": {ServiceName: "api", Ports: map[string]provisioning.ServicePort{"http": {Name: "http", Port: 80, TargetPort: 8080, Protocol: "TCP"}}}},
 	}
 	res, err := Run(context.Background(), bin, []string{"<mode>", "x"}, NewInput(d), limits)
 	if err != nil {
@@ -119,7 +119,7 @@ func TestRunFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			_, err := Run(context.Background(), script(t, tc.body), nil, NewInput(provisioner.Data{}), tc.lim)
+			_, err := Run(context.Background(), script(t, tc.body), nil, NewInput(provisioning.Data{}), tc.lim)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want %q, got %v", tc.want, err)
 			}
@@ -136,7 +136,7 @@ func TestTimeoutKillsChildren(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	bin := script(t, "sleep 30 & echo $! > "+pidFile+"; wait")
 	start := time.Now()
-	_, err := Run(context.Background(), bin, nil, NewInput(provisioner.Data{}), Limits{Timeout: 300 * time.Millisecond, MaxOutput: 1024})
+	_, err := Run(context.Background(), bin, nil, NewInput(provisioning.Data{}), Limits{Timeout: 300 * time.Millisecond, MaxOutput: 1024})
 	if err == nil || !strings.Contains(err.Error(), "did not finish") {
 		t.Fatalf("want a timeout, got %v", err)
 	}

@@ -83,7 +83,8 @@ func Funcs() template.FuncMap {
 }
 
 // Render renders the template over the plan with the template's kind (manifests, helm,
-// kustomize) and returns the objects in apply order. Every kind sees the same plan data:
+// kustomize) and returns the objects in the template's order (the applier orders them for
+// apply). Every kind sees the same plan data:
 // the values, the projected pod, the ports, the labels and the input hash.
 func Render(in Input) ([]*unstructured.Unstructured, error) {
 	d, err := dataOf(in)
@@ -128,7 +129,6 @@ func Render(in Input) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, &unstructured.Unstructured{Object: cm})
 	}
-	sort.SliceStable(objs, func(i, j int) bool { return Stage(objs[i]) < Stage(objs[j]) })
 	return objs, nil
 }
 
@@ -241,18 +241,6 @@ func renderManifests(tpl Template, d data) ([]byte, error) {
 		return nil, fmt.Errorf("the template failed: %w", err)
 	}
 	return b.Bytes(), nil
-}
-
-// Stage orders objects for apply: Namespaces and CRDs, then configuration, then the rest.
-func Stage(u *unstructured.Unstructured) int {
-	switch u.GetKind() {
-	case "Namespace", "CustomResourceDefinition":
-		return 0
-	case "ConfigMap", "Secret", "ServiceAccount":
-		return 1
-	default:
-		return 2
-	}
 }
 
 // ports lists the service ports in name order.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 
@@ -89,6 +90,7 @@ func TestRenderWebService(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.GetKind())
 	}
+	sort.Strings(kinds) // the applier orders them for apply
 	if strings.Join(kinds, ",") != "ConfigMap,Deployment,Service" {
 		t.Fatalf("objects %v", kinds)
 	}
@@ -301,7 +303,8 @@ func TestRenderStateful(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
 	}
-	if got := strings.Join(kinds, ","); got != "ConfigMap/db-files-1801910e,StatefulSet/db,Service/db-pods,Service/db" {
+	sort.Strings(kinds) // the applier orders them for apply
+	if got := strings.Join(kinds, ","); got != "ConfigMap/db-files-1801910e,Service/db,Service/db-pods,StatefulSet/db" {
 		t.Fatalf("objects %s", got)
 	}
 	sts := byKind(objs, "StatefulSet")

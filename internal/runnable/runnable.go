@@ -17,11 +17,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/jsonpath"
-)
 
-// LabelRunOf marks every run with the instance it belongs to (the instance's identity hash),
-// so older runs can be found and collected.
-const LabelRunOf = "score.dev/run-of"
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
 
 // DefaultHistoryLimit is how many runs are kept, the current one included.
 const DefaultHistoryLimit = 3
@@ -72,7 +70,7 @@ func Stamp(obj map[string]any, namespace, instance string) (*unstructured.Unstru
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelRunOf] = instance
+	labels[scorev1b1.LabelRunOf] = instance
 	u.SetLabels(labels)
 	return u, nil
 }

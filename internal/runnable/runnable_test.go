@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
 
 func object(t *testing.T, doc string) map[string]any {
@@ -51,7 +53,7 @@ func TestStamp(t *testing.T) {
 	if !strings.HasPrefix(unnamed.GetName(), "run-i123-") {
 		t.Errorf("without a name: %s", unnamed.GetName())
 	}
-	if a.GetNamespace() != "team" || a.GetLabels()[LabelRunOf] != "i123" {
+	if a.GetNamespace() != "team" || a.GetLabels()[scorev1b1.LabelRunOf] != "i123" {
 		t.Errorf("namespace %s labels %v", a.GetNamespace(), a.GetLabels())
 	}
 	long, _ := Stamp(object(t, strings.Replace(job, "build-web", strings.Repeat("x", 80), 1)), "team", "i")

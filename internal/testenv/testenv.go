@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 // RepoRoot is the repository's root directory.
@@ -27,7 +27,7 @@ func RepoRoot() string {
 }
 
 // Scheme holds the built-in kinds, CRDs and the score.dev kinds.
-func Scheme() *k8sruntime.Scheme { return devenv.Scheme() }
+func Scheme() *k8sruntime.Scheme { return scheme.New() }
 
 // Env is a running API server with the CRDs installed.
 type Env struct {

@@ -20,8 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
 )
 
 // claimRecord is a claim as it was when its Workload was first Ready.
@@ -286,18 +284,18 @@ func (r *run) audit(ctx context.Context) {
 		ref := metav1.GetControllerOf(o)
 		switch {
 		case o.GetKind() == "ConfigMap" && o.GetName() == "kube-root-ca.crt":
-		case o.GetAnnotations()[plan.AnnotationWorkloadUID] != "":
+		case o.GetAnnotations()[scorev1b1.AnnotationWorkloadUID] != "":
 			w := inv.workloads[o.GetNamespace()+"/"+o.GetLabels()[scorev1b1.LabelWorkload]]
-			if ref == nil || ref.Kind != "WorkloadPlan" || !planUIDs[string(ref.UID)] || w == nil || string(w.UID) != o.GetAnnotations()[plan.AnnotationWorkloadUID] {
+			if ref == nil || ref.Kind != "WorkloadPlan" || !planUIDs[string(ref.UID)] || w == nil || string(w.UID) != o.GetAnnotations()[scorev1b1.AnnotationWorkloadUID] {
 				orphan("%s: applied for a Workload or plan that is gone", id)
 			}
 			perWorkload[o.GetKind()+" of "+o.GetNamespace()+"/"+o.GetLabels()[scorev1b1.LabelWorkload]]++
-		case o.GetLabels()[provisioner.LabelInstance] != "":
+		case o.GetLabels()[scorev1b1.LabelInstance] != "":
 			if !referenced[id] {
 				orphan("%s: provisioned, and no claim lists it", id)
 			}
 			if o.GetKind() == "StatefulSet" {
-				perInstance["StatefulSet of instance "+o.GetLabels()[provisioner.LabelInstance]]++
+				perInstance["StatefulSet of instance "+o.GetLabels()[scorev1b1.LabelInstance]]++
 			}
 		case ref != nil && ref.Kind == "ResourceClaim":
 			if !claimUIDs[string(ref.UID)] {
@@ -425,7 +423,7 @@ func (r *run) selfCheck(ctx context.Context) error {
 	}
 	w := list.Items[0]
 	planted := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos-0", Name: "planted-orphan", Labels: map[string]string{provisioner.LabelInstance: "0000000000000000"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos-0", Name: "planted-orphan", Labels: map[string]string{scorev1b1.LabelInstance: "0000000000000000"}}},
 		&scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos-0", Name: "planted-duplicate", Labels: map[string]string{scorev1b1.LabelWorkload: w.Name}},
 			Spec: scorev1b1.ResourceClaimSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: w.Name, UID: string(w.UID)}, Key: firstKey(&w), Type: "no-such-type", DeprovisionPolicy: scorev1b1.DeprovisionDelete}},
 	}

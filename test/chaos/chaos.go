@@ -33,6 +33,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 )
 
@@ -233,7 +234,7 @@ func (r *run) setUp(ctx context.Context) error {
 	if r.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	if r.c, err = client.New(cfg, client.Options{Scheme: devenv.Scheme()}); err != nil {
+	if r.c, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		return err
 	}
 	if _, err := devenv.Install(ctx, r.c, os.DirFS(r.o.Root)); err != nil {

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -76,7 +76,7 @@ func TestTemplateFromOCI(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo.PlainHTTP = true
-	layer, err := oras.PushBytes(ctx, repo, plan.TemplateLayerMediaType, text)
+	layer, err := oras.PushBytes(ctx, repo, templates.TemplateLayerMediaType, text)
 	if err != nil {
 		t.Fatal(err)
 	}

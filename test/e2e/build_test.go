@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 )
 
 // A container with image "." gets its image from the development catalog's image
@@ -99,7 +98,7 @@ func TestImageBuiltByARunnable(t *testing.T) {
 
 func completedBuild(ns, revision string) (*batchv1.Job, error) {
 	var jobs batchv1.JobList
-	if err := c.List(ctx, &jobs, client.InNamespace(ns), client.HasLabels{runnable.LabelRunOf}); err != nil {
+	if err := c.List(ctx, &jobs, client.InNamespace(ns), client.HasLabels{scorev1b1.LabelRunOf}); err != nil {
 		return nil, err
 	}
 	for i, j := range jobs.Items {
@@ -119,7 +118,7 @@ func completedBuild(ns, revision string) (*batchv1.Job, error) {
 func buildRevisions(t *testing.T, ns string) string {
 	t.Helper()
 	var jobs batchv1.JobList
-	if err := c.List(ctx, &jobs, client.InNamespace(ns), client.HasLabels{runnable.LabelRunOf}); err != nil {
+	if err := c.List(ctx, &jobs, client.InNamespace(ns), client.HasLabels{scorev1b1.LabelRunOf}); err != nil {
 		t.Fatal(err)
 	}
 	var revs []string

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -265,7 +265,7 @@ func TestDevelopmentCatalog(t *testing.T) {
 			}
 		}
 		cl := claims[row.name]
-		id := provisioner.NewIdentity(cl.Namespace, cl.Spec.WorkloadRef.Name, cl.Spec.Key, cl.Spec.Type, cl.Spec.Class, cl.Spec.ID)
+		id := provisioning.NewIdentity(cl.Namespace, cl.Spec.WorkloadRef.Name, cl.Spec.Key, cl.Spec.Type, cl.Spec.Class, cl.Spec.ID)
 		return append(out, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cl.Namespace, Name: id.StateSecretName()}})
 	}
 	uids := func(objs []client.Object) (map[string]types.UID, error) {

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -69,7 +68,7 @@ func TestTwoWorkloadsRenderingOneObject(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(second), p); err != nil {
 			t.Fatal(err)
 		}
-		applied := meta.FindStatusCondition(p.Status.Conditions, plan.ConditionApplied)
+		applied := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied)
 		if p.Status.Phase != scorev1b1.PlanPhaseFailed || p.Status.Message != "Service db-pods exists and belongs to workload db" ||
 			applied == nil || applied.Reason != scorev1b1.PlanReasonObjectConflict {
 			t.Fatalf("the plan: %s %q %+v", p.Status.Phase, p.Status.Message, applied)
@@ -84,8 +83,8 @@ func TestTwoWorkloadsRenderingOneObject(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(contested), now); err != nil {
 			t.Fatal(err)
 		}
-		if now.UID != contested.UID || now.ResourceVersion != contested.ResourceVersion || now.Annotations[plan.AnnotationWorkloadUID] != string(first.UID) {
-			t.Fatalf("the first's Service was touched: rv %s→%s, owner %s", contested.ResourceVersion, now.ResourceVersion, now.Annotations[plan.AnnotationWorkloadUID])
+		if now.UID != contested.UID || now.ResourceVersion != contested.ResourceVersion || now.Annotations[scorev1b1.AnnotationWorkloadUID] != string(first.UID) {
+			t.Fatalf("the first's Service was touched: rv %s→%s, owner %s", contested.ResourceVersion, now.ResourceVersion, now.Annotations[scorev1b1.AnnotationWorkloadUID])
 		}
 		testenv.Eventually(t, 30*time.Second, "a warning on the first", func() error {
 			var events eventsv1.EventList

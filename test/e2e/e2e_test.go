@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -38,14 +37,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/applyguard"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
-	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
@@ -152,7 +147,7 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 	mctx, cancel := context.WithCancel(ctx)
 	for _, name := range controlplane.All {
 		opts := controlplane.DefaultOptions()
-		opts.Orchestrator.Config.OCIPlainHTTP = true // the in-process registry of TestTemplateFromOCI
+		opts.Config.OCIPlainHTTP = true // the in-process registry of TestTemplateFromOCI
 		opts.Controllers = []string{name}
 		as := rest.CopyConfig(cfg)
 		as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:score-system:score-" + name}
@@ -254,41 +249,7 @@ func TestExamplesBecomeReady(t *testing.T) {
 	})
 
 	t.Run("the offline render is what the cluster got", func(t *testing.T) {
-		for _, name := range names {
-			w := &scorev1b1.Workload{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-				t.Fatal(err)
-			}
-			res, err := offline.Run(offline.Input{Workload: w, Config: devConfig, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
-				parsed, err := orchconfig.ParseRef(ref.Ref)
-				if err != nil {
-					return render.Template{}, err
-				}
-				b, err := os.ReadFile(filepath.Join(root, "config", "templates", parsed.Key))
-				return render.Template{Data: b}, err
-			}})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			objs := res.Manifests
-			for _, cl := range res.Claims {
-				for _, m := range cl.Manifests {
-					if m.GetKind() != "Secret" { // offline, generated values are stand-ins
-						objs = append(objs, m)
-					}
-				}
-			}
-			for _, want := range objs {
-				live := &unstructured.Unstructured{}
-				live.SetGroupVersionKind(want.GroupVersionKind())
-				if err := c.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
-					t.Fatalf("%s: %s %s was rendered but is not in the cluster: %v", name, want.GetKind(), want.GetName(), err)
-				}
-				if !applyguard.Unchanged(want, live) {
-					t.Errorf("%s: %s %s differs from what the cluster has", name, want.GetKind(), want.GetName())
-				}
-			}
-		}
+		assertRenderIsTheCluster(t, ns, names...)
 	})
 
 	t.Run("controllers restarting over Ready workloads write nothing", func(t *testing.T) {
@@ -325,7 +286,7 @@ func TestExamplesBecomeReady(t *testing.T) {
 	t.Run("deleting a Workload deprovisions its Delete dependencies", func(t *testing.T) {
 		// The provisioned StatefulSets (the ledger example runs as one too, a Workload's own).
 		var sets appsv1.StatefulSetList
-		provisioned := client.HasLabels{provisioner.LabelInstance}
+		provisioned := client.HasLabels{scorev1b1.LabelInstance}
 		if err := c.List(ctx, &sets, client.InNamespace(ns), provisioned); err != nil || len(sets.Items) != 2 {
 			t.Fatalf("postgres and redis: %v %d", err, len(sets.Items))
 		}

@@ -20,7 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -76,7 +76,7 @@ func startOrchestrator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := configsource.Setup(mgr, opts.Config, "score-orchestrator")
+	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-orchestrator")
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchestrator"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -79,7 +79,7 @@ func TestRBACRefusalIsPermissionDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := configsource.Setup(mgr, opts.Config, "score-orchestrator")
+	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-orchestrator")
 	if err != nil {
 		t.Fatal(err)
 	}

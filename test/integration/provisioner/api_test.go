@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -104,7 +104,7 @@ func TestExternalAPIProvisioner(t *testing.T) {
 	if err := env.Client.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	id := provisioner.NewIdentity(ns, "web", "db", "api-db", "", "")
+	id := provisioning.NewIdentity(ns, "web", "db", "api-db", "", "")
 	dbID := "db-" + id.Guid()[:8]
 
 	// Created, and pending while the API says creating: the claim waits, saying why.

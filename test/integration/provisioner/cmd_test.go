@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
 // cmdProvisionerSource is a command provisioner written as score-k8s's contract asks: it
@@ -113,7 +113,7 @@ func TestCmdProvisionerBindsWithStableState(t *testing.T) {
 	if len(password) != 32 {
 		t.Fatalf("password %q", password)
 	}
-	id := provisioner.NewIdentity(ns, "web", "cache", "cmd-kv", "", "")
+	id := provisioning.NewIdentity(ns, "web", "cache", "cmd-kv", "", "")
 	if state := secretValue(t, ns, id.StateSecretName(), "state.json"); !strings.Contains(state, password) {
 		t.Fatalf("the command's state must be kept in the state Secret, found %s", state)
 	}

@@ -29,10 +29,9 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/claim"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioner"
+	provisionerctl "github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -310,9 +309,9 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 	if err != nil {
 		return err
 	}
-	r := &claim.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd,
+	r := &provisionerctl.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd,
 		CmdLimits:    provisionercmd.Limits{Timeout: 10 * time.Second, MaxOutput: 1 << 20},
-		APINamespace: "score-system", HTTPClient: fakeAPIClient, Charts: &plan.Templates{Reader: mgr.GetAPIReader()}}
+		APINamespace: "score-system", HTTPClient: fakeAPIClient, Charts: &templates.Source{Reader: mgr.GetAPIReader()}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -434,7 +433,7 @@ func TestBindOutputsAndStableState(t *testing.T) {
 		gone(t, c)
 		gone(t, cm)
 		var states corev1.SecretList
-		if err := env.Client.List(ctx, &states, client.InNamespace(ns), client.HasLabels{provisioner.LabelInstance}); err != nil {
+		if err := env.Client.List(ctx, &states, client.InNamespace(ns), client.HasLabels{scorev1b1.LabelInstance}); err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range states.Items {
@@ -657,7 +656,7 @@ func TestObjectSharedByInstancesOfANamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 		if again.ResourceVersion != broker.ResourceVersion {
-			t.Fatalf("the shared object was rewritten: instance label %s, was %s", again.Labels[provisioner.LabelInstance], broker.Labels[provisioner.LabelInstance])
+			t.Fatalf("the shared object was rewritten: instance label %s, was %s", again.Labels[scorev1b1.LabelInstance], broker.Labels[scorev1b1.LabelInstance])
 		}
 	})
 

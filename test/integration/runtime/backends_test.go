@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/render/archive"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -117,8 +117,8 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helmOCI, helmOCIDigest := pushLayer(t, host, "charts/web", plan.HelmChartLayerMediaType, chart)
-	kustOCI, kustOCIDigest := pushLayer(t, host, "kustomize/web", plan.KustomizationLayerMediaType, kustArchive)
+	helmOCI, helmOCIDigest := pushLayer(t, host, "charts/web", templates.HelmChartLayerMediaType, chart)
+	kustOCI, kustOCIDigest := pushLayer(t, host, "kustomize/web", templates.KustomizationLayerMediaType, kustArchive)
 
 	for _, tc := range []struct {
 		name, kind, ref, digest string
@@ -159,7 +159,7 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 				}
 				return nil
 			})
-			if c := meta.FindStatusCondition(p.Status.Conditions, plan.ConditionApplied); c == nil || c.Status != metav1.ConditionTrue {
+			if c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); c == nil || c.Status != metav1.ConditionTrue {
 				t.Fatalf("applied condition %+v", c)
 			}
 			var cms corev1.ConfigMapList
@@ -180,7 +180,7 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, o := range []client.Object{settings, svc} {
-				if o.GetAnnotations()[plan.AnnotationWorkloadUID] != "u-"+tc.kind || !metav1.IsControlledBy(o, p) || o.GetLabels()[scorev1b1.LabelWorkload] != "web" {
+				if o.GetAnnotations()[scorev1b1.AnnotationWorkloadUID] != "u-"+tc.kind || !metav1.IsControlledBy(o, p) || o.GetLabels()[scorev1b1.LabelWorkload] != "web" {
 					t.Errorf("%s ownership %v %v %v", o.GetName(), o.GetAnnotations(), o.GetLabels(), o.GetOwnerReferences())
 				}
 			}

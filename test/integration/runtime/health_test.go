@@ -24,7 +24,7 @@ func healthConfig() (*configsource.Store, error) {
 		return nil, err
 	}
 	doc := string(base) + `
-allowedKinds: [ConfigMap, Secret, Service, Deployment.apps, Widget.example.com, Namespace]
+allowedKinds: [ConfigMap, Secret, Service, Deployment.apps, Widget.example.com, Namespace, Gadget.versions.score.test, Gizmo.staged.score.test, CustomResourceDefinition.apiextensions.k8s.io]
 health:
   - apiVersion: example.com/v1
     kind: Widget

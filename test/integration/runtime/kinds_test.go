@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -34,12 +33,12 @@ func TestAllowedClusterScopedKind(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
-		if !controllerutil.ContainsFinalizer(p, plan.Finalizer) || len(p.Status.Objects) != 2 {
+		if !controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) || len(p.Status.Objects) != 2 {
 			return fmt.Errorf("finalizers %v objects %+v", p.Finalizers, p.Status.Objects)
 		}
 		return nil
 	})
-	if sandbox.Annotations[plan.AnnotationWorkloadUID] != "u8" || sandbox.Labels[scorev1b1.LabelWorkload] != "lab" || len(sandbox.OwnerReferences) != 0 {
+	if sandbox.Annotations[scorev1b1.AnnotationWorkloadUID] != "u8" || sandbox.Labels[scorev1b1.LabelWorkload] != "lab" || len(sandbox.OwnerReferences) != 0 {
 		t.Fatalf("marks %v %v %v", sandbox.Annotations, sandbox.Labels, sandbox.OwnerReferences)
 	}
 	if p.Status.Objects[0].Kind != "Namespace" || p.Status.Objects[0].Namespace != "" {
@@ -71,7 +70,7 @@ func TestDisallowedKindIsRefused(t *testing.T) {
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	waitPlanFailed(t, p, "ClusterRoleBinding escalate-admin is of a kind the platform does not let templates create")
+	waitPlanFailed(t, p, "ClusterRoleBinding escalate-admin is of a kind the platform does not allow (allowedKinds)")
 	if p.Status.Reason != scorev1b1.ReasonPermissionDenied {
 		t.Fatalf("reason %s", p.Status.Reason)
 	}

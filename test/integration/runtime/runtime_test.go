@@ -27,8 +27,9 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/plan"
+	runtimectl "github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -57,7 +58,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	r := &plan.Reconciler{Client: mgr.GetClient(), Templates: &plan.Templates{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true}}, Config: store,
+	r := &runtimectl.Reconciler{Client: mgr.GetClient(), Templates: &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true}}, Config: store,
 		Recorder: mgr.GetEventRecorder("score-runtime")}
 	if err := r.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -136,7 +137,7 @@ func TestApplyPruneAndRepair(t *testing.T) {
 		}
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, svc)
 	})
-	if dep.Annotations[plan.AnnotationWorkloadUID] != "u1" || !metav1.IsControlledBy(dep, p) || dep.Labels[scorev1b1.LabelWorkload] != "web" {
+	if dep.Annotations[scorev1b1.AnnotationWorkloadUID] != "u1" || !metav1.IsControlledBy(dep, p) || dep.Labels[scorev1b1.LabelWorkload] != "web" {
 		t.Fatalf("ownership %v %v", dep.Annotations, dep.OwnerReferences)
 	}
 	testenv.Eventually(t, 20*time.Second, "plan status and exposure", func() error {
@@ -240,7 +241,7 @@ func TestAppliedConfigMapDriftIsCorrected(t *testing.T) {
 func TestConflictingObjectIsRefused(t *testing.T) {
 	text := templateText(t)
 	ns := setup(t, text)
-	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Annotations: map[string]string{plan.AnnotationWorkloadUID: "someone-else"}},
+	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Annotations: map[string]string{scorev1b1.AnnotationWorkloadUID: "someone-else"}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1}}}}
 	if err := env.Client.Create(ctx, other); err != nil {
 		t.Fatal(err)
@@ -253,7 +254,7 @@ func TestConflictingObjectIsRefused(t *testing.T) {
 	if p.Status.Reason != scorev1b1.ReasonPermissionDenied {
 		t.Fatalf("reason %s", p.Status.Reason)
 	}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil || other.Annotations[plan.AnnotationWorkloadUID] != "someone-else" || len(other.OwnerReferences) > 0 {
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil || other.Annotations[scorev1b1.AnnotationWorkloadUID] != "someone-else" || len(other.OwnerReferences) > 0 {
 		t.Fatalf("the other workload's object was touched: %v %+v", err, other.ObjectMeta)
 	}
 }

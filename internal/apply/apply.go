@@ -1,0 +1,334 @@
+// Package apply is the one way objects reach a cluster. The runtime applies what a backend
+// template rendered, the provisioner what a provisioner definition produced, and both through
+// it; the offline render prepares through the same pure step, so it shows exactly what the
+// controllers apply.
+//
+// An apply has a pure step, Prepare (kind allowed, namespace, identity labels and
+// annotations, owner reference, stage), and a cluster step, Applier.Apply: read what exists
+// (from the watch's cache where it holds the object), refuse an object that belongs to
+// another owner, start the kind's watch, server-side-apply in stages — definitions first,
+// waiting until each CustomResourceDefinition is Established before the objects of later
+// stages are applied — skip an apply that would change nothing, and judge each object's
+// health. The inventory it returns is keyed by group, kind, namespace and name, never by
+// version (Key), so an object a template moves to another served version of its kind is the
+// same object; Prune deletes what an earlier inventory listed and the new one does not, with a
+// hook for objects another consumer still uses; KeepRuns keeps a run's history.
+//
+// Why not fluxcd/pkg/ssa as the engine (it is where the staging, the Established wait and
+// the version-free inventory come from): it decides what changed with a dry-run apply of
+// every object on every pass, one API request per object that the audit log records as a
+// patch, where this applier compares with the watch's cache and sends nothing when nothing
+// changed (zero writes at rest is a promise of the project, measured by the benchmark); it
+// waits for health by polling, where the controllers here are woken by watches; and its
+// ownership marks are its own labels, where ours are the Workload's UID and the instance's
+// identity hash, which the chaos audit and the conflict rules read.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/health"
+)
+
+// Applier applies sets of objects into one cluster under one field manager.
+type Applier struct {
+	// Client reaches the cluster: its writes, its API reads and its REST mapper.
+	Client client.Client
+	// FieldManager is the server-side apply field manager.
+	FieldManager string
+	// Watcher watches each applied kind from its first apply and serves reads from the
+	// watch's cache; nil reads from the API server and watches nothing.
+	Watcher *Watcher
+	// Judge decides an object's health and a message; nil is kstatus.
+	Judge func(*unstructured.Unstructured) (string, string)
+	// Allowed says whether a kind may be applied; nil allows every kind.
+	Allowed func(group, kind string) bool
+}
+
+// OwnedElsewhere is an object that exists and does not belong to the marks' owner.
+type OwnedElsewhere struct {
+	GroupKind schema.GroupKind
+	Namespace string
+	Name      string
+	// OwnerValue is the object's owner annotation ("" when it has none: not created by us);
+	// OwnerName the owner's name, when the object's OwnerNameLabel says it.
+	OwnerValue, OwnerName string
+}
+
+func (e *OwnedElsewhere) Error() string {
+	return ConflictMessage(e.GroupKind.Kind, e.Name, e.OwnerValue, e.OwnerName)
+}
+
+// ConflictMessage says that an object (kind and name) exists and belongs to another owner
+// (ownerValue, and its name when known), or was not created by us (ownerValue empty).
+func ConflictMessage(kind, name, ownerValue, ownerName string) string {
+	switch {
+	case ownerValue == "":
+		return fmt.Sprintf("%s %s exists and was not created by the runtime", kind, name)
+	case ownerName == "":
+		return fmt.Sprintf("%s %s exists and belongs to another workload", kind, name)
+	default:
+		return fmt.Sprintf("%s %s exists and belongs to workload %s", kind, name, ownerName)
+	}
+}
+
+// Result is what an apply did.
+type Result struct {
+	// Objects is the inventory of what was applied, in apply order, each with its health.
+	Objects []scorev1b1.AppliedObject
+	// Live are the applied objects as the API server has them, in the same order.
+	Live []*unstructured.Unstructured
+	// Waiting names the definitions the later stages wait for (a CustomResourceDefinition not
+	// Established yet); the objects of those stages were not applied. Empty when everything
+	// was. The definition's watch brings the owner back when it is ready.
+	Waiting []string
+}
+
+// Complete reports whether every object of the set was applied.
+func (r Result) Complete() bool { return len(r.Waiting) == 0 }
+
+// Apply prepares objs with marks and applies them in stages. Before anything is written, every
+// object that already exists is checked: one that belongs to another owner refuses the whole
+// set (*OwnedElsewhere), so nothing is half-applied over someone else's object. It stops
+// after the definitions stage while a CustomResourceDefinition of the set is not Established
+// (Result.Waiting).
+func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, marks Marks) (Result, error) {
+	prepared, err := Prepare(Input{Objects: objs, Marks: marks, Scope: a.scope, Allowed: a.Allowed})
+	if err != nil {
+		return Result{}, err
+	}
+	// Read and guard everything first.
+	live := make([]*unstructured.Unstructured, len(prepared))
+	for i, o := range prepared {
+		if live[i], err = a.read(ctx, o, marks); err != nil {
+			return Result{}, err
+		}
+	}
+	var res Result
+	for i, o := range prepared {
+		if i > 0 && o.Stage != prepared[i-1].Stage && len(res.Waiting) > 0 {
+			break // the definitions this stage may need are not served yet
+		}
+		// Watched before it is applied, so no change after the apply can be missed (a kind a
+		// definition of this set made served is watched now, its read having found nothing).
+		a.Watcher.Ensure(ctx, o.GroupVersionKind())
+		current := live[i]
+		if !Unchanged(o.Unstructured, current) {
+			u := o.Unstructured
+			if err := a.Client.Patch(ctx, u, client.Apply, client.FieldOwner(a.FieldManager), client.ForceOwnership); err != nil {
+				return res, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+			}
+			current = u
+		}
+		state, message := a.judge(current)
+		res.Objects = append(res.Objects, Applied(current, state, message))
+		res.Live = append(res.Live, current)
+		if o.GroupVersionKind().GroupKind() == crdKind && !established(current) {
+			res.Waiting = append(res.Waiting, "CustomResourceDefinition "+current.GetName())
+		}
+	}
+	return res, nil
+}
+
+// read returns the object as it exists (nil when it does not) and applies the marks' rules
+// for an existing object: refused when another owner's, keeping KeepLabel's value.
+func (a *Applier) read(ctx context.Context, o Object, marks Marks) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(o.GroupVersionKind())
+	err := a.Watcher.Get(ctx, a.Client, client.ObjectKeyFromObject(o), live)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, nil // of a kind a definition of the same set has not made served yet
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading %s %s: %w", o.GetKind(), o.GetName(), err)
+	}
+	// Watched from its first read, which came from the API server (so a kind the controller
+	// may not read was refused there, before any watch): the deletion of an object that
+	// refuses the set, like any change of one it applies, brings the owner back.
+	a.Watcher.Ensure(ctx, o.GroupVersionKind())
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if !marks.Ours(live) {
+		owner := live.GetAnnotations()[marks.OwnerAnnotation]
+		e := &OwnedElsewhere{GroupKind: o.GroupVersionKind().GroupKind(), Namespace: live.GetNamespace(), Name: live.GetName(), OwnerValue: owner}
+		if owner != "" && marks.OwnerNameLabel != "" {
+			e.OwnerName = live.GetLabels()[marks.OwnerNameLabel]
+		}
+		return nil, e
+	}
+	if key := marks.KeepLabel; key != "" {
+		if value := live.GetLabels()[key]; value != "" {
+			labels := o.GetLabels()
+			labels[key] = value
+			o.SetLabels(labels)
+		}
+	}
+	return live, nil
+}
+
+// scope asks the cluster's REST mapper.
+func (a *Applier) scope(gvk schema.GroupVersionKind) (bool, error) {
+	mapping, err := a.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return false, fmt.Errorf("%w: %w", ErrNotServed, err)
+		}
+		return false, err
+	}
+	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+func (a *Applier) judge(u *unstructured.Unstructured) (string, string) {
+	if a.Judge != nil {
+		return a.Judge(u)
+	}
+	var none *health.Checker
+	return none.Judge(u)
+}
+
+// established reports whether a CustomResourceDefinition's kind is served.
+func established(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// Applied is the inventory entry of an object.
+func Applied(u *unstructured.Unstructured, health, message string) scorev1b1.AppliedObject {
+	return scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: health, Message: message}
+}
+
+// Key identifies an inventory entry: group, kind, namespace and name, never the version — the
+// same object is served under every version of its kind.
+func Key(o scorev1b1.AppliedObject) string {
+	group := ""
+	if g, _, ok := strings.Cut(o.APIVersion, "/"); ok {
+		group = g
+	}
+	return group + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// NotCurrent names the entries whose health is not Current, in order ("Kind name").
+func NotCurrent(objs []scorev1b1.AppliedObject) []string {
+	var out []string
+	for _, o := range objs {
+		if o.Health != scorev1b1.HealthCurrent {
+			out = append(out, o.Kind+" "+o.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Prune deletes what previous lists and current does not (by Key), once current was applied
+// completely; inUse, when set, keeps an object another consumer still lists. An object of a
+// kind no longer served is gone with its kind, and skipped.
+func (a *Applier) Prune(ctx context.Context, previous, current []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) error {
+	keep := make(map[string]bool, len(current))
+	for _, o := range current {
+		keep[Key(o)] = true
+	}
+	for _, o := range previous {
+		if keep[Key(o)] {
+			continue
+		}
+		if inUse != nil {
+			used, err := inUse(o)
+			if err != nil {
+				return err
+			}
+			if used {
+				continue
+			}
+		}
+		if _, err := a.Delete(ctx, o); err != nil {
+			return fmt.Errorf("pruning: %w", err)
+		}
+	}
+	return nil
+}
+
+// Delete deletes an inventory object (in the background: its dependants follow) and reports
+// whether it still existed. It is addressed by group and kind, with whatever version the
+// cluster serves now; a kind no longer served has no objects left.
+func (a *Applier) Delete(ctx context.Context, o scorev1b1.AppliedObject) (bool, error) {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", o.Kind, o.Name, err)
+	}
+	mapping, err := a.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind})
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", o.Kind, o.Name, err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(mapping.GroupVersionKind)
+	u.SetNamespace(o.Namespace)
+	u.SetName(o.Name)
+	switch err := a.Client.Delete(ctx, u, client.PropagationPolicy("Background")); {
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("deleting %s %s: %w", o.Kind, o.Name, err)
+	}
+	return true, nil
+}
+
+// Release deletes the objects of an inventory that inUse does not keep, and names those that
+// still existed ("Kind name"): the caller waits for them to go. Each kind is watched before
+// its objects are deleted, so their deletion brings the caller back even in a process that
+// never applied the kind (a controller restarted in the middle of a release).
+func (a *Applier) Release(ctx context.Context, objs []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) ([]string, error) {
+	var remaining []string
+	for _, o := range objs {
+		if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil {
+			if mapping, err := a.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}); err == nil {
+				a.Watcher.Ensure(ctx, mapping.GroupVersionKind)
+			}
+		}
+		if inUse != nil {
+			used, err := inUse(o)
+			if err != nil {
+				return nil, err
+			}
+			if used {
+				continue
+			}
+		}
+		existed, err := a.Delete(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		if existed {
+			remaining = append(remaining, o.Kind+" "+o.Name)
+		}
+	}
+	return remaining, nil
+}
+
+// IsRefusal reports whether err refuses the set for good until its input changes (a kind or
+// namespace not allowed, a kind not served, another owner's object), as against a failure
+// worth retrying.
+func IsRefusal(err error) bool {
+	var owned *OwnedElsewhere
+	return errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrNotServed) || errors.As(err, &owned)
+}

@@ -1,0 +1,230 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ErrNotAllowed is an object its owner may not apply: of a kind the platform does not allow
+// (the config's allowedKinds), or in a namespace other than the owner's. Errors wrapping it
+// say which object and why.
+var ErrNotAllowed = errors.New("not allowed")
+
+// notAllowed is an ErrNotAllowed with its own sentence.
+type notAllowed string
+
+func (e notAllowed) Error() string { return string(e) }
+
+func (e notAllowed) Unwrap() error { return ErrNotAllowed }
+
+// ErrNotServed is an object of a kind the cluster does not serve (and no definition in the
+// same set defines).
+var ErrNotServed = errors.New("the kind is not served")
+
+// Marks say whose the applied objects are: where they go, the labels and annotations that
+// identify their owner, and how an object that already exists is treated.
+type Marks struct {
+	// Namespace is where namespaced objects go; an object naming another namespace is refused
+	// (ErrNotAllowed).
+	Namespace string
+	// Labels and Annotations are put on every object.
+	Labels, Annotations map[string]string
+	// Controller, when set, becomes the controller owner reference of every namespaced object
+	// (an owner reference cannot point across scopes, nor across clusters).
+	Controller *metav1.OwnerReference
+	// OwnerAnnotation, when set, is the annotation (one of Annotations) that says whose an
+	// object is: an existing object with another value, or none, is refused (*OwnedElsewhere),
+	// never taken over. Without it, existing objects are taken over.
+	OwnerAnnotation string
+	// OwnerNameLabel is the label that names the owner, for a refusal's message.
+	OwnerNameLabel string
+	// KeepLabel, when set, is a label (one of Labels) an existing object keeps: an object
+	// several owners produce keeps the value of the one that created it, instead of being
+	// relabelled back and forth.
+	KeepLabel string
+}
+
+// Ours reports whether an existing object belongs to the marks' owner: its owner
+// annotation has the owner's value, or the marks name no owner annotation.
+func (m Marks) Ours(live *unstructured.Unstructured) bool {
+	return m.OwnerAnnotation == "" || live.GetAnnotations()[m.OwnerAnnotation] == m.Annotations[m.OwnerAnnotation]
+}
+
+// Scope says whether a kind's objects are namespaced, or an error wrapping ErrNotServed
+// when the cluster does not serve the kind.
+type Scope func(schema.GroupVersionKind) (namespaced bool, err error)
+
+// Input is what Prepare needs.
+type Input struct {
+	Objects []*unstructured.Unstructured
+	Marks   Marks
+	// Scope tells a kind's scope; a CustomResourceDefinition among Objects tells it for the
+	// kind it defines.
+	Scope Scope
+	// Allowed says whether a kind may be applied; nil allows every kind.
+	Allowed func(group, kind string) bool
+}
+
+// Object is a prepared object: marked, placed, in its stage.
+type Object struct {
+	*unstructured.Unstructured
+	// Namespaced is false for a cluster-scoped object.
+	Namespaced bool
+	// Stage orders the apply: definitions (CustomResourceDefinitions, Namespaces) first, then
+	// configuration (ConfigMaps, Secrets, ServiceAccounts), then the rest.
+	Stage int
+}
+
+// The stages of an apply.
+const (
+	StageDefinitions = iota
+	StageConfiguration
+	StageRest
+)
+
+// StageOf is the stage an object is applied in.
+func StageOf(u *unstructured.Unstructured) int {
+	switch u.GroupVersionKind().GroupKind() {
+	case crdKind, namespaceKind:
+		return StageDefinitions
+	case schema.GroupKind{Kind: "ConfigMap"}, schema.GroupKind{Kind: "Secret"}, schema.GroupKind{Kind: "ServiceAccount"}:
+		return StageConfiguration
+	default:
+		return StageRest
+	}
+}
+
+var (
+	crdKind       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+	namespaceKind = schema.GroupKind{Kind: "Namespace"}
+)
+
+// Prepare is the pure step of an apply: it checks each object's kind and namespace, places it
+// (namespaced objects in the marks' namespace, cluster-scoped ones in none), puts the marks'
+// labels, annotations and owner reference on it, and orders the objects by stage (stable
+// within a stage). The objects are changed in place. The runtime, the provisioner and the
+// offline render all prepare through it, so the render shows exactly what is applied.
+func Prepare(in Input) ([]Object, error) {
+	defined := definedScopes(in.Objects)
+	out := make([]Object, 0, len(in.Objects))
+	for _, u := range in.Objects {
+		gvk := u.GroupVersionKind()
+		namespaced, ok := defined[gvk.GroupKind()]
+		if !ok {
+			var err error
+			if namespaced, err = in.Scope(gvk); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+			}
+		}
+		if in.Allowed != nil && !in.Allowed(gvk.Group, gvk.Kind) {
+			return nil, notAllowed(fmt.Sprintf("%s %s is of a kind the platform does not allow (allowedKinds)", u.GetKind(), u.GetName()))
+		}
+		switch ns := u.GetNamespace(); {
+		case !namespaced:
+			u.SetNamespace("")
+		case ns != "" && ns != in.Marks.Namespace:
+			return nil, notAllowed(fmt.Sprintf("%s %s targets namespace %s; only objects in %s may be created", u.GetKind(), u.GetName(), ns, in.Marks.Namespace))
+		default:
+			u.SetNamespace(in.Marks.Namespace)
+		}
+		u.SetLabels(merged(u.GetLabels(), in.Marks.Labels))
+		u.SetAnnotations(merged(u.GetAnnotations(), in.Marks.Annotations))
+		if namespaced && in.Marks.Controller != nil {
+			u.SetOwnerReferences(withController(u.GetOwnerReferences(), *in.Marks.Controller))
+		}
+		out = append(out, Object{Unstructured: u, Namespaced: namespaced, Stage: StageOf(u)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Stage < out[j].Stage })
+	return out, nil
+}
+
+// definedScopes reads the scope of the kinds the set's CustomResourceDefinitions define: their
+// objects can be prepared before the cluster serves the kind.
+func definedScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, u := range objs {
+		if u.GroupVersionKind().GroupKind() != crdKind {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(u.Object, "spec", "scope")
+		if kind != "" {
+			out[schema.GroupKind{Group: group, Kind: kind}] = scope != "Cluster"
+		}
+	}
+	return out
+}
+
+func merged(have, add map[string]string) map[string]string {
+	if len(add) == 0 {
+		return have
+	}
+	out := make(map[string]string, len(have)+len(add))
+	for k, v := range have {
+		out[k] = v
+	}
+	for k, v := range add {
+		out[k] = v
+	}
+	return out
+}
+
+// withController puts ref first as the one controller reference, keeping the other owners.
+func withController(refs []metav1.OwnerReference, ref metav1.OwnerReference) []metav1.OwnerReference {
+	yes := true
+	ref.Controller, ref.BlockOwnerDeletion = &yes, &yes
+	out := []metav1.OwnerReference{ref}
+	for _, r := range refs {
+		if r.UID == ref.UID || (r.Controller != nil && *r.Controller) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// clusterScoped are the built-in kinds a Kubernetes v1.37 cluster serves without a namespace,
+// and those of the CRDs the project ships (Gateway API's GatewayClass).
+var clusterScoped = map[schema.GroupKind]bool{
+	{Kind: "Namespace"}: true, {Kind: "Node"}: true, {Kind: "PersistentVolume"}: true,
+	{Kind: "ComponentStatus"}: true,
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:                 true,
+	{Group: "apiregistration.k8s.io", Kind: "APIService"}:                             true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:                         true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:                  true,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                                   true,
+	{Group: "storage.k8s.io", Kind: "CSIDriver"}:                                      true,
+	{Group: "storage.k8s.io", Kind: "CSINode"}:                                        true,
+	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                               true,
+	{Group: "storage.k8s.io", Kind: "VolumeAttributesClass"}:                          true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                               true,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                                      true,
+	{Group: "networking.k8s.io", Kind: "IngressClass"}:                                true,
+	{Group: "networking.k8s.io", Kind: "IPAddress"}:                                   true,
+	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                                 true,
+	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}:                 true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:     true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}:   true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicy"}:          true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicyBinding"}:   true,
+	{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}:                       true,
+	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}:       true,
+	{Group: "resource.k8s.io", Kind: "DeviceClass"}:                                   true,
+	{Group: "resource.k8s.io", Kind: "ResourceSlice"}:                                 true,
+	{Group: "gateway.networking.k8s.io", Kind: "GatewayClass"}:                        true,
+}
+
+// OfflineScope is the scope of a kind without a cluster to ask: cluster-scoped for the
+// built-in cluster-scoped kinds (and GatewayClass), namespaced for every other kind. A
+// CustomResourceDefinition in the same set still tells the scope of the kind it defines.
+func OfflineScope(gvk schema.GroupVersionKind) (bool, error) {
+	return !clusterScoped[gvk.GroupKind()], nil
+}

@@ -1,0 +1,115 @@
+package apply
+
+// The watches on applied kinds: the provisioner and the runtime apply objects of any kind
+// their definitions and templates name, and watch each kind from its first apply, so health
+// changes, drift and deletion reach them without polling.
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// SyncTimeout bounds the wait for a new kind's watch to deliver events. A kind the controller
+// may read but not list or watch (a role that grants get only) would otherwise hold the pass
+// forever; after the timeout the watch is dropped, the pass goes on reading from the API
+// server, and the next pass that applies the kind tries again.
+const SyncTimeout = 30 * time.Second
+
+// Watcher adds one watch per kind to a running controller.
+type Watcher struct {
+	Controller controller.Controller
+	Cache      cache.Cache
+	// Handler maps an event on a watched object to requests of the controller.
+	Handler handler.EventHandler
+
+	mu    sync.Mutex
+	kinds map[schema.GroupVersionKind]*kindWatch
+}
+
+// kindWatch is one kind's watch: its own lock, so that waiting for one kind's watch holds up no
+// other kind.
+type kindWatch struct {
+	mu     sync.Mutex
+	synced atomic.Bool
+}
+
+// Ensure watches gvk, once, and returns when the watch delivers events. A failure is logged:
+// the controller still works, it only learns of that kind's changes on its next pass.
+func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
+	if w == nil {
+		return
+	}
+	k := w.kind(gvk, true)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.synced.Load() {
+		return
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	src := source.Kind[client.Object](w.Cache, u, w.Handler)
+	if err := w.Controller.Watch(src); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Watching applied objects", "kind", gvk.String())
+		return
+	}
+	// Return only once the handler receives events: an event before that is lost, so a
+	// caller that watches before it applies sees every later change (a deletion right after
+	// the first apply of a kind went unnoticed until something else woke the controller).
+	wait, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	if err := src.WaitForSync(wait); err != nil {
+		// The source has stopped; removing the informer stops its retries, and the next
+		// Ensure starts both again.
+		ctrl.LoggerFrom(ctx).Error(err, "Waiting for the watch on applied objects", "kind", gvk.String())
+		if err := w.Cache.RemoveInformer(ctx, u); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Removing the watch on applied objects", "kind", gvk.String())
+		}
+		return
+	}
+	k.synced.Store(true)
+}
+
+// Get reads an applied object into u (whose kind is set): from the watch's cache when its
+// kind's watch delivers events and the cache holds it, otherwise from apiServer, whose answer
+// (a refusal included) is the one to act on. A cached copy may be a moment old, which a
+// level-triggered caller can live with: the watch brings any newer version back. An absence
+// is never taken from the cache: an object another Workload or instance created a moment ago
+// must not read as free to take.
+func (w *Watcher) Get(ctx context.Context, apiServer client.Reader, key client.ObjectKey, u *unstructured.Unstructured) error {
+	if w.watched(u.GroupVersionKind()) && w.Cache.Get(ctx, key, u) == nil {
+		return nil
+	}
+	return apiServer.Get(ctx, key, u)
+}
+
+func (w *Watcher) watched(gvk schema.GroupVersionKind) bool {
+	if w == nil {
+		return false
+	}
+	k := w.kind(gvk, false)
+	return k != nil && k.synced.Load()
+}
+
+// kind returns gvk's entry, made when add is set and it has none.
+func (w *Watcher) kind(gvk schema.GroupVersionKind, add bool) *kindWatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.kinds[gvk] == nil && add {
+		if w.kinds == nil {
+			w.kinds = map[schema.GroupVersionKind]*kindWatch{}
+		}
+		w.kinds[gvk] = &kindWatch{}
+	}
+	return w.kinds[gvk]
+}

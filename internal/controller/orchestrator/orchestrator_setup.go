@@ -1,0 +1,120 @@
+package orchestrator
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+)
+
+// Options configure the orchestrator.
+type Options struct {
+	// Region is where this orchestrator runs, for backends restricted to regions.
+	Region string
+	// Concurrency is the number of Workloads reconciled at once.
+	Concurrency int
+}
+
+// DefaultOptions are the documented defaults.
+func DefaultOptions() Options {
+	return Options{Concurrency: 4}
+}
+
+// Setup adds the orchestrator to mgr; store is the process's config.
+func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
+		Region: opts.Region, Concurrency: opts.Concurrency}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
+// the claims, plans and exposures they own, the deletion of retained claims, and the config store: a new valid config
+// requeues every Workload. Nothing is polled. A Workload's spec change and the updates that
+// answer it, or report a claim's failure, go ahead of the backlog (urgency).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	deletionStarted := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+	workloadChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted)
+	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &scorev1b1.Workload{}, handler.OnlyControllerOwner())
+	concurrency := r.Concurrency
+	if concurrency < 1 {
+		concurrency = 4
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("workload").
+		For(&scorev1b1.Workload{}, builder.WithPredicates(workloadChanged)).
+		Owns(&scorev1b1.ResourceClaim{}).
+		// A retained claim belongs to no Workload; when a Workload of the same name releases
+		// it, its deletion (delayed by the provisioner's finalizer) must bring that Workload
+		// back to create the fresh claim.
+		Watches(&scorev1b1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(unownedClaimWorkload), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		Owns(&scorev1b1.WorkloadPlan{}).
+		Owns(&scorev1b1.WorkloadExposure{}).
+		Watches(&scorev1b1.Workload{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
+		Watches(&scorev1b1.ResourceClaim{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
+		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
+		Watches(&scorev1b1.WorkloadExposure{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
+		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// answers holds for an update of a claim, plan or exposure that the Workload's status waits
+// for: the answer to a changed spec (a status that observed a generation after the first), or
+// a failure to report. The first rollout of a new Workload is not urgent: it is the backlog.
+func answers(old, new client.Object) bool {
+	after := func(o, n int64) bool { return n > 1 && n != o }
+	switch n := new.(type) {
+	case *scorev1b1.ResourceClaim:
+		o := old.(*scorev1b1.ResourceClaim)
+		return after(o.Status.ObservedGeneration, n.Status.ObservedGeneration) ||
+			n.Status.Phase == scorev1b1.ClaimPhaseFailed && o.Status.Phase != scorev1b1.ClaimPhaseFailed
+	case *scorev1b1.WorkloadPlan:
+		o := old.(*scorev1b1.WorkloadPlan)
+		return after(o.Status.ObservedGeneration, n.Status.ObservedGeneration) ||
+			n.Status.Phase == scorev1b1.PlanPhaseFailed && o.Status.Phase != scorev1b1.PlanPhaseFailed
+	case *scorev1b1.WorkloadExposure:
+		return after(old.(*scorev1b1.WorkloadExposure).Status.ObservedWorkloadGeneration, n.Status.ObservedWorkloadGeneration)
+	}
+	return false
+}
+
+// unownedClaimWorkload maps a claim no Workload controls to the Workload its spec names.
+func unownedClaimWorkload(_ context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*scorev1b1.ResourceClaim)
+	if !ok || metav1.GetControllerOf(c) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.WorkloadRef.Name}}}
+}
+
+// allWorkloads lists every Workload: a config change can affect any of them.
+func (r *Reconciler) allWorkloads(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list scorev1b1.WorkloadList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads after a config change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, w := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&w)})
+	}
+	return reqs
+}

@@ -1,0 +1,224 @@
+package provisioner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionerapi"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
+)
+
+// maxAPIResponse bounds what an http+api:// response may hold.
+const maxAPIResponse = 1 << 20
+
+// provisionAPI takes an http+api:// instance one step: create it, or poll its status once
+// when the next poll is due, then publish it when ready. It never waits in the reconcile: a
+// pending instance comes back with RequeueAfter, the wait doubling per poll.
+func (r *Reconciler) provisionAPI(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, id provisioning.Identity, data provisioning.Data, st instanceState) (ctrl.Result, error) {
+	a := def.API
+	progress, err := provisionerapi.StateFrom(st.State)
+	if err != nil {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
+		return ctrl.Result{}, nil
+	}
+	now := r.clock().Now()
+	interval, _ := provisionerapi.Settings(a)
+	next := progress
+	switch {
+	case progress.Phase == provisionerapi.PhaseCreating:
+		body, err := r.callAPI(ctx, a, a.Create, "POST", data)
+		if err != nil {
+			// Nothing was created: retried with backoff.
+			setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
+			return ctrl.Result{}, reconcileErr(err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Created through the API", "provisioner", def.URI)
+		next = provisionerapi.State{Phase: provisionerapi.PhasePending, Created: body, Since: now, Message: "created"}
+		if a.Status == nil {
+			next = provisionerapi.Observe(next, a, body, now)
+		}
+		next.Next = now.Add(interval)
+	case progress.Phase == provisionerapi.PhasePending && !now.Before(progress.Next):
+		data.State = progress.Map()
+		body, err := r.callAPI(ctx, a, *a.Status, "GET", data)
+		if err != nil {
+			// A failing status request is waited out like a pending status, up to the timeout.
+			next.Polls++
+			next.Message = err.Error()
+			next, _ = provisionerapi.TimedOut(next, a, now)
+		} else {
+			next = provisionerapi.Observe(progress, a, body, now)
+		}
+		next.Next = now.Add(provisionerapi.Backoff(interval, next.Polls))
+	}
+	if err := r.saveState(ctx, id, st, provisioning.Result{State: next.Map()}); err != nil {
+		return ctrl.Result{}, err
+	}
+	c.Status.ObservedGeneration = c.Generation
+	switch next.Phase {
+	case provisionerapi.PhasePending:
+		setPhase(c, scorev1b1.ClaimPhaseBinding, "", fmt.Sprintf("Waiting for %s: %s.", def.URI, next.Message))
+		return ctrl.Result{RequeueAfter: max(next.Next.Sub(now), time.Millisecond)}, nil
+	case provisionerapi.PhaseFailed:
+		// Terminal for this instance: deleting the claim (under Delete) calls the delete
+		// request, and the re-created claim starts afresh.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s failed: %s.", def.URI, next.Message))
+		return ctrl.Result{}, nil
+	}
+	data.State = next.Map()
+	outputs, err := provisioning.RenderOutputs(def, data)
+	if err != nil {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err))
+		return ctrl.Result{}, reconcileErr(err)
+	}
+	plain, secret, err := provisioning.SplitOutputs(outputs, func(ref provisioning.SecretRef) (string, error) {
+		return r.readSecretKey(ctx, id.Namespace, ref)
+	})
+	if err != nil {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
+		return ctrl.Result{}, reconcileErr(err)
+	}
+	provisionerapi.SecretOutputs(a.SecretOutputs, plain, secret)
+	return r.publish(ctx, c, def, plain, secret, nil)
+}
+
+// releaseAPI sends an http+api:// instance's delete request, when it has one and something
+// was created. A 404 or 410 answer means it is already gone.
+func (r *Reconciler) releaseAPI(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioning.Identity) error {
+	if !strings.HasPrefix(c.Status.Provisioner, "http+api://") {
+		return nil
+	}
+	loaded, ok := r.Config.Get()
+	if !ok {
+		return errors.New("waiting for the platform configuration to send the delete request")
+	}
+	var def *orchconfig.Provisioner
+	for i := range loaded.Config.Provisioners {
+		if loaded.Config.Provisioners[i].URI == c.Status.Provisioner {
+			def = &loaded.Config.Provisioners[i]
+		}
+	}
+	if def == nil || def.API == nil || def.API.Delete == nil {
+		ctrl.LoggerFrom(ctx).Info("No delete request to send; the external dependency stays", "provisioner", c.Status.Provisioner)
+		return nil
+	}
+	st, err := r.loadState(ctx, id)
+	if err != nil {
+		return err
+	}
+	progress, err := provisionerapi.StateFrom(st.State)
+	if err != nil || progress.Created == nil {
+		return nil // nothing was created
+	}
+	claimParams, _ := values.Object(c.Spec.Params)
+	served, _, _ := provisionermatch.Resolve(provisionermatch.Input{Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
+		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams}})
+	data, err := r.templateData(ctx, c, *def, id, served.Class, served.Params, st)
+	if err != nil {
+		return err
+	}
+	_, err = r.callAPI(ctx, def.API, *def.API.Delete, "DELETE", data)
+	var se *apiStatusError
+	if errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusGone) {
+		err = nil
+	}
+	if err == nil {
+		ctrl.LoggerFrom(ctx).Info("Deleted through the API", "provisioner", def.URI)
+	}
+	return err
+}
+
+// apiStatusError is a response outside 2xx.
+type apiStatusError struct {
+	Method, URL string
+	Code        int
+}
+
+func (e *apiStatusError) Error() string {
+	return fmt.Sprintf("%s %s answered %d %s", e.Method, e.URL, e.Code, http.StatusText(e.Code))
+}
+
+// callAPI renders and sends one request, with the credentials header, and decodes the JSON
+// object it answers (an empty body is an empty object). Neither the credentials nor the
+// response appear in its errors.
+func (r *Reconciler) callAPI(ctx context.Context, a *orchconfig.API, tpl orchconfig.APIRequest, method string, data provisioning.Data) (map[string]any, error) {
+	req, err := provisionerapi.Render(tpl, method, data)
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, strings.NewReader(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range req.Headers {
+		hreq.Header.Set(k, v)
+	}
+	if cr := a.Credentials; cr != nil {
+		s := &corev1.Secret{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.APINamespace, Name: cr.SecretRef.Name}, s); err != nil {
+			return nil, fmt.Errorf("the credentials Secret %s/%s: %w", r.APINamespace, cr.SecretRef.Name, err)
+		}
+		v, ok := s.Data[cr.SecretRef.Key]
+		if !ok {
+			return nil, fmt.Errorf("the credentials Secret %s/%s has no key %s", r.APINamespace, cr.SecretRef.Name, cr.SecretRef.Key)
+		}
+		header := cr.Header
+		if header == "" {
+			header = "Authorization"
+		}
+		hreq.Header.Set(header, cr.Prefix+string(v))
+	}
+	hc := r.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := hc.Do(hreq)
+	if err != nil {
+		var ue *url.Error // says the method and URL again
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: reading the answer: %w", req.Method, req.URL, err)
+	case len(raw) > maxAPIResponse:
+		return nil, fmt.Errorf("%s %s answered more than %d bytes", req.Method, req.URL, maxAPIResponse)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, &apiStatusError{Method: req.Method, URL: req.URL, Code: resp.StatusCode}
+	}
+	body := map[string]any{}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			return nil, fmt.Errorf("%s %s did not answer a JSON object", req.Method, req.URL)
+		}
+	}
+	return body, nil
+}
+
+func (r *Reconciler) clock() clock.PassiveClock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}

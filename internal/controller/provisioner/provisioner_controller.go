@@ -1,0 +1,420 @@
+// Package provisioner is the provisioner controller: the one writer of ResourceClaim.status. It
+// finds the provisioner definition that serves a claim, runs it with the instance's stable
+// state, applies the manifests server-side, judges their health with kstatus, and publishes
+// the outputs: non-secret ones in status, secret ones in a Secret the claim owns.
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
+)
+
+// The provisioner's permissions: it writes claim status and finalizers, the state and
+// outputs Secrets, and the kinds the development catalog's definitions create.
+//
+// +kubebuilder:rbac:groups=score.dev,resources=resourceclaims,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/finalizers,verbs=update
+// +kubebuilder:rbac:groups=score.dev,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles ResourceClaims.
+type Reconciler struct {
+	Client   client.Client
+	Config   *configsource.Store
+	Recorder recorder.EventRecorder
+	// EnableCmd allows cmd:// provisioners, which run binaries inside the controller. Off by
+	// default.
+	EnableCmd bool
+	// CmdLimits bound each cmd:// run; zero fields take provisionercmd.DefaultLimits.
+	CmdLimits provisionercmd.Limits
+	// APINamespace is where http+api:// credentials Secrets live: the controller's own
+	// namespace, never a claim's.
+	APINamespace string
+	// HTTPClient makes http+api:// requests; nil is a client with a 30s timeout.
+	HTTPClient *http.Client
+	// Clock tells http+api:// progress the time; nil is the real clock.
+	Clock clock.PassiveClock
+	// Charts fetches the charts of helm:// provisioners by digest, verified and cached.
+	Charts *templates.Source
+	// Concurrency is the number of claims reconciled at once.
+	Concurrency int
+
+	applier *apply.Applier
+	// readers remembers, per config, which definitions can read other Workloads' ports.
+	readers workloadReaders
+	// phases times each claim's phases for the metrics.
+	phases phaseClock
+	// written tells a cached claim older than this controller's last status write.
+	written ownwrites.Tracker
+}
+
+// Reconcile brings one claim one step closer to Bound, or releases it when deleted.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	c := &scorev1b1.ResourceClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.phases.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.written.Stale(c) {
+		return ctrl.Result{}, nil
+	}
+	patch := statuspatch.Begin(c)
+	before := patch.Before().(*scorev1b1.ResourceClaim)
+	defer func() {
+		if !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, scorev1b1.ClaimFinalizer) {
+			r.phases.forget(req.NamespacedName)
+			r.written.Forget(c.UID)
+			return
+		}
+		wrote, err := patch.Finish(ctx, r.Client, &r.written)
+		if err != nil {
+			retErr = errors.Join(retErr, err)
+			return
+		}
+		if wrote && (before.Status.Phase != c.Status.Phase || before.Status.Reason != c.Status.Reason) {
+			ctrl.LoggerFrom(ctx).Info("Phase changed", "phase", c.Status.Phase, "reason", c.Status.Reason, "provisioner", c.Status.Provisioner, "objects", len(c.Status.Resources))
+		}
+		r.phases.observe(c, before.Status.Phase, r.clock().Now())
+	}()
+
+	if !c.DeletionTimestamp.IsZero() {
+		return r.release(ctx, c)
+	}
+	// Until the config source has made its first attempt, nothing is decided: the store's
+	// notification brings every claim back.
+	if !r.Config.Settled() {
+		return ctrl.Result{}, nil
+	}
+	// The orchestrator creates claims with the finalizer; a claim made otherwise gets it here,
+	// before anything is provisioned.
+	if controllerutil.AddFinalizer(c, scorev1b1.ClaimFinalizer) {
+		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+		patch.Rebase()
+	}
+	return r.provision(ctx, c)
+}
+
+// provision runs the matching definition and publishes the result.
+func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
+	loaded, ok := r.Config.Get()
+	if !ok {
+		setPhase(c, scorev1b1.ClaimPhasePending, "", "Waiting for the platform configuration.")
+		return ctrl.Result{}, nil
+	}
+	claimParams, _ := values.Object(c.Spec.Params)
+	served, message, ok := provisionermatch.Resolve(provisionermatch.Input{
+		Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
+		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams},
+	})
+	if !ok {
+		// An unknown class or no provisioner: terminal until the config changes; the config
+		// watch brings the claim back.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, message)
+		return ctrl.Result{}, nil
+	}
+	def, params := loaded.Config.Provisioners[served.Index], served.Params
+	c.Status.Provisioner = def.URI
+	strategy, err := provisioning.StrategyOf(def.URI)
+	if err != nil {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s uses a strategy this controller does not run.", def.URI))
+		return ctrl.Result{}, nil // terminal until the config changes; its watch brings the claim back
+	}
+	if strategy == provisioning.StrategyCmd && !r.EnableCmd {
+		// Terminal until the operator restarts the controller with the flag.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, cmdDisabledMessage(def.URI))
+		return ctrl.Result{}, nil
+	}
+
+	home, denied, err := r.instanceNamespace(ctx, c, def)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if denied != "" {
+		// Terminal until the namespace's labels or the config change; both are watched.
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, denied)
+		return ctrl.Result{}, nil
+	}
+	c.Status.InstanceNamespace = home
+	id := claimIdentity(c)
+	c.Status.Instance = id.Hash()
+	state, err := r.loadState(ctx, id)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	data, err := r.templateData(ctx, c, def, id, served.Class, params, state)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if strategy == provisioning.StrategyAPI {
+		return r.provisionAPI(ctx, c, def, id, data, state)
+	}
+	res, err := provisioning.Provision(ctx, strategy, def, data, r.env())
+	if err != nil {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err))
+		if errors.Is(err, provisioning.ErrNotRunnable) {
+			return ctrl.Result{}, nil // terminal until the config changes; its watch brings the claim back
+		}
+		return ctrl.Result{}, reconcileErr(err)
+	}
+	if err := r.saveState(ctx, id, state, res); err != nil {
+		return ctrl.Result{}, err
+	}
+	if c.Status.Phase != scorev1b1.ClaimPhaseBound {
+		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Provisioning.")
+	}
+
+	marks := apply.InstanceMarks(id.Namespace, id.Hash())
+	objs, err := res.Objects()
+	var applied apply.Result
+	if err == nil {
+		applied, err = r.applier.Apply(ctx, objs, marks)
+	}
+	if err == nil && res.Run != nil {
+		var runOutputs map[string]any
+		runOutputs, err = r.judgeRun(ctx, def, &applied, marks)
+		res.Outputs = provisioning.PatchMap(res.Outputs, runOutputs)
+	}
+	if err != nil {
+		// Reported, whatever it is (a denial, an invalid object, a lost connection), and
+		// retried with backoff: a transient failure clears by itself on the next try.
+		reason := scorev1b1.ReasonClaimFailed
+		if denial, denied := apidenial.Classify(err); denied {
+			reason = denial
+		}
+		if errors.Is(err, apply.ErrNotAllowed) {
+			reason = scorev1b1.ReasonPermissionDenied
+		}
+		setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
+		if errors.Is(err, errRunFailed) {
+			// Terminal for these inputs: the run is immutable and is not retried. A change of
+			// the inputs, the config or the run brings the claim back.
+			c.Status.Resources = applied.Objects
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, reconcileErr(err)
+	}
+	if !applied.Complete() {
+		// Definitions applied, the rest waits for them to be served; their watch brings the
+		// claim back. Nothing is pruned: the run is not applied completely.
+		c.Status.Resources = apply.Union(c.Status.Resources, applied.Objects)
+		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Waiting for "+strings.Join(applied.Waiting, ", ")+" to be established.")
+		return ctrl.Result{}, nil
+	}
+	if err := r.applier.Prune(ctx, c.Status.Resources, applied.Objects, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) }); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	manifestSecrets := provisioning.SecretsInManifests(res.Manifests)
+	plain, secret, err := provisioning.SplitOutputs(res.Outputs, func(ref provisioning.SecretRef) (string, error) {
+		if v, ok := manifestSecrets[ref]; ok {
+			return v, nil
+		}
+		return r.readSecretKey(ctx, id.Namespace, ref)
+	})
+	if err != nil {
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
+		return ctrl.Result{}, reconcileErr(err)
+	}
+	return r.publish(ctx, c, def, plain, secret, applied.Objects)
+}
+
+// publish writes the outputs (secret ones into the outputs Secret), the inventory, and the
+// phase they add up to: Binding while objects are not healthy, Failed when an expected output
+// is missing, else Bound.
+func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, plain map[string]any, secret map[string]string, applied []scorev1b1.AppliedObject) (ctrl.Result, error) {
+	if err := r.publishSecretOutputs(ctx, c, secret); err != nil {
+		return ctrl.Result{}, err
+	}
+	c.Status.Outputs = nil
+	if len(plain) > 0 {
+		raw, err := json.Marshal(plain)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		c.Status.Outputs = &apiextensionsv1.JSON{Raw: raw}
+	}
+	c.Status.SecretRef = nil
+	if len(secret) > 0 {
+		keys := make([]string, 0, len(secret))
+		for k := range secret {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		c.Status.SecretRef = &scorev1b1.OutputsSecretRef{Name: outputsSecretName(c), Keys: keys}
+	}
+	c.Status.Resources = applied
+
+	missing := provisioning.MissingOutputs(def.ExpectedOutputs, plain, secret)
+	unhealthy := unhealthyObjects(applied)
+	switch {
+	case len(unhealthy) > 0:
+		c.Status.OutputsAvailable = false
+		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Waiting for "+strings.Join(unhealthy, ", ")+".")
+	case len(missing) > 0:
+		c.Status.OutputsAvailable = false
+		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s did not produce the expected outputs %s.", def.URI, strings.Join(missing, ", ")))
+	default:
+		c.Status.OutputsAvailable = len(plain)+len(secret) > 0
+		setPhase(c, scorev1b1.ClaimPhaseBound, scorev1b1.ReasonSucceeded, fmt.Sprintf("Provisioned by %s.", def.URI))
+	}
+	c.Status.ObservedGeneration = c.Generation
+	return ctrl.Result{}, nil
+}
+
+// env is what provisioning runs may reach: the chart source, and the command runner when
+// command provisioners are enabled.
+func (r *Reconciler) env() provisioning.Env {
+	env := provisioning.Env{Chart: func(ctx context.Context, ref scorev1b1.TemplateRef) ([]byte, error) {
+		if r.Charts == nil {
+			return nil, errors.New("no chart source is configured")
+		}
+		chart, err := r.Charts.Get(ctx, ref)
+		return chart.Data, err
+	}}
+	if r.EnableCmd {
+		env.Command = provisionercmd.Runner(r.CmdLimits)
+	}
+	return env
+}
+
+// cmdDisabledMessage says why a cmd:// definition was refused and how to allow it.
+func cmdDisabledMessage(uri string) string {
+	return fmt.Sprintf("Provisioner %s runs a command inside the controller, and command provisioners are disabled; the operator allows them with --enable-cmd-provisioners.", uri)
+}
+
+// reconcileErr turns a provisioning failure into an error, so that it is retried with
+// exponential backoff.
+func reconcileErr(err error) error {
+	return fmt.Errorf("provisioning failed, retrying with backoff: %w", err)
+}
+
+func setPhase(c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase, reason scorev1b1.Reason, message string) {
+	c.Status.Phase, c.Status.Reason, c.Status.Message = phase, reason, message
+	status := metav1.ConditionFalse
+	if phase == scorev1b1.ClaimPhaseBound {
+		status = metav1.ConditionTrue
+	}
+	condReason := string(reason)
+	if condReason == "" {
+		condReason = string(phase)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: scorev1b1.ClaimConditionReady, Status: status, Reason: condReason, Message: message, ObservedGeneration: c.Generation})
+	if phase == scorev1b1.ClaimPhaseFailed {
+		c.Status.ObservedGeneration = c.Generation
+		c.Status.OutputsAvailable = false
+	}
+}
+
+func outputsSecretName(c *scorev1b1.ResourceClaim) string { return c.Name + "-outputs" }
+
+// readSecretKey reads a key of an existing Secret a provisioner's outputs refer to.
+func (r *Reconciler) readSecretKey(ctx context.Context, namespace string, ref provisioning.SecretRef) (string, error) {
+	s := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
+		return "", fmt.Errorf("secret %s referenced by an output: %w", ref.Name, err)
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok {
+		return "", fmt.Errorf("secret %s has no key %s", ref.Name, ref.Key)
+	}
+	return string(v), nil
+}
+
+// publishSecretOutputs writes the secret outputs into the claim's outputs Secret, only when
+// they changed, and removes it when there are none. A Secret of that name left by an earlier
+// claim of the same name (a claim reset, before the garbage collector removed it) is taken
+// over: controlled by this claim, the collector leaves it, and the pods that read it are not
+// left without their values. A Secret of that name controlled by anything else is refused.
+func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.ResourceClaim, secret map[string]string) error {
+	name := outputsSecretName(c)
+	existing := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, existing)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	found := err == nil
+	if found {
+		if owner := metav1.GetControllerOf(existing); owner != nil && (owner.Kind != "ResourceClaim" || owner.Name != c.Name) {
+			return fmt.Errorf("secret %s exists and is controlled by %s %s", name, owner.Kind, owner.Name)
+		}
+	}
+	if len(secret) == 0 {
+		if found {
+			return client.IgnoreNotFound(r.Client.Delete(ctx, existing))
+		}
+		return nil
+	}
+	data := map[string][]byte{}
+	for k, v := range secret {
+		data[k] = []byte(v)
+	}
+	if found && metav1.IsControlledBy(existing, c) && equality.Semantic.DeepEqual(existing.Data, data) {
+		return nil
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: c.Spec.WorkloadRef.Name}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+	if err := controllerutil.SetControllerReference(c, s, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if found {
+		existing.Data, existing.OwnerReferences = data, s.OwnerReferences
+		return r.Client.Update(ctx, existing)
+	}
+	return r.Client.Create(ctx, s)
+}
+
+// unhealthyObjects names the applied objects kstatus does not judge Current.
+func unhealthyObjects(applied []scorev1b1.AppliedObject) []string {
+	var out []string
+	for _, o := range applied {
+		if o.Health != scorev1b1.HealthCurrent {
+			out = append(out, fmt.Sprintf("%s %s (%s)", o.Kind, o.Name, strings.ToLower(o.Health)))
+		}
+	}
+	return out
+}

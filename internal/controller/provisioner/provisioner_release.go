@@ -1,0 +1,93 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+)
+
+// release deprovisions a deleted claim per its policy. Delete removes everything it
+// provisioned (unless another claim still uses the same shared instance) and waits until it
+// is gone; Retain keeps the data and the state, so a later claim of the same identity binds
+// to them; Orphan leaves everything as it is.
+func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(c, scorev1b1.ClaimFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	id := claimIdentity(c)
+	if c.Spec.DeprovisionPolicy == scorev1b1.DeprovisionDelete || c.Spec.DeprovisionPolicy == "" {
+		others, err := r.otherConsumers(ctx, c, id)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if others == 0 {
+			if err := r.releaseAPI(ctx, c, id); err != nil {
+				setPhase(c, c.Status.Phase, c.Status.Reason, fmt.Sprintf("Deprovisioning; %v.", err))
+				return ctrl.Result{}, fmt.Errorf("deprovisioning through the API: %w", err)
+			}
+			remaining, err := r.applier.Release(ctx, c.Status.Resources, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) })
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if len(remaining) > 0 {
+				// Their deletion events bring the claim back.
+				setPhase(c, c.Status.Phase, c.Status.Reason, "Deprovisioning; waiting for "+strings.Join(remaining, ", ")+" to be deleted.")
+				return ctrl.Result{}, nil
+			}
+			state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName()}}
+			if err := r.Client.Delete(ctx, state); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, fmt.Errorf("deleting the state: %w", err)
+			}
+			log.Info("Deprovisioned", "policy", "Delete", "objects", len(c.Status.Resources))
+		} else {
+			log.Info("Released a shared instance that other claims still use", "consumers", others)
+		}
+	} else {
+		log.Info("Released; the provisioned data stays", "policy", c.Spec.DeprovisionPolicy)
+	}
+	// Only if the claim is still the version this pass read: a pass that read a cached copy
+	// from before the provisioner's own status write (a claim deleted while its first pass
+	// provisioned it) saw none of what was provisioned, and must not let the claim go. The
+	// newer version's watch event brings the claim back.
+	before := c.DeepCopy()
+	controllerutil.RemoveFinalizer(c, scorev1b1.ClaimFinalizer)
+	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			log.Info("Release decided on an outdated copy; waiting for the current one")
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// otherConsumers counts live claims, other than c, of the same instance.
+func (r *Reconciler) otherConsumers(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioning.Identity) (int, error) {
+	if !id.Shared {
+		return 0, nil
+	}
+	var list scorev1b1.ResourceClaimList
+	// Cluster-wide: the identity hash names the instance's namespace, and the consumers of an
+	// instance shared across namespaces live in several.
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexInstance: id.Hash()}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range list.Items {
+		if o.UID != c.UID && o.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n, nil
+}

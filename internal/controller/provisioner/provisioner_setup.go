@@ -1,0 +1,229 @@
+package provisioner
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+)
+
+// indexInstance indexes claims by the identity hash of the instance they claim.
+const indexInstance = "score.dev/instance"
+
+// indexResource indexes claims by the objects of their inventory (objectKey).
+const indexResource = "score.dev/resource"
+
+// Options configure the provisioner.
+type Options struct {
+	// Concurrency is the number of claims provisioned at once.
+	Concurrency int
+	// EnableCmd allows cmd:// provisioners; CmdLimits bound each run.
+	EnableCmd bool
+	CmdLimits provisionercmd.Limits
+	// APINamespace is where http+api:// credentials Secrets live: the control plane's.
+	APINamespace string
+}
+
+// Setup adds the provisioner to mgr: store is the process's config, charts where helm://
+// charts come from.
+func Setup(mgr ctrl.Manager, store *configsource.Store, charts *templates.Source, opts Options) error {
+	r := &Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
+		EnableCmd: opts.EnableCmd, CmdLimits: opts.CmdLimits, APINamespace: opts.APINamespace, Charts: charts, Concurrency: opts.Concurrency}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupWithManager watches claims, the Secrets they own, the config store (a new config
+// requeues every claim), and, as they are first applied, each kind of provisioned object, so
+// that health changes and deletions bring their claims back. Nothing is polled.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstance, func(o client.Object) []string {
+		c := o.(*scorev1b1.ResourceClaim)
+		return []string{claimIdentity(c).Hash()}
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexResource, func(o client.Object) []string {
+		c := o.(*scorev1b1.ResourceClaim)
+		keys := make([]string, 0, len(c.Status.Resources))
+		for _, r := range c.Status.Resources {
+			keys = append(keys, apply.Key(r))
+		}
+		return keys
+	}); err != nil {
+		return err
+	}
+	concurrency := r.Concurrency
+	if concurrency < 1 {
+		concurrency = 4
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("resourceclaim").
+		For(&scorev1b1.ResourceClaim{}).
+		// A changed or deleted claim goes ahead of the backlog.
+		Watches(&scorev1b1.ResourceClaim{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
+		Owns(&corev1.Secret{}).
+		// Templates may see every Workload's ports (.WorkloadServices): a spec change of any
+		// Workload requeues the claims of its namespace that can. Unchanged results write nothing.
+		Watches(&scorev1b1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.claimsInNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allClaims))).
+		// A namespace's labels decide whether its claims may share across namespaces.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
+		Watcher: &apply.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}}
+	return nil
+}
+
+// claimsOfObject maps a provisioned object to the claims of the instance it is labelled with
+// and to every claim that lists it: an object several instances produce carries the label of
+// one of them only.
+func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reconcile.Request {
+	hash := o.GetLabels()[scorev1b1.LabelInstance]
+	if hash == "" {
+		return nil
+	}
+	gvk := o.GetObjectKind().GroupVersionKind()
+	// Cluster-wide: an instance shared across namespaces has consumers in several.
+	byLabel := r.listClaims(ctx, client.MatchingFields{indexInstance: hash})
+	byInventory := r.listClaims(ctx, client.MatchingFields{indexResource: apply.Key(scorev1b1.AppliedObject{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})})
+	seen := map[reconcile.Request]bool{}
+	out := make([]reconcile.Request, 0, len(byLabel)+len(byInventory))
+	for _, req := range append(byLabel, byInventory...) {
+		if !seen[req] {
+			seen[req] = true
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+// claimsInNamespace maps a Workload's spec change to the claims of its namespace that can
+// see it. Only the claims whose definition can read other Workloads' ports are requeued (and the
+// Workload's own): every Workload created in a namespace of N claims requeued all N, each
+// pass reading its state and live objects from the API server again, so N Workloads created
+// one by one cost O(N²) passes (make bench).
+func (r *Reconciler) claimsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list scorev1b1.ResourceClaimList
+	// Read only, and listed on every Workload event: no deep copy of every claim.
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	sees := r.readers.of(r.Config)
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Spec.WorkloadRef.Name != o.GetName() && !sees(c.Status.Provisioner) {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	}
+	return out
+}
+
+// workloadReaders remembers seesWorkloads for each definition of one config: the mapping runs
+// for every Workload event against every claim of the namespace, and matching templates each
+// time made a restart over 1,000 Workloads miss its 2-minute cache sync (make bench).
+type workloadReaders struct {
+	mu       sync.Mutex
+	revision string
+	loaded   bool
+	sees     map[string]bool
+}
+
+// of returns seesWorkloads for the store's current config.
+func (w *workloadReaders) of(store *configsource.Store) func(uri string) bool {
+	var defs []orchconfig.Provisioner
+	revision := ""
+	loaded, ok := store.Get()
+	if ok {
+		defs, revision = loaded.Config.Provisioners, loaded.Revision
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sees == nil || w.loaded != ok || w.revision != revision {
+		w.sees, w.loaded, w.revision = map[string]bool{}, ok, revision
+		for _, d := range defs {
+			if _, seen := w.sees[d.URI]; !seen {
+				w.sees[d.URI] = seesWorkloads(defs, d.URI)
+			}
+		}
+	}
+	sees := w.sees
+	return func(uri string) bool {
+		if v, ok := sees[uri]; ok {
+			return v
+		}
+		return true // not provisioned yet, another strategy, or no longer in the config
+	}
+}
+
+// wholeData matches a template that hands its whole data on (toJson ., {{ . }}), and so may
+// read .WorkloadServices without naming it.
+var wholeData = regexp.MustCompile(`(toJson|toYaml|toPrettyJson|toRawJson|include\s+"[^"]*")\s+\$?\.\s*[)}|-]|\{\{-?\s*\$?\.\s*-?\}\}`)
+
+// seesWorkloads reports whether the definition a claim was provisioned by (its status names
+// it) may read other Workloads' ports: a template:// definition whose templates name
+// .WorkloadServices or hand on their whole data. Anything else — not provisioned yet, a
+// definition no longer in the config, a strategy that receives the whole data (cmd, helm,
+// http+api, runnable) — may, and is requeued.
+func seesWorkloads(defs []orchconfig.Provisioner, uri string) bool {
+	if !strings.HasPrefix(uri, "template://") {
+		return true
+	}
+	for _, d := range defs {
+		if d.URI != uri {
+			continue
+		}
+		for _, tpl := range []string{d.Init, d.State, d.Shared, d.Outputs, d.Manifests} {
+			if strings.Contains(tpl, "WorkloadServices") || wholeData.MatchString(tpl) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// claimsOfNamespace maps a Namespace to its claims.
+func (r *Reconciler) claimsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listClaims(ctx, client.InNamespace(o.GetName()))
+}
+
+// allClaims maps a config change to every claim.
+func (r *Reconciler) allClaims(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.listClaims(ctx)
+}
+
+func (r *Reconciler) listClaims(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var list scorev1b1.ResourceClaimList
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return out
+}

@@ -1,0 +1,197 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+)
+
+// indexWorkloadUID indexes plans by their Workload's UID: a cluster-scoped object the runtime
+// applied carries no owner reference, only that UID.
+const indexWorkloadUID = "score.dev/workload-uid"
+
+// Options configure the runtime.
+type Options struct {
+	// Concurrency is the number of plans rendered and applied at once.
+	Concurrency int
+}
+
+// Setup adds the runtime to mgr: store is the process's config, tpls where templates come
+// from.
+func Setup(mgr ctrl.Manager, store *configsource.Store, tpls *templates.Source, opts Options) error {
+	r := &Reconciler{Client: mgr.GetClient(), Templates: tpls, Config: store, Secrets: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupWithManager watches plans, the exposures the runtime publishes to, EndpointSlices (for
+// reachability) and, from the first time each kind is applied, the applied objects — so that
+// drift, deletion and health changes bring their plan back. Nothing is polled.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkloadUID, func(o client.Object) []string {
+		return []string{o.(*scorev1b1.WorkloadPlan).Spec.WorkloadRef.UID}
+	}); err != nil {
+		return err
+	}
+	concurrency := r.Concurrency
+	if concurrency < 1 {
+		concurrency = 4
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("workloadplan").
+		For(&scorev1b1.WorkloadPlan{}).
+		// A changed plan (a developer's change, a rotated output) goes ahead of the backlog.
+		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
+		Watches(&scorev1b1.WorkloadExposure{}, handler.EnqueueRequestsFromMapFunc(samePlan)).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(planOfService)).
+		// A claim's outputs Secret rewritten (rotation) or replaced changes the pods'
+		// secrets revision. Metadata only: the runtime caches no secret values.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(planOfOutputs), builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if r.Config != nil {
+		// New health rules re-judge every plan's objects.
+		b = b.WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allPlans)))
+	}
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	owner := handler.EnqueueRequestsFromMapFunc(r.planOfApplied)
+	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerRuntime, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
+		Watcher: &apply.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: releaseBlocked{EventHandler: owner, blocked: &r.blocked}}}
+	return nil
+}
+
+// planOfApplied maps an applied object to its plan: the controller owner of a namespaced one,
+// the plan of the Workload whose UID a cluster-scoped one carries.
+func (r *Reconciler) planOfApplied(ctx context.Context, o client.Object) []reconcile.Request {
+	if owner := metav1.GetControllerOf(o); owner != nil {
+		if owner.Kind != "WorkloadPlan" || !strings.HasPrefix(owner.APIVersion, scorev1b1.GroupVersion.Group+"/") {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: owner.Name}}}
+	}
+	uid := o.GetAnnotations()[scorev1b1.AnnotationWorkloadUID]
+	if uid == "" || o.GetNamespace() != "" {
+		return nil
+	}
+	var plans scorev1b1.WorkloadPlanList
+	if err := r.Client.List(ctx, &plans, client.MatchingFields{indexWorkloadUID: uid}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(plans.Items))
+	for i := range plans.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&plans.Items[i])})
+	}
+	return out
+}
+
+// blocked remembers the plans refused because an object they render belongs to another
+// Workload, by that object, so that its deletion brings them back (a watch, not a poll). It
+// lives in memory: after a restart every plan is reconciled anyway.
+type blocked struct {
+	mu    sync.Mutex
+	plans map[string]map[types.NamespacedName]bool
+}
+
+func blockingKey(gk schema.GroupKind, namespace, name string) string {
+	return gk.String() + "/" + namespace + "/" + name
+}
+
+func (b *blocked) add(object string, plan types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.plans == nil {
+		b.plans = map[string]map[types.NamespacedName]bool{}
+	}
+	if b.plans[object] == nil {
+		b.plans[object] = map[types.NamespacedName]bool{}
+	}
+	b.plans[object][plan] = true
+}
+
+// take returns and forgets the plans object blocks.
+func (b *blocked) take(object string) []types.NamespacedName {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []types.NamespacedName
+	for p := range b.plans[object] {
+		out = append(out, p)
+	}
+	delete(b.plans, object)
+	return out
+}
+
+// releaseBlocked is the applied objects' handler: their owner plan, and on deletion the
+// plans the object blocked.
+type releaseBlocked struct {
+	handler.EventHandler
+	blocked *blocked
+}
+
+// Delete enqueues the owner and the plans the deleted object blocked.
+func (h releaseBlocked) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Delete(ctx, e, q)
+	gvk := e.Object.GetObjectKind().GroupVersionKind()
+	for _, p := range h.blocked.take(blockingKey(gvk.GroupKind(), e.Object.GetNamespace(), e.Object.GetName())) {
+		q.Add(reconcile.Request{NamespacedName: p})
+	}
+}
+
+// allPlans maps a config change to every plan.
+func (r *Reconciler) allPlans(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list scorev1b1.WorkloadPlanList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return out
+}
+
+// planOfOutputs maps a claim's outputs Secret to the plan of the Workload it belongs to.
+func planOfOutputs(_ context.Context, o client.Object) []reconcile.Request {
+	owner := metav1.GetControllerOf(o)
+	wl := o.GetLabels()[scorev1b1.LabelWorkload]
+	if owner == nil || owner.Kind != "ResourceClaim" || wl == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: wl}}}
+}
+
+// samePlan maps a Workload's exposure to its plan (both carry the Workload's name).
+func samePlan(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+}
+
+// planOfService maps an EndpointSlice to the plan of the Workload its Service belongs to.
+func planOfService(_ context.Context, o client.Object) []reconcile.Request {
+	wl := o.GetLabels()[scorev1b1.LabelWorkload]
+	if wl == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: wl}}}
+}

@@ -1,0 +1,61 @@
+package provisioning
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
+
+// DefaultClass is the class of a resource that names none, as in score-k8s.
+const DefaultClass = "default"
+
+// Identity is what makes two claims the same provisioned instance: within a namespace, the
+// type, class and id; a resource without an id is its workload's own ("<workload>.<key>").
+type Identity struct {
+	Namespace, Type, Class, ID string
+	// Shared is true when the resource named an id.
+	Shared bool
+}
+
+// NewIdentity builds the identity of a claim.
+func NewIdentity(namespace, workload, key, typ, class, id string) Identity {
+	if class == "" {
+		class = DefaultClass
+	}
+	shared := id != ""
+	if !shared {
+		id = workload + "." + key
+	}
+	return Identity{Namespace: namespace, Type: typ, Class: class, ID: id, Shared: shared}
+}
+
+// Uid is score-k8s's resource uid: "<type>.<class>#<id>".
+func (i Identity) Uid() string { return fmt.Sprintf("%s.%s#%s", i.Type, i.Class, i.ID) }
+
+// Hash is a short, stable digest of the identity, usable in names and labels.
+func (i Identity) Hash() string {
+	sum := sha256.Sum256([]byte(i.Namespace + "/" + i.Uid()))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Guid is a stable UUID-shaped id of the instance. score-k8s draws it at random once and keeps
+// it; here it is derived from the identity, so a re-created or shared claim gets the same one
+// and the objects named after it are the same objects.
+func (i Identity) Guid() string {
+	sum := sha256.Sum256([]byte("guid/" + i.Namespace + "/" + i.Uid()))
+	h := hex.EncodeToString(sum[:16])
+	// version 4 and variant bits, so it reads as a UUID
+	return fmt.Sprintf("%s-%s-4%s-%x%s-%s", h[0:8], h[8:12], h[13:16], 8|(hexNibble(h[16])&3), h[17:20], h[20:32])
+}
+
+func hexNibble(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	default:
+		return c - 'a' + 10
+	}
+}
+
+// StateSecretName names the Secret that keeps an instance's state across restarts.
+func (i Identity) StateSecretName() string { return "score-state-" + i.Hash() }

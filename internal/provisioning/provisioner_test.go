@@ -1,0 +1,133 @@
+package provisioning
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"sigs.k8s.io/yaml"
+)
+
+func TestRenderTemplates(t *testing.T) {
+	def := orchconfig.Provisioner{
+		URI: "template://t/postgres", Type: "postgres",
+		Init:    "password: {{ randAlphaNum 16 | quote }}\nuser: app",
+		State:   "password: {{ dig \"password\" .Init.password .State | quote }}\nservice: pg-{{ substr 0 8 .Guid }}",
+		Shared:  "instances:\n  {{ .Guid }}: true",
+		Outputs: "host: {{ .State.service }}\nport: 5432\npassword: {{ encodeSecretRef .State.service \"password\" }}\nurl: postgres://app:{{ encodeSecretRef .State.service \"password\" }}@{{ .State.service }}",
+		Manifests: `- apiVersion: v1
+  kind: Secret
+  metadata: {name: {{ .State.service }}}
+  data: {password: {{ .State.password | b64enc }}}`,
+	}
+	id := NewIdentity("ns", "web", "db", "postgres", "", "")
+	first, err := RenderTemplates(def, Data{Guid: id.Guid(), Uid: id.Uid(), Type: "postgres", Class: id.Class, Id: id.ID, Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second run sees the first run's state: the password stays.
+	second, err := RenderTemplates(def, Data{Guid: id.Guid(), Uid: id.Uid(), Type: "postgres", State: first.State, Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.State["password"] != second.State["password"] || len(first.State["password"].(string)) != 16 {
+		t.Fatalf("state must be stable: %v vs %v", first.State, second.State)
+	}
+	plain, secret, err := SplitOutputs(second.Outputs, lookupIn(SecretsInManifests(second.Manifests)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain["port"] != 5432 || plain["host"] != first.State["service"] || plain["password"] != nil {
+		t.Fatalf("plain %v", plain)
+	}
+	if secret["password"] != first.State["password"] || !strings.HasPrefix(secret["url"], "postgres://app:"+first.State["password"].(string)+"@pg-") {
+		t.Fatalf("secret %v", secret)
+	}
+	if got := MissingOutputs([]string{"host", "password", "database"}, plain, secret); len(got) != 1 || got[0] != "database" {
+		t.Fatalf("missing %v", got)
+	}
+}
+
+func lookupIn(m map[SecretRef]string) func(SecretRef) (string, error) {
+	return func(r SecretRef) (string, error) {
+		if v, ok := m[r]; ok {
+			return v, nil
+		}
+		return "", errors.New("no such secret")
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		def  orchconfig.Provisioner
+		want string
+	}{
+		{"init not a mapping", orchconfig.Provisioner{Init: "- a"}, "init template: must produce a mapping"},
+		{"manifests not a list", orchconfig.Provisioner{Manifests: "a: b"}, "must produce a list"},
+		{"manifest without kind", orchconfig.Provisioner{Manifests: "- metadata: {name: x}"}, "no apiVersion or kind"},
+		{"template fails", orchconfig.Provisioner{Outputs: `{{ fail "no capacity" }}`}, "no capacity"},
+		{"output not YAML", orchconfig.Provisioner{Outputs: "a: [b"}, "not YAML"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := RenderTemplates(tc.def, Data{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	own := NewIdentity("ns", "web", "db", "postgres", "", "")
+	if own.Uid() != "postgres.default#web.db" || own.Shared {
+		t.Fatalf("uid %s", own.Uid())
+	}
+	shared := NewIdentity("ns", "web", "db", "postgres", "", "main")
+	if shared.Uid() != "postgres.default#main" || !shared.Shared {
+		t.Fatalf("uid %s", shared.Uid())
+	}
+	other := NewIdentity("ns", "api", "database", "postgres", "", "main")
+	if other.Guid() != shared.Guid() || other.StateSecretName() != shared.StateSecretName() {
+		t.Fatal("two claims of one shared id must be one instance")
+	}
+	if NewIdentity("ns2", "api", "database", "postgres", "", "main").Guid() == shared.Guid() {
+		t.Fatal("another namespace is another instance")
+	}
+	if g := own.Guid(); len(g) != 36 || g[14] != '4' {
+		t.Fatalf("guid %s", g)
+	}
+}
+
+// Every provisioner file of the conformance corpus loads into a valid config.
+func TestConformanceProvisionersLoad(t *testing.T) {
+	files, err := conformance.ProvisionerFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(f[strings.LastIndex(f, "/")+1:], func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var provs []map[string]any
+			if err := yaml.Unmarshal(data, &provs); err != nil {
+				t.Fatal(err)
+			}
+			doc := map[string]any{
+				"apiVersion": "score.dev/v1b1", "kind": "OrchestratorConfig", "allowMutableRefs": true,
+				"profiles":     []any{map[string]any{"name": "p", "backends": []any{map[string]any{"backendId": "b", "runtimeClass": "kubernetes", "version": "1.0.0", "template": map[string]any{"kind": "manifests", "ref": "configmap://ns/t"}}}}},
+				"provisioners": provs,
+			}
+			raw, _ := yaml.Marshal(doc)
+			if _, err := orchconfig.Parse(raw); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

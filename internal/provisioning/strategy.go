@@ -1,0 +1,155 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
+	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
+)
+
+// Strategy is how a definition provisions, named by its URI's scheme.
+type Strategy string
+
+// The strategies.
+const (
+	// StrategyTemplate renders the definition's templates (score-k8s's template://).
+	StrategyTemplate Strategy = "template"
+	// StrategyHelm renders the templates, then the definition's chart.
+	StrategyHelm Strategy = "helm"
+	// StrategyRunnable renders the templates and stamps their one object as an immutable run.
+	StrategyRunnable Strategy = "runnable"
+	// StrategyCmd runs a command with score-k8s's JSON contract (score-k8s's cmd://).
+	StrategyCmd Strategy = "cmd"
+	// StrategyAPI provisions through an external HTTP API, one request per pass.
+	StrategyAPI Strategy = "http+api"
+)
+
+// ErrUnknownStrategy is a definition whose scheme no strategy serves.
+var ErrUnknownStrategy = errors.New("no strategy serves this scheme")
+
+// ErrNotOneShot is a strategy that is not one run (http+api is a sequence of requests over
+// several passes, with its progress in the state).
+var ErrNotOneShot = errors.New("the strategy is not a single run")
+
+// StrategyOf parses a definition's URI once: its strategy, or ErrUnknownStrategy.
+func StrategyOf(uri string) (Strategy, error) {
+	scheme, _, _ := strings.Cut(uri, "://")
+	switch s := Strategy(scheme); s {
+	case StrategyTemplate, StrategyHelm, StrategyRunnable, StrategyCmd, StrategyAPI:
+		return s, nil
+	}
+	return "", fmt.Errorf("%w: %s uses the %s strategy", ErrUnknownStrategy, uri, scheme)
+}
+
+// Pure reports whether the strategy is a function of the definition, its data and (helm) its
+// chart alone: it runs the same in the controller and offline.
+func (s Strategy) Pure() bool {
+	return s == StrategyTemplate || s == StrategyHelm || s == StrategyRunnable
+}
+
+// Env is what a run may reach beyond the definition and its data. The controller and the
+// offline render differ only here.
+type Env struct {
+	// Funcs are the templates' functions; nil is tplfuncs.Provisioner() (offline passes
+	// deterministic stand-ins for the random ones).
+	Funcs template.FuncMap
+	// Chart returns a helm:// definition's chart archive, fetched by digest and verified.
+	Chart func(ctx context.Context, ref scorev1b1.TemplateRef) ([]byte, error)
+	// Command runs a cmd:// definition's command over data; nil refuses cmd:// definitions.
+	Command func(ctx context.Context, def orchconfig.Provisioner, data Data) (Result, error)
+}
+
+// Provision runs def's strategy over data: template:// renders its templates; helm:// renders
+// them, then its chart over the rendered init and state; runnable:// renders them and stamps
+// their one object as the run (Result.Run, its only manifest); cmd:// runs its command through
+// env.Command. http+api:// is not one run (ErrNotOneShot).
+func Provision(ctx context.Context, s Strategy, def orchconfig.Provisioner, data Data, env Env) (Result, error) {
+	funcs := env.Funcs
+	if funcs == nil {
+		funcs = tplfuncs.Provisioner()
+	}
+	switch s {
+	case StrategyCmd:
+		if env.Command == nil {
+			return Result{}, fmt.Errorf("%w: command provisioners cannot run here", ErrNotRunnable)
+		}
+		return env.Command(ctx, def, data)
+	case StrategyAPI:
+		return Result{}, ErrNotOneShot
+	case StrategyTemplate, StrategyHelm, StrategyRunnable:
+	default:
+		return Result{}, fmt.Errorf("%w: %s", ErrUnknownStrategy, s)
+	}
+	res, err := RenderTemplatesWith(funcs, def, data)
+	if err != nil {
+		return Result{}, err
+	}
+	switch s {
+	case StrategyHelm:
+		if env.Chart == nil {
+			return Result{}, errors.New("no chart source is configured")
+		}
+		if def.Helm == nil {
+			return Result{}, errors.New("the definition has no helm block")
+		}
+		chart, err := env.Chart(ctx, ChartRef(def))
+		if err != nil {
+			return Result{}, err
+		}
+		data.Init, data.State, data.Shared = res.Init, res.State, PatchMap(data.Shared, res.Shared)
+		objs, err := RenderHelmWith(funcs, def, data, chart)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Manifests = append(res.Manifests, objs...)
+	case StrategyRunnable:
+		if len(res.Manifests) != 1 {
+			return Result{}, fmt.Errorf("a runnable provisioner renders exactly one run, this one rendered %d objects", len(res.Manifests))
+		}
+		if res.Run, err = runnable.Stamp(res.Manifests[0], data.Namespace, data.Instance); err != nil {
+			return Result{}, err
+		}
+		res.Manifests = []map[string]any{res.Run.Object}
+	}
+	return res, nil
+}
+
+// ChartRef is where a helm:// definition's chart comes from, pinned by digest.
+func ChartRef(def orchconfig.Provisioner) scorev1b1.TemplateRef {
+	ref := scorev1b1.TemplateRef{Kind: scorev1b1.TemplateHelm, Ref: def.Helm.Chart, Digest: def.Helm.Digest}
+	if parsed, err := orchconfig.ParseRef(def.Helm.Chart); err == nil && parsed.Digest != "" {
+		ref.Digest = parsed.Digest
+	}
+	return ref
+}
+
+// ErrNotRunnable is a definition that cannot run as configured (a command that cannot be
+// found or is not allowed here): terminal until the config changes.
+var ErrNotRunnable = errors.New("the provisioner cannot run")
+
+// Objects are a run's manifests as objects for the applier, their values of JSON's types
+// (a template's YAML decodes numbers as int, which unstructured objects do not hold).
+func (r Result) Objects() ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(r.Manifests))
+	for i, m := range r.Manifests {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %d: %w", i, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("manifest %d: %w", i, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}

@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+// assertRenderIsTheCluster renders the named Workloads of ns offline, with what only the
+// cluster knows taken from it (UIDs, the instances' stored state, secret values, the pods'
+// secrets revision), and checks that every object the controllers applied for them, provisioned
+// objects included, is exactly what the render prepared in the fields the controllers' field
+// managers own: a server-side apply of the rendered object under the same field manager, run
+// as a dry run, changes nothing. It also checks that the render produced no object the
+// controllers did not apply, and the other way round.
+func assertRenderIsTheCluster(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	var workloads []*scorev1b1.Workload
+	for _, name := range names {
+		w := &scorev1b1.Workload{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+			t.Fatal(err)
+		}
+		workloads = append(workloads, w)
+	}
+	results, err := offline.Run(ctx, offline.Input{Workloads: workloads, Config: devConfig, Cluster: clusterFacts(t),
+		Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+			return templates.FromDir(ctx, ref, filepath.Join(testenv.RepoRoot(), "config", "templates"), nil)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		name := res.Workload.Name
+		rendered := map[string]bool{}
+		check := func(objs []*unstructured.Unstructured, manager string) {
+			for _, want := range objs {
+				rendered[apply.Key(apply.Applied(want, "", ""))] = true
+				if diff := dryRunDiff(want, manager); diff != "" {
+					t.Errorf("%s: %s %s: the cluster holds other values in %s's fields: %s", name, want.GetKind(), want.GetName(), manager, diff)
+				}
+			}
+		}
+		check(res.Objects, scorev1b1.FieldManagerRuntime)
+		for _, cl := range res.Claims {
+			check(cl.Objects, scorev1b1.FieldManagerProvisioner)
+		}
+		var applied []string
+		for _, o := range inventoryOf(t, res) {
+			if !rendered[apply.Key(o)] {
+				t.Errorf("%s: the controllers applied %s %s, which the render does not produce", name, o.Kind, o.Name)
+			}
+			applied = append(applied, apply.Key(o))
+		}
+		if len(applied) != len(rendered) {
+			t.Errorf("%s: the render produces %d objects, the controllers applied %d: %v", name, len(rendered), len(applied), applied)
+		}
+	}
+}
+
+// dryRunDiff applies want under manager as a dry run and says how the result differs from the
+// object as the cluster holds it ("" when it does not).
+func dryRunDiff(want *unstructured.Unstructured, manager string) string {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(want.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
+		return fmt.Sprintf("not in the cluster: %v", err)
+	}
+	applied := want.DeepCopy()
+	if err := c.Patch(ctx, applied, client.Apply, client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
+		return fmt.Sprintf("the dry run failed: %v", err)
+	}
+	for _, u := range []*unstructured.Unstructured{live, applied} {
+		u.SetManagedFields(nil)
+		u.SetResourceVersion("")
+	}
+	if reflect.DeepEqual(live.Object, applied.Object) {
+		return ""
+	}
+	a, _ := json.Marshal(live.Object)
+	b, _ := json.Marshal(applied.Object)
+	return fmt.Sprintf("\n  cluster:  %s\n  rendered: %s", a, b)
+}
+
+// inventoryOf lists what the controllers applied for a Workload: its plan's objects and its
+// claims' resources, without the earlier runs kept as history (the render has the current run).
+func inventoryOf(t *testing.T, res offline.Result) []scorev1b1.AppliedObject {
+	t.Helper()
+	p := &scorev1b1.WorkloadPlan{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(res.Plan), p); err != nil {
+		t.Fatal(err)
+	}
+	out := append([]scorev1b1.AppliedObject(nil), p.Status.Objects...)
+	for _, cl := range res.Claims {
+		claim := &scorev1b1.ResourceClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: res.Workload.Namespace, Name: cl.Name}, claim); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, claim.Status.Resources...)
+	}
+	kept := out[:0]
+	seen := map[string]bool{}
+	for _, o := range out {
+		if o.Message == "An earlier run, kept as history." || seen[apply.Key(o)] {
+			continue
+		}
+		seen[apply.Key(o)] = true
+		kept = append(kept, o)
+	}
+	sort.Slice(kept, func(i, j int) bool { return apply.Key(kept[i]) < apply.Key(kept[j]) })
+	return kept
+}
+
+// clusterFacts reads what only the cluster knows.
+func clusterFacts(t *testing.T) offline.Cluster {
+	return offline.Cluster{
+		PlanUID: func(namespace, name string) types.UID {
+			p := &scorev1b1.WorkloadPlan{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
+				t.Errorf("plan %s/%s: %v", namespace, name, err)
+			}
+			return p.UID
+		},
+		State: func(id provisioning.Identity) (map[string]any, map[string]any) {
+			return jsonSecret(t, id.Namespace, id.StateSecretName()), jsonSecret(t, id.Namespace, "score-provisioner-shared-state")
+		},
+		SecretValue: func(w *scorev1b1.Workload, ref scorev1b1.OutputRef) (string, error) {
+			p := &scorev1b1.WorkloadPlan{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(w), p); err != nil {
+				return "", err
+			}
+			for _, cl := range p.Spec.Claims {
+				if cl.Key == ref.ClaimKey {
+					s := &corev1.Secret{}
+					if err := c.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: cl.SecretName}, s); err != nil {
+						return "", err
+					}
+					return string(s.Data[ref.OutputKey]), nil
+				}
+			}
+			return "", fmt.Errorf("no claim %s", ref.ClaimKey)
+		},
+		// The revision hashes the outputs Secrets' UIDs and versions: read it off what the
+		// runtime applied.
+		SecretsRevision: func(w *scorev1b1.Workload) string {
+			p := &scorev1b1.WorkloadPlan{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(w), p); err != nil {
+				t.Errorf("plan of %s: %v", w.Name, err)
+				return ""
+			}
+			for _, o := range p.Status.Objects {
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion(o.APIVersion)
+				u.SetKind(o.Kind)
+				if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u); err == nil {
+					if rev := u.GetLabels()[scorev1b1.LabelSecretsRevision]; rev != "" {
+						return rev
+					}
+				}
+			}
+			return ""
+		},
+	}
+}
+
+// jsonSecret reads a provisioner state Secret (empty when there is none).
+func jsonSecret(t *testing.T, namespace, name string) map[string]any {
+	s := &corev1.Secret{}
+	switch err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, s); {
+	case apierrors.IsNotFound(err):
+		return map[string]any{}
+	case err != nil:
+		t.Errorf("state %s: %v", name, err)
+		return nil
+	}
+	m := map[string]any{}
+	if raw := s.Data["state.json"]; len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Errorf("state %s: %v", name, err)
+		}
+	}
+	return m
+}
