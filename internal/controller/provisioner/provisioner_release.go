@@ -45,9 +45,14 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 				setPhase(c, c.Status.Phase, c.Status.Reason, "Deprovisioning; waiting for "+strings.Join(remaining, ", ")+" to be deleted.")
 				return ctrl.Result{}, nil
 			}
-			state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName()}}
-			if err := r.Client.Delete(ctx, state); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, fmt.Errorf("deleting the state: %w", err)
+			// The state goes only with a claim that was bound to the instance: one released before
+			// the provisioner ever ran it has no state of its own, and the state of its identity
+			// may be a retained instance's, which the next claim of that identity binds to.
+			if c.Status.Instance != "" {
+				state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName()}}
+				if err := r.Client.Delete(ctx, state); err != nil && !apierrors.IsNotFound(err) {
+					return ctrl.Result{}, fmt.Errorf("deleting the state: %w", err)
+				}
 			}
 			log.Info("Deprovisioned", "policy", "Delete", "objects", len(c.Status.Resources))
 		} else {
@@ -72,11 +77,9 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 	return ctrl.Result{}, nil
 }
 
-// otherConsumers counts live claims, other than c, of the same instance.
+// otherConsumers counts live claims, other than c, of the same instance: the consumers of a
+// shared instance, or a retained claim of the same identity that a new claim replaces.
 func (r *Reconciler) otherConsumers(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioning.Identity) (int, error) {
-	if !id.Shared {
-		return 0, nil
-	}
 	var list scorev1b1.ResourceClaimList
 	// Cluster-wide: the identity hash names the instance's namespace, and the consumers of an
 	// instance shared across namespaces live in several.

@@ -284,7 +284,8 @@ func start(ctx context.Context, document string) error {
 			return err
 		}
 	}
-	if err := startController(ctx, true, fields.OneTermNotEqualSelector("metadata.namespace", cmdOffNamespace)); err != nil {
+	if err := startController(ctx, true, fields.AndSelectors(fields.OneTermNotEqualSelector("metadata.namespace", cmdOffNamespace),
+		fields.OneTermNotEqualSelector("metadata.namespace", restartNamespace), fields.OneTermNotEqualSelector("metadata.namespace", stateNamespace))); err != nil {
 		return err
 	}
 	return startController(ctx, false, fields.OneTermEqualSelector("metadata.namespace", cmdOffNamespace))
