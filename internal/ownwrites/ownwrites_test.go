@@ -2,6 +2,7 @@ package ownwrites
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,5 +40,37 @@ func TestStale(t *testing.T) {
 	tr.Forget("c")
 	if tr.Stale(obj("c", "5")) {
 		t.Error("a forgotten object is stale")
+	}
+}
+
+// A record no watch event ever clears (the cache stuck on a replaced version, say after a
+// re-list that lost the event) stops steering decisions after MaxAge: no pass is skipped for
+// ever.
+func TestARecordExpires(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	tr := Tracker{Now: func() time.Time { return now }}
+	tr.Wrote("a", "10", "11")
+	now = now.Add(MaxAge - time.Second)
+	if !tr.Behind("a", "10") {
+		t.Fatal("a fresh record is not trusted")
+	}
+	now = now.Add(time.Second)
+	if tr.Behind("a", "10") {
+		t.Fatal("a record older than MaxAge still steers")
+	}
+	if tr.Behind("a", "10") {
+		t.Fatal("an expired record is not dropped")
+	}
+}
+
+// Records of objects that are never read again (deleted without a Forget) do not pile up.
+func TestOldRecordsAreSwept(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	tr := Tracker{Now: func() time.Time { return now }}
+	tr.Wrote("gone", "1", "2")
+	now = now.Add(MaxAge)
+	tr.Wrote("live", "1", "2")
+	if _, ok := tr.objs["gone"]; ok || len(tr.objs) != 1 {
+		t.Fatalf("records %v, want only live", tr.objs)
 	}
 }

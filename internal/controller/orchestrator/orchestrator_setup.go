@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +69,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&scorev1b1.WorkloadPlan{}).
 		Owns(&scorev1b1.WorkloadExposure{}).
 		Watches(&scorev1b1.Workload{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
+		// A Workload that is gone is forgotten (one without dependencies has no finalizer, so
+		// no pass of the orchestrator sees its deletion).
+		Watches(&scorev1b1.Workload{}, handler.Funcs{DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.memory.forget(e.Object.GetUID())
+			r.readiness.forget(e.Object.GetUID())
+		}}).
 		Watches(&scorev1b1.ResourceClaim{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		Watches(&scorev1b1.WorkloadExposure{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).

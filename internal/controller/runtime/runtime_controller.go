@@ -82,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	if !p.DeletionTimestamp.IsZero() {
+		r.blocked.clear(req.NamespacedName)
 		return ctrl.Result{}, r.release(ctx, p)
 	}
 	if r.written.Stale(p) {
@@ -145,6 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, fmt.Errorf("apply failed, retrying with backoff: %w", err)
 		}
 	}
+	r.blocked.clear(client.ObjectKeyFromObject(p))
 	if err := r.holdClusterScoped(ctx, p, res.Objects); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -109,7 +109,8 @@ func (r *Reconciler) planOfApplied(ctx context.Context, o client.Object) []recon
 
 // blocked remembers the plans refused because an object they render belongs to another
 // Workload, by that object, so that its deletion brings them back (a watch, not a poll). It
-// lives in memory: after a restart every plan is reconciled anyway.
+// lives in memory, and is re-derived: after a restart every plan is reconciled anyway, a
+// refused plan is entered again on every refusal, and a plan that applies is dropped (clear).
 type blocked struct {
 	mu    sync.Mutex
 	plans map[string]map[types.NamespacedName]bool
@@ -141,6 +142,20 @@ func (b *blocked) take(object string) []types.NamespacedName {
 	}
 	delete(b.plans, object)
 	return out
+}
+
+// clear forgets a plan that is no longer refused (it applied, or is gone).
+func (b *blocked) clear(plan types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for object, plans := range b.plans {
+		if plans[plan] {
+			delete(plans, plan)
+			if len(plans) == 0 {
+				delete(b.plans, object)
+			}
+		}
+	}
 }
 
 // releaseBlocked is the applied objects' handler: their owner plan, and on deletion the
