@@ -147,7 +147,7 @@ func explain(out io.Writer, w *scorev1b1.Workload, cfg *orchconfig.Config, regio
 		}
 		if plan != nil {
 			for _, o := range plan.Status.Objects {
-				if o.Health != "Current" {
+				if o.Health != scorev1b1.HealthCurrent {
 					fmt.Fprintf(out, "  runtime object %s %s: %s %s\n", o.Kind, o.Name, strings.ToLower(o.Health), o.Message)
 				}
 			}

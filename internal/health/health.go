@@ -10,14 +10,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-)
-
-// The results, named as kstatus names them.
-const (
-	Current    = string(status.CurrentStatus)
-	InProgress = string(status.InProgressStatus)
-	Failed     = string(status.FailedStatus)
 )
 
 // Checker judges objects. The zero value and nil judge by kstatus alone.
@@ -72,7 +66,7 @@ func (c *Checker) Judge(u *unstructured.Unstructured) (string, string) {
 	}
 	res, err := status.Compute(u)
 	if err != nil {
-		return Current, ""
+		return scorev1b1.HealthCurrent, ""
 	}
 	return string(res.Status), res.Message
 }
@@ -86,12 +80,12 @@ func (r rule) judge(u *unstructured.Unstructured) (string, string) {
 		}
 	}
 	if r.failed != nil && isTrue(r.failed, vars) {
-		return Failed, message
+		return scorev1b1.HealthFailed, message
 	}
 	if isTrue(r.healthy, vars) {
-		return Current, message
+		return scorev1b1.HealthCurrent, message
 	}
-	return InProgress, message
+	return scorev1b1.HealthInProgress, message
 }
 
 func isTrue(p cel.Program, vars map[string]any) bool {

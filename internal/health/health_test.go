@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
@@ -35,13 +36,13 @@ func TestJudge(t *testing.T) {
 	cases := []struct {
 		name, doc, want, message string
 	}{
-		{"a rule: healthy", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Online, detail: up}", Current, "up"},
-		{"a rule: failed beats healthy", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Error, detail: disk full}", Failed, "disk full"},
-		{"a rule: neither is in progress", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Creating}", InProgress, ""},
-		{"a rule: no status yet is in progress, not an error", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}", InProgress, ""},
-		{"no rule: kstatus judges a Deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, generation: 2}\nspec: {replicas: 1}\nstatus: {observedGeneration: 1}", InProgress, "Deployment generation is 2, but latest observed generation is 1"},
-		{"no rule: a ConfigMap is current", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}", Current, "Resource is always ready"},
-		{"another version of the kind has no rule", "apiVersion: db.example.com/v2\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Creating}", Current, "Resource is current"},
+		{"a rule: healthy", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Online, detail: up}", scorev1b1.HealthCurrent, "up"},
+		{"a rule: failed beats healthy", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Error, detail: disk full}", scorev1b1.HealthFailed, "disk full"},
+		{"a rule: neither is in progress", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Creating}", scorev1b1.HealthInProgress, ""},
+		{"a rule: no status yet is in progress, not an error", "apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: a}", scorev1b1.HealthInProgress, ""},
+		{"no rule: kstatus judges a Deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, generation: 2}\nspec: {replicas: 1}\nstatus: {observedGeneration: 1}", scorev1b1.HealthInProgress, "Deployment generation is 2, but latest observed generation is 1"},
+		{"no rule: a ConfigMap is current", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}", scorev1b1.HealthCurrent, "Resource is always ready"},
+		{"another version of the kind has no rule", "apiVersion: db.example.com/v2\nkind: Database\nmetadata: {name: a}\nstatus: {phase: Creating}", scorev1b1.HealthCurrent, "Resource is current"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +53,7 @@ func TestJudge(t *testing.T) {
 		})
 	}
 	var none *Checker
-	if got, _ := none.Judge(obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}")); got != Current {
+	if got, _ := none.Judge(obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}")); got != scorev1b1.HealthCurrent {
 		t.Fatalf("a nil checker judges by kstatus: %s", got)
 	}
 }

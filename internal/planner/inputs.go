@@ -12,7 +12,6 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
 // BuildResourceTypes can supply the image of a container whose image is ".".
@@ -25,6 +24,19 @@ type Problem struct {
 }
 
 func (p Problem) String() string { return p.Field + ": " + p.Message }
+
+// Sentence turns an error's text into a message: capitalised, ending with a period. The
+// planner's errors reach the Workload's status this way.
+func Sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
 
 // CheckInputs finds what makes a Workload SpecInvalid beyond what the API server checks:
 // placeholders that are malformed or name undeclared resources or unknown metadata, whole
@@ -39,7 +51,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 	}
 	checkRefs := func(field string, refs []placeholder.Ref, err error, wholeAllowed bool) {
 		if err != nil {
-			add(field, "%s", workloadstatus.Sentence(err.Error()))
+			add(field, "%s", Sentence(err.Error()))
 			return
 		}
 		for _, r := range refs {
@@ -89,7 +101,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 			field := base + ".volumes." + target + ".source"
 			parts, err := placeholder.Parse(c.Volumes[target].Source)
 			if err != nil {
-				add(field, "%s", workloadstatus.Sentence(err.Error()))
+				add(field, "%s", Sentence(err.Error()))
 				continue
 			}
 			if len(parts) > 1 || (len(parts) == 1 && parts[0].Ref != nil && parts[0].Ref.Root != placeholder.RootResources) {
@@ -118,7 +130,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 		refs, err := placeholder.RefsInValue(params)
 		checkRefs(field+".params", refs, err, false)
 		if _, err := PolicyAnnotation(res); err != nil {
-			add(field+".metadata.annotations", "%s", workloadstatus.Sentence(err.Error()))
+			add(field+".metadata.annotations", "%s", Sentence(err.Error()))
 		}
 	}
 	if cycle := paramsCycle(w); cycle != "" {

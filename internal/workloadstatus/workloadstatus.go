@@ -315,15 +315,3 @@ var runtimeNouns = regexp.MustCompile(`\b(Deployment|Pod|Pods|Service|StatefulSe
 func RuntimeNoun(message string) string {
 	return runtimeNouns.FindString(message)
 }
-
-// Sentence turns an error's text into a message: capitalised, ending with a period.
-func Sentence(s string) string {
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
-}

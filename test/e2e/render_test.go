@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -198,4 +200,37 @@ func jsonSecret(t *testing.T, namespace, name string) map[string]any {
 		}
 	}
 	return m
+}
+
+// A Workload with three dependencies (postgres, redis and an S3 bucket on MinIO, whose bucket
+// Job the provisioner applies too) renders offline exactly as the controllers applied it.
+func TestOfflineRenderOfThreeDependencies(t *testing.T) {
+	ns := "e2e-render"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := scorefile.ToWorkload(map[string]any{
+		"apiVersion": "score.dev/v1b1",
+		"metadata":   map[string]any{"name": "store"},
+		"containers": map[string]any{"api": map[string]any{
+			"image": "ghcr.io/example/store:1.0",
+			"variables": map[string]any{
+				"DB_URI":     "${resources.db.uri}",
+				"CACHE_HOST": "${resources.cache.host}",
+				"BUCKET":     "${resources.media.bucket}",
+				"S3_SECRET":  "${resources.media.secret_key}",
+			},
+			"files": map[string]any{"/etc/store.conf": map[string]any{"content": "endpoint=${resources.media.endpoint}\npassword=${resources.cache.password}\n"}},
+		}},
+		"service":   map[string]any{"ports": map[string]any{"http": map[string]any{"port": 80, "targetPort": 8080}}},
+		"resources": map[string]any{"db": map[string]any{"type": "postgres"}, "cache": map[string]any{"type": "redis"}, "media": map[string]any{"type": "s3"}},
+	}, scorefile.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, res.Workload); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkload(t, client.ObjectKeyFromObject(res.Workload), "Ready", nil)
+	assertRenderIsTheCluster(t, ns, "store")
 }

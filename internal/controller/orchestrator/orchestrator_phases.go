@@ -99,7 +99,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	// Claims: one per resource, in dependency order.
 	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: loaded.Config.Provisioners, Classes: loaded.Config.Classes, Observed: s.claimViews(desiredKeys(w))})
 	if err != nil {
-		s.specInvalid(workloadstatus.Sentence(err.Error()), 0)
+		s.specInvalid(planner.Sentence(err.Error()), 0)
 		return nil
 	}
 	if len(desired) > 0 && controllerutil.AddFinalizer(w, scorev1b1.WorkloadFinalizer) {
@@ -147,7 +147,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	views := s.claimViews(desiredKeys(w))
 	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: sel.Profile, Backend: *sel.Backend, Claims: views})
 	if err != nil {
-		s.specInvalid(workloadstatus.Sentence(err.Error()), 0)
+		s.specInvalid(planner.Sentence(err.Error()), 0)
 		return nil
 	}
 	if len(built.Unresolved) > 0 {
