@@ -79,6 +79,9 @@ fetched and verified.`,
 				out = f
 			}
 			for _, res := range results {
+				if res.Err != nil {
+					continue // in runErr, which names it
+				}
 				if err := writeRender(out, res); err != nil {
 					return err
 				}

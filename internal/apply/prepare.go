@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -68,6 +69,20 @@ type Input struct {
 	Scope Scope
 	// Allowed says whether a kind may be applied; nil allows every kind.
 	Allowed func(group, kind string) bool
+}
+
+// FromMap is a decoded document (YAML's types: int, map[string]any) as an object the
+// applier takes, its values of JSON's types, which unstructured objects hold.
+func FromMap(m map[string]any) (*unstructured.Unstructured, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // Object is a prepared object: marked, placed, in its stage.

@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
@@ -141,12 +141,8 @@ var ErrNotRunnable = errors.New("the provisioner cannot run")
 func (r Result) Objects() ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(r.Manifests))
 	for i, m := range r.Manifests {
-		raw, err := json.Marshal(m)
+		u, err := apply.FromMap(m)
 		if err != nil {
-			return nil, fmt.Errorf("manifest %d: %w", i, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("manifest %d: %w", i, err)
 		}
 		out = append(out, u)

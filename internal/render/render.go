@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 )
 
 // Input is one rendering: a plan, the Workload it belongs to and the backend's template.
@@ -279,12 +280,8 @@ func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 		if !ok {
 			return nil, fmt.Errorf("the template's document %d is not an object: a manifest is a mapping with apiVersion, kind and metadata", i)
 		}
-		raw, err := json.Marshal(doc)
+		u, err := apply.FromMap(doc)
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("document %d is not a Kubernetes object: %w", i, err)
 		}
 		if u.GetName() == "" {
