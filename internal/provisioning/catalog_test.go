@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
 // catalogParams are the params each catalog type is tried with; the web workload has the
@@ -23,7 +25,7 @@ var catalogParams = map[string]map[string]any{
 }
 
 // catalogTypes are the types the development catalog must serve.
-var catalogTypes = []string{"amqp", "dns", "environment", "kafka-topic", "mongodb", "mysql", "postgres", "redis", "route", "s3", "service-port", "volume"}
+var catalogTypes = []string{"amqp", "dns", "endpoint", "environment", "kafka-topic", "mongodb", "mysql", "postgres", "redis", "route", "s3", "service", "service-port", "volume"}
 
 // loadCatalog assembles config/provisioners/*.yaml with the sample profiles, as make dev
 // does, and returns the validated config.
@@ -78,7 +80,11 @@ func TestCatalog(t *testing.T) {
 	}
 	// The platform's Secret the environment definition refers to.
 	platform := map[SecretRef]string{{Name: "score-environment", Key: "API_TOKEN"}: "platform-token-value-0123456789"}
-	services := map[string]NetworkService{"web": ServiceOf("web", &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"web": {Port: 8080, TargetPort: ptr.To(int32(8081))}}})}
+	services := map[string]NetworkService{
+		"web": ServiceOf("web", &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"web": {Port: 8080, TargetPort: ptr.To(int32(8081))}}}),
+		// The Workload the service and endpoint types name by the resource's key ("dep").
+		"dep": ServiceOf("dep", &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"grpc": {Port: 50}, "http": {Port: 8080, TargetPort: ptr.To(int32(80))}}}),
+	}
 
 	for _, typ := range catalogTypes {
 		def := served[typ]
@@ -190,6 +196,15 @@ func checkCatalogType(t *testing.T, typ string, plain map[string]any, secret map
 		if plain["hostname"] != "web.team.svc.cluster.local" || plain["port"] != 8080 {
 			t.Errorf("service-port is the Service's name and port, not the target port: %v", plain)
 		}
+	case "service":
+		// The port a person would call: the one named http, not the lowest.
+		if plain["name"] != "dep" || plain["host"] != "dep.team.svc.cluster.local" || plain["port"] != 8080 || mustJSON(t, plain["ports"]) != `{"50":50,"8080":8080,"grpc":50,"http":8080}` {
+			t.Errorf("service outputs %v", plain)
+		}
+	case "endpoint":
+		if plain["url"] != "http://dep.team.svc.cluster.local:8080" {
+			t.Errorf("endpoint url %v", plain["url"])
+		}
 	case "route":
 		route := mustJSON(t, res.Manifests)
 		for _, want := range []string{`"kind":"HTTPRoute"`, `"hostnames":["web.team.dev.local"]`, `"value":"/api"`, `{"name":"web","port":8080}`} {
@@ -208,6 +223,43 @@ func checkCatalogType(t *testing.T, typ string, plain map[string]any, secret map
 	}
 }
 
+// A definition that names another Workload waits for it, and says for what, instead of failing:
+// the Workload's creation brings the claim back.
+func TestCatalogWaitsForWorkloads(t *testing.T) {
+	cfg := loadCatalog(t)
+	services := map[string]NetworkService{
+		"web":    ServiceOf("web", &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"web": {Port: 8080}}}),
+		"worker": ServiceOf("worker", nil),
+	}
+	cases := []struct {
+		name, typ, key string
+		params         map[string]any
+		want           string
+	}{
+		{"service-port of a workload not deployed", "service-port", "dep", map[string]any{"workload": "db", "port": "web"}, "workload db to be deployed in namespace team"},
+		{"service-port of an undeclared port", "service-port", "dep", map[string]any{"workload": "web", "port": "9090"}, "workload web to publish service port 9090"},
+		{"service of a workload not deployed", "service", "backend", nil, "workload backend to be deployed in namespace team"},
+		{"service of a workload without a port", "service", "worker", nil, "workload worker to publish a port"},
+		{"endpoint of a workload not deployed", "endpoint", "backend", map[string]any{"port": 8181}, "runs no mock server"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var def orchconfig.Provisioner
+			for _, p := range cfg.Provisioners {
+				if p.URI == "template://score-dev/"+tc.typ {
+					def = p
+				}
+			}
+			id := NewIdentity("team", "web", tc.key, tc.typ, "", "")
+			_, err := RenderTemplates(def, Data{Guid: id.Guid(), Uid: id.Uid(), Id: id.ID, Namespace: "team", Params: tc.params, SourceWorkload: "web", WorkloadServices: services})
+			var waiting *tplfuncs.Waiting
+			if !errors.As(err, &waiting) || !strings.Contains(waiting.For, tc.want) {
+				t.Fatalf("want a wait for %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
 // Bad params fail with a message naming the param, not with a broken object.
 func TestCatalogRefusesBadParams(t *testing.T) {
 	cfg := loadCatalog(t)
@@ -221,8 +273,6 @@ func TestCatalogRefusesBadParams(t *testing.T) {
 		{"route with an upper-case host", "route", map[string]any{"host": "Web.dev", "port": "web"}, "params.host"},
 		{"route with a relative path", "route", map[string]any{"host": "web.dev", "path": "api", "port": "web"}, "params.path"},
 		{"route to an undeclared port", "route", map[string]any{"host": "web.dev", "port": "admin"}, "no service port admin"},
-		{"service-port of an unknown workload", "service-port", map[string]any{"workload": "db", "port": "web"}, "no workload db"},
-		{"service-port of an undeclared port", "service-port", map[string]any{"workload": "web", "port": "9090"}, "no service port 9090"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

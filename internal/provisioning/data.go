@@ -16,10 +16,13 @@ type DataInput struct {
 	Class            string
 	Params, Metadata map[string]any
 	State, Shared    map[string]any
-	// Source is the claiming Workload's name; Workloads are the Workloads of its namespace the
-	// definition sees (.WorkloadServices), the claiming one among them when it exists.
-	Source    string
-	Workloads []*scorev1b1.Workload
+	// Source is the claiming Workload's name, and SourceWorkload the Workload when it exists
+	// (else it is looked up among Workloads). Workloads are those the definition sees
+	// (.WorkloadServices): the instance's namespace's, which is the claim's own unless the
+	// platform shares the instance from another.
+	Source         string
+	SourceWorkload *scorev1b1.Workload
+	Workloads      []*scorev1b1.Workload
 	// Sharing is the definition's cross-namespace sharing, if any.
 	Sharing *orchconfig.Sharing
 }
@@ -47,9 +50,12 @@ func NewData(in DataInput) Data {
 	}
 	for _, w := range in.Workloads {
 		d.WorkloadServices[w.Name] = ServiceOf(w.Name, w.Spec.Service)
-		if w.Name == in.Source {
+		if w.Name == in.Source && in.SourceWorkload == nil {
 			d.WorkloadMetadata = planner.Metadata(w)
 		}
+	}
+	if in.SourceWorkload != nil {
+		d.WorkloadMetadata = planner.Metadata(in.SourceWorkload)
 	}
 	return d
 }

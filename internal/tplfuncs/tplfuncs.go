@@ -23,13 +23,24 @@ func EncodeSecretRef(secret, key string) string {
 	return fmt.Sprintf("%s%s_%s%s", SecretRefPrefix, secret, key, SecretRefSuffix)
 }
 
-// Provisioner returns the function set of provisioner templates: sprig's text functions and
-// encodeSecretRef. sprig's env and expandenv would read the controller's own environment, which
-// may hold its credentials, into objects a tenant can read; they fail instead (no score-k8s
-// provisioner file uses them).
+// Waiting is what a provisioner template's waitFor returns: the claim waits for what it names
+// (another Workload to be deployed, say), instead of failing. Whatever it waits for must bring
+// the claim back when it happens; a Workload's creation or change does.
+type Waiting struct {
+	For string
+}
+
+func (w *Waiting) Error() string { return "waiting for " + w.For }
+
+// Provisioner returns the function set of provisioner templates: sprig's text functions,
+// score-k8s's encodeSecretRef, and waitFor (an addition: the claim waits instead of failing).
+// sprig's env and expandenv would read the controller's own environment, which may hold its
+// credentials, into objects a tenant can read; they fail instead (no score-k8s provisioner file
+// uses them).
 func Provisioner() template.FuncMap {
 	fm := sprig.TxtFuncMap()
 	fm["encodeSecretRef"] = EncodeSecretRef
+	fm["waitFor"] = func(what string) (string, error) { return "", &Waiting{For: what} }
 	for _, name := range []string{"env", "expandenv"} {
 		fm[name] = func(string) (string, error) {
 			return "", fmt.Errorf("%s is not available: provisioner templates cannot read the controller's environment", name)

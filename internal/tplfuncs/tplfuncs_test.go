@@ -1,6 +1,8 @@
 package tplfuncs
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"text/template"
@@ -33,5 +35,16 @@ func TestProvisionerFunctions(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q", out.String(), err, tc.want)
 			}
 		})
+	}
+}
+
+// waitFor stops a template with a *Waiting that errors.As finds through text/template's
+// wrapping, so the provisioner can tell a wait from a failure.
+func TestWaitFor(t *testing.T) {
+	tpl := template.Must(template.New("t").Funcs(Provisioner()).Parse(`{{ waitFor "workload backend" }}`))
+	err := tpl.Execute(io.Discard, nil)
+	var waiting *Waiting
+	if !errors.As(err, &waiting) || waiting.For != "workload backend" {
+		t.Fatalf("error %v, want a wait for workload backend", err)
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
@@ -191,6 +192,14 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		return r.provisionAPI(ctx, c, def, id, data, state)
 	}
 	res, err := provisioning.Provision(ctx, strategy, def, data, r.env())
+	var waiting *tplfuncs.Waiting
+	if errors.As(err, &waiting) {
+		// Not a failure: what it waits for (another Workload, in the catalog's service type)
+		// brings the claim back when it happens, through the Workload watch.
+		setPhase(c, scorev1b1.ClaimPhaseBinding, "", fmt.Sprintf("Waiting for %s.", waiting.For))
+		c.Status.ObservedGeneration, c.Status.OutputsAvailable = c.Generation, false
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err))
 		if errors.Is(err, provisioning.ErrNotRunnable) {

@@ -28,8 +28,12 @@ import (
 // indexInstance indexes claims by the identity hash of the instance they claim.
 const indexInstance = "score.dev/instance"
 
-// indexResource indexes claims by the objects of their inventory (objectKey).
+// indexResource indexes claims by the objects of their inventory (apply.Key).
 const indexResource = "score.dev/resource"
+
+// indexInstanceNamespace indexes claims by the namespace of their instance, when the platform
+// shares it from another namespace than the claim's.
+const indexInstanceNamespace = "score.dev/instance-namespace"
 
 // Options configure the provisioner.
 type Options struct {
@@ -70,6 +74,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstanceNamespace, sharedFrom); err != nil {
+		return err
+	}
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = 4
@@ -93,6 +100,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
 		Watcher: &apply.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}}
+	return nil
+}
+
+// sharedFrom is the index value of indexInstanceNamespace: the namespace a claim's instance is
+// shared from, when not the claim's own.
+func sharedFrom(o client.Object) []string {
+	c := o.(*scorev1b1.ResourceClaim)
+	if ns := c.Status.InstanceNamespace; ns != "" && ns != c.Namespace {
+		return []string{ns}
+	}
 	return nil
 }
 
@@ -125,19 +142,25 @@ func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reco
 // pass reading its state and live objects from the API server again, so N Workloads created
 // one by one cost O(N²) passes (make bench).
 func (r *Reconciler) claimsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	var list scorev1b1.ResourceClaimList
-	// Read only, and listed on every Workload event: no deep copy of every claim.
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+	var own, shared scorev1b1.ResourceClaimList
+	// Read only, and listed on every Workload event: no deep copy of every claim. The claims
+	// whose instance the platform shares from this namespace see its Workloads too.
+	if err := r.Client.List(ctx, &own, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	if err := r.Client.List(ctx, &shared, client.MatchingFields{indexInstanceNamespace: o.GetNamespace()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	sees := r.readers.of(r.Config)
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		c := &list.Items[i]
-		if c.Spec.WorkloadRef.Name != o.GetName() && !sees(c.Status.Provisioner) {
-			continue
+	out := make([]reconcile.Request, 0, len(own.Items))
+	for _, list := range []*scorev1b1.ResourceClaimList{&own, &shared} {
+		for i := range list.Items {
+			c := &list.Items[i]
+			if (c.Namespace != o.GetNamespace() || c.Spec.WorkloadRef.Name != o.GetName()) && !sees(c.Status.Provisioner) {
+				continue
+			}
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 		}
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	}
 	return out
 }

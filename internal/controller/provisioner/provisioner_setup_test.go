@@ -60,7 +60,15 @@ func TestWorkloadChangeRequeuesOnlyClaimsThatSeeIt(t *testing.T) {
 			Status:     scorev1b1.ResourceClaimStatus{Provisioner: provisioner},
 		}
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+	// A claim of another namespace whose instance the platform shares from this one.
+	sharedIn := func(name, provisioner string) *scorev1b1.ResourceClaim {
+		c := claim(name, "x", provisioner)
+		c.Namespace, c.Status.InstanceNamespace = "elsewhere", "team"
+		return c
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&scorev1b1.ResourceClaim{}, indexInstanceNamespace, sharedFrom).WithObjects(
+		sharedIn("s-service", "template://score-dev/service"),        // reads .WorkloadServices of this namespace
+		sharedIn("s-db", "template://score-dev/postgres"),            // never reads ports
 		claim("a-db", "a", "template://score-dev/postgres"),          // never reads ports
 		claim("b-db", "b", "template://score-dev/postgres"),          // never reads ports
 		claim("c-route", "c", "template://score-dev/route"),          // reads .WorkloadServices
@@ -76,7 +84,7 @@ func TestWorkloadChangeRequeuesOnlyClaimsThatSeeIt(t *testing.T) {
 		got = append(got, req.Name)
 	}
 	sort.Strings(got)
-	want := []string{"c-route", "d-new", "e-cmd", "f-gone", "new-db"}
+	want := []string{"c-route", "d-new", "e-cmd", "f-gone", "new-db", "s-service"}
 	if len(got) != len(want) {
 		t.Fatalf("requeued %v, want %v", got, want)
 	}

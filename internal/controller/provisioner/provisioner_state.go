@@ -95,28 +95,32 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 }
 
 // templateData gathers what score-k8s passes to templates: the claim, the instance's state,
-// the source workload's metadata and the network services of the namespace's workloads.
+// the source workload's metadata and the network services of the Workloads of the instance's
+// namespace (the claim's own, unless the platform shares the instance from another).
 func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, id provisioning.Identity, class string, params map[string]any, st instanceState) (provisioning.Data, error) {
 	metadata, _ := values.Object(c.Spec.Metadata)
 	in := provisioning.DataInput{Identity: id, Class: class, Params: params, Metadata: metadata, State: st.State, Shared: st.Shared,
 		Source: c.Spec.WorkloadRef.Name, Sharing: def.Sharing}
+	var w scorev1b1.Workload
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.WorkloadRef.Name}, &w); {
+	case err == nil:
+		in.SourceWorkload = &w
+	case !apierrors.IsNotFound(err):
+		return provisioning.Data{}, fmt.Errorf("reading workload %s: %w", c.Spec.WorkloadRef.Name, err)
+	}
 	if !r.readers.of(r.Config)(def.URI) {
 		// A definition that cannot read other Workloads' ports sees its own Workload only:
 		// listing the namespace's Workloads on every pass cost O(N) per claim, O(N²) for N
 		// claims of one namespace (57% of the provisioner's CPU at N=5,000, make bench).
-		var w scorev1b1.Workload
-		switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.WorkloadRef.Name}, &w); {
-		case err == nil:
-			in.Workloads = []*scorev1b1.Workload{&w}
-		case !apierrors.IsNotFound(err):
-			return provisioning.Data{}, fmt.Errorf("reading workload %s: %w", c.Spec.WorkloadRef.Name, err)
+		if in.SourceWorkload != nil {
+			in.Workloads = []*scorev1b1.Workload{in.SourceWorkload}
 		}
 		return provisioning.NewData(in), nil
 	}
 	var workloads scorev1b1.WorkloadList
 	// Read only (NewData copies what it keeps): no deep copy of every Workload of the
 	// namespace on every pass.
-	if err := r.Client.List(ctx, &workloads, client.InNamespace(c.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &workloads, client.InNamespace(id.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return provisioning.Data{}, fmt.Errorf("listing workloads: %w", err)
 	}
 	for i := range workloads.Items {
