@@ -66,7 +66,7 @@ func (c configChecks) samples(cfg *orchconfig.Config) []orchconfig.FieldError {
 	if c.workloads == "" {
 		return nil
 	}
-	workloads, err := readWorkloads([]string{c.workloads}, "default")
+	workloads, err := readWorkloads([]string{c.workloads}, "default", "")
 	if err != nil {
 		return []orchconfig.FieldError{{Path: "profiles", Message: fmt.Sprintf("reading the sample workloads: %v", err)}}
 	}

@@ -69,7 +69,7 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 			if fromCluster {
 				workloads, err = clusterWorkloads(cmd.Context(), &flags)
 			} else {
-				workloads, err = readWorkloads([]string{workloadsDir}, flags.namespace)
+				workloads, err = readWorkloads([]string{workloadsDir}, flags.namespace, "")
 			}
 			if err != nil {
 				return err

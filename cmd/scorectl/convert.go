@@ -16,9 +16,8 @@ import (
 
 func newConvertCommand() *cobra.Command {
 	var (
-		output    string
-		namespace string
-		reverse   bool
+		output, namespace, image string
+		reverse                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "convert FILE...",
@@ -44,7 +43,7 @@ counterpart is kept in annotations, so --reverse gives back the original Score f
 				if reverse {
 					err = workloadsToScore(path, &out)
 				} else {
-					err = scoreToWorkloads(path, namespace, &out, cmd.ErrOrStderr())
+					err = scoreToWorkloads(path, scorefile.Options{Namespace: namespace, Image: image}, &out, cmd.ErrOrStderr())
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", path, err)
@@ -59,12 +58,13 @@ counterpart is kept in annotations, so --reverse gives back the original Score f
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the Workloads")
+	cmd.Flags().StringVar(&image, "image", "", `the image of every container whose image is "." (score-k8s's --image)`)
 	cmd.Flags().BoolVar(&reverse, "reverse", false, "convert Workloads back to Score files")
 	return cmd
 }
 
-func scoreToWorkloads(path, namespace string, out, warn io.Writer) error {
-	results, err := scorefile.ReadFile(path, namespace)
+func scoreToWorkloads(path string, opts scorefile.Options, out, warn io.Writer) error {
+	results, err := scorefile.ReadFile(path, opts)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,69 +17,101 @@ import (
 )
 
 func newDeleteCommand() *cobra.Command {
-	var flags clusterFlags
+	var (
+		flags clusterFlags
+		files []string
+	)
 	cmd := &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a Workload and show its dependencies being released",
-		Long: `Delete a Workload and wait until it is gone, showing each dependency's release per its
-policy: Delete dependencies are removed (and waited for), Retain ones are kept with their data,
-Orphan ones are left as they are.`,
-		Example: `  scorectl delete orders -n score-demo`,
-		Args:    cobra.ExactArgs(1),
+		Use:   "delete NAME... | -f score.yaml [-f DIR ...]",
+		Short: "Delete Workloads and show their dependencies being released",
+		Long: `Delete Workloads, named or read from Score files as kubectl delete -f does, and wait until
+each is gone, showing each dependency's release per its policy: Delete dependencies are
+removed (and waited for), Retain ones are kept with their data, Orphan ones are left as they
+are. A Workload that does not exist is reported and skipped.`,
+		Example: `  scorectl delete orders -n score-demo
+  scorectl delete -f score.yaml -n score-demo
+  scorectl delete -f apps/ -n shop`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, out := cmd.Context(), cmd.OutOrStdout()
-			c, w, err := flags.workload(ctx, args[0])
+			if len(args) == 0 && len(files) == 0 {
+				return errors.New("name the Workloads, or give -f")
+			}
+			c, ns, err := flags.connect()
 			if err != nil {
 				return err
 			}
-			ns := w.Namespace
-			var claims scorev1b1.ResourceClaimList
-			if err := c.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
-				return err
-			}
-			for _, cl := range claims.Items {
-				if metav1.IsControlledBy(&cl, w) {
-					fmt.Fprintf(out, "  %s (%s): %s\n", cl.Spec.Key, cl.Spec.Type, policyText(cl.Spec.DeprovisionPolicy))
-				}
-			}
-			if err := c.Delete(ctx, w); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "workload.score.dev/%s deleted; releasing its dependencies\n", w.Name)
-			deadline := time.Now().Add(flags.timeout)
-			last := ""
-			for {
-				err := c.Get(ctx, client.ObjectKeyFromObject(w), w)
-				if apierrors.IsNotFound(err) {
-					fmt.Fprintf(out, "workload.score.dev/%s is gone\n", w.Name)
-					return nil
-				}
+			names := args
+			if len(files) > 0 {
+				workloads, err := readWorkloads(files, ns, "")
 				if err != nil {
 					return err
 				}
-				if err := c.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
+				for _, w := range workloads {
+					names = append(names, w.Name)
+				}
+			}
+			for _, name := range names {
+				if err := deleteWorkload(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: name}, flags.timeout, cmd.OutOrStdout()); err != nil {
 					return err
 				}
-				var waiting []string
-				for _, cl := range claims.Items {
-					if !cl.DeletionTimestamp.IsZero() {
-						waiting = append(waiting, cl.Spec.Key)
-					}
-				}
-				sort.Strings(waiting)
-				if line := strings.Join(waiting, ", "); line != last && line != "" {
-					fmt.Fprintf(out, "  waiting for %s to be released\n", line)
-					last = line
-				}
-				if time.Now().After(deadline) {
-					return errors.New("the workload is still being deleted; see scorectl status " + w.Name)
-				}
-				time.Sleep(500 * time.Millisecond)
 			}
+			return nil
 		},
 	}
 	flags.bind(cmd, true)
+	cmd.Flags().StringArrayVarP(&files, "file", "f", nil, "a Score file, or a directory of them, naming the Workloads to delete; repeat for several")
 	return cmd
+}
+
+// deleteWorkload deletes a Workload and waits until it is gone, saying what its deletion
+// waits for.
+func deleteWorkload(ctx context.Context, c client.Client, key client.ObjectKey, timeout time.Duration, out io.Writer) error {
+	w := &scorev1b1.Workload{}
+	switch err := c.Get(ctx, key, w); {
+	case apierrors.IsNotFound(err):
+		fmt.Fprintf(out, "workload.score.dev/%s not found\n", key.Name)
+		return nil
+	case err != nil:
+		return err
+	}
+	var claims scorev1b1.ResourceClaimList
+	if err := c.List(ctx, &claims, client.InNamespace(key.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil && !apierrors.IsForbidden(err) {
+		return err
+	}
+	for _, cl := range claims.Items {
+		if metav1.IsControlledBy(&cl, w) {
+			fmt.Fprintf(out, "  %s (%s): %s\n", cl.Spec.Key, cl.Spec.Type, policyText(cl.Spec.DeprovisionPolicy))
+		}
+	}
+	if err := c.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	fmt.Fprintf(out, "workload.score.dev/%s deleted; releasing its dependencies\n", w.Name)
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		err := c.Get(ctx, key, w)
+		if apierrors.IsNotFound(err) {
+			fmt.Fprintf(out, "workload.score.dev/%s is gone\n", w.Name)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// The Workload's own status says what its deletion waits for; it needs no rights on
+		// the internal kinds.
+		if ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); ready != nil && ready.Message != last {
+			fmt.Fprintf(out, "  %s\n", ready.Message)
+			last = ready.Message
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("workload %s is still being deleted after %s: %s", w.Name, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func policyText(p scorev1b1.DeprovisionPolicy) string {

@@ -19,9 +19,9 @@ import (
 
 func newRenderCommand() *cobra.Command {
 	var (
-		files                                               []string
-		configFile, templatesDir, namespace, output, region string
-		plainHTTP                                           bool
+		files                                                      []string
+		configFile, templatesDir, namespace, output, region, image string
+		plainHTTP                                                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "render -f score.yaml [-f other.yaml | -f DIR ...] --config orchestrator-config.yaml",
@@ -53,7 +53,7 @@ fetched and verified.`,
 			if len(files) == 0 || configFile == "" {
 				return errors.New("-f and --config are required")
 			}
-			workloads, err := readWorkloads(files, namespace)
+			workloads, err := readWorkloads(files, namespace, image)
 			if err != nil {
 				return err
 			}
@@ -94,6 +94,7 @@ fetched and verified.`,
 	cmd.Flags().StringVar(&templatesDir, "templates", "", "directory of configmap:// templates, by key")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace the Workloads would live in")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
+	cmd.Flags().StringVar(&image, "image", "", `the image of every container whose image is "." (score-k8s's --image)`)
 	cmd.Flags().StringVar(&region, "region", "", "the orchestrator's region, for backends restricted to regions")
 	cmd.Flags().BoolVar(&plainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP")
 	return cmd

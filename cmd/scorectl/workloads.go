@@ -14,9 +14,9 @@ import (
 
 // readWorkloads converts the Score files paths name, in order, as Workloads of generation 1 in
 // namespace (default "default"): every document of a file, and every *.yaml or *.yml file
-// below a directory, in path order. Two Workloads of one name in one namespace are an error:
-// the second would silently replace the first.
-func readWorkloads(paths []string, namespace string) ([]*scorev1b1.Workload, error) {
+// below a directory, in path order. image, when set, replaces every image ".". Two Workloads
+// of one name in one namespace are an error: the second would silently replace the first.
+func readWorkloads(paths []string, namespace, image string) ([]*scorev1b1.Workload, error) {
 	if namespace == "" {
 		namespace = "default"
 	}
@@ -28,7 +28,7 @@ func readWorkloads(paths []string, namespace string) ([]*scorev1b1.Workload, err
 			return nil, err
 		}
 		for _, f := range files {
-			results, err := scorefile.ReadFile(f, namespace)
+			results, err := scorefile.ReadFile(f, scorefile.Options{Namespace: namespace, Image: image})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}

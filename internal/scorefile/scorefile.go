@@ -52,6 +52,10 @@ type Options struct {
 	BaseDir string
 	// Namespace is set on the Workload when not empty.
 	Namespace string
+	// Image, when set, is the image of every container whose image is "." (score-k8s's
+	// --image): the image built for this deployment. Without it, "." stays, and the platform
+	// builds the image from the Workload's image resource.
+	Image string
 }
 
 // Result is one converted Score file.
@@ -117,6 +121,14 @@ func ToWorkload(raw map[string]any, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("converting the Score spec: %w", err)
 	}
 	dropEmpty(&w.Spec)
+	if opts.Image != "" {
+		for name, c := range w.Spec.Containers {
+			if c.Image == "." {
+				c.Image = opts.Image
+				w.Spec.Containers[name] = c
+			}
+		}
+	}
 	if opts.BaseDir != "" {
 		if err := inlineFileSources(w, opts.BaseDir); err != nil {
 			return nil, err
@@ -410,8 +422,8 @@ func pruneEmpty(v any) any {
 }
 
 // ReadFile converts every document of a Score file on disk; files[].source are read
-// relative to the file.
-func ReadFile(path, namespace string) ([]*Result, error) {
+// relative to the file (opts.BaseDir is set to its directory).
+func ReadFile(path string, opts Options) ([]*Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -425,7 +437,8 @@ func ReadFile(path, namespace string) ([]*Result, error) {
 	}
 	out := make([]*Result, 0, len(docs))
 	for _, doc := range docs {
-		res, err := ToWorkload(doc, Options{BaseDir: filepath.Dir(path), Namespace: namespace})
+		opts.BaseDir = filepath.Dir(path)
+		res, err := ToWorkload(doc, opts)
 		if err != nil {
 			return nil, err
 		}

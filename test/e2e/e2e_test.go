@@ -200,7 +200,7 @@ func TestExamplesBecomeReady(t *testing.T) {
 	examples, _ := filepath.Glob(filepath.Join(root, "examples", "*", "score.yaml"))
 	var names []string
 	for _, f := range examples {
-		results, err := scorefile.ReadFile(f, ns)
+		results, err := scorefile.ReadFile(f, scorefile.Options{Namespace: ns})
 		if err != nil {
 			t.Fatal(err)
 		}

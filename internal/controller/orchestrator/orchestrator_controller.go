@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
@@ -102,6 +103,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	if err := r.reconcileNormal(ctx, s); err != nil {
+		if apidenial.NamespaceTerminating(err) {
+			// The namespace is being deleted, and the Workload with it: nothing to report and
+			// nothing to retry; the Workload's deletion brings it back.
+			ctrl.LoggerFrom(ctx).V(1).Info("The namespace is being deleted; leaving the Workload to its deletion")
+			s.decided = false
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	// A pass that completed hands a reconcile request on to the claims and the plan.

@@ -360,6 +360,9 @@ func (r *Reconciler) createClaim(ctx context.Context, w *scorev1b1.Workload, d p
 		if reason, denied := apidenial.Classify(err); denied {
 			return reason, nil
 		}
+		if apidenial.NamespaceTerminating(err) {
+			return "", err
+		}
 		if apierrors.IsAlreadyExists(err) {
 			return "", nil // the cache is behind; the watch brings the claim
 		}

@@ -225,9 +225,25 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		runOutputs, err = r.judgeRun(ctx, def, &applied, marks)
 		res.Outputs = provisioning.PatchMap(res.Outputs, runOutputs)
 	}
+	if err != nil && apidenial.NamespaceTerminating(err) {
+		// The instance's namespace is being deleted, and this claim with it: nothing to report
+		// or retry.
+		return ctrl.Result{}, nil
+	}
+	if err != nil && apidenial.Transient(err) {
+		// Not a failure of the claim: the API server was busy, unreachable or raced; retried
+		// with backoff, it clears by itself. A Bound claim stays Bound (its objects are there).
+		phase, reason := c.Status.Phase, c.Status.Reason
+		if phase != scorev1b1.ClaimPhaseBound {
+			phase, reason = scorev1b1.ClaimPhaseBinding, ""
+		}
+		setPhase(c, phase, reason, fmt.Sprintf("Provisioner %s: retrying after a transient error: %v.", def.URI, err))
+		return ctrl.Result{}, reconcileErr(err)
+	}
 	if err != nil {
-		// Reported, whatever it is (a denial, an invalid object, a lost connection), and
-		// retried with backoff: a transient failure clears by itself on the next try.
+		// Reported (a denial, an invalid object, a kind not served), and retried with backoff:
+		// what lifts it (a quota raised, a CRD installed) is not something the provisioner
+		// watches.
 		reason := scorev1b1.ReasonClaimFailed
 		if denial, denied := apidenial.Classify(err); denied {
 			reason = denial

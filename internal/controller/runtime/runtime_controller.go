@@ -129,6 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		var owned *apply.OwnedElsewhere
 		switch reason, denied := apidenial.Classify(err); {
+		case apidenial.NamespaceTerminating(err):
+			// The namespace is being deleted, and the plan with it: nothing to report or retry.
+			return ctrl.Result{}, nil
 		case errors.As(err, &owned):
 			r.refuseConflict(ctx, p, before, owned)
 			return ctrl.Result{}, nil // the object's deletion brings the plan back (blocked)
