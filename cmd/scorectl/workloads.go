@@ -50,7 +50,8 @@ func readWorkloads(paths []string, namespace, image string) ([]*scorev1b1.Worklo
 	return out, nil
 }
 
-// scoreFiles is path itself, or the *.yaml and *.yml files below the directory path.
+// scoreFiles is path itself, or the *.yaml and *.yml files below the directory path, hidden
+// files and directories (.score-k8s, .git) left out.
 func scoreFiles(path string) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -61,10 +62,19 @@ func scoreFiles(path string) ([]string, error) {
 	}
 	var files []string
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+		if err != nil {
+			return err
+		}
+		if p != path && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
 			files = append(files, p)
 		}
-		return err
+		return nil
 	})
 	sort.Strings(files)
 	return files, err

@@ -6,6 +6,7 @@ package apply
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,4 +113,15 @@ func (w *Watcher) kind(gvk schema.GroupVersionKind, add bool) *kindWatch {
 		w.kinds[gvk] = &kindWatch{}
 	}
 	return w.kinds[gvk]
+}
+
+// List lists objects of list's kind: from the watch's cache when the kind's watch delivers
+// events, otherwise from apiServer.
+func (w *Watcher) List(ctx context.Context, apiServer client.Reader, list *unstructured.UnstructuredList, opts ...client.ListOption) error {
+	gvk := list.GroupVersionKind()
+	item := schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: strings.TrimSuffix(gvk.Kind, "List")}
+	if w.watched(item) {
+		return w.Cache.List(ctx, list, opts...)
+	}
+	return apiServer.List(ctx, list, opts...)
 }

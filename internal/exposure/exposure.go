@@ -34,6 +34,10 @@ type Input struct {
 	Gateways map[string]*unstructured.Unstructured
 	// Reachable tells whether the named Service has a ready endpoint.
 	Reachable func(service string) bool
+	// Provisioned are the HTTPRoutes and Ingresses the Workload's dependencies provisioned (a
+	// route resource, as the community samples declare): published like the runtime's own
+	// when they send traffic to one of the Workload's Services, and ignored otherwise.
+	Provisioned []*unstructured.Unstructured
 }
 
 // Result is the exposures, best first, and what keeps some from being usable yet.
@@ -52,7 +56,19 @@ func Compute(in Input) Result {
 		r := in.Reachable != nil && svc != "" && in.Reachable(svc)
 		return &r
 	}
+	services := map[string]bool{}
 	for _, o := range in.Objects {
+		if gk := o.GroupVersionKind().GroupKind(); gk.Group == "" && gk.Kind == "Service" {
+			services[o.GetName()] = true
+		}
+	}
+	objects := in.Objects
+	for _, o := range in.Provisioned {
+		if services[backendService(o)] {
+			objects = append(objects, o)
+		}
+	}
+	for _, o := range objects {
 		switch gk := o.GroupVersionKind().GroupKind(); {
 		case gk.Group == "" && gk.Kind == "Service":
 			exps, pending := service(o, reachable(o.GetName()))
@@ -90,8 +106,87 @@ func Compute(in Input) Result {
 	return res
 }
 
-// service publishes every port under the Service's cluster DNS name and, for a
-// LoadBalancer, under each ingress address; pending is a LoadBalancer without one.
+// backendService is the Service a route's or an Ingress's first rule sends traffic to.
+func backendService(o *unstructured.Unstructured) string {
+	switch o.GetKind() {
+	case "HTTPRoute":
+		rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
+		if len(rules) > 0 {
+			rule, _ := rules[0].(map[string]any)
+			if refs, _, _ := unstructured.NestedSlice(rule, "backendRefs"); len(refs) > 0 {
+				ref, _ := refs[0].(map[string]any)
+				name, _ := ref["name"].(string)
+				return name
+			}
+		}
+	case "Ingress":
+		rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
+		for _, r := range rules {
+			m, _ := r.(map[string]any)
+			if paths, ok, _ := unstructured.NestedSlice(m, "http", "paths"); ok && len(paths) > 0 {
+				first, _ := paths[0].(map[string]any)
+				name, _, _ := unstructured.NestedString(first, "backend", "service", "name")
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// callOrder orders a Service's ports as a person would call them: TCP before UDP and SCTP; a
+// port named or declared (appProtocol) http or https first; then by port number, lowest first.
+func callOrder(ports []any) []map[string]any {
+	out := make([]map[string]any, 0, len(ports))
+	for _, p := range ports {
+		if m, ok := p.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	web := func(m map[string]any) bool {
+		name, _ := m["name"].(string)
+		proto, _ := m["appProtocol"].(string)
+		return isWeb(name) || isWeb(proto)
+	}
+	tcp := func(m map[string]any) bool {
+		proto, _ := m["protocol"].(string)
+		return proto == "" || proto == "TCP"
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if ti, tj := tcp(out[i]), tcp(out[j]); ti != tj {
+			return ti
+		}
+		if wi, wj := web(out[i]), web(out[j]); wi != wj {
+			return wi
+		}
+		pi, _ := asInt(out[i]["port"])
+		pj, _ := asInt(out[j]["port"])
+		return pi < pj
+	})
+	return out
+}
+
+func isWeb(s string) bool {
+	s = strings.ToLower(s)
+	return s == "http" || s == "https" || strings.HasPrefix(s, "http-") || strings.HasPrefix(s, "https-")
+}
+
+// portScheme is the URL scheme of a Service port: https when it is named or declared https,
+// or is 443; udp or sctp for those protocols; http otherwise.
+func portScheme(m map[string]any, port int64) (scheme, hint string) {
+	if proto, _ := m["protocol"].(string); proto == "UDP" || proto == "SCTP" {
+		return strings.ToLower(proto), "OTHER"
+	}
+	name, _ := m["name"].(string)
+	app, _ := m["appProtocol"].(string)
+	if strings.HasPrefix(strings.ToLower(name), "https") || strings.EqualFold(app, "https") || port == 443 {
+		return "https", "HTTPS"
+	}
+	return "http", "HTTP"
+}
+
+// service publishes every port, in the order a person would call them (callOrder), under the
+// Service's cluster DNS name and, for a LoadBalancer, under each ingress address; pending is a
+// LoadBalancer without one.
 func service(o *unstructured.Unstructured, reachable *bool) (exps []scorev1b1.Exposure, pending bool) {
 	ports, _, _ := unstructured.NestedSlice(o.Object, "spec", "ports")
 	typ, _, _ := unstructured.NestedString(o.Object, "spec", "type")
@@ -105,16 +200,12 @@ func service(o *unstructured.Unstructured, reachable *bool) (exps []scorev1b1.Ex
 			addresses = append(addresses, ip)
 		}
 	}
-	for _, p := range ports {
-		m, _ := p.(map[string]any)
+	for _, m := range callOrder(ports) {
 		port, ok := asInt(m["port"])
 		if !ok {
 			continue
 		}
-		scheme, hint := "http", "HTTP"
-		if proto, _ := m["protocol"].(string); proto == "UDP" || proto == "SCTP" {
-			scheme, hint = strings.ToLower(proto), "OTHER"
-		}
+		scheme, hint := portScheme(m, port)
 		if typ == "LoadBalancer" {
 			for _, addr := range addresses {
 				exps = append(exps, scorev1b1.Exposure{URL: fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(addr, strconv.FormatInt(port, 10))), Priority: PriorityLoadBalancer, Scope: scorev1b1.ScopePublic, SchemeHint: hint, Reachable: reachable})

@@ -78,9 +78,30 @@ spec:
   listeners: [{name: http, protocol: HTTP, port: 80}, {name: https, protocol: HTTPS, port: 443}]`
 )
 
+// A route a dependency provisioned (the Workload's route resource) is the Workload's public URL
+// when it sends traffic to the Workload's Service; one to another Service is not its business.
+func TestProvisionedRoutes(t *testing.T) {
+	yes := true
+	ready := func(string) bool { return true }
+	web := obj(t, `{apiVersion: v1, kind: Service, metadata: {name: web, namespace: team}, spec: {ports: [{name: http, port: 80}]}}`)
+	toOther := obj(t, `{apiVersion: gateway.networking.k8s.io/v1, kind: HTTPRoute, metadata: {name: other, namespace: team}, spec: {hostnames: [other.dev.local], rules: [{backendRefs: [{name: other, port: 80}]}]}}`)
+	got := Compute(Input{Reachable: ready, Objects: []*unstructured.Unstructured{web}, Provisioned: []*unstructured.Unstructured{obj(t, acceptedRoute), toOther}})
+	want := []scorev1b1.Exposure{
+		{URL: "http://web.apps.example.com/shop", Priority: PriorityRoute, Scope: scorev1b1.ScopePublic, SchemeHint: "HTTP", Reachable: &yes},
+		{URL: "http://web.team.svc.cluster.local:80", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTP", Reachable: &yes},
+	}
+	if !reflect.DeepEqual(got.Exposures, want) {
+		t.Fatalf("exposures:\n got %s\nwant %s", dump(got.Exposures), dump(want))
+	}
+	pending := Compute(Input{Reachable: ready, Objects: []*unstructured.Unstructured{web}, Provisioned: []*unstructured.Unstructured{obj(t, route)}})
+	if pending.Pending[scorev1b1.ExposureConditionIngressPending] != "Waiting for its ingress or gateway: HTTPRoute web." {
+		t.Fatalf("a provisioned route no gateway accepted is pending: %v", pending.Pending)
+	}
+}
+
 func TestCompute(t *testing.T) {
 	yes, no := true, false
-	ready := func(svc string) bool { return svc == "web" }
+	ready := func(svc string) bool { return svc == "web" || svc == "api" }
 	cases := []struct {
 		name     string
 		objects  []string
@@ -100,16 +121,16 @@ func TestCompute(t *testing.T) {
 		{
 			name:    "a LoadBalancer without an address is pending, its cluster name still published",
 			objects: []string{lbPending},
-			want:    []scorev1b1.Exposure{{URL: "http://web.team.svc.cluster.local:443", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTP", Reachable: &yes}},
+			want:    []scorev1b1.Exposure{{URL: "https://web.team.svc.cluster.local:443", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTPS", Reachable: &yes}},
 			pending: map[string]string{scorev1b1.ExposureConditionLBPending: "Waiting for a load balancer address: Service web."},
 		},
 		{
 			name:    "a LoadBalancer's addresses are public and come first",
 			objects: []string{lbReady},
 			want: []scorev1b1.Exposure{
-				{URL: "http://203.0.113.7:443", Priority: PriorityLoadBalancer, Scope: scorev1b1.ScopePublic, SchemeHint: "HTTP", Reachable: &yes},
-				{URL: "http://lb.example.com:443", Priority: PriorityLoadBalancer, Scope: scorev1b1.ScopePublic, SchemeHint: "HTTP", Reachable: &yes},
-				{URL: "http://web.team.svc.cluster.local:443", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTP", Reachable: &yes},
+				{URL: "https://203.0.113.7:443", Priority: PriorityLoadBalancer, Scope: scorev1b1.ScopePublic, SchemeHint: "HTTPS", Reachable: &yes},
+				{URL: "https://lb.example.com:443", Priority: PriorityLoadBalancer, Scope: scorev1b1.ScopePublic, SchemeHint: "HTTPS", Reachable: &yes},
+				{URL: "https://web.team.svc.cluster.local:443", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTPS", Reachable: &yes},
 			},
 			pending: map[string]string{},
 		},
@@ -142,6 +163,17 @@ func TestCompute(t *testing.T) {
 			gateways: true,
 			want:     []scorev1b1.Exposure{{URL: "https://web.apps.example.com/shop", Priority: PriorityRoute, Scope: scorev1b1.ScopePublic, SchemeHint: "HTTPS", Reachable: &yes}},
 			pending:  map[string]string{},
+		},
+		{
+			name:    "ports in the order a person calls them: TCP, then named http, then the lowest",
+			objects: []string{`{apiVersion: v1, kind: Service, metadata: {name: api, namespace: team}, spec: {ports: [{name: admin, port: 9000}, {name: dns, port: 53, protocol: UDP}, {name: grpc, port: 5050}, {name: http, port: 8080}]}}`},
+			want: []scorev1b1.Exposure{
+				{URL: "http://api.team.svc.cluster.local:8080", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTP", Reachable: &yes},
+				{URL: "http://api.team.svc.cluster.local:5050", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTP", Reachable: &yes},
+				{URL: "http://api.team.svc.cluster.local:9000", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "HTTP", Reachable: &yes},
+				{URL: "udp://api.team.svc.cluster.local:53", Priority: PriorityClusterLocal, Scope: scorev1b1.ScopeClusterLocal, SchemeHint: "OTHER", Reachable: &yes},
+			},
+			pending: map[string]string{},
 		},
 		{
 			name:    "no Service, no route: nothing to publish, nothing pending",

@@ -242,7 +242,7 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 	data := provisioning.NewData(provisioning.DataInput{Identity: id, Class: served.Class, Params: served.Params, Metadata: metadata,
 		State: state, Shared: shared, Source: w.Name, Workloads: namespaceOf(in.Workloads, w.Namespace), Sharing: def.Sharing})
 	env := provisioning.Env{
-		Funcs: tplfuncs.Deterministic(tplfuncs.Provisioner(), id.Uid()),
+		Funcs: tplfuncs.Deterministic(id.Uid()),
 		Chart: func(_ context.Context, ref scorev1b1.TemplateRef) ([]byte, error) {
 			chart, err := in.Template(ref)
 			return chart.Data, err

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -108,7 +107,7 @@ func Render(req orchconfig.APIRequest, defaultMethod string, data provisioning.D
 }
 
 func render(name, text string, data provisioning.Data) (string, error) {
-	t, err := template.New(name).Funcs(tplfuncs.Provisioner()).Option("missingkey=zero").Parse(text)
+	t, err := tplfuncs.Parse(name, text, nil, "missingkey=zero")
 	if err != nil {
 		return "", fmt.Errorf("%s template does not parse: %w", name, err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/render/helm"
-	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
 // RenderHelm renders a helm:// definition's chart: its release and values templates over
@@ -19,10 +18,11 @@ import (
 // SDK, client-only, into the instance's namespace. It returns the chart's objects, to apply
 // with the definition's own manifests.
 func RenderHelm(def orchconfig.Provisioner, data Data, chart []byte) ([]map[string]any, error) {
-	return RenderHelmWith(tplfuncs.Provisioner(), def, data, chart)
+	return RenderHelmWith(nil, def, data, chart)
 }
 
-// RenderHelmWith is RenderHelm with another function set (offline rendering).
+// RenderHelmWith is RenderHelm with overrides in place of functions of the provisioner set
+// (offline rendering).
 func RenderHelmWith(funcs template.FuncMap, def orchconfig.Provisioner, data Data, chart []byte) ([]map[string]any, error) {
 	if def.Helm == nil {
 		return nil, errors.New("the definition has no helm block")

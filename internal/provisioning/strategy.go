@@ -13,7 +13,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
-	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
 // Strategy is how a definition provisions, named by its URI's scheme.
@@ -59,8 +58,8 @@ func (s Strategy) Pure() bool {
 // Env is what a run may reach beyond the definition and its data. The controller and the
 // offline render differ only here.
 type Env struct {
-	// Funcs are the templates' functions; nil is tplfuncs.Provisioner() (offline passes
-	// deterministic stand-ins for the random ones).
+	// Funcs replace functions of the templates' set, tplfuncs.Provisioner() (offline passes
+	// tplfuncs.Deterministic's stand-ins for the random ones); nil replaces none.
 	Funcs template.FuncMap
 	// Chart returns a helm:// definition's chart archive, fetched by digest and verified.
 	Chart func(ctx context.Context, ref scorev1b1.TemplateRef) ([]byte, error)
@@ -74,9 +73,6 @@ type Env struct {
 // env.Command. http+api:// is not one run (ErrNotOneShot).
 func Provision(ctx context.Context, s Strategy, def orchconfig.Provisioner, data Data, env Env) (Result, error) {
 	funcs := env.Funcs
-	if funcs == nil {
-		funcs = tplfuncs.Provisioner()
-	}
 	switch s {
 	case StrategyCmd:
 		if env.Command == nil {

@@ -66,12 +66,13 @@ type Result struct {
 // RenderTemplates evaluates a template:// definition over data: init, then state (with
 // Init), then shared (merged into data.Shared), then outputs and manifests.
 func RenderTemplates(def orchconfig.Provisioner, data Data) (Result, error) {
-	return RenderTemplatesWith(tplfuncs.Provisioner(), def, data)
+	return RenderTemplatesWith(nil, def, data)
 }
 
-// RenderTemplatesWith is RenderTemplates with another function set (scorectl render uses
-// deterministic random functions).
-func RenderTemplatesWith(funcs template.FuncMap, def orchconfig.Provisioner, data Data) (Result, error) {
+// RenderTemplatesWith is RenderTemplates with overrides in place of functions of the
+// provisioner set (scorectl render uses tplfuncs.Deterministic's random functions).
+func RenderTemplatesWith(overrides template.FuncMap, def orchconfig.Provisioner, data Data) (Result, error) {
+	funcs := overrides
 	var r Result
 	var err error
 	if r.Init, err = renderMap(funcs, "init", def.Init, data); err != nil {
@@ -125,11 +126,11 @@ func CheckManifests(manifests []map[string]any) error {
 // RenderOutputs evaluates only the outputs template over data, as it is (strategies other
 // than template:// keep their own state and pass it in data.State).
 func RenderOutputs(def orchconfig.Provisioner, data Data) (map[string]any, error) {
-	return renderMap(tplfuncs.Provisioner(), "outputs", def.Outputs, data)
+	return renderMap(nil, "outputs", def.Outputs, data)
 }
 
-func renderMap(funcs template.FuncMap, name, text string, data Data) (map[string]any, error) {
-	out, err := render(funcs, name, text, data)
+func renderMap(overrides template.FuncMap, name, text string, data Data) (map[string]any, error) {
+	out, err := render(overrides, name, text, data)
 	if err != nil || out == nil {
 		return map[string]any{}, err
 	}
@@ -140,13 +141,13 @@ func renderMap(funcs template.FuncMap, name, text string, data Data) (map[string
 	return m, nil
 }
 
-// render evaluates one template and decodes its output as YAML.
-func render(funcs template.FuncMap, name, text string, data Data) (any, error) {
+// render evaluates one template (parsed once, tplfuncs.Parse) and decodes its output as YAML.
+func render(overrides template.FuncMap, name, text string, data Data) (any, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, nil
 	}
-	t, err := template.New(name).Funcs(funcs).Parse(text)
+	t, err := tplfuncs.Parse(name, text, overrides)
 	if err != nil {
 		return nil, fmt.Errorf("%s template does not parse: %w", name, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	"gopkg.in/yaml.v3"
@@ -223,8 +224,34 @@ func inputHash(pod, values map[string]any, tmpl scorev1b1.TemplateRef) string {
 	return hex.EncodeToString(sum[:])[:8]
 }
 
+// parsedManifests caches manifests templates by their text: every plan of a backend renders
+// the same template, and parsing it anew was a third of rendering a plan.
+var parsedManifests = struct {
+	sync.Mutex
+	m map[string]*template.Template
+}{m: map[string]*template.Template{}}
+
+// parseManifests parses a manifests template once per text. The cache is bounded: a config
+// names few templates, and a new one's replace the old ones over time.
+func parseManifests(text string) (*template.Template, error) {
+	parsedManifests.Lock()
+	defer parsedManifests.Unlock()
+	if t, ok := parsedManifests.m[text]; ok {
+		return t, nil
+	}
+	t, err := template.New("manifests").Funcs(Funcs()).Option("missingkey=zero").Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(parsedManifests.m) >= 256 {
+		parsedManifests.m = map[string]*template.Template{}
+	}
+	parsedManifests.m[text] = t
+	return t, nil
+}
+
 func renderManifests(tpl Template, d data) ([]byte, error) {
-	t, err := template.New("manifests").Funcs(Funcs()).Option("missingkey=zero").Parse(string(tpl.Data))
+	t, err := parseManifests(string(tpl.Data))
 	if err != nil {
 		return nil, fmt.Errorf("the template does not parse: %w", err)
 	}

@@ -6,6 +6,8 @@ package tplfuncs
 import (
 	"crypto/sha256"
 	"fmt"
+	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -49,10 +51,12 @@ func Provisioner() template.FuncMap {
 	return fm
 }
 
-// Deterministic replaces sprig's random functions with ones derived from seed, for offline
+// Deterministic returns stand-ins for sprig's random functions derived from seed, for offline
 // rendering (scorectl render): the output is the same on every run, and what the random
-// functions produce is clearly not a usable secret.
-func Deterministic(fm template.FuncMap, seed string) template.FuncMap {
+// functions produce is clearly not a usable secret. They replace the provisioner set's (see
+// Parse).
+func Deterministic(seed string) template.FuncMap {
+	fm := template.FuncMap{}
 	n := 0
 	next := func(prefix string, length int, alphabet string) string {
 		n++
@@ -71,3 +75,49 @@ func Deterministic(fm template.FuncMap, seed string) template.FuncMap {
 	fm["uuidv4"] = func() string { return next("uuid", 32, "0123456789abcdef") }
 	return fm
 }
+
+// parsed caches provisioner templates by name and text: parsing, and copying sprig's two
+// hundred functions into every template, was most of a provisioning run (scorectl render of
+// 100 Score files; every claim pass of the provisioner).
+var parsed = struct {
+	sync.Mutex
+	m map[[2]string]*template.Template
+}{m: map[[2]string]*template.Template{}}
+
+// maxParsed bounds the cache; a config holds far fewer templates, and a new config's replace
+// the old ones over time.
+const maxParsed = 1024
+
+// Parse returns a provisioner template (the Provisioner function set, options as given) parsed
+// once per name and text, with overrides in place of functions of the set (Deterministic's):
+// a clone then, so the shared template is never changed. The result is safe to execute
+// concurrently.
+func Parse(name, text string, overrides template.FuncMap, options ...string) (*template.Template, error) {
+	key := [2]string{name + "\x00" + strings.Join(options, ","), text}
+	parsed.Lock()
+	t, ok := parsed.m[key]
+	parsed.Unlock()
+	if !ok {
+		var err error
+		if t, err = template.New(name).Funcs(provisionerFuncs()).Option(options...).Parse(text); err != nil {
+			return nil, err
+		}
+		parsed.Lock()
+		if len(parsed.m) >= maxParsed {
+			parsed.m = map[[2]string]*template.Template{}
+		}
+		parsed.m[key] = t
+		parsed.Unlock()
+	}
+	if len(overrides) == 0 {
+		return t, nil
+	}
+	c, err := t.Clone()
+	if err != nil {
+		return nil, err
+	}
+	return c.Funcs(overrides), nil
+}
+
+// provisionerFuncs is the Provisioner set, built once (sprig builds its map anew each call).
+var provisionerFuncs = sync.OnceValue(Provisioner)

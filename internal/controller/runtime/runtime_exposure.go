@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -10,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -30,7 +33,11 @@ func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadP
 	if e.Spec.WorkloadRef.UID != p.Spec.WorkloadRef.UID {
 		return nil
 	}
-	in := exposure.Input{Objects: applied, Gateways: r.gateways(ctx, exposure.GatewayKeys(applied))}
+	provisioned, err := r.provisionedRoutes(ctx, p)
+	if err != nil {
+		return err
+	}
+	in := exposure.Input{Objects: applied, Provisioned: provisioned, Gateways: r.gateways(ctx, exposure.GatewayKeys(append(applied, provisioned...)))}
 	var readErr error
 	in.Reachable = func(name string) bool {
 		ok, err := r.reachable(ctx, p.Namespace, name)
@@ -80,6 +87,51 @@ var runtimeMessages = map[string]string{
 	scorev1b1.ExposureConditionHealthy:      "Every applied object is healthy.",
 	scorev1b1.ExposureConditionProvisioning: "Applied objects are becoming healthy.",
 	scorev1b1.ExposureConditionDegraded:     "The workload serves, but not every applied object is healthy.",
+}
+
+// routeKinds are the kinds of the routes a dependency may provision for its Workload.
+var routeKinds = []schema.GroupVersionKind{
+	{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},
+}
+
+// provisionedRoutes are the HTTPRoutes and Ingresses the plan's claims provisioned (labelled
+// with their instances): a Workload's route resource is its public URL. Each kind is watched,
+// so a gateway accepting a route brings the plan back; a kind the cluster does not serve has
+// none.
+func (r *Reconciler) provisionedRoutes(ctx context.Context, p *scorev1b1.WorkloadPlan) ([]*unstructured.Unstructured, error) {
+	var instances []string
+	for _, c := range p.Spec.Claims {
+		if c.Instance != "" {
+			instances = append(instances, c.Instance)
+		}
+	}
+	if len(instances) == 0 {
+		return nil, nil
+	}
+	selector, err := labels.NewRequirement(scorev1b1.LabelInstance, selection.In, instances)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, gvk := range routeKinds {
+		if _, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return nil, err
+		}
+		r.applier.Watcher.Ensure(ctx, gvk)
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.applier.Watcher.List(ctx, r.Client, list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*selector)}); err != nil {
+			return nil, fmt.Errorf("listing the routes of the plan's dependencies: %w", err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
 }
 
 // gateways reads the Gateways applied HTTPRoutes attach to, for their listeners' protocols.

@@ -31,6 +31,10 @@ import (
 // applied carries no owner reference, only that UID.
 const indexWorkloadUID = "score.dev/workload-uid"
 
+// indexInstance indexes plans by the instances their claims stand for: a route a dependency
+// provisioned carries its instance's label, not the plan's.
+const indexInstance = "score.dev/instance"
+
 // Options configure the runtime.
 type Options struct {
 	// Concurrency is the number of plans rendered and applied at once.
@@ -51,6 +55,17 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, tpls *templates.Source, 
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkloadUID, func(o client.Object) []string {
 		return []string{o.(*scorev1b1.WorkloadPlan).Spec.WorkloadRef.UID}
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexInstance, func(o client.Object) []string {
+		var out []string
+		for _, c := range o.(*scorev1b1.WorkloadPlan).Spec.Claims {
+			if c.Instance != "" {
+				out = append(out, c.Instance)
+			}
+		}
+		return out
 	}); err != nil {
 		return err
 	}
@@ -84,7 +99,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // planOfApplied maps an applied object to its plan: the controller owner of a namespaced one,
-// the plan of the Workload whose UID a cluster-scoped one carries.
+// the plan of the Workload whose UID a cluster-scoped one carries, and the plans that claim the
+// instance a provisioned route is labelled with.
 func (r *Reconciler) planOfApplied(ctx context.Context, o client.Object) []reconcile.Request {
 	if owner := metav1.GetControllerOf(o); owner != nil {
 		if owner.Kind != "WorkloadPlan" || !strings.HasPrefix(owner.APIVersion, scorev1b1.GroupVersion.Group+"/") {
@@ -92,12 +108,18 @@ func (r *Reconciler) planOfApplied(ctx context.Context, o client.Object) []recon
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: owner.Name}}}
 	}
-	uid := o.GetAnnotations()[scorev1b1.AnnotationWorkloadUID]
-	if uid == "" || o.GetNamespace() != "" {
-		return nil
-	}
 	var plans scorev1b1.WorkloadPlanList
-	if err := r.Client.List(ctx, &plans, client.MatchingFields{indexWorkloadUID: uid}); err != nil {
+	switch uid, instance := o.GetAnnotations()[scorev1b1.AnnotationWorkloadUID], o.GetLabels()[scorev1b1.LabelInstance]; {
+	case uid != "" && o.GetNamespace() == "":
+		if err := r.Client.List(ctx, &plans, client.MatchingFields{indexWorkloadUID: uid}); err != nil {
+			return nil
+		}
+	case instance != "":
+		// A route a dependency provisioned: the plans of the Workloads that claim it.
+		if err := r.Client.List(ctx, &plans, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexInstance: instance}); err != nil {
+			return nil
+		}
+	default:
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(plans.Items))
