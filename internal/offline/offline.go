@@ -227,10 +227,16 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 	if err != nil {
 		return Claim{}, err
 	}
-	if !strategy.Pure() {
-		return Claim{}, fmt.Errorf("provisioner %s cannot run offline: only template://, runnable:// and helm:// provisioners can", def.URI)
-	}
 	id := provisioning.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
+	if !strategy.Pure() {
+		// A command or an external API runs only in the cluster: its outputs are references,
+		// one per expected output, so the rest of the app still renders.
+		c := Claim{Key: d.Key, Name: d.Name, Provisioner: def.URI, Instance: id.Hash(), Spec: d.Spec, Outputs: map[string]any{}}
+		for _, out := range def.ExpectedOutputs {
+			c.Outputs[out] = fmt.Sprintf("<output %s of %s, known in the cluster>", out, def.URI)
+		}
+		return c, nil
+	}
 	metadata, err := values.Object(d.Spec.Metadata)
 	if err != nil {
 		return Claim{}, err
@@ -249,6 +255,10 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 		},
 	}
 	r, err := provisioning.Provision(ctx, strategy, def, data, env)
+	var waiting *tplfuncs.Waiting
+	if errors.As(err, &waiting) {
+		return Claim{}, fmt.Errorf("provisioner %s is waiting for %s; render the Score file of what it waits for together with this one", def.URI, waiting.For)
+	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
 	}
@@ -265,7 +275,8 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 		if v, ok := secrets[ref]; ok {
 			return v, nil
 		}
-		return "", fmt.Errorf("secret %s is not among the provisioner's manifests; offline, its value is unknown", ref.Name)
+		// A Secret the platform owns (the environment type's): known only in the cluster.
+		return fmt.Sprintf("<secret %s key %s, known in the cluster>", ref.Name, ref.Key), nil
 	})
 	if err != nil {
 		return Claim{}, err
