@@ -1,0 +1,161 @@
+package offline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+)
+
+// devConfig is the sample config with the development catalog, as make dev assembles it.
+func devConfig(t *testing.T) *orchconfig.Config {
+	t.Helper()
+	base, err := os.ReadFile("../../config/samples/orchestrator-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("../../config/provisioners/*.yaml")
+	var defs [][]byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, b)
+	}
+	doc, err := orchconfig.AppendProvisioners(base, defs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := orchconfig.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// score converts a Score document written as YAML into a Workload of namespace shop.
+func score(t *testing.T, doc string) *scorev1b1.Workload {
+	t.Helper()
+	docs, err := scorefile.DecodeDocuments([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scorefile.ToWorkload(docs[0], scorefile.Options{Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Workload.Generation = 1
+	return res.Workload
+}
+
+func run(t *testing.T, cfg *orchconfig.Config, workloads ...*scorev1b1.Workload) ([]Result, error) {
+	t.Helper()
+	return Run(context.Background(), Input{Workloads: workloads, Config: cfg, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+		return templates.FromDir(context.Background(), ref, "../../config/templates", nil)
+	}})
+}
+
+const (
+	backend = `
+apiVersion: score.dev/v1b1
+metadata: {name: backend}
+containers: {main: {image: ghcr.io/example/backend:1}}
+service: {ports: {grpc: {port: 50051}, http: {port: 8080}}}`
+	frontend = `
+apiVersion: score.dev/v1b1
+metadata: {name: frontend}
+containers: {main: {image: ghcr.io/example/frontend:1, variables: {BACKEND: "${resources.backend.host}:${resources.backend.port}"}}}
+service: {ports: {web: {port: 80}}}
+resources: {backend: {type: service}}`
+)
+
+// An app renders as a whole: a Workload's service dependency reads the other Workload of the
+// same render, and its outputs reach the plan.
+func TestAnAppRendersTogether(t *testing.T) {
+	results, err := run(t, devConfig(t), score(t, frontend), score(t, backend))
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := results[0]
+	if front.Workload.Name != "frontend" || len(front.Claims) != 1 {
+		t.Fatalf("results %+v", front)
+	}
+	if out := front.Claims[0].Outputs; out["host"] != "backend.shop.svc.cluster.local" || out["port"] != 8080 {
+		t.Fatalf("the service dependency's outputs: %v", out)
+	}
+	dep := byKind(front.Objects, "Deployment")
+	if dep == nil || !strings.Contains(mustJSON(t, dep.Object), `"value":"backend.shop.svc.cluster.local:8080"`) {
+		t.Fatalf("the frontend's Deployment does not reach the backend: %v", dep)
+	}
+	if dep.GetNamespace() != "shop" || dep.GetAnnotations()[scorev1b1.AnnotationWorkloadUID] != "<uid of Workload shop/frontend>" || len(dep.GetOwnerReferences()) != 1 {
+		t.Fatalf("the Deployment is not prepared as the applier prepares it: %v", dep.Object["metadata"])
+	}
+}
+
+// Rendered alone, the frontend says what its dependency waits for and what to do, and the
+// other Workloads of the render still render.
+func TestAMissingWorkloadIsNamed(t *testing.T) {
+	results, err := run(t, devConfig(t), score(t, frontend), score(t, `
+apiVersion: score.dev/v1b1
+metadata: {name: other}
+containers: {main: {image: nginx}}`))
+	if err == nil || !strings.Contains(err.Error(), "workload shop/frontend: resource backend: provisioner template://score-dev/service is waiting for workload backend to be deployed in namespace shop; render the Score file of what it waits for together with this one") {
+		t.Fatalf("error %v", err)
+	}
+	if len(results) != 2 || results[0].Err == nil || results[1].Err != nil || len(results[1].Objects) == 0 {
+		t.Fatalf("the other Workload does not render: %+v", results)
+	}
+}
+
+// What only the cluster knows renders as a reference, not a failure: a platform Secret's value
+// (the catalog's environment type), and a command provisioner's outputs.
+func TestWhatOnlyTheClusterKnowsIsAReference(t *testing.T) {
+	cfg := devConfig(t)
+	cfg.Provisioners = append([]orchconfig.Provisioner{{URI: "cmd:///opt/provisioners/dns#team-dns", Type: "team-dns", ExpectedOutputs: []string{"host"}}}, cfg.Provisioners...)
+	results, err := run(t, cfg, score(t, `
+apiVersion: score.dev/v1b1
+metadata: {name: envy}
+containers: {main: {image: nginx, variables: {TOKEN: "${resources.env.API_TOKEN}", HOST: "${resources.dns.host}"}}}
+resources: {env: {type: environment}, dns: {type: team-dns}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string]Claim{}
+	for _, c := range results[0].Claims {
+		claims[c.Key] = c
+	}
+	if got := claims["dns"].Outputs["host"]; got != "<output host of cmd:///opt/provisioners/dns#team-dns, known in the cluster>" {
+		t.Fatalf("the command's output: %v", got)
+	}
+	if keys := claims["env"].SecretKeys; len(keys) != 1 || keys[0] != "API_TOKEN" {
+		t.Fatalf("the platform Secret's key is not a secret output: %v", keys)
+	}
+}
+
+func byKind(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			return o
+		}
+	}
+	return nil
+}
+
+func mustJSON(t *testing.T, v map[string]any) string {
+	t.Helper()
+	b, err := (&unstructured.Unstructured{Object: v}).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
