@@ -40,6 +40,11 @@ lint: ## gofmt, go vet and a tidy go.mod
 .PHONY: test
 test: tools lint ## Every test: unit, integration (real API server) and generated-file checks
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin go test -count=1 ./...
+	@go run ./hack/corpus-note
+
+.PHONY: acceptance
+acceptance: ## Rewrite docs/acceptance.md (SCORE_K8S_SRC=checkout to run score-k8s again, else its recorded outcomes)
+	if [[ -n "$${SCORE_K8S_SRC:-}" ]]; then hack/tools.sh score-k8s && go run ./hack/acceptance --score-k8s bin/score-k8s; else go run ./hack/acceptance; fi
 
 # Fuzz targets, one per line as package:Target (go test -fuzz runs one target at a time).
 FUZZ_TARGETS := \

@@ -121,8 +121,28 @@ GO
 	done
 }
 
+# build_score_k8s builds score-k8s, the comparison of make acceptance (not a test dependency),
+# into the same cache. The Go module proxy does not serve score-k8s, so it builds from a source
+# checkout: $SCORE_K8S_SRC (its dependencies come from the proxy).
+build_score_k8s() {
+	local out="$cache/tools/score-k8s"
+	if [[ -z "${SCORE_K8S_SRC:-}" ]]; then
+		[[ -x "$out" ]] && return
+		log "set SCORE_K8S_SRC to a checkout of github.com/score-spec/score-k8s (the module proxy does not serve it)"
+		exit 1
+	fi
+	log "building score-k8s from $SCORE_K8S_SRC"
+	(cd "$SCORE_K8S_SRC" && go build -o "$out.tmp" ./cmd/score-k8s) && mv "$out.tmp" "$out"
+}
+
 case "${1:-all}" in
 dir) echo "$dir"; exit 0 ;;
+score-k8s)
+	mkdir -p "$cache/tools" "$root/bin"
+	build_score_k8s
+	ln -sfn "$cache/tools/score-k8s" "$root/bin/score-k8s"
+	exit 0
+	;;
 esac
 
 mkdir -p "$dir" "$root/bin"

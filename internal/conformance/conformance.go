@@ -9,15 +9,16 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // Dir returns the conformance corpus directory.
 func Dir() (string, error) {
-	if d := os.Getenv("SCORE_CONFORMANCE_DIR"); d != "" {
-		return d, nil
+	d := os.Getenv("SCORE_CONFORMANCE_DIR")
+	if d == "" {
+		_, file, _, _ := runtime.Caller(0)
+		d = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "conformance")
 	}
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "conformance")
 	if _, err := os.Stat(d); err != nil {
 		return "", fmt.Errorf("the conformance corpus is not at %s (set SCORE_CONFORMANCE_DIR): %w", d, err)
 	}
@@ -64,4 +65,24 @@ func ProvisionerFiles() ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// RequiredEnv, set to any value (.ci/run sets it), makes a missing corpus fail the tests that
+// need it instead of skipping them.
+const RequiredEnv = "SCORE_CONFORMANCE_REQUIRED"
+
+// Require returns the corpus directory for a test that needs it. Without the corpus the test is
+// skipped, saying so and how to run it (or fails, under RequiredEnv): a clone tests on its own.
+func Require(tb testing.TB) string {
+	tb.Helper()
+	d, err := Dir()
+	if err == nil {
+		return d
+	}
+	msg := fmt.Sprintf("%v; this test needs the conformance corpus: run it with SCORE_CONFORMANCE_DIR=/path/to/conformance", err)
+	if os.Getenv(RequiredEnv) != "" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+	return ""
 }

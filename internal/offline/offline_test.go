@@ -3,13 +3,13 @@ package offline
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
@@ -19,20 +19,7 @@ import (
 // devConfig is the sample config with the development catalog, as make dev assembles it.
 func devConfig(t *testing.T) *orchconfig.Config {
 	t.Helper()
-	base, err := os.ReadFile("../../config/samples/orchestrator-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("../../config/provisioners/*.yaml")
-	var defs [][]byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defs = append(defs, b)
-	}
-	doc, err := orchconfig.AppendProvisioners(base, defs...)
+	doc, err := devenv.AssembleConfig(os.DirFS("../.."))
 	if err != nil {
 		t.Fatal(err)
 	}

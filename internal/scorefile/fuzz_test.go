@@ -15,6 +15,7 @@ import (
 // (empty collections counting as absent), and that document converts again to the same
 // Workload. Seeds: every Score file of the conformance corpus and of examples/.
 func FuzzScoreRoundTrip(f *testing.F) {
+	conformance.Require(f)
 	files, err := conformance.ScoreFiles()
 	if err != nil {
 		f.Fatal(err)

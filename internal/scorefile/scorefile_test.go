@@ -14,6 +14,7 @@ import (
 )
 
 func TestConformanceRoundTrip(t *testing.T) {
+	conformance.Require(t)
 	files, err := conformance.ScoreFiles()
 	if err != nil {
 		t.Fatal(err)

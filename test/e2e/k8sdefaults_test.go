@@ -22,10 +22,7 @@ import (
 // its definitions are left out because they are broken upstream (docs/provisioners.md):
 // kafka-topic (an upper-case instance name) and example-provisioner-resource.
 func TestScoreK8sDefaultProvisioners(t *testing.T) {
-	dir, err := conformance.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := conformance.Require(t)
 	defaults, err := os.ReadFile(filepath.Join(dir, "provisioners", "score-k8s", "internal__provisioners__default__zz-default.provisioners.yaml"))
 	if err != nil {
 		t.Fatal(err)
