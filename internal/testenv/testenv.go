@@ -1,6 +1,11 @@
 // Package testenv starts a real kube-apiserver and etcd (controller-runtime's envtest) with
 // the score.dev CRDs installed, for integration tests. The binaries are the ones
 // hack/tools.sh builds from source and links into ./bin; KUBEBUILDER_ASSETS overrides them.
+//
+// It is also the one home of what the integration and end-to-end tests share: running a
+// package's tests and its controllers (Main, ManagerOptions), building Workloads (Workload and
+// its options), and waiting for the controllers' answers (Eventually, WaitForCondition,
+// WaitGone). Only tests import it.
 package testenv
 
 import (

@@ -79,13 +79,6 @@ func TestTwoWorkloadsRenderingOneObject(t *testing.T) {
 	})
 
 	t.Run("the first keeps its object, stays Ready and is told", func(t *testing.T) {
-		now := &corev1.Service{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(contested), now); err != nil {
-			t.Fatal(err)
-		}
-		if now.UID != contested.UID || now.ResourceVersion != contested.ResourceVersion || now.Annotations[scorev1b1.AnnotationWorkloadUID] != string(first.UID) {
-			t.Fatalf("the first's Service was touched: rv %s→%s, owner %s", contested.ResourceVersion, now.ResourceVersion, now.Annotations[scorev1b1.AnnotationWorkloadUID])
-		}
 		testenv.Eventually(t, 30*time.Second, "a warning on the first", func() error {
 			var events eventsv1.EventList
 			if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
@@ -99,15 +92,40 @@ func TestTwoWorkloadsRenderingOneObject(t *testing.T) {
 			}
 			return fmt.Errorf("no %s event on the first among %d", scorev1b1.PlanReasonObjectConflict, len(events.Items))
 		})
-		for i := 0; i < 10; i++ {
-			w := &scorev1b1.Workload{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(first), w); err != nil {
-				t.Fatal(err)
+		// The positive control: the second, changed, is rendered and refused again, a pass of
+		// the runtime over the contested object after the first refusal.
+		update(t, client.ObjectKeyFromObject(second), func(w *scorev1b1.Workload) {
+			w.Spec.Containers["main"] = scorev1b1.Container{Image: "nginx:1.27", Variables: map[string]string{"CHANGED": "after the refusal"}}
+		})
+		testenv.Eventually(t, time.Minute, "the changed second refused again", func() error {
+			p := &scorev1b1.WorkloadPlan{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(second), p); err != nil {
+				return err
 			}
-			if r := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
-				t.Fatalf("the first is no longer Ready: %+v", r)
+			if p.Status.ObservedGeneration != p.Generation || p.Generation < 2 {
+				return fmt.Errorf("the plan's generation %d observed: %d", p.Generation, p.Status.ObservedGeneration)
 			}
-			time.Sleep(200 * time.Millisecond)
+			if applied := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); p.Status.Phase != scorev1b1.PlanPhaseFailed || applied == nil || applied.Reason != scorev1b1.PlanReasonObjectConflict {
+				t.Fatalf("the changed second's plan: %s %q %+v", p.Status.Phase, p.Status.Message, applied)
+			}
+			return nil
+		})
+		if err := c.Get(ctx, client.ObjectKeyFromObject(second), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("nothing of a refused render is applied: %v", err)
+		}
+		now := &corev1.Service{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(contested), now); err != nil {
+			t.Fatal(err)
+		}
+		if now.UID != contested.UID || now.ResourceVersion != contested.ResourceVersion || now.Annotations[scorev1b1.AnnotationWorkloadUID] != string(first.UID) {
+			t.Fatalf("the first's Service was touched: rv %s→%s, owner %s", contested.ResourceVersion, now.ResourceVersion, now.Annotations[scorev1b1.AnnotationWorkloadUID])
+		}
+		w := &scorev1b1.Workload{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(first), w); err != nil {
+			t.Fatal(err)
+		}
+		if r := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue || r.ObservedGeneration != w.Generation {
+			t.Fatalf("the first is no longer Ready: %+v", r)
 		}
 	})
 

@@ -197,19 +197,26 @@ func TestClaimResetRebinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(w)
-	claim := func(res string) *scorev1b1.ResourceClaim {
-		t.Helper()
+	// find is the claim of a resource, nil while there is none (between a reset and the new claim).
+	find := func(res string) (*scorev1b1.ResourceClaim, error) {
 		var list scorev1b1.ResourceClaimList
 		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: "ledger"}); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		for i := range list.Items {
 			if list.Items[i].Spec.Key == res {
-				return &list.Items[i]
+				return &list.Items[i], nil
 			}
 		}
-		t.Fatalf("no claim for %s", res)
-		return nil
+		return nil, nil
+	}
+	claim := func(res string) *scorev1b1.ResourceClaim {
+		t.Helper()
+		cl, err := find(res)
+		if err != nil || cl == nil {
+			t.Fatalf("no claim for %s: %v", res, err)
+		}
+		return cl
 	}
 	podRevision := func() string {
 		t.Helper()
@@ -234,7 +241,10 @@ func TestClaimResetRebinds(t *testing.T) {
 			}
 			var now *scorev1b1.ResourceClaim
 			waitWorkload(t, key, "Ready on a new claim", func(*scorev1b1.Workload) error {
-				now = claim(tc.res)
+				var err error
+				if now, err = find(tc.res); err != nil || now == nil {
+					return fmt.Errorf("no claim yet: %v", err)
+				}
 				if now.UID == old.UID || now.Status.Phase != scorev1b1.ClaimPhaseBound {
 					return fmt.Errorf("claim %s %s", now.UID, now.Status.Phase)
 				}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -43,13 +42,16 @@ func instance(cl *scorev1b1.ResourceClaim) []scorev1b1.AppliedObject {
 	return append(objs, scorev1b1.AppliedObject{APIVersion: "v1", Kind: "Secret", Namespace: cl.Namespace, Name: "score-state-" + cl.Status.Instance})
 }
 
-// liveUIDs are the UIDs of objs, by kind and name; a missing object has none.
+// liveUIDs are the UIDs of objs, by kind and name; a missing object has none, and one being
+// deleted (a PVC its pod still uses, say) is marked so.
 func liveUIDs(objs []scorev1b1.AppliedObject) (map[string]types.UID, error) {
 	out := map[string]types.UID{}
 	for _, o := range objs {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
 		switch err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u); {
+		case err == nil && u.GetDeletionTimestamp() != nil:
+			out[o.Kind+" "+o.Name] = u.GetUID() + " (being deleted)"
 		case err == nil:
 			out[o.Kind+" "+o.Name] = u.GetUID()
 		case !apierrors.IsNotFound(err):
@@ -57,6 +59,40 @@ func liveUIDs(objs []scorev1b1.AppliedObject) (map[string]types.UID, error) {
 		}
 	}
 	return out, nil
+}
+
+// paramsAnswered sets the params of the Workload's resource key and waits until the
+// provisioner has answered the claim's new generation with Bound; it returns the claim.
+func paramsAnswered(t *testing.T, ns, name, key, params string) *scorev1b1.ResourceClaim {
+	t.Helper()
+	update(t, client.ObjectKey{Namespace: ns, Name: name}, func(w *scorev1b1.Workload) {
+		r := w.Spec.Resources[key]
+		r.Params = jsonObject(params)
+		w.Spec.Resources[key] = r
+	})
+	var out *scorev1b1.ResourceClaim
+	testenv.Eventually(t, 2*time.Minute, name+"'s claim answering its params", func() error {
+		var list scorev1b1.ResourceClaimList
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: name}); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			cl := &list.Items[i]
+			if cl.Spec.Key != key {
+				continue
+			}
+			if cl.Spec.Params == nil || string(cl.Spec.Params.Raw) != params {
+				return fmt.Errorf("params %v", cl.Spec.Params)
+			}
+			if cl.Status.Phase != scorev1b1.ClaimPhaseBound || cl.Status.ObservedGeneration != cl.Generation {
+				return fmt.Errorf("%s for generation %d of %d", cl.Status.Phase, cl.Status.ObservedGeneration, cl.Generation)
+			}
+			out = cl
+			return nil
+		}
+		return fmt.Errorf("no claim for %s", key)
+	})
+	return out
 }
 
 func workloadGone(t *testing.T, ns, name string) {
@@ -78,12 +114,7 @@ func TestSharedInstanceOutlivesEachConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"orders", "billing"} {
-		if err := c.Create(ctx, &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: scorev1b1.WorkloadSpec{
-			Containers: map[string]scorev1b1.Container{"main": {Image: "nginx:1.27", Variables: map[string]string{"DB": "${resources.db.uri}"}}},
-			Resources:  map[string]scorev1b1.Resource{"db": {Type: "postgres", ID: ptr.To("main")}},
-		}}); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Create(t, c, testenv.Workload(ns, name, testenv.WithVar("DB", "${resources.db.uri}"), testenv.WithResource("db", "postgres", testenv.ResourceID("main"))))
 	}
 	for _, name := range []string{"orders", "billing"} {
 		waitWorkload(t, client.ObjectKey{Namespace: ns, Name: name}, "Ready", nil)
@@ -107,7 +138,16 @@ func TestSharedInstanceOutlivesEachConsumer(t *testing.T) {
 	}
 	workloadGone(t, ns, "orders")
 	t.Run("the instance stays while a consumer remains", func(t *testing.T) {
-		time.Sleep(2 * time.Second) // anything the release would still delete, it has begun to
+		// The release of orders' claim is over: the provisioner lets a claim go last.
+		if err := c.Get(ctx, client.ObjectKeyFromObject(orders), &scorev1b1.ResourceClaim{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("orders' claim outlived its Workload: %v", err)
+		}
+		// The positive control: a later change of the remaining consumer's claim, a param the
+		// definition does not read, is answered by a pass of the provisioner over the instance.
+		answered := paramsAnswered(t, ns, "billing", "db", `{"unread":"after-orders"}`)
+		if answered.Status.Instance != billing.Status.Instance {
+			t.Fatalf("the remaining consumer moved to another instance: %s, was %s", answered.Status.Instance, billing.Status.Instance)
+		}
 		if now, err := liveUIDs(instance(billing)); err != nil || fmt.Sprint(now) != fmt.Sprint(objects) {
 			t.Fatalf("the instance's objects changed: %v, were %v (%v)", now, objects, err)
 		}
@@ -140,12 +180,7 @@ func TestStuckDeletionSaysWhatItWaitsFor(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}, Spec: scorev1b1.WorkloadSpec{
-		Containers: map[string]scorev1b1.Container{"main": {Image: "nginx:1.27", Variables: map[string]string{"DB": "${resources.db.uri}"}}},
-		Resources:  map[string]scorev1b1.Resource{"db": {Type: "postgres"}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, c, testenv.Workload(ns, "shop", testenv.WithVar("DB", "${resources.db.uri}"), testenv.WithResource("db", "postgres")))
 	waitWorkload(t, client.ObjectKey{Namespace: ns, Name: "shop"}, "Ready", nil)
 	claim := claimOfWorkload(t, ns, "shop")
 	var held *corev1.Secret
@@ -190,12 +225,28 @@ func TestStuckDeletionSaysWhatItWaitsFor(t *testing.T) {
 			}
 			return nil
 		})
-		for i := 0; i < 10; i++ { // and it keeps waiting
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &scorev1b1.Workload{}); err != nil {
-				t.Fatalf("the Workload went before its dependency: %v", err)
+		// And it keeps waiting: a later pass, the answer to a change of the Workload, still does.
+		key := client.ObjectKey{Namespace: ns, Name: "shop"}
+		update(t, key, func(w *scorev1b1.Workload) {
+			w.Spec.Containers["main"].Variables["CHANGED"] = "while deleting"
+		})
+		testenv.Eventually(t, time.Minute, "the answer to the change", func() error {
+			w := &scorev1b1.Workload{}
+			switch err := c.Get(ctx, key, w); {
+			case apierrors.IsNotFound(err):
+				t.Fatal("the Workload went before its dependency")
+			case err != nil:
+				return err
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			r := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
+			if w.Status.ObservedGeneration != w.Generation || r == nil || r.ObservedGeneration != w.Generation {
+				return fmt.Errorf("generation %d observed: %d", w.Generation, w.Status.ObservedGeneration)
+			}
+			if r.Message != "Deleting; waiting for dependencies to be released: db." {
+				t.Fatalf("the Workload stopped waiting for its dependency: %+v", r)
+			}
+			return nil
+		})
 	})
 
 	if err := c.Get(ctx, client.ObjectKeyFromObject(held), held); err != nil {

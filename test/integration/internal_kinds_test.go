@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 func wantRejected(t *testing.T, err error, message string) {
@@ -37,9 +38,7 @@ func claim(name string) *scorev1b1.ResourceClaim {
 func TestResourceClaimIdentityIsImmutable(t *testing.T) {
 	ctx := context.Background()
 	c := claim("web-db-immutable")
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	if c.Spec.DeprovisionPolicy != scorev1b1.DeprovisionDelete {
 		t.Fatalf("deprovisionPolicy defaults to Delete, got %q", c.Spec.DeprovisionPolicy)
 	}
@@ -77,9 +76,7 @@ func TestResourceClaimIdentityIsImmutable(t *testing.T) {
 func TestResourceClaimOutputsAvailable(t *testing.T) {
 	ctx := context.Background()
 	c := claim("web-db-outputs")
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c.Status = scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseBound, OutputsAvailable: true}
 	wantRejected(t, env.Client.Status().Update(ctx, c), "outputsAvailable requires at least one output")
 
@@ -114,9 +111,7 @@ func TestWorkloadPlanIdentityIsImmutable(t *testing.T) {
 			Template:     scorev1b1.TemplateRef{Kind: scorev1b1.TemplateManifests, Ref: "configmap://score-system/t/web.yaml", Digest: "sha256:" + strings.Repeat("a", 64)},
 		},
 	}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, p)
 	p.Spec.WorkloadRef.Name = "other"
 	wantRejected(t, env.Client.Update(ctx, p), "workloadRef is immutable")
 
@@ -136,9 +131,7 @@ func TestWorkloadExposure(t *testing.T) {
 			RuntimeClass: "kubernetes",
 		},
 	}
-	if err := env.Client.Create(ctx, e); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, e)
 	for _, url := range []string{"not a url", "app.example.com", "https://", "http:///path", "https://exa mple.com"} {
 		t.Run("rejects "+url, func(t *testing.T) {
 			e.Status.Exposures = []scorev1b1.Exposure{{URL: url}}

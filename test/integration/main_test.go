@@ -2,7 +2,7 @@
 package integration
 
 import (
-	"fmt"
+	"context"
 	"os"
 	"testing"
 
@@ -12,15 +12,8 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, func(_ context.Context, e *testenv.Env) error {
+		env = e // no controllers: these tests judge what the API server accepts
+		return nil
+	}))
 }

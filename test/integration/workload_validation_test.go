@@ -16,6 +16,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 // strict rejects unknown fields instead of pruning them, as kubectl does by default.
@@ -188,6 +189,7 @@ func TestWorkloadAdmission(t *testing.T) {
 // Every conformance Score file the Score schema accepts converts to a Workload the API
 // server accepts, and converts back to the same Score file.
 func TestConformanceWorkloadsAccepted(t *testing.T) {
+	conformance.Require(t)
 	files, err := conformance.ScoreFiles()
 	if err != nil {
 		t.Fatal(err)
@@ -206,9 +208,7 @@ func TestConformanceWorkloadsAccepted(t *testing.T) {
 			}
 			for j, doc := range docs {
 				ns := fmt.Sprintf("conf-%03d-%d", i, j)
-				if err := env.Client.Create(ctx, namespace(ns)); err != nil {
-					t.Fatal(err)
-				}
+				testenv.Create(t, env.Client, namespace(ns))
 				res, err := scorefile.ToWorkload(doc, scorefile.Options{Namespace: ns})
 				if err != nil {
 					t.Fatalf("converting: %v", err)

@@ -6,8 +6,6 @@ package admission
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,22 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
@@ -42,15 +35,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Main(m, func(_ context.Context, e *testenv.Env) error {
+		env = e // the controllers start with the test that needs them
+		return nil
+	}))
 }
 
 // installPolicies creates score-system and every object of config/admission, then waits until
@@ -124,9 +112,7 @@ func namespace(t *testing.T, labels map[string]string) string {
 	t.Helper()
 	nsN++
 	name := fmt.Sprintf("a%02d", nsN)
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
 	return name
 }
 
@@ -264,9 +250,7 @@ func TestImagePolicyViolationSurfaces(t *testing.T) {
 	ns := namespace(t, nil)
 
 	w := workload(ns, "web", "nginx:1.27")
-	if err := env.Client.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, w)
 	cond := waitFor(t, ns, "web", scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation)
 	if cond.Message != "A platform policy denied the workload's deployment." {
 		t.Fatalf("message %q", cond.Message)
@@ -293,13 +277,17 @@ func TestImagePolicyViolationSurfaces(t *testing.T) {
 	// No controller-manager runs here, so the Deployment never becomes available: deploying is
 	// as far as it goes.
 	waitFor(t, ns, "web", scorev1b1.ConditionRuntimeReady, metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning)
-	dep := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep); err != nil {
-		t.Fatal(err)
-	}
-	if img := dep.Spec.Template.Spec.Containers[0].Image; img != "registry.example.internal/nginx:1.27" {
-		t.Fatalf("image %s", img)
-	}
+	// The status says so as soon as the new plan is written; the runtime applies it next.
+	testenv.Eventually(t, testenv.WaitTimeout, "the fixed Deployment applied", func() error {
+		dep := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep); err != nil {
+			return err
+		}
+		if img := dep.Spec.Template.Spec.Containers[0].Image; img != "registry.example.internal/nginx:1.27" {
+			return fmt.Errorf("image %s", img)
+		}
+		return nil
+	})
 }
 
 const configTemplate = `apiVersion: score.dev/v1b1
@@ -322,20 +310,14 @@ func startControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(text)
-	for _, o := range []client.Object{
+	testenv.Create(t, env.Client,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "score-templates"}, Data: map[string]string{"web-service.yaml": string(text)}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"},
-			Data: map[string]string{"config.yaml": fmt.Sprintf(configTemplate, "sha256:"+hex.EncodeToString(sum[:]))}},
-	} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+			Data: map[string]string{"config.yaml": fmt.Sprintf(configTemplate, testenv.Digest(text))}},
+	)
 	opts := controlplane.DefaultOptions()
 	opts.Controllers = []string{controlplane.Orchestrator, controlplane.Runtime}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: configsource.CacheOptions()})
+	mgr, err := ctrl.NewManager(env.Config, testenv.ManagerOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,19 +329,9 @@ func startControllers(t *testing.T) {
 	go func() { _ = mgr.Start(mctx) }()
 }
 
-func waitFor(t *testing.T, ns, name, condType string, status metav1.ConditionStatus, reason scorev1b1.Reason) *metav1.Condition {
+// waitFor waits until the Workload's condition has the status and reason, and returns it.
+func waitFor(t *testing.T, ns, name, condType string, status metav1.ConditionStatus, reason scorev1b1.Reason) metav1.Condition {
 	t.Helper()
-	var cond *metav1.Condition
-	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%s=%s/%s", condType, status, reason), func() error {
-		w := &scorev1b1.Workload{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-			return err
-		}
-		cond = meta.FindStatusCondition(w.Status.Conditions, condType)
-		if cond == nil || cond.Status != status || cond.Reason != string(reason) {
-			return fmt.Errorf("%+v", cond)
-		}
-		return nil
-	})
-	return cond
+	w := testenv.WaitForCondition(t, env.Client, client.ObjectKey{Namespace: ns, Name: name}, condType, status, reason)
+	return testenv.Condition(w, condType)
 }

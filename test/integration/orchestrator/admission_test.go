@@ -13,13 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 // Path 10: an admission policy's denial of a derived object is PolicyViolation, a quota's is
 // QuotaExceeded; both recover once the cause is gone.
 func TestAdmissionDenials(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 
 	t.Run("a policy denying a claim", func(t *testing.T) {
 		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -43,8 +44,8 @@ func TestAdmissionDenials(t *testing.T) {
 				MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
 			},
 		}
-		create(t, policy)
-		create(t, binding)
+		testenv.Create(t, env.Client, policy)
+		testenv.Create(t, env.Client, binding)
 		eventually(t, "the policy is in force", func() error {
 			probe := &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
 				Spec: scorev1b1.ResourceClaimSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "x", UID: "x"}, Key: "db", Type: "mongodb"}}
@@ -53,7 +54,7 @@ func TestAdmissionDenials(t *testing.T) {
 			}
 			return nil
 		})
-		create(t, workload(ns, "mongo-app", withResource("db", "mongodb")))
+		testenv.Create(t, env.Client, workload(ns, "mongo-app", testenv.WithResource("db", "mongodb")))
 		w := conditionIs(t, ns, "mongo-app", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation)
 		if w.Status.Claims[0].Message != `A platform policy denied dependency "db".` {
 			t.Fatalf("claim %+v", w.Status.Claims[0])
@@ -72,13 +73,13 @@ func TestAdmissionDenials(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "no-plans", Namespace: ns},
 			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/workloadplans.score.dev": resource.MustParse("0")}},
 		}
-		create(t, quota)
+		testenv.Create(t, env.Client, quota)
 		// No quota controller runs against this API server: play it and publish the usage.
 		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/workloadplans.score.dev": resource.MustParse("0")}}
 		if err := env.Client.Status().Update(ctx, quota); err != nil {
 			t.Fatal(err)
 		}
-		create(t, workload(ns, "quota-app"))
+		testenv.Create(t, env.Client, workload(ns, "quota-app"))
 		conditionIs(t, ns, "quota-app", scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonQuotaExceeded)
 		if err := env.Client.Delete(ctx, quota); err != nil {
 			t.Fatal(err)

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 const provisionerFinalizer = "provisioner.test/cleanup"
@@ -20,11 +19,11 @@ const provisionerFinalizer = "provisioner.test/cleanup"
 // finalizer goes only after cleanup, and the Workload says what it waits for meanwhile.
 func TestDeletionPolicies(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
-	create(t, workload(ns, "shop",
-		withResource("db", "postgres", scorev1b1.AnnotationDeprovisionPolicy, "Delete"),
-		withResource("cache", "redis", scorev1b1.AnnotationDeprovisionPolicy, "Retain"),
-		withResource("queue", "amqp", scorev1b1.AnnotationDeprovisionPolicy, "Orphan"),
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, workload(ns, "shop",
+		testenv.WithResource("db", "postgres", testenv.ResourceAnnotation(scorev1b1.AnnotationDeprovisionPolicy, "Delete")),
+		testenv.WithResource("cache", "redis", testenv.ResourceAnnotation(scorev1b1.AnnotationDeprovisionPolicy, "Retain")),
+		testenv.WithResource("queue", "amqp", testenv.ResourceAnnotation(scorev1b1.AnnotationDeprovisionPolicy, "Orphan")),
 	))
 	w := get(t, ns, "shop")
 	db, cache, queue := claimOf(t, w, "db", "postgres"), claimOf(t, w, "cache", "redis"), claimOf(t, w, "queue", "amqp")
@@ -41,7 +40,7 @@ func TestDeletionPolicies(t *testing.T) {
 	t.Run("the Workload waits for the Delete claim and says so", func(t *testing.T) {
 		eventually(t, "deleting status", func() error {
 			w := get(t, ns, "shop")
-			if c := condition(w, scorev1b1.ConditionReady); !strings.Contains(c.Message, "waiting for dependencies to be released: db") {
+			if c := testenv.Condition(w, scorev1b1.ConditionReady); !strings.Contains(c.Message, "waiting for dependencies to be released: db") {
 				return fmt.Errorf("ready: %s", c.Message)
 			}
 			return nil
@@ -49,10 +48,14 @@ func TestDeletionPolicies(t *testing.T) {
 		if c := refreshed(t, db); c.DeletionTimestamp.IsZero() {
 			t.Fatal("the Delete claim was not deleted")
 		}
-		consistently(t, "the Workload stays while the claim does", 500*time.Millisecond, func() error {
-			get(t, ns, "shop")
-			return nil
-		})
+		// A later pass, the answer to a change of the Workload, still waits for the claim.
+		w := changeSpec(t, ns, "shop")
+		if !containsString(w.Finalizers, scorev1b1.WorkloadFinalizer) {
+			t.Fatalf("the finalizer went while the Delete claim is there: %v", w.Finalizers)
+		}
+		if c := testenv.Condition(w, scorev1b1.ConditionReady); c.Message != "Deleting; waiting for dependencies to be released: db." || c.ObservedGeneration != w.Generation {
+			t.Fatalf("ready at generation %d: %+v", w.Generation, c)
+		}
 	})
 	t.Run("Retain removes ownership and keeps the claim", func(t *testing.T) {
 		eventually(t, "cache disowned", func() error {
@@ -75,13 +78,7 @@ func TestDeletionPolicies(t *testing.T) {
 		if err := env.Client.Update(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "workload gone", func() error {
-			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &scorev1b1.Workload{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("still there: %v", err)
-		})
+		testenv.WaitGone(t, env.Client, workload(ns, "shop"))
 	})
 }
 
@@ -89,23 +86,18 @@ func TestDeletionPolicies(t *testing.T) {
 // to the old UID, is released so that a fresh claim can bind to the retained data.
 func TestRecreateAfterRetain(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
-	create(t, workload(ns, "blog", withResource("db", "postgres"))) // Retain by the provisioner's default
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, workload(ns, "blog", testenv.WithResource("db", "postgres"))) // Retain by the provisioner's default
 	old := get(t, ns, "blog")
 	claim := claimOf(t, old, "db", "postgres")
 	if err := env.Client.Delete(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "workload gone", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "blog"}, &scorev1b1.Workload{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
+	testenv.WaitGone(t, env.Client, old)
 	if c := refreshed(t, claim); len(c.OwnerReferences) > 0 || c.Spec.WorkloadRef.UID != string(old.UID) {
 		t.Fatalf("retained claim %+v", c.ObjectMeta)
 	}
-	create(t, workload(ns, "blog", withResource("db", "postgres")))
+	testenv.Create(t, env.Client, workload(ns, "blog", testenv.WithResource("db", "postgres")))
 	fresh := get(t, ns, "blog")
 	release(t, claim)
 	eventually(t, "a claim for the new Workload", func() error {
@@ -134,8 +126,8 @@ func refreshed(t *testing.T, c *scorev1b1.ResourceClaim) *scorev1b1.ResourceClai
 // back, and the fresh claim was not created until something else requeued it.
 func TestRecreateAfterRetainWaitsForTheRelease(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
-	create(t, workload(ns, "shop", withResource("db", "postgres"))) // Retain by the provisioner's default
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, workload(ns, "shop", testenv.WithResource("db", "postgres"))) // Retain by the provisioner's default
 	old := get(t, ns, "shop")
 	claim := claimOf(t, old, "db", "postgres")
 	// Stands in for the provisioner, whose finalizer holds a claim until it is released.
@@ -147,13 +139,8 @@ func TestRecreateAfterRetainWaitsForTheRelease(t *testing.T) {
 	if err := env.Client.Delete(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "workload gone", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &scorev1b1.Workload{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
-	create(t, workload(ns, "shop", withResource("db", "postgres")))
+	testenv.WaitGone(t, env.Client, old)
+	testenv.Create(t, env.Client, workload(ns, "shop", testenv.WithResource("db", "postgres")))
 	fresh := get(t, ns, "shop")
 	eventually(t, "the retained claim released", func() error {
 		if c := refreshed(t, claim); c.DeletionTimestamp.IsZero() {
@@ -161,7 +148,11 @@ func TestRecreateAfterRetainWaitsForTheRelease(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(time.Second) // the Workload's passes while the release is pending are over
+	// Every pass the new Workload had coming while the release is pending is over, and it
+	// waits for the claim: from here on, only the claim's deletion can bring it back.
+	if w := requestReconcile(t, ns, "shop"); len(w.Status.Claims) != 1 || w.Status.Claims[0].Phase != scorev1b1.ClaimPhasePending {
+		t.Fatalf("claims %+v", w.Status.Claims)
+	}
 	released := refreshed(t, claim)
 	patch = client.MergeFrom(released.DeepCopy())
 	released.Finalizers = nil

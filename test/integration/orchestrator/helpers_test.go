@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -24,13 +20,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
-
-func zapLevel() zapcore.Level {
-	if os.Getenv("TEST_VERBOSE_CONTROLLER") != "" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
-}
 
 const digest = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
@@ -92,84 +81,10 @@ func applyConfig(t *testing.T, doc string) {
 	}
 }
 
-var nsCounter int
-
-// namespace creates a fresh namespace for one test.
-func namespace(t *testing.T) string {
-	t.Helper()
-	nsCounter++
-	name := fmt.Sprintf("t%02d-%s", nsCounter, strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())))
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-")
-	}
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
-type wlOpt func(*scorev1b1.Workload)
-
-func workload(ns, name string, opts ...wlOpt) *scorev1b1.Workload {
-	w := &scorev1b1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: scorev1b1.WorkloadSpec{
-			Containers: map[string]scorev1b1.Container{"main": {Image: "nginx:1.27"}},
-			Service:    &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"http": {Port: 80}}},
-		},
-	}
-	for _, o := range opts {
-		o(w)
-	}
-	return w
-}
-
-func withVar(k, v string) wlOpt {
-	return func(w *scorev1b1.Workload) {
-		c := w.Spec.Containers["main"]
-		if c.Variables == nil {
-			c.Variables = map[string]string{}
-		}
-		c.Variables[k] = v
-		w.Spec.Containers["main"] = c
-	}
-}
-
-func withResource(key, typ string, annotations ...string) wlOpt {
-	return func(w *scorev1b1.Workload) {
-		if w.Spec.Resources == nil {
-			w.Spec.Resources = map[string]scorev1b1.Resource{}
-		}
-		r := scorev1b1.Resource{Type: typ}
-		if len(annotations) == 2 {
-			r.Metadata = &apiextensionsv1.JSON{Raw: []byte(`{"annotations":{"` + annotations[0] + `":"` + annotations[1] + `"}}`)}
-		}
-		w.Spec.Resources[key] = r
-	}
-}
-
-func withParams(key, params string) wlOpt {
-	return func(w *scorev1b1.Workload) {
-		r := w.Spec.Resources[key]
-		r.Params = &apiextensionsv1.JSON{Raw: []byte(params)}
-		w.Spec.Resources[key] = r
-	}
-}
-
-func withAnnotation(k, v string) wlOpt {
-	return func(w *scorev1b1.Workload) {
-		if w.Annotations == nil {
-			w.Annotations = map[string]string{}
-		}
-		w.Annotations[k] = v
-	}
-}
-
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Create(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
+// workload builds a Workload that publishes port 80, which the exposure and endpoint paths
+// need.
+func workload(ns, name string, opts ...testenv.WorkloadOption) *scorev1b1.Workload {
+	return testenv.Workload(ns, name, append([]testenv.WorkloadOption{testenv.WithPort("http", 80)}, opts...)...)
 }
 
 // eventually waits for check to pass.
@@ -178,16 +93,103 @@ func eventually(t *testing.T, what string, check func() error) {
 	testenv.Eventually(t, 20*time.Second, what, check)
 }
 
-// consistently checks that check keeps returning nil for a while.
-func consistently(t *testing.T, what string, d time.Duration, check func() error) {
+// requestReconcile is the positive control that comes before asserting that nothing
+// happened: it asks the orchestrator to process the Workload again, as scorectl reconcile does
+// (a new score.dev/reconcile-requested-at), and waits for the answer, the request echoed in
+// the status. The orchestrator hands a Workload to one pass at a time, and the pass that
+// answers read the Workload after the request: every change of the Workload the orchestrator
+// saw before has been processed by then. (A change of a claim, plan or exposure comes through
+// a watch of its own, in no set order with the Workload's: see seenByOrchestrator.) The
+// request is handed on to the Workload's claims and plan, whose runtime the test may have to
+// play again; where writes are counted, moveEndpoint is the probe.
+func requestReconcile(t *testing.T, ns, name string) *scorev1b1.Workload {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	w := get(t, ns, name)
+	requested := time.Now().UTC().Format(time.RFC3339Nano)
+	if requested == w.Annotations[scorev1b1.AnnotationReconcileRequestedAt] {
+		requested += "-again"
 	}
+	// A merge patch, as scorectl reconcile sends: an update could conflict with the
+	// orchestrator's own metadata writes.
+	patch := client.MergeFrom(w.DeepCopy())
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	w.Annotations[scorev1b1.AnnotationReconcileRequestedAt] = requested
+	if err := env.Client.Patch(ctx, w, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the orchestrator's answer to the reconcile request "+requested, func() error {
+		w = get(t, ns, name)
+		if w.Status.LastHandledReconcileAt != requested {
+			return fmt.Errorf("lastHandledReconcileAt %q", w.Status.LastHandledReconcileAt)
+		}
+		return nil
+	})
+	return w
+}
+
+// moveEndpoint is the positive control where the orchestrator's writes or events are
+// counted. It plays the runtime moving the Workload's published endpoint to a new URL, all
+// else as it was, and waits for the orchestrator's answer, the endpoint mirrored: every
+// earlier change of the exposure has been processed by then (of the Workload, a claim or the
+// plan, once seenByOrchestrator showed it). The answer costs endpointMoveWrites and no event:
+// the endpoint is no condition. (A reconcile request is handed on to the claims and the plan,
+// a write for each.)
+func moveEndpoint(t *testing.T, ns, name string) {
+	t.Helper()
+	url := fmt.Sprintf("https://%s.%s.example.com/moved-%d", name, ns, time.Now().UnixNano())
+	eventually(t, "exposure status "+name, func() error {
+		e := &scorev1b1.WorkloadExposure{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, e); err != nil {
+			return err
+		}
+		if len(e.Status.Exposures) == 0 {
+			return fmt.Errorf("no endpoint published to move")
+		}
+		e.Status.Exposures[0].URL = url
+		return env.Client.Status().Update(ctx, e)
+	})
+	endpointIs(t, ns, name, url)
+}
+
+// endpointMoveWrites is what moveEndpoint costs the orchestrator: the status.
+const endpointMoveWrites = 1
+
+// seenByOrchestrator waits until the orchestrator's cache shows obj (read into it) as check
+// wants it. A change to a claim, plan or exposure reaches the orchestrator through a watch of
+// its own, in no set order with a later change to the Workload: a reconcile request answered
+// after this was answered by a pass that read the change.
+func seenByOrchestrator[T client.Object](t *testing.T, obj T, check func(T) error) {
+	t.Helper()
+	eventually(t, "the orchestrator's cache showing "+obj.GetName(), func() error {
+		if err := orchestratorCache.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		return check(obj)
+	})
+}
+
+// changeSpec changes the Workload's spec (a variable of its main container) and waits for
+// the orchestrator's answer, a status that observed the new generation: the positive control
+// for a Workload being deleted, whose passes answer no reconcile request.
+func changeSpec(t *testing.T, ns, name string) *scorev1b1.Workload {
+	t.Helper()
+	w := get(t, ns, name)
+	patch := client.MergeFrom(w.DeepCopy())
+	testenv.WithVar("SPEC_CHANGED_AT", time.Now().UTC().Format(time.RFC3339Nano))(w)
+	if err := env.Client.Patch(ctx, w, patch); err != nil {
+		t.Fatal(err)
+	}
+	generation := w.Generation
+	eventually(t, fmt.Sprintf("the orchestrator's answer to generation %d", generation), func() error {
+		w = get(t, ns, name)
+		if w.Status.ObservedGeneration != generation {
+			return fmt.Errorf("observedGeneration %d", w.Status.ObservedGeneration)
+		}
+		return nil
+	})
+	return w
 }
 
 func get(t *testing.T, ns, name string) *scorev1b1.Workload {
@@ -203,21 +205,7 @@ func get(t *testing.T, ns, name string) *scorev1b1.Workload {
 // every condition's message for runtime nouns.
 func conditionIs(t *testing.T, ns, name, typ string, status metav1.ConditionStatus, reason scorev1b1.Reason) *scorev1b1.Workload {
 	t.Helper()
-	var w *scorev1b1.Workload
-	eventually(t, fmt.Sprintf("%s %s=%s/%s", name, typ, status, reason), func() error {
-		w = &scorev1b1.Workload{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(w.Status.Conditions, typ)
-		if c == nil {
-			return fmt.Errorf("no %s condition yet", typ)
-		}
-		if c.Status != status || c.Reason != string(reason) || c.ObservedGeneration != w.Generation {
-			return fmt.Errorf("%s is %s/%s (gen %d of %d): %s", typ, c.Status, c.Reason, c.ObservedGeneration, w.Generation, c.Message)
-		}
-		return nil
-	})
+	w := testenv.WaitForCondition(t, env.Client, client.ObjectKey{Namespace: ns, Name: name}, typ, status, reason)
 	checkNeutral(t, w)
 	return w
 }
@@ -237,13 +225,6 @@ func checkNeutral(t *testing.T, w *scorev1b1.Workload) {
 			t.Errorf("claim %s message %q names %q", c.Key, c.Message, n)
 		}
 	}
-}
-
-func condition(w *scorev1b1.Workload, typ string) metav1.Condition {
-	if c := meta.FindStatusCondition(w.Status.Conditions, typ); c != nil {
-		return *c
-	}
-	return metav1.Condition{}
 }
 
 func claimOf(t *testing.T, w *scorev1b1.Workload, key, typ string) *scorev1b1.ResourceClaim {

@@ -12,12 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/zap/zapcore"
-
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
@@ -28,27 +25,15 @@ var (
 	env *testenv.Env
 	// writes counts the orchestrator's API writes (every verb but get, list and watch).
 	writes atomic.Int64
+	// orchestratorCache is what the orchestrator reads: its manager's cache.
+	orchestratorCache client.Reader
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false), zap.Level(zapLevel()), zap.StacktraceLevel(zapcore.PanicLevel)))
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := startOrchestrator(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cancel()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
+		env = e
+		return startOrchestrator(ctx)
+	}))
 }
 
 // startOrchestrator runs the orchestrator's manager as the binary does, with a transport that
@@ -66,13 +51,7 @@ func startOrchestrator(ctx context.Context) error {
 			return rt.RoundTrip(req)
 		})
 	})
-	opts := orchestrator.DefaultOptions()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  configsource.CacheOptions(),
-	})
+	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
 	if err != nil {
 		return err
 	}
@@ -80,9 +59,10 @@ func startOrchestrator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := orchestrator.Setup(mgr, store, opts); err != nil {
+	if err := orchestrator.Setup(mgr, store, orchestrator.DefaultOptions()); err != nil {
 		return err
 	}
+	orchestratorCache = mgr.GetCache()
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)

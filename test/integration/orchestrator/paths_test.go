@@ -4,38 +4,40 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 // Path 1: inputs the API server cannot judge are SpecInvalid, with a message naming the field.
 func TestSpecInvalid(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	cases := []struct {
 		name    string
 		w       *scorev1b1.Workload
 		message string
 	}{
-		{"undeclared-resource", workload(ns, "undeclared", withVar("DB", "${resources.db.host}")), `spec.containers.main.variables.DB: The placeholder ${resources.db.host} names resource "db", which is not declared.`},
-		{"unknown-profile", workload(ns, "unknown-profile", withAnnotation(scorev1b1.AnnotationProfile, "function")), `The requested profile "function" is not offered by the platform.`},
-		{"malformed", workload(ns, "malformed", withVar("X", "${resources}")), "spec.containers.main.variables.X: Placeholder ${resources} is malformed"},
-		{"params-cycle", workload(ns, "params-cycle", withResource("aa", "postgres"), withResource("bb", "redis"), withParams("aa", `{"x":"${resources.bb.host}"}`), withParams("bb", `{"x":"${resources.aa.host}"}`)), "spec.resources: The resources' params refer to each other in a cycle: aa → bb → aa."},
+		{"undeclared-resource", workload(ns, "undeclared", testenv.WithVar("DB", "${resources.db.host}")), `spec.containers.main.variables.DB: The placeholder ${resources.db.host} names resource "db", which is not declared.`},
+		{"unknown-profile", workload(ns, "unknown-profile", testenv.WithAnnotation(scorev1b1.AnnotationProfile, "function")), `The requested profile "function" is not offered by the platform.`},
+		{"malformed", workload(ns, "malformed", testenv.WithVar("X", "${resources}")), "spec.containers.main.variables.X: Placeholder ${resources} is malformed"},
+		{"params-cycle", workload(ns, "params-cycle", testenv.WithResource("aa", "postgres", testenv.ResourceParams(`{"x":"${resources.bb.host}"}`)), testenv.WithResource("bb", "redis", testenv.ResourceParams(`{"x":"${resources.aa.host}"}`))), "spec.resources: The resources' params refer to each other in a cycle: aa → bb → aa."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			create(t, tc.w)
+			testenv.Create(t, env.Client, tc.w)
 			w := conditionIs(t, ns, tc.w.Name, scorev1b1.ConditionInputsValid, metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid)
-			if msg := condition(w, scorev1b1.ConditionInputsValid).Message; !strings.Contains(msg, tc.message) {
+			if msg := testenv.Condition(w, scorev1b1.ConditionInputsValid).Message; !strings.Contains(msg, tc.message) {
 				t.Fatalf("message %q, want %q", msg, tc.message)
 			}
-			if r := condition(w, scorev1b1.ConditionReady); r.Status != metav1.ConditionFalse || r.Reason != string(scorev1b1.ReasonSpecInvalid) {
+			if r := testenv.Condition(w, scorev1b1.ConditionReady); r.Status != metav1.ConditionFalse || r.Reason != string(scorev1b1.ReasonSpecInvalid) {
 				t.Fatalf("ready %+v", r)
 			}
 			var claims scorev1b1.ResourceClaimList
@@ -58,17 +60,17 @@ func TestSpecInvalid(t *testing.T) {
 // Path 2: no backend fits → RuntimeSelecting; a requirement a backend offers selects it.
 func TestSelection(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
-	create(t, workload(ns, "needs-s2z", withAnnotation(scorev1b1.AnnotationRequirements, `["scale-to-zero"]`)))
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, workload(ns, "needs-s2z", testenv.WithAnnotation(scorev1b1.AnnotationRequirements, `["scale-to-zero"]`)))
 	w := conditionIs(t, ns, "needs-s2z", scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting)
-	if c := condition(w, scorev1b1.ConditionInputsValid); c.Status != metav1.ConditionTrue {
+	if c := testenv.Condition(w, scorev1b1.ConditionInputsValid); c.Status != metav1.ConditionTrue {
 		t.Fatalf("inputs are valid: %+v", c)
 	}
-	create(t, workload(ns, "needs-gpu", withAnnotation(scorev1b1.AnnotationRequirements, "gpu")))
+	testenv.Create(t, env.Client, workload(ns, "needs-gpu", testenv.WithAnnotation(scorev1b1.AnnotationRequirements, "gpu")))
 	if p := planOf(t, ns, "needs-gpu"); p.Spec.BackendID != "k8s-web-gpu" {
 		t.Fatalf("backend %s", p.Spec.BackendID)
 	}
-	create(t, workload(ns, "hinted", withAnnotation(scorev1b1.AnnotationProfile, "batch-job")))
+	testenv.Create(t, env.Client, workload(ns, "hinted", testenv.WithAnnotation(scorev1b1.AnnotationProfile, "batch-job")))
 	if p := planOf(t, ns, "hinted"); p.Spec.BackendID != "k8s-job" || p.Spec.Profile != "batch-job" {
 		t.Fatalf("plan %s/%s", p.Spec.Profile, p.Spec.BackendID)
 	}
@@ -78,11 +80,11 @@ func TestSelection(t *testing.T) {
 // dependency order, and keys removed per policy.
 func TestClaims(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
-	create(t, workload(ns, "app",
-		withResource("dns", "dns"),
-		withResource("route", "route"), withParams("route", `{"host":"${resources.dns.host}","path":"/"}`),
-		withResource("db", "postgres"),
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, workload(ns, "app",
+		testenv.WithResource("dns", "dns"),
+		testenv.WithResource("route", "route", testenv.ResourceParams(`{"host":"${resources.dns.host}","path":"/"}`)),
+		testenv.WithResource("db", "postgres"),
 	))
 	w := conditionIs(t, ns, "app", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
 
@@ -109,7 +111,7 @@ func TestClaims(t *testing.T) {
 	t.Run("a failed claim with an abstract reason", func(t *testing.T) {
 		setClaimStatus(t, claimOf(t, w, "db", "postgres"), scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseFailed, Reason: scorev1b1.ReasonQuotaExceeded, Message: "StatefulSet refused: exceeded quota"})
 		w = conditionIs(t, ns, "app", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonQuotaExceeded)
-		if m := condition(w, scorev1b1.ConditionClaimsReady).Message; m != `Dependency "db" exceeds a quota.` {
+		if m := testenv.Condition(w, scorev1b1.ConditionClaimsReady).Message; m != `Dependency "db" exceeds a quota.` {
 			t.Fatalf("message %q (the provisioner's detail stays on the claim)", m)
 		}
 	})
@@ -155,22 +157,20 @@ func TestClaims(t *testing.T) {
 // Path 4: while an output is not published no plan is emitted; it recovers by itself.
 func TestProjectionError(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
-	create(t, workload(ns, "proj", withResource("db", "postgres"), withVar("PORT", "${resources.db.port}")))
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, workload(ns, "proj", testenv.WithResource("db", "postgres"), testenv.WithVar("PORT", "${resources.db.port}")))
 	w := get(t, ns, "proj")
 	claim := claimOf(t, w, "db", "postgres")
 	bind(t, claim, map[string]any{"host": "db"}, nil)
 	w = conditionIs(t, ns, "proj", scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonProjectionError)
-	if m := condition(w, scorev1b1.ConditionRuntimeReady).Message; m != "One or more required outputs are not resolved." {
+	if m := testenv.Condition(w, scorev1b1.ConditionRuntimeReady).Message; m != "One or more required outputs are not resolved." {
 		t.Fatalf("message %q", m)
 	}
-	consistently(t, "no plan while unresolved", 500*time.Millisecond, func() error {
-		p := &scorev1b1.WorkloadPlan{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "proj"}, p); err == nil {
-			return fmt.Errorf("a plan was emitted")
-		}
-		return nil
-	})
+	// Every pass the published outputs brought is over once a later request is answered.
+	requestReconcile(t, ns, "proj")
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "proj"}, &scorev1b1.WorkloadPlan{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a plan was emitted while an output is unresolved: %v", err)
+	}
 	events := countReasonEvents(t, ns, "proj", string(scorev1b1.ReasonProjectionError))
 	if events != 1 {
 		t.Fatalf("%d ProjectionError events, want one per transition", events)
@@ -183,8 +183,8 @@ func TestProjectionError(t *testing.T) {
 // Paths 7 and 8: the runtime's signals and the endpoint mirror.
 func TestRuntimeAndMirror(t *testing.T) {
 	applyConfig(t, baseConfig)
-	ns := namespace(t)
-	create(t, workload(ns, "web"))
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, workload(ns, "web"))
 	planOf(t, ns, "web")
 	w := get(t, ns, "web")
 	gen := w.Generation
@@ -199,12 +199,12 @@ func TestRuntimeAndMirror(t *testing.T) {
 	})
 	t.Run("a stale exposure is ignored", func(t *testing.T) {
 		expose(t, ns, "web", gen-1, []scorev1b1.Exposure{{URL: "https://stale.example.com"}})
-		consistently(t, "no endpoint", 500*time.Millisecond, func() error {
-			if e := get(t, ns, "web").Status.Endpoint; e != nil {
-				return fmt.Errorf("endpoint %s", *e)
-			}
-			return nil
-		})
+		exposureSeen(t, ns, "web", "https://stale.example.com")
+		w := requestReconcile(t, ns, "web")
+		project(t, ns, "web", scorev1b1.PlanPhaseProjected, "") // the runtime's answer to the request handed on
+		if e := w.Status.Endpoint; e != nil {
+			t.Fatalf("endpoint %s", *e)
+		}
 	})
 	t.Run("a valid exposure is mirrored as is", func(t *testing.T) {
 		expose(t, ns, "web", gen, []scorev1b1.Exposure{{URL: "https://web.example.com/app", Scope: scorev1b1.ScopePublic}, {URL: "http://web.ns.svc.cluster.local"}}, "Healthy")
@@ -212,12 +212,12 @@ func TestRuntimeAndMirror(t *testing.T) {
 	})
 	t.Run("an invalid URL keeps the previous value", func(t *testing.T) {
 		expose(t, ns, "web", gen, []scorev1b1.Exposure{{URL: "http://localhost:8080"}}, "Healthy")
-		consistently(t, "endpoint kept", 500*time.Millisecond, func() error {
-			if e := get(t, ns, "web").Status.Endpoint; e == nil || *e != "https://web.example.com/app" {
-				return fmt.Errorf("endpoint %v", e)
-			}
-			return nil
-		})
+		exposureSeen(t, ns, "web", "http://localhost:8080")
+		w := requestReconcile(t, ns, "web")
+		project(t, ns, "web", scorev1b1.PlanPhaseProjected, "") // the runtime's answer to the request handed on
+		if e := w.Status.Endpoint; e == nil || *e != "https://web.example.com/app" {
+			t.Fatalf("endpoint %v, want the previous one kept", ptr.Deref(e, "none"))
+		}
 	})
 	t.Run("a pending load balancer is NetworkUnavailable", func(t *testing.T) {
 		expose(t, ns, "web", gen, []scorev1b1.Exposure{{URL: "https://web.example.com/app"}}, "LBPending")
@@ -242,6 +242,17 @@ func TestRuntimeAndMirror(t *testing.T) {
 		applyConfig(t, strings.Replace(baseConfig, "publicOnly: false", "publicOnly: false\n  template: \"https://{{.workload.name}}.{{.workload.namespace}}.apps.example.com\"", 1))
 		endpointIs(t, ns, "web", "https://web."+ns+".apps.example.com")
 		applyConfig(t, baseConfig)
+	})
+}
+
+// exposureSeen waits until the orchestrator's cache shows the exposure with url first.
+func exposureSeen(t *testing.T, ns, name, url string) {
+	t.Helper()
+	seenByOrchestrator(t, &scorev1b1.WorkloadExposure{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(e *scorev1b1.WorkloadExposure) error {
+		if len(e.Status.Exposures) == 0 || e.Status.Exposures[0].URL != url {
+			return fmt.Errorf("exposures %+v", e.Status.Exposures)
+		}
+		return nil
 	})
 }
 

@@ -215,26 +215,18 @@ func accessTable() []access {
 // asks the API server's authorizer about every row of the access table. A few rows are then
 // tried as real requests under impersonation, to show the reviews tell the truth.
 func TestAccess(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	env := testenv.StartForTest(t)
 	ctx := context.Background()
 	c := env.Client
 	if _, err := devenv.Install(ctx, c, os.DirFS(testenv.RepoRoot())); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []client.Object{
+	testenv.Create(t, c,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: teamNamespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherTeam}},
 		userBinding("alice", "score-workload-editor"),
 		userBinding("bob", "score-workload-viewer"),
-	} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 
 	rows := accessTable()
 	for _, row := range rows {
@@ -243,9 +235,7 @@ func TestAccess(t *testing.T) {
 			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: id.UserName, Groups: id.Groups, ResourceAttributes: row.attributes(),
 			}}
-			if err := c.Create(ctx, review); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Create(t, c, review)
 			if review.Status.Allowed != row.allowed {
 				t.Errorf("allowed=%v (%s)", review.Status.Allowed, review.Status.Reason)
 			}

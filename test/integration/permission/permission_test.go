@@ -7,16 +7,13 @@ package permission
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
@@ -38,11 +35,7 @@ defaults: {profile: web-service}
 `
 
 func TestRBACRefusalIsPermissionDenied(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	env := testenv.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := env.Client
@@ -63,19 +56,14 @@ func TestRBACRefusalIsPermissionDenied(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "limited-orchestrator", APIGroup: "rbac.authorization.k8s.io"}},
 	}
-	for _, o := range []client.Object{role, binding,
+	testenv.Create(t, c, role, binding,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": config}},
-	} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "limited-orchestrator"}
-	opts := orchestrator.DefaultOptions()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: configsource.CacheOptions()})
+	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,33 +71,15 @@ func TestRBACRefusalIsPermissionDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := orchestrator.Setup(mgr, store, opts); err != nil {
+	if err := orchestrator.Setup(mgr, store, orchestrator.DefaultOptions()); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = mgr.Start(ctx) }()
 
-	w := &scorev1b1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec:       scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}},
-	}
-	if err := c.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
-			t.Fatal(err)
-		}
-		cond := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionRuntimeReady)
-		if cond != nil && cond.Reason == string(scorev1b1.ReasonPermissionDenied) {
-			if cond.Message != "The platform is not permitted to deploy the workload." {
-				t.Fatalf("message %q", cond.Message)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("RuntimeReady is %v", cond)
-		}
-		time.Sleep(100 * time.Millisecond)
+	w := testenv.Workload("default", "web")
+	testenv.Create(t, c, w)
+	w = testenv.WaitForCondition(t, c, client.ObjectKeyFromObject(w), scorev1b1.ConditionRuntimeReady, metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied)
+	if m := testenv.Condition(w, scorev1b1.ConditionRuntimeReady).Message; m != "The platform is not permitted to deploy the workload." {
+		t.Fatalf("message %q", m)
 	}
 }

@@ -2,8 +2,6 @@ package permission
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"testing"
@@ -17,10 +15,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
@@ -41,11 +37,7 @@ spec:
 // server, whose refusal it reports, before it watches the kind: watching first waited
 // forever for a watch the role refuses, and held every plan of the process behind it.
 func TestRuntimeRefusalIsPermissionDenied(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	env := testenv.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := env.Client
@@ -57,9 +49,10 @@ func TestRuntimeRefusalIsPermissionDenied(t *testing.T) {
 	cfg.Impersonate = serviceAccount("score-runtime")
 	opts := controlplane.DefaultOptions()
 	opts.Controllers = []string{controlplane.Runtime}
+	mopts := testenv.ManagerOptions()
 	// The package's other test runs a config source's controller of the same name.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: configsource.CacheOptions(), Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}})
+	mopts.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,27 +61,22 @@ func TestRuntimeRefusalIsPermissionDenied(t *testing.T) {
 	}
 	go func() { _ = mgr.Start(ctx) }()
 
-	sum := sha256.Sum256([]byte(networkPolicy))
 	p := &scorev1b1.WorkloadPlan{
 		ObjectMeta: metav1.ObjectMeta{Namespace: teamNamespace, Name: "web"},
 		Spec: scorev1b1.WorkloadPlanSpec{
 			WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "web", UID: "u-web"}, ObservedWorkloadGeneration: 1,
 			RuntimeClass: "kubernetes", BackendID: "k8s-web",
 			Template: scorev1b1.TemplateRef{Kind: scorev1b1.TemplateManifests, Ref: "configmap://" + teamNamespace + "/templates/np.yaml",
-				Digest: "sha256:" + hex.EncodeToString(sum[:])},
+				Digest: testenv.Digest(networkPolicy)},
 			Values:     &apiextensionsv1.JSON{Raw: []byte(`{"containers":{"main":{"image":"nginx"}}}`)},
 			Projection: scorev1b1.Projection{Containers: []scorev1b1.ContainerProjection{{Name: "main"}}},
 		},
 	}
-	for _, o := range []client.Object{
+	testenv.Create(t, c,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: teamNamespace}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: teamNamespace, Name: "templates"}, Data: map[string]string{"np.yaml": networkPolicy}},
 		p,
-	} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	testenv.Eventually(t, 20*time.Second, "the plan failed as PermissionDenied", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err

@@ -99,11 +99,9 @@ func (a *fakeAPI) called(call string) bool {
 }
 
 func TestExternalAPIProvisioner(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	c := newClaim(ns, "web-db", "web", "db", "api-db", "", scorev1b1.DeprovisionDelete)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	id := provisioning.NewIdentity(ns, "web", "db", "api-db", "", "")
 	dbID := "db-" + id.Guid()[:8]
 
@@ -157,7 +155,7 @@ func TestExternalAPIProvisioner(t *testing.T) {
 }
 
 func TestExternalAPIFailures(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	cases := []struct {
 		mode, message string
 	}{
@@ -168,9 +166,7 @@ func TestExternalAPIFailures(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			c := newClaim(ns, "w-"+tc.mode, "w", tc.mode, "api-db", "", scorev1b1.DeprovisionDelete)
 			c.Spec.Params = jsonRaw(`{"mode":"` + tc.mode + `"}`)
-			if err := env.Client.Create(ctx, c); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Create(t, env.Client, c)
 			c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
 			if c.Status.Reason != scorev1b1.ReasonClaimFailed || c.Status.Message != tc.message {
 				t.Fatalf("status %s: %s", c.Status.Reason, c.Status.Message)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 func withClass(c *scorev1b1.ResourceClaim, class string) *scorev1b1.ResourceClaim {
@@ -15,7 +16,7 @@ func withClass(c *scorev1b1.ResourceClaim, class string) *scorev1b1.ResourceClai
 // Classes: a claim without a class gets the type's default class; a class's params are
 // merged under the claim's before matching (matchParams routes on them) and rendering.
 func TestClasses(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	cases := []struct {
 		name, class, params string
 		wantProvisioner     string
@@ -37,9 +38,7 @@ func TestClasses(t *testing.T) {
 			if tc.params != "" {
 				c.Spec.Params = jsonRaw(tc.params)
 			}
-			if err := env.Client.Create(ctx, c); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Create(t, env.Client, c)
 			c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 			if c.Status.Provisioner != tc.wantProvisioner {
 				t.Fatalf("served by %s", c.Status.Provisioner)
@@ -54,9 +53,7 @@ func TestClasses(t *testing.T) {
 
 	t.Run("an unknown class fails, listing the type's classes", func(t *testing.T) {
 		c := withClass(newClaim(ns, "w-gold", "w", "gold", "classed", "", scorev1b1.DeprovisionDelete), "gold")
-		if err := env.Client.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Create(t, env.Client, c)
 		c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
 		if c.Status.Reason != scorev1b1.ReasonClaimFailed || c.Status.Message != "Class gold is not a class of classed. Available classes: big, standard." {
 			t.Fatalf("status %s: %s", c.Status.Reason, c.Status.Message)

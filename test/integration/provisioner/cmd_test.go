@@ -15,6 +15,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 // cmdProvisionerSource is a command provisioner written as score-k8s's contract asks: it
@@ -94,11 +95,9 @@ func buildCmdProvisioners(dir string) (goBin, script string, err error) {
 }
 
 func TestCmdProvisionerBindsWithStableState(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	c := newClaim(ns, "web-cache", "web", "cache", "cmd-kv", "", scorev1b1.DeprovisionDelete)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	out := string(c.Status.Outputs.Raw)
 	for _, want := range []string{`"uid":"cmd-kv.default#web.cache"`, `"size":"small"`, `"host":"cmd-`} {
@@ -153,12 +152,10 @@ func waitOutputs(t *testing.T, c *scorev1b1.ResourceClaim, want string) {
 }
 
 func TestCmdScript(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	c := newClaim(ns, "web-echo", "web", "echo", "cmd-echo", "", scorev1b1.DeprovisionDelete)
 	c.Spec.Params = jsonRaw(`{"greeting":"hi"}`)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	out := string(c.Status.Outputs.Raw)
 	for _, want := range []string{`"mode":"provision"`, `"resource_params":{"greeting":"hi"}`, `"namespace":"` + ns + `"`, `"source_workload":"web"`} {
@@ -169,7 +166,7 @@ func TestCmdScript(t *testing.T) {
 }
 
 func TestCmdFailures(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	cases := []struct {
 		typ, reason, message string
 	}{
@@ -180,9 +177,7 @@ func TestCmdFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.typ, func(t *testing.T) {
 			c := newClaim(ns, "w-"+tc.typ, "w", tc.typ, tc.typ, "", scorev1b1.DeprovisionDelete)
-			if err := env.Client.Create(ctx, c); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Create(t, env.Client, c)
 			c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
 			if string(c.Status.Reason) != tc.reason || !strings.Contains(c.Status.Message, tc.message) {
 				t.Fatalf("status %s: %s", c.Status.Reason, c.Status.Message)
@@ -195,9 +190,7 @@ func TestCmdFailures(t *testing.T) {
 // command provisioner's claim fails and says why and how to allow it; nothing runs.
 func TestCmdDisabledByDefault(t *testing.T) {
 	c := newClaim(cmdOffNamespace, "w-cache", "w", "cache", "cmd-kv", "", scorev1b1.DeprovisionDelete)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
 	if c.Status.Reason != scorev1b1.ReasonPermissionDenied || !strings.Contains(c.Status.Message, "command provisioners are disabled") || !strings.Contains(c.Status.Message, "--enable-cmd-provisioners") {
 		t.Fatalf("status %s: %s", c.Status.Reason, c.Status.Message)

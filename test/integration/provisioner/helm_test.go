@@ -9,6 +9,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/render/archive"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 // kvChart is a chart with a Secret holding the password its values carry and a ConfigMap
@@ -39,12 +40,10 @@ data:
 // from its template, applies the chart's objects like any manifests, and publishes outputs
 // that read them: the password from the chart's Secret, into the outputs Secret only.
 func TestHelmProvisioner(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	c := newClaim(ns, "web-cache", "web", "cache", "helm-kv", "", scorev1b1.DeprovisionDelete)
 	c.Spec.Params = jsonRaw(`{"size":"large"}`)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	if !strings.Contains(string(c.Status.Outputs.Raw), `-kv.`+ns) || strings.Contains(string(c.Status.Outputs.Raw), "password") {
 		t.Fatalf("outputs %s", c.Status.Outputs.Raw)

@@ -5,18 +5,14 @@ package provisioner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
@@ -24,8 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
@@ -231,12 +225,6 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
 	dir, err := os.MkdirTemp("", "cmd-provisioners-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -248,9 +236,6 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
-	c, cancel := context.WithCancel(ctx)
-	defer cancel()
 	api := startFakeAPI()
 	defer api.server.Close()
 	chart, err := kvChart()
@@ -258,31 +243,23 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	sum := sha256.Sum256(chart)
-	if err := env.Client.Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := env.Client.Create(c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "charts"}, BinaryData: map[string][]byte{"kv.tgz": chart}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := start(c, fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL, "sha256:"+hex.EncodeToString(sum[:]))); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	document := fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL, testenv.Digest(chart))
+	return testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
+		env = e
+		return start(ctx, document, chart)
+	})
 }
 
-func start(ctx context.Context, document string) error {
-	for _, o := range []client.Object{
+// start creates the config, the chart and the API token, and starts the provisioners.
+func start(ctx context.Context, document string, chart []byte) error {
+	if err := testenv.CreateAll(ctx, env.Client,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cmdOffNamespace}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "charts"}, BinaryData: map[string][]byte{"kv.tgz": chart}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": document}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "api-token"}, StringData: map[string]string{"token": apiToken}},
-	} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			return err
-		}
+	); err != nil {
+		return err
 	}
 	if err := startController(ctx, true, fields.AndSelectors(fields.OneTermNotEqualSelector("metadata.namespace", cmdOffNamespace),
 		fields.OneTermNotEqualSelector("metadata.namespace", restartNamespace), fields.OneTermNotEqualSelector("metadata.namespace", stateNamespace))); err != nil {
@@ -293,20 +270,19 @@ func start(ctx context.Context, document string) error {
 
 // startController runs a provisioner controller over the namespaces the selector admits.
 func startController(ctx context.Context, enableCmd bool, namespaces fields.Selector) error {
-	opts := configsource.DefaultOptions()
-	cacheOpts := configsource.CacheOptions()
-	cacheOpts.DefaultFieldSelector = namespaces
-	if cacheOpts.ByObject == nil {
-		cacheOpts.ByObject = map[client.Object]cache.ByObject{}
+	opts := testenv.ManagerOptions()
+	opts.Cache.DefaultFieldSelector = namespaces
+	if opts.Cache.ByObject == nil {
+		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}
 	// Namespaces are cluster-scoped: the namespace field selector does not apply to them.
-	cacheOpts.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: cacheOpts,
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}) // two controllers in one process
+	opts.Cache.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
+	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)} // several controllers in one process
+	mgr, err := ctrl.NewManager(env.Config, opts)
 	if err != nil {
 		return err
 	}
-	store, err := configsource.Setup(mgr, opts, "score-provisioner")
+	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-provisioner")
 	if err != nil {
 		return err
 	}
@@ -320,18 +296,6 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 	return nil
 }
 
-var nsN int
-
-func namespace(t *testing.T) string {
-	t.Helper()
-	nsN++
-	name := fmt.Sprintf("p%02d", nsN)
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
 func newClaim(ns, name, workload, key, typ, id string, policy scorev1b1.DeprovisionPolicy) *scorev1b1.ResourceClaim {
 	return &scorev1b1.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -342,52 +306,39 @@ func newClaim(ns, name, workload, key, typ, id string, policy scorev1b1.Deprovis
 	}
 }
 
+// waitPhase waits until the provisioner has answered the claim's current generation with
+// the phase, and returns the claim as it then was.
 func waitPhase(t *testing.T, c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase) *scorev1b1.ResourceClaim {
 	t.Helper()
 	out := &scorev1b1.ResourceClaim{}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out)
-		if err == nil && out.Status.Phase == phase && out.Status.ObservedGeneration == out.Generation {
-			return out
+	testenv.Eventually(t, testenv.WaitTimeout, fmt.Sprintf("claim %s %s", c.Name, phase), func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim %s: want %s, got %s (%s) %v", c.Name, phase, out.Status.Phase, out.Status.Message, err)
+		if out.Status.Phase != phase || out.Status.ObservedGeneration != out.Generation {
+			return fmt.Errorf("%s (%s) for generation %d of %d", out.Status.Phase, out.Status.Message, out.Status.ObservedGeneration, out.Generation)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return out
 }
 
+// secretValue reads one key of a Secret.
 func secretValue(t *testing.T, ns, name, key string) string {
 	t.Helper()
-	s := &corev1.Secret{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
-		t.Fatal(err)
-	}
-	return string(s.Data[key])
+	return testenv.SecretValue(t, env.Client, ns, name, key)
 }
 
+// gone waits until obj no longer exists.
 func gone(t *testing.T, obj client.Object) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is still there: %v", obj.GetName(), err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitGone(t, env.Client, obj)
 }
 
 func TestBindOutputsAndStableState(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	c := newClaim(ns, "web-db", "web", "db", "kv", "", scorev1b1.DeprovisionDelete)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	if !c.Status.OutputsAvailable || c.Status.Provisioner != "template://test/kv" {
 		t.Fatalf("status %+v", c.Status)
@@ -446,11 +397,9 @@ func TestBindOutputsAndStableState(t *testing.T) {
 }
 
 func TestRetainRebindsToTheSameData(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	c := newClaim(ns, "api-db-1", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	password := secretValue(t, ns, c.Status.SecretRef.Name, "password")
 	data := c.Status.Resources[0]
@@ -462,9 +411,7 @@ func TestRetainRebindsToTheSameData(t *testing.T) {
 		t.Fatal("Retain must keep the data")
 	}
 	again := newClaim(ns, "api-db-2", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
-	if err := env.Client.Create(ctx, again); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, again)
 	again = waitPhase(t, again, scorev1b1.ClaimPhaseBound)
 	if got := secretValue(t, ns, again.Status.SecretRef.Name, "password"); got != password {
 		t.Fatalf("a claim of the same identity must re-bind to the same credentials")
@@ -476,11 +423,9 @@ func TestRetainRebindsToTheSameData(t *testing.T) {
 // so it never does). The new claim takes the Secret over, so that the collector, when it runs,
 // finds a live owner and leaves it.
 func TestResetClaimTakesOverItsOutputsSecret(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	c := newClaim(ns, "api-db", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	password := secretValue(t, ns, c.Status.SecretRef.Name, "password")
 	if err := env.Client.Delete(ctx, c); err != nil {
@@ -488,9 +433,7 @@ func TestResetClaimTakesOverItsOutputsSecret(t *testing.T) {
 	}
 	gone(t, c)
 	again := newClaim(ns, "api-db", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
-	if err := env.Client.Create(ctx, again); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, again)
 	again = waitPhase(t, again, scorev1b1.ClaimPhaseBound)
 	testenv.Eventually(t, 20*time.Second, "the outputs Secret controlled by the new claim", func() error {
 		s := &corev1.Secret{}
@@ -508,11 +451,9 @@ func TestResetClaimTakesOverItsOutputsSecret(t *testing.T) {
 }
 
 func TestOrphanLeavesEverything(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	c := newClaim(ns, "job-db", "job", "db", "kv", "", scorev1b1.DeprovisionOrphan)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	objs := c.Status.Resources
 	if err := env.Client.Delete(ctx, c); err != nil {
@@ -526,14 +467,10 @@ func TestOrphanLeavesEverything(t *testing.T) {
 }
 
 func TestSharedInstance(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	a := newClaim(ns, "a-db", "a", "db", "kv", "orders", scorev1b1.DeprovisionDelete)
 	b := newClaim(ns, "b-database", "b", "database", "kv", "orders", scorev1b1.DeprovisionDelete)
-	for _, c := range []*scorev1b1.ResourceClaim{a, b} {
-		if err := env.Client.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.Create(t, env.Client, a, b)
 	a, b = waitPhase(t, a, scorev1b1.ClaimPhaseBound), waitPhase(t, b, scorev1b1.ClaimPhaseBound)
 	if a.Status.Resources[0].Name != b.Status.Resources[0].Name {
 		t.Fatalf("one shared id, one instance: %s vs %s", a.Status.Resources[0].Name, b.Status.Resources[0].Name)
@@ -563,11 +500,11 @@ func TestSharedInstance(t *testing.T) {
 }
 
 func TestFailures(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, invalid-object, isolated-kv, kv, missing-output, port-of, shared-kv, topic."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, invalid-object, isolated-kv, kv, missing-output, port-of, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
@@ -575,9 +512,7 @@ func TestFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.typ, func(t *testing.T) {
 			c := newClaim(ns, "w-"+tc.typ, "w", tc.typ, tc.typ, "", scorev1b1.DeprovisionDelete)
-			if err := env.Client.Create(ctx, c); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Create(t, env.Client, c)
 			c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
 			if string(c.Status.Reason) != tc.reason || !strings.Contains(c.Status.Message, tc.message) || c.Status.OutputsAvailable {
 				t.Fatalf("status %s: %s", c.Status.Reason, c.Status.Message)
@@ -590,22 +525,12 @@ func jsonRaw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw:
 
 // A provisioner that reads another Workload's ports sees them change.
 func TestWorkloadServicesChangesReachClaims(t *testing.T) {
-	ns := namespace(t)
-	w := &scorev1b1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns},
-		Spec: scorev1b1.WorkloadSpec{
-			Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}},
-			Service:    &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"http": {Port: 80}}},
-		},
-	}
-	if err := env.Client.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	ns := testenv.Namespace(t, env.Client)
+	w := testenv.Workload(ns, "api", testenv.WithPort("http", 80))
+	testenv.Create(t, env.Client, w)
 	c := newClaim(ns, "route", "web", "route", "port-of", "", scorev1b1.DeprovisionDelete)
 	c.Spec.Params = jsonRaw(`{"workload":"api"}`)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	if string(c.Status.Outputs.Raw) != `{"port":80}` {
 		t.Fatalf("outputs %s", c.Status.Outputs.Raw)
@@ -629,14 +554,10 @@ func TestWorkloadServicesChangesReachClaims(t *testing.T) {
 // broker and MinIO server are such objects): deleting one instance must leave the object to
 // the other, not delete it from under it, and the two must not keep relabelling it.
 func TestObjectSharedByInstancesOfANamespace(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	a := newClaim(ns, "a-events", "a", "events", "topic", "", scorev1b1.DeprovisionDelete)
 	b := newClaim(ns, "b-events", "b", "events", "topic", "", scorev1b1.DeprovisionDelete)
-	for _, c := range []*scorev1b1.ResourceClaim{a, b} {
-		if err := env.Client.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.Create(t, env.Client, a, b)
 	a, b = waitPhase(t, a, scorev1b1.ClaimPhaseBound), waitPhase(t, b, scorev1b1.ClaimPhaseBound)
 	broker := &corev1.ConfigMap{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "broker"}, broker); err != nil {
@@ -651,7 +572,16 @@ func TestObjectSharedByInstancesOfANamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(time.Second)
+		// The positive control: a later change of each claim, one the definition does not
+		// read, is answered (its generation observed) after the nudge was processed.
+		for _, c := range []*scorev1b1.ResourceClaim{a, b} {
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Spec.Params = jsonRaw(`{"unread":"` + c.Name + `"}`)
+			if err := env.Client.Patch(ctx, c, patch); err != nil {
+				t.Fatal(err)
+			}
+			waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+		}
 		again := &corev1.ConfigMap{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(broker), again); err != nil {
 			t.Fatal(err)

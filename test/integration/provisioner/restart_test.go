@@ -30,18 +30,14 @@ const (
 // release waited for a deletion event that never came (an N=1,000 deletion stalled with every
 // controller idle after a provisioner crash).
 func TestReleaseAfterARestartIsWokenByTheDeletion(t *testing.T) {
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: restartNamespace}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: restartNamespace}})
 	only := fields.OneTermEqualSelector("metadata.namespace", restartNamespace)
 	first, stopFirst := context.WithCancel(ctx)
 	if err := startController(first, false, only); err != nil {
 		t.Fatal(err)
 	}
 	c := newClaim(restartNamespace, "web-db", "web", "db", "kv", "", scorev1b1.DeprovisionDelete)
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 	var cm *corev1.ConfigMap
 	for _, o := range c.Status.Resources {
@@ -96,18 +92,14 @@ func TestReleaseAfterARestartIsWokenByTheDeletion(t *testing.T) {
 // the next claim of the instance got new ones.
 func TestReleasingAClaimNeverProvisionedKeepsTheState(t *testing.T) {
 	ns := stateNamespace
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	only := fields.OneTermEqualSelector("metadata.namespace", ns)
 	running, stop := context.WithCancel(ctx)
 	if err := startController(running, false, only); err != nil {
 		t.Fatal(err)
 	}
 	retained := newClaim(ns, "web-db-1", "web", "db", "kv", "", scorev1b1.DeprovisionRetain)
-	if err := env.Client.Create(ctx, retained); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, retained)
 	retained = waitPhase(t, retained, scorev1b1.ClaimPhaseBound)
 	password := secretValue(t, ns, retained.Status.SecretRef.Name, "password")
 	if err := env.Client.Delete(ctx, retained); err != nil {
@@ -119,9 +111,7 @@ func TestReleasingAClaimNeverProvisionedKeepsTheState(t *testing.T) {
 	// A claim of the same identity, Delete, created and deleted while no provisioner runs.
 	never := newClaim(ns, "web-db-2", "web", "db", "kv", "", scorev1b1.DeprovisionDelete)
 	never.Finalizers = []string{scorev1b1.ClaimFinalizer}
-	if err := env.Client.Create(ctx, never); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, never)
 	if err := env.Client.Delete(ctx, never); err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +123,7 @@ func TestReleasingAClaimNeverProvisionedKeepsTheState(t *testing.T) {
 	gone(t, never)
 
 	again := newClaim(ns, "web-db-3", "web", "db", "kv", "", scorev1b1.DeprovisionRetain)
-	if err := env.Client.Create(ctx, again); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, again)
 	again = waitPhase(t, again, scorev1b1.ClaimPhaseBound)
 	if got := secretValue(t, ns, again.Status.SecretRef.Name, "password"); got != password {
 		t.Fatalf("the retained instance's credentials were lost: the next claim got new ones")

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
 // Sharing across namespaces is the platform's decision: claims with the same id from
@@ -25,17 +26,11 @@ func TestSharingAcrossNamespaces(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"share": "yes"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}},
 	} {
-		if err := env.Client.Create(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Create(t, env.Client, ns)
 	}
 	a := newClaim("team-a", "web-db", "web", "db", "shared-kv", "main", scorev1b1.DeprovisionDelete)
 	b := newClaim("team-b", "api-db", "api", "db", "shared-kv", "main", scorev1b1.DeprovisionDelete)
-	for _, c := range []*scorev1b1.ResourceClaim{a, b} {
-		if err := env.Client.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.Create(t, env.Client, a, b)
 	a, b = waitPhase(t, a, scorev1b1.ClaimPhaseBound), waitPhase(t, b, scorev1b1.ClaimPhaseBound)
 	if a.Status.InstanceNamespace != "shared-home" || b.Status.InstanceNamespace != "shared-home" {
 		t.Fatalf("instance namespaces %q %q", a.Status.InstanceNamespace, b.Status.InstanceNamespace)
@@ -74,9 +69,7 @@ func TestSharingAcrossNamespaces(t *testing.T) {
 
 	t.Run("a namespace the platform does not select is denied", func(t *testing.T) {
 		c := newClaim("team-c", "x-db", "x", "db", "shared-kv", "main", scorev1b1.DeprovisionDelete)
-		if err := env.Client.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Create(t, env.Client, c)
 		c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
 		if c.Status.Reason != scorev1b1.ReasonPermissionDenied || c.Status.SecretRef != nil || c.Status.Outputs != nil {
 			t.Fatalf("status %+v", c.Status)
@@ -96,9 +89,7 @@ func TestSharingAcrossNamespaces(t *testing.T) {
 
 	t.Run("or, when the platform says Isolate, gets its own instance", func(t *testing.T) {
 		c := newClaim("team-c", "y-db", "y", "db", "isolated-kv", "main", scorev1b1.DeprovisionDelete)
-		if err := env.Client.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Create(t, env.Client, c)
 		c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
 		if c.Status.InstanceNamespace != "" || !strings.Contains(string(c.Status.Outputs.Raw), ".team-c") {
 			t.Fatalf("its own instance: %q %s", c.Status.InstanceNamespace, c.Status.Outputs.Raw)

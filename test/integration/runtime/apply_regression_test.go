@@ -67,7 +67,7 @@ func retemplate(t *testing.T, ns, name, text string) {
 		t.Fatal(err)
 	}
 	before := p.DeepCopy()
-	p.Spec.Template.Digest = digest(text)
+	p.Spec.Template.Digest = testenv.Digest(text)
 	if err := env.Client.Patch(ctx, p, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +114,8 @@ func TestObjectMovedToAnotherVersionIsKept(t *testing.T) {
 	const tpl = "apiVersion: versions.score.test/%s\nkind: Gadget\nmetadata:\n  name: {{ .Workload.Name }}\nspec:\n  size: 1\n"
 	old := fmt.Sprintf(tpl, "v1alpha1")
 	ns := setup(t, old)
-	p := newPlan(ns, "moved", "u-moved", digest(old), `{}`)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPlan(ns, "moved", "u-moved", testenv.Digest(old), `{}`)
+	testenv.Create(t, env.Client, p)
 	appliedAt(t, ns, "moved", "versions.score.test/v1alpha1 Gadget moved")
 	before := &unstructured.Unstructured{}
 	before.SetGroupVersionKind(schema.GroupVersionKind{Group: "versions.score.test", Version: "v1", Kind: "Gadget"})
@@ -144,10 +142,8 @@ func TestObjectMovedToAnotherVersionIsKept(t *testing.T) {
 func TestKindNoLongerServedDoesNotWedgePrune(t *testing.T) {
 	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}\ndata: {a: b}\n"
 	ns := setup(t, text)
-	p := newPlan(ns, "unserved", "u-unserved", digest(text), `{}`)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPlan(ns, "unserved", "u-unserved", testenv.Digest(text), `{}`)
+	testenv.Create(t, env.Client, p)
 	p = appliedAt(t, ns, "unserved", "v1 ConfigMap unserved")
 	before := p.DeepCopy()
 	p.Status.Objects = append(p.Status.Objects, scorev1b1.AppliedObject{APIVersion: "gone.score.test/v1", Kind: "Gadget", Namespace: ns, Name: "unserved", Health: scorev1b1.HealthCurrent})
@@ -189,10 +185,8 @@ spec:
   color: blue
 `
 	ns := setup(t, text)
-	p := newPlan(ns, "staged", "u-staged", digest(text), `{}`)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPlan(ns, "staged", "u-staged", testenv.Digest(text), `{}`)
+	testenv.Create(t, env.Client, p)
 	appliedAt(t, ns, "staged", "apiextensions.k8s.io/v1 CustomResourceDefinition gizmos.staged.score.test", "staged.score.test/v1 Gizmo staged")
 	gizmo := &unstructured.Unstructured{}
 	gizmo.SetGroupVersionKind(schema.GroupVersionKind{Group: "staged.score.test", Version: "v1", Kind: "Gizmo"})

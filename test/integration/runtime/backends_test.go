@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -82,11 +80,6 @@ replacements:
 	}
 }
 
-func sha(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // pushLayer publishes an artifact with one layer to the in-process registry and returns
 // its ref pinned by digest.
 func pushLayer(t *testing.T, host, repoName, mediaType string, data []byte) (string, string) {
@@ -126,7 +119,7 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 		settings, service string
 		wantData          map[string]string
 	}{
-		{name: "helm from a ConfigMap", kind: "helm", ref: "configmap://%s/charts/chart.tgz", digest: sha(chart), settings: "web-settings", service: "web",
+		{name: "helm from a ConfigMap", kind: "helm", ref: "configmap://%s/charts/chart.tgz", digest: testenv.Digest(chart), settings: "web-settings", service: "web",
 			wantData: map[string]string{"greeting": "hello", "image": "nginx"}},
 		{name: "helm from an OCI registry", kind: "helm", ref: helmOCI, digest: helmOCIDigest, settings: "web-settings", service: "web",
 			wantData: map[string]string{"greeting": "hello", "image": "nginx"}},
@@ -137,19 +130,13 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := setup(t, "unused")
-			for _, o := range []client.Object{
+			testenv.Create(t, env.Client,
 				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"}, BinaryData: map[string][]byte{"chart.tgz": chart}},
 				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kustomization"}, Data: bytesToStrings(kust)},
-			} {
-				if err := env.Client.Create(ctx, o); err != nil {
-					t.Fatal(err)
-				}
-			}
+			)
 			p := newPlan(ns, "web", "u-"+tc.kind, tc.digest, webValues)
 			p.Spec.Template = scorev1b1.TemplateRef{Kind: scorev1b1.TemplateKind(tc.kind), Ref: strings.Replace(tc.ref, "%s", ns, 1), Digest: tc.digest}
-			if err := env.Client.Create(ctx, p); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Create(t, env.Client, p)
 			testenv.Eventually(t, 20*time.Second, "projected", func() error {
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 					return err
@@ -197,14 +184,10 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 
 	t.Run("a chart that fails its digest is not applied", func(t *testing.T) {
 		ns := setup(t, "unused")
-		if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"}, BinaryData: map[string][]byte{"chart.tgz": chart}}); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Create(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"}, BinaryData: map[string][]byte{"chart.tgz": chart}})
 		p := newPlan(ns, "web", "u-tampered", "", webValues)
-		p.Spec.Template = scorev1b1.TemplateRef{Kind: scorev1b1.TemplateHelm, Ref: "configmap://" + ns + "/charts/chart.tgz", Digest: sha(append([]byte{}, chart[:len(chart)-1]...))}
-		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		p.Spec.Template = scorev1b1.TemplateRef{Kind: scorev1b1.TemplateHelm, Ref: "configmap://" + ns + "/charts/chart.tgz", Digest: testenv.Digest(append([]byte{}, chart[:len(chart)-1]...))}
+		testenv.Create(t, env.Client, p)
 		waitPlanFailed(t, p, "does not match its digest")
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("nothing may be applied from a chart that fails its digest: %v", err)

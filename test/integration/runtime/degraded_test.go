@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -22,15 +21,10 @@ import (
 func TestDegradedButServing(t *testing.T) {
 	text := templateText(t)
 	ns := setup(t, text)
-	exp := &scorev1b1.WorkloadExposure{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: scorev1b1.WorkloadExposureSpec{WorkloadRef: scorev1b1.WorkloadRef{Name: "web", Namespace: ns, UID: "u7"}, RuntimeClass: "kubernetes", ObservedWorkloadGeneration: 1}}
-	if err := env.Client.Create(ctx, exp); err != nil {
-		t.Fatal(err)
-	}
-	p := newPlan(ns, "web", "u7", digest(text), `{"replicas":2,"containers":{"main":{"image":"nginx"}}}`)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	exp := newExposure(ns, "web", "u7")
+	testenv.Create(t, env.Client, exp)
+	p := newPlan(ns, "web", "u7", testenv.Digest(text), `{"replicas":2,"containers":{"main":{"image":"nginx"}}}`)
+	testenv.Create(t, env.Client, p)
 	dep := &appsv1.Deployment{}
 	testenv.Eventually(t, 20*time.Second, "applied", func() error { return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep) })
 	setAvailable := func(n int32) {

@@ -54,18 +54,14 @@ func TestCustomResourceHealthFromCEL(t *testing.T) {
 			}},
 		},
 	}
-	if err := env.Client.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, crd)
 	testenv.Eventually(t, 20*time.Second, "the Widget kind is served", func() error {
 		return env.Client.List(ctx, widgetList())
 	})
 	text := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {{ .Workload.Name }}\nspec:\n  size: 1\n"
 	ns := setup(t, text)
-	p := newPlan(ns, "gadget", "u9", digest(text), webValues)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPlan(ns, "gadget", "u9", testenv.Digest(text), webValues)
+	testenv.Create(t, env.Client, p)
 	phase := func(want scorev1b1.PlanPhase, health, message string) func() error {
 		return func() error {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {

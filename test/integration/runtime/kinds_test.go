@@ -21,10 +21,8 @@ import (
 func TestAllowedClusterScopedKind(t *testing.T) {
 	text := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ .Workload.Name }}-sandbox\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}\n"
 	ns := setup(t, text)
-	p := newPlan(ns, "lab", "u8", digest(text), webValues)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPlan(ns, "lab", "u8", testenv.Digest(text), webValues)
+	testenv.Create(t, env.Client, p)
 	sandbox := &corev1.Namespace{}
 	testenv.Eventually(t, 20*time.Second, "applied", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: "lab-sandbox"}, sandbox); err != nil {
@@ -66,10 +64,8 @@ func TestAllowedClusterScopedKind(t *testing.T) {
 func TestDisallowedKindIsRefused(t *testing.T) {
 	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {{ .Workload.Name }}-admin\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: ServiceAccount, name: default, namespace: default}]\n"
 	ns := setup(t, text)
-	p := newPlan(ns, "escalate", "u9", digest(text), webValues)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPlan(ns, "escalate", "u9", testenv.Digest(text), webValues)
+	testenv.Create(t, env.Client, p)
 	waitPlanFailed(t, p, "ClusterRoleBinding escalate-admin is of a kind the platform does not allow (allowedKinds)")
 	if p.Status.Reason != scorev1b1.ReasonPermissionDenied {
 		t.Fatalf("reason %s", p.Status.Reason)

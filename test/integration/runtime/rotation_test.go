@@ -26,14 +26,10 @@ func TestRotatedSecretRollsThePods(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: scorev1b1.GroupVersion.String(), Kind: "ResourceClaim", Name: "rot-db", UID: "claim-uid", Controller: ptr.To(true)}}},
 		Data: map[string][]byte{"password": []byte("first-secret-value")},
 	}
-	if err := env.Client.Create(ctx, outputs); err != nil {
-		t.Fatal(err)
-	}
-	p := newPlan(ns, "rot", "u10", digest(text), `{"containers":{"main":{"image":"nginx"}},"resources":{"db":{"type":"postgres","outputs":{"host":"db"}}}}`)
+	testenv.Create(t, env.Client, outputs)
+	p := newPlan(ns, "rot", "u10", testenv.Digest(text), `{"containers":{"main":{"image":"nginx"}},"resources":{"db":{"type":"postgres","outputs":{"host":"db"}}}}`)
 	p.Spec.Claims = []scorev1b1.PlanClaim{{Key: "db", ClaimName: "rot-db", SecretName: "rot-db-outputs", SecretKeys: []string{"password"}}}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, p)
 	revision := func() (string, error) {
 		dep := &appsv1.Deployment{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rot"}, dep); err != nil {

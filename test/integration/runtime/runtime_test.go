@@ -5,15 +5,12 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -22,11 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	runtimectl "github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
@@ -39,36 +33,24 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
-	c, cancel := context.WithCancel(ctx)
-	// The cache options of the binary: what it caches decides what the runtime's watches see.
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: configsource.CacheOptions()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	store, err := healthConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	r := &runtimectl.Reconciler{Client: mgr.GetClient(), Templates: &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true}}, Config: store,
-		Recorder: mgr.GetEventRecorder("score-runtime")}
-	if err := r.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	go func() { _ = mgr.Start(c) }()
-	code := m.Run()
-	cancel()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
+		env = e
+		mgr, err := ctrl.NewManager(env.Config, testenv.ManagerOptions())
+		if err != nil {
+			return err
+		}
+		store, err := healthConfig()
+		if err != nil {
+			return err
+		}
+		r := &runtimectl.Reconciler{Client: mgr.GetClient(), Templates: &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true}}, Config: store,
+			Recorder: mgr.GetEventRecorder("score-runtime")}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		go func() { _ = mgr.Start(ctx) }()
+		return nil
+	}))
 }
 
 func templateText(t *testing.T) string {
@@ -80,26 +62,11 @@ func templateText(t *testing.T) string {
 	return string(b)
 }
 
-func digest(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-var nsN int
-
-// setup creates a namespace with the template ConfigMap and returns it.
+// setup creates a namespace for the test with the template ConfigMap and returns it.
 func setup(t *testing.T, text string) string {
 	t.Helper()
-	nsN++
-	ns := fmt.Sprintf("r%02d", nsN)
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "templates"}, Data: map[string]string{"web.yaml": text}},
-	} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "templates"}, Data: map[string]string{"web.yaml": text}})
 	return ns
 }
 
@@ -116,20 +83,21 @@ func newPlan(ns, name, uid, templateDigest, values string) *scorev1b1.WorkloadPl
 	}
 }
 
+// newExposure is the exposure registration of the Workload a plan of newPlan's belongs to.
+func newExposure(ns, name, uid string) *scorev1b1.WorkloadExposure {
+	return &scorev1b1.WorkloadExposure{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: scorev1b1.WorkloadExposureSpec{WorkloadRef: scorev1b1.WorkloadRef{Name: name, Namespace: ns, UID: uid}, RuntimeClass: "kubernetes", ObservedWorkloadGeneration: 1}}
+}
+
 const webValues = `{"containers":{"main":{"image":"nginx"}},"service":{"ports":{"http":{"port":80,"targetPort":8080,"protocol":"TCP"},"admin":{"port":9000,"targetPort":9000,"protocol":"TCP"}}}}`
 
 func TestApplyPruneAndRepair(t *testing.T) {
 	text := templateText(t)
 	ns := setup(t, text)
-	exposure := &scorev1b1.WorkloadExposure{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: scorev1b1.WorkloadExposureSpec{WorkloadRef: scorev1b1.WorkloadRef{Name: "web", Namespace: ns, UID: "u1"}, RuntimeClass: "kubernetes", ObservedWorkloadGeneration: 1}}
-	if err := env.Client.Create(ctx, exposure); err != nil {
-		t.Fatal(err)
-	}
-	p := newPlan(ns, "web", "u1", digest(text), webValues)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	exposure := newExposure(ns, "web", "u1")
+	testenv.Create(t, env.Client, exposure)
+	p := newPlan(ns, "web", "u1", testenv.Digest(text), webValues)
+	testenv.Create(t, env.Client, p)
 	dep, svc := &appsv1.Deployment{}, &corev1.Service{}
 	testenv.Eventually(t, 20*time.Second, "applied", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep); err != nil {
@@ -150,7 +118,8 @@ func TestApplyPruneAndRepair(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(exposure), exposure); err != nil {
 			return err
 		}
-		if len(exposure.Status.Exposures) != 2 || exposure.Status.Exposures[0].URL != "http://web."+ns+".svc.cluster.local:9000" {
+		// The port named http comes first, the order a person calls them in.
+		if len(exposure.Status.Exposures) != 2 || exposure.Status.Exposures[0].URL != "http://web."+ns+".svc.cluster.local:80" {
 			return fmt.Errorf("exposures %+v", exposure.Status.Exposures)
 		}
 		return nil
@@ -217,9 +186,7 @@ func TestApplyPruneAndRepair(t *testing.T) {
 func TestAppliedConfigMapDriftIsCorrected(t *testing.T) {
 	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}-settings\ndata:\n  mode: quiet\n"
 	ns := setup(t, text)
-	if err := env.Client.Create(ctx, newPlan(ns, "cfg", "u1", digest(text), `{}`)); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, newPlan(ns, "cfg", "u1", testenv.Digest(text), `{}`))
 	cm := &corev1.ConfigMap{}
 	key := client.ObjectKey{Namespace: ns, Name: "cfg-settings"}
 	testenv.Eventually(t, 20*time.Second, "applied", func() error { return env.Client.Get(ctx, key, cm) })
@@ -243,13 +210,9 @@ func TestConflictingObjectIsRefused(t *testing.T) {
 	ns := setup(t, text)
 	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Annotations: map[string]string{scorev1b1.AnnotationWorkloadUID: "someone-else"}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1}}}}
-	if err := env.Client.Create(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	p := newPlan(ns, "api", "u2", digest(text), webValues)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Create(t, env.Client, other)
+	p := newPlan(ns, "api", "u2", testenv.Digest(text), webValues)
+	testenv.Create(t, env.Client, p)
 	waitPlanFailed(t, p, "Service api exists and belongs to another workload")
 	if p.Status.Reason != scorev1b1.ReasonPermissionDenied {
 		t.Fatalf("reason %s", p.Status.Reason)
@@ -262,10 +225,8 @@ func TestConflictingObjectIsRefused(t *testing.T) {
 func TestTemplateDigestIsVerified(t *testing.T) {
 	text := templateText(t)
 	ns := setup(t, text)
-	p := newPlan(ns, "tampered", "u3", digest(text+"# changed"), webValues)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPlan(ns, "tampered", "u3", testenv.Digest(text+"# changed"), webValues)
+	testenv.Create(t, env.Client, p)
 	waitPlanFailed(t, p, "does not match its digest")
 	testenv.Eventually(t, 20*time.Second, "a warning event", func() error {
 		var events eventsv1.EventList
@@ -287,10 +248,8 @@ func TestTemplateDigestIsVerified(t *testing.T) {
 func TestInvalidObjectFailsThePlan(t *testing.T) {
 	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n"
 	ns := setup(t, text)
-	p := newPlan(ns, "bad", "u4", digest(text), webValues)
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPlan(ns, "bad", "u4", testenv.Digest(text), webValues)
+	testenv.Create(t, env.Client, p)
 	waitPlanFailed(t, p, `ConfigMap "Bad_Name" is invalid`)
 }
 

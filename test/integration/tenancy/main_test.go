@@ -6,21 +6,14 @@ package tenancy
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"testing"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -103,48 +96,27 @@ provisioners:
         subjects: [{kind: ServiceAccount, name: default, namespace: {{ .Namespace }}}]
 `
 
-func digest(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "templates"},
-			Data: map[string]string{"web.yaml": webTemplate, "escalate.yaml": escalateTemplate}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"},
-			Data: map[string]string{"config.yaml": fmt.Sprintf(config, digest(webTemplate), digest(escalateTemplate))}},
-	} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+	os.Exit(testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
+		env = e
+		if err := testenv.CreateAll(ctx, env.Client,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "templates"},
+				Data: map[string]string{"web.yaml": webTemplate, "escalate.yaml": escalateTemplate}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"},
+				Data: map[string]string{"config.yaml": fmt.Sprintf(config, testenv.Digest(webTemplate), testenv.Digest(escalateTemplate))}},
+		); err != nil {
+			return err
 		}
-	}
-	c, cancel := context.WithCancel(ctx)
-	defer cancel()
-	opts := controlplane.DefaultOptions() // cmd:// provisioners off, as by default
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Cache: configsource.CacheOptions()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := controlplane.Setup(mgr, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = mgr.Start(c) }()
-	return m.Run()
+		mgr, err := ctrl.NewManager(env.Config, testenv.ManagerOptions())
+		if err != nil {
+			return err
+		}
+		// The whole control plane, cmd:// provisioners off, as by default.
+		if err := controlplane.Setup(mgr, controlplane.DefaultOptions()); err != nil {
+			return err
+		}
+		go func() { _ = mgr.Start(ctx) }()
+		return nil
+	}))
 }

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -45,13 +42,11 @@ type attempt struct {
 // alone by test/integration/runtime's TestDisallowedKindIsRefused.
 func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 	for _, ns := range []string{teamA, teamB} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	// team-a's database and the credentials team-b must never see.
-	web := workload(teamA, "web", withVar("DB_PASSWORD", "${resources.db.password}"), withResource("db", "postgres", "main", ""))
-	create(t, web)
+	web := testenv.Workload(teamA, "web", testenv.WithVar("DB_PASSWORD", "${resources.db.password}"), testenv.WithResource("db", "postgres", testenv.ResourceID("main")))
+	testenv.Create(t, env.Client, web)
 	readyIs(t, teamA, "web", metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
 	aClaim := claimOf(t, teamA, "web", "db", "postgres")
 	aPassword := secretValue(t, teamA, aClaim.Status.SecretRef.Name, "password")
@@ -63,7 +58,7 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 	attempts := []attempt{
 		{
 			name:     "(a) same id as the other team's database, no sharing: its own instance, never the other's credentials",
-			workload: workload(teamB, "same-id", withVar("DB_PASSWORD", "${resources.db.password}"), withResource("db", "postgres", "main", "")),
+			workload: testenv.Workload(teamB, "same-id", testenv.WithVar("DB_PASSWORD", "${resources.db.password}"), testenv.WithResource("db", "postgres", testenv.ResourceID("main"))),
 			ready:    metav1.ConditionTrue, reason: scorev1b1.ReasonSucceeded,
 			check: func(t *testing.T, w *scorev1b1.Workload) {
 				c := claimOf(t, teamB, w.Name, "db", "postgres")
@@ -83,8 +78,8 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 		},
 		{
 			name: "(b) a provisioner param naming the other namespace: refused, nothing written there",
-			workload: workload(teamB, "param-ns", withVar("DB_PASSWORD", "${resources.db.password}"),
-				withResource("db", "postgres", "", `{"namespace": "team-a"}`)),
+			workload: testenv.Workload(teamB, "param-ns", testenv.WithVar("DB_PASSWORD", "${resources.db.password}"),
+				testenv.WithResource("db", "postgres", testenv.ResourceParams(`{"namespace": "team-a"}`))),
 			ready: metav1.ConditionFalse, reason: scorev1b1.ReasonPermissionDenied,
 			check: func(t *testing.T, w *scorev1b1.Workload) {
 				c := claimOf(t, teamB, w.Name, "db", "postgres")
@@ -96,7 +91,7 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 		},
 		{
 			name:     "(b) a template placing the Workload's objects in the other namespace: refused",
-			workload: workload(teamB, "placed", withAnnotation("example.com/namespace", teamA)),
+			workload: testenv.Workload(teamB, "placed", testenv.WithAnnotation("example.com/namespace", teamA)),
 			ready:    metav1.ConditionFalse, reason: scorev1b1.ReasonPermissionDenied,
 			check: func(t *testing.T, w *scorev1b1.Workload) {
 				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: teamA, Name: w.Name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
@@ -106,10 +101,10 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 		},
 		{
 			name:     "(c) a placeholder reaching for the other Workload's claim (undeclared resource): SpecInvalid, no plan",
-			workload: workload(teamB, "reach", withVar("STOLEN", "${resources.db.password}"), withVar("HOST", "${resources.web-db.host}")),
+			workload: testenv.Workload(teamB, "reach", testenv.WithVar("STOLEN", "${resources.db.password}"), testenv.WithVar("HOST", "${resources.web-db.host}")),
 			ready:    metav1.ConditionFalse, reason: scorev1b1.ReasonSpecInvalid,
 			check: func(t *testing.T, w *scorev1b1.Workload) {
-				if c := condition(w, scorev1b1.ConditionInputsValid); c.Status != metav1.ConditionFalse || c.Reason != string(scorev1b1.ReasonSpecInvalid) {
+				if c := testenv.Condition(w, scorev1b1.ConditionInputsValid); c.Status != metav1.ConditionFalse || c.Reason != string(scorev1b1.ReasonSpecInvalid) {
 					t.Fatalf("InputsValid %+v", c)
 				}
 				noPlan(t, teamB, w.Name)
@@ -121,10 +116,10 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 		},
 		{
 			name: "(d) values carrying template syntax, placeholders-escapes and YAML: rendered literally",
-			workload: workload(teamB, "inject",
-				withVar("A", `{{ .Workload.Namespace }}{{ index .Values.workload.annotations "x" }}`),
-				withVar("B", "x\"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: pwn, namespace: team-a}"),
-				withVar("C", "$${resources.db.password}")),
+			workload: testenv.Workload(teamB, "inject",
+				testenv.WithVar("A", `{{ .Workload.Namespace }}{{ index .Values.workload.annotations "x" }}`),
+				testenv.WithVar("B", "x\"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: pwn, namespace: team-a}"),
+				testenv.WithVar("C", "$${resources.db.password}")),
 			ready: metav1.ConditionTrue, reason: scorev1b1.ReasonSucceeded,
 			check: func(t *testing.T, w *scorev1b1.Workload) {
 				for k, want := range map[string]string{
@@ -145,7 +140,7 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 		},
 		{
 			name:     "(e) a backend whose template creates a ClusterRoleBinding: PermissionDenied, nothing applied",
-			workload: workload(teamB, "escalate", withAnnotation("score.dev/profile", "escalate")),
+			workload: testenv.Workload(teamB, "escalate", testenv.WithAnnotation("score.dev/profile", "escalate")),
 			ready:    metav1.ConditionFalse, reason: scorev1b1.ReasonPermissionDenied,
 			check: func(t *testing.T, w *scorev1b1.Workload) {
 				if err := env.Client.Get(ctx, client.ObjectKey{Name: "escalate-team-b-admin"}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
@@ -158,7 +153,7 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 		},
 		{
 			name:     "(e) a dependency whose provisioner creates a ClusterRoleBinding: PermissionDenied, nothing applied",
-			workload: workload(teamB, "escalate-dep", withResource("admin", "escalating", "", "")),
+			workload: testenv.Workload(teamB, "escalate-dep", testenv.WithResource("admin", "escalating")),
 			ready:    metav1.ConditionFalse, reason: scorev1b1.ReasonPermissionDenied,
 			check: func(t *testing.T, w *scorev1b1.Workload) {
 				if err := env.Client.Get(ctx, client.ObjectKey{Name: "escalate-dep-team-b-admin"}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
@@ -170,7 +165,7 @@ func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 	}
 	for _, a := range attempts {
 		t.Run(a.name, func(t *testing.T) {
-			create(t, a.workload)
+			testenv.Create(t, env.Client, a.workload)
 			w := readyIs(t, teamB, a.workload.Name, a.ready, a.reason)
 			a.check(t, w)
 			// Whatever the attempt, team-a is as it was and none of team-b's Secrets holds
@@ -216,85 +211,11 @@ func inventory(t *testing.T, ns string) string {
 	return strings.Join(out, " ")
 }
 
-type wlOpt func(*scorev1b1.Workload)
-
-func workload(ns, name string, opts ...wlOpt) *scorev1b1.Workload {
-	w := &scorev1b1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx:1.27"}}},
-	}
-	for _, o := range opts {
-		o(w)
-	}
-	return w
-}
-
-func withVar(k, v string) wlOpt {
-	return func(w *scorev1b1.Workload) {
-		c := w.Spec.Containers["main"]
-		if c.Variables == nil {
-			c.Variables = map[string]string{}
-		}
-		c.Variables[k] = v
-		w.Spec.Containers["main"] = c
-	}
-}
-
-func withResource(key, typ, id, params string) wlOpt {
-	return func(w *scorev1b1.Workload) {
-		if w.Spec.Resources == nil {
-			w.Spec.Resources = map[string]scorev1b1.Resource{}
-		}
-		r := scorev1b1.Resource{Type: typ}
-		if id != "" {
-			r.ID = ptr.To(id)
-		}
-		if params != "" {
-			r.Params = &apiextensionsv1.JSON{Raw: []byte(params)}
-		}
-		w.Spec.Resources[key] = r
-	}
-}
-
-func withAnnotation(k, v string) wlOpt {
-	return func(w *scorev1b1.Workload) {
-		if w.Annotations == nil {
-			w.Annotations = map[string]string{}
-		}
-		w.Annotations[k] = v
-	}
-}
-
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Create(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func condition(w *scorev1b1.Workload, typ string) metav1.Condition {
-	if c := meta.FindStatusCondition(w.Status.Conditions, typ); c != nil {
-		return *c
-	}
-	return metav1.Condition{}
-}
-
 // readyIs waits until the Workload's Ready condition, for its current generation, has the
 // status and reason.
 func readyIs(t *testing.T, ns, name string, status metav1.ConditionStatus, reason scorev1b1.Reason) *scorev1b1.Workload {
 	t.Helper()
-	w := &scorev1b1.Workload{}
-	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%s/%s Ready=%s/%s", ns, name, status, reason), func() error {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-			return err
-		}
-		c := condition(w, scorev1b1.ConditionReady)
-		if c.Status != status || c.Reason != string(reason) || c.ObservedGeneration != w.Generation {
-			return fmt.Errorf("Ready is %s/%s (gen %d of %d): %s; conditions %+v", c.Status, c.Reason, c.ObservedGeneration, w.Generation, c.Message, w.Status.Conditions)
-		}
-		return nil
-	})
-	return w
+	return testenv.WaitForCondition(t, env.Client, client.ObjectKey{Namespace: ns, Name: name}, scorev1b1.ConditionReady, status, reason)
 }
 
 func claimOf(t *testing.T, ns, workload, key, typ string) *scorev1b1.ResourceClaim {
@@ -306,13 +227,10 @@ func claimOf(t *testing.T, ns, workload, key, typ string) *scorev1b1.ResourceCla
 	return c
 }
 
+// secretValue reads one key of a Secret.
 func secretValue(t *testing.T, ns, name, key string) string {
 	t.Helper()
-	s := &corev1.Secret{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
-		t.Fatal(err)
-	}
-	return string(s.Data[key])
+	return testenv.SecretValue(t, env.Client, ns, name, key)
 }
 
 func noPlan(t *testing.T, ns, name string) {

@@ -1,0 +1,50 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+// WaitTimeout is how long the waits of this package give the controllers to answer on the
+// API server of Start: far more than any answer takes, so that only a missing one fails.
+const WaitTimeout = 30 * time.Second
+
+// WaitForCondition waits until the Workload's condition typ has the status and reason for
+// the Workload's current generation, and returns the Workload as it then was.
+func WaitForCondition(t testing.TB, c client.Client, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason scorev1b1.Reason) *scorev1b1.Workload {
+	t.Helper()
+	w := &scorev1b1.Workload{}
+	Eventually(t, WaitTimeout, fmt.Sprintf("%s %s=%s/%s", key, typ, status, reason), func() error {
+		if err := c.Get(context.Background(), key, w); err != nil {
+			return err
+		}
+		cond := Condition(w, typ)
+		if cond.Status != status || cond.Reason != string(reason) || cond.ObservedGeneration != w.Generation {
+			return fmt.Errorf("%s is %s/%s (generation %d of %d): %s; conditions %+v", typ, cond.Status, cond.Reason, cond.ObservedGeneration, w.Generation, cond.Message, w.Status.Conditions)
+		}
+		return nil
+	})
+	return w
+}
+
+// WaitGone waits until obj, by its namespace and name, no longer exists.
+func WaitGone(t testing.TB, c client.Client, obj client.Object) {
+	t.Helper()
+	Eventually(t, WaitTimeout, fmt.Sprintf("%T %s gone", obj, obj.GetName()), func() error {
+		switch err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object)); {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("still there")
+	})
+}
