@@ -127,7 +127,7 @@ func explain(out io.Writer, w *scorev1b1.Workload, cfg *orchconfig.Config, regio
 				}
 			}
 			fmt.Fprintf(out, "  %s (%s): %s; claim %s", k, res.Type, provider, phase)
-			if detail != "" {
+			if detail != "" && detail != provider { // each cause once: no match is both
 				fmt.Fprintf(out, " — %s", detail)
 			}
 			fmt.Fprintln(out)

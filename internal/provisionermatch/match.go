@@ -162,5 +162,49 @@ func noProvisionerMessage(provisioners []orchconfig.Provisioner, typ, class, id 
 	if id != "" {
 		what += " with id " + id
 	}
-	return fmt.Sprintf("No provisioner serves %s. Available types: %s.", what, strings.Join(list, ", "))
+	msg := fmt.Sprintf("No provisioner serves %s. Available types: %s.", what, strings.Join(list, ", "))
+	if near := closest(typ, list); near != "" {
+		msg += fmt.Sprintf(" Did you mean %s?", near)
+	}
+	return msg + " A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."
+}
+
+// closest is the served type nearest to typ (by edit distance, case aside), when it is near
+// enough to be a slip: at most a third of typ's letters apart, or typ with a prefix or suffix
+// (postgresql for postgres). Between equally near types, the fewer edits wins.
+func closest(typ string, served []string) string {
+	best, bestDist, bestRaw := "", len(typ)/3+1, 0
+	for _, s := range served {
+		lt, ls := strings.ToLower(typ), strings.ToLower(s)
+		raw := editDistance(lt, ls)
+		d := raw
+		if strings.HasPrefix(lt, ls) || strings.HasPrefix(ls, lt) {
+			d = min(d, 1)
+		}
+		if d < bestDist || d == bestDist && best != "" && raw < bestRaw {
+			best, bestDist, bestRaw = s, d, raw
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -58,6 +58,20 @@ func TestMatch(t *testing.T) {
 	}
 }
 
+const howToServe = " A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."
+
+func TestClosest(t *testing.T) {
+	served := []string{"amqp", "mongodb", "mysql", "postgres", "redis", "service", "service-port"}
+	for typ, want := range map[string]string{
+		"postgresql": "postgres", "Postgres": "postgres", "mongo": "mongodb", "reddis": "redis",
+		"servce": "service", "service-ports": "service-port", "rabbitmq": "", "s3": "", "elasticsearch": "",
+	} {
+		if got := closest(typ, served); got != want {
+			t.Errorf("closest(%q) = %q, want %q", typ, got, want)
+		}
+	}
+}
+
 func TestResolve(t *testing.T) {
 	classes := []orchconfig.Class{
 		{Type: "postgres", Name: "standard", Default: true, Params: map[string]any{"size": "small", "backup": map[string]any{"enabled": true, "days": 7}}},
@@ -111,7 +125,12 @@ func TestResolve(t *testing.T) {
 		{
 			name:        "no provisioner names the resolved class",
 			claim:       Claim{Type: "mongodb"},
-			wantMessage: "No provisioner serves mongodb. Available types: amqp, postgres, redis.",
+			wantMessage: "No provisioner serves mongodb. Available types: amqp, postgres, redis." + howToServe,
+		},
+		{
+			name:        "a near miss names the closest served type",
+			claim:       Claim{Type: "postgresql"},
+			wantMessage: "No provisioner serves postgresql. Available types: amqp, postgres, redis. Did you mean postgres?" + howToServe,
 		},
 	}
 	for _, tc := range cases {

@@ -16,6 +16,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Pod is the projection of a plan's containers: the pod spec parts and the objects that
@@ -186,7 +187,7 @@ func (p *projector) container(cp scorev1b1.ContainerProjection, values map[strin
 		c["volumeMounts"] = mounts
 	}
 	if r, ok := values["resources"].(map[string]any); ok {
-		c["resources"] = r
+		c["resources"] = canonicalQuantities(r)
 	}
 	if pr := probe(values["livenessProbe"]); pr != nil {
 		c["livenessProbe"] = pr
@@ -195,6 +196,31 @@ func (p *projector) container(cp scorev1b1.ContainerProjection, values map[strin
 		c["readinessProbe"] = pr
 	}
 	return c, nil
+}
+
+// canonicalQuantities writes a container's limits and requests as the API server stores them
+// (cpu "1000m" is stored as "1"): a rendered object that differs from the stored one only in a
+// quantity's spelling would be applied again on every pass, a write each time for nothing.
+func canonicalQuantities(r map[string]any) map[string]any {
+	out := make(map[string]any, len(r))
+	for k, v := range r {
+		set, ok := v.(map[string]any)
+		if !ok || (k != "limits" && k != "requests") {
+			out[k] = v
+			continue
+		}
+		canon := make(map[string]any, len(set))
+		for name, q := range set {
+			canon[name] = q
+			if s, ok := q.(string); ok {
+				if parsed, err := resource.ParseQuantity(s); err == nil {
+					canon[name] = parsed.String()
+				}
+			}
+		}
+		out[k] = canon
+	}
+	return out
 }
 
 // probe maps a Score probe; exec is preferred when both are given, as the Score schema says.

@@ -407,3 +407,14 @@ func TestPodsCarryConsumerLabels(t *testing.T) {
 		t.Fatalf("the selector stays the Workload's own: %v", selector)
 	}
 }
+
+// Quantities are rendered as the API server stores them: otherwise a Workload asking for cpu
+// "1000m" would be applied again on every pass (the API server stores "1").
+func TestQuantitiesAreCanonical(t *testing.T) {
+	for in, want := range map[string]string{"1000m": "1", "512Mi": "512Mi", "0.5": "500m", "1Gi": "1Gi", "100m": "100m"} {
+		got := canonicalQuantities(map[string]any{"limits": map[string]any{"cpu": in}})
+		if cpu := got["limits"].(map[string]any)["cpu"]; cpu != want {
+			t.Errorf("%s rendered as %v, want %s", in, cpu, want)
+		}
+	}
+}

@@ -117,7 +117,7 @@ func userAnnotations(in map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range in {
 		switch k {
-		case scorev1b1.AnnotationScoreMetadata, scorev1b1.AnnotationFileSources, "kubectl.kubernetes.io/last-applied-configuration":
+		case scorev1b1.AnnotationScoreMetadata, scorev1b1.AnnotationFileSources, scorev1b1.AnnotationReconcileRequestedAt, "kubectl.kubernetes.io/last-applied-configuration":
 			continue
 		}
 		out[k] = v

@@ -51,7 +51,9 @@ func TestComposeDoesNotChangeItsInputs(t *testing.T) {
 func TestNormalize(t *testing.T) {
 	w := &scorev1b1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Labels: map[string]string{"team": "a"},
-			Annotations: map[string]string{"x": "y", scorev1b1.AnnotationScoreMetadata: "{}"}},
+			Annotations: map[string]string{"x": "y", scorev1b1.AnnotationScoreMetadata: "{}",
+				// A reconcile request is bookkeeping: in the values it would rewrite the plan on every request.
+				scorev1b1.AnnotationReconcileRequestedAt: "now"}},
 		Spec: scorev1b1.WorkloadSpec{
 			Containers: map[string]scorev1b1.Container{
 				"main":  {Image: "nginx", Resources: &scorev1b1.ContainerResources{Limits: &scorev1b1.ResourcesLimits{CPU: ptr.To("1")}}},

@@ -65,7 +65,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(state)
-	cluster := &simcluster.Cluster{Root: root, Name: "score-e2e-" + fmt.Sprint(os.Getpid()), Dir: state, Volumes: 32}
+	cluster := &simcluster.Cluster{Root: root, Name: "score-e2e-" + fmt.Sprint(os.Getpid()), Dir: state, Volumes: 64}
 	if err := cluster.Up(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
 		return 1
@@ -253,7 +253,7 @@ func TestExamplesBecomeReady(t *testing.T) {
 	})
 
 	t.Run("controllers restarting over Ready workloads write nothing", func(t *testing.T) {
-		waitSettled(t, ns)
+		waitSettled(t)
 		since := reconciled(t)
 		var writes atomic.Int64
 		if err := restart(&writes); err != nil {

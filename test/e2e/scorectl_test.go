@@ -4,8 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +48,7 @@ func TestScorectl(t *testing.T) {
 	hello := filepath.Join(testenv.RepoRoot(), "examples", "hello", "score.yaml")
 
 	out, err := run("apply", "-f", hello, "-n", ns, "--timeout", "2m")
-	if err != nil || !strings.Contains(out, "workload.score.dev/hello is Ready") {
+	if err != nil || !regexp.MustCompile(`(?m)^hello +True +Succeeded +http://hello\.`+ns).MatchString(out) {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
 	out, err = run("status", "-n", ns)
@@ -84,5 +86,27 @@ func TestScorectl(t *testing.T) {
 	out, _ = run("why", "needs-gpu", "-n", ns)
 	if !strings.Contains(out, `does not offer required feature "gpu"`) {
 		t.Fatalf("why names the filtering constraint:\n%s", out)
+	}
+
+	// An app of two files, one depending on a type nobody serves: the wait stops at once
+	// (long before the timeout) with the dependency's own message, and the table shows both.
+	app := t.TempDir()
+	for name, doc := range map[string]string{
+		"web.yaml":    "apiVersion: score.dev/v1b1\nmetadata: {name: web}\ncontainers: {main: {image: nginx}}\nservice: {ports: {http: {port: 80}}}\nresources: {api: {type: service}}\n",
+		"api.yaml":    "apiVersion: score.dev/v1b1\nmetadata: {name: api}\ncontainers: {main: {image: nginx}}\nservice: {ports: {http: {port: 8080}}}\nresources: {db: {type: postgresql}}\n",
+		".hidden.yml": "not: a score file\n",
+	} {
+		if err := os.WriteFile(filepath.Join(app, name), []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	out, err = run("apply", "-f", app, "-n", ns, "--timeout", "3m")
+	if err == nil || time.Since(start) > time.Minute || !strings.Contains(out, "api: ClaimFailed") || !strings.Contains(out, "Did you mean postgres?") || !strings.Contains(out, "WORKLOAD") {
+		t.Fatalf("apply of an app with a dependency nobody serves: %v after %s\n%s", err, time.Since(start), out)
+	}
+	out, err = run("delete", "-f", app, "-n", ns, "--timeout", "2m")
+	if err != nil || !strings.Contains(out, "workload.score.dev/web is gone") || !strings.Contains(out, "workload.score.dev/api is gone") {
+		t.Fatalf("delete -f: %v\n%s", err, out)
 	}
 }

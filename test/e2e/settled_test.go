@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,50 +67,68 @@ func waitFullPass(t *testing.T, since map[string]float64) {
 	})
 }
 
-// waitSettled waits until nothing in ns is still on its way: every Workload Ready for its
-// generation, every plan Projected and healthy, every claim Bound, every published endpoint
-// reachable. Only then can a restart be expected to write nothing.
-func waitSettled(t *testing.T, ns string) {
+// waitSettled waits until nothing in the cluster is still on its way, so that a restart can be
+// expected to write nothing: every Workload has a status for its generation; a Ready one has its
+// claims Bound, its plan Projected and healthy and every endpoint it publishes reachable; one
+// that is not Ready is refused (a failed dependency or input, an object another Workload owns)
+// or waits for another Workload that will not come (the corpus apps leave both).
+func waitSettled(t *testing.T) {
 	t.Helper()
-	testenv.Eventually(t, time.Minute, "everything in "+ns+" settled", func() error {
+	testenv.Eventually(t, time.Minute, "everything settled", func() error {
 		var workloads scorev1b1.WorkloadList
-		if err := c.List(ctx, &workloads, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, &workloads); err != nil {
 			return err
 		}
-		for _, w := range workloads.Items {
-			if ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue || w.Status.ObservedGeneration != w.Generation {
-				return fmt.Errorf("workload %s not Ready", w.Name)
-			}
-		}
-		var plans scorev1b1.WorkloadPlanList
-		if err := c.List(ctx, &plans, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, p := range plans.Items {
-			if healthy := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionHealthy); p.Status.Phase != scorev1b1.PlanPhaseProjected || healthy == nil || healthy.Status != metav1.ConditionTrue {
-				return fmt.Errorf("plan %s %s", p.Name, p.Status.Phase)
-			}
-		}
-		var claims scorev1b1.ResourceClaimList
-		if err := c.List(ctx, &claims, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, cl := range claims.Items {
-			if cl.Status.Phase != scorev1b1.ClaimPhaseBound {
-				return fmt.Errorf("claim %s %s", cl.Name, cl.Status.Phase)
-			}
-		}
-		var exposures scorev1b1.WorkloadExposureList
-		if err := c.List(ctx, &exposures, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, e := range exposures.Items {
-			for _, x := range e.Status.Exposures {
-				if x.Reachable == nil || !*x.Reachable {
-					return fmt.Errorf("exposure %s: %s not reachable yet", e.Name, x.URL)
-				}
+		for i := range workloads.Items {
+			if err := settled(&workloads.Items[i]); err != nil {
+				return fmt.Errorf("%s/%s: %w", workloads.Items[i].Namespace, workloads.Items[i].Name, err)
 			}
 		}
 		return nil
 	})
+}
+
+func settled(w *scorev1b1.Workload) error {
+	ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
+	if ready == nil || ready.ObservedGeneration != w.Generation || !w.DeletionTimestamp.IsZero() {
+		return fmt.Errorf("no status for its generation yet")
+	}
+	var claims scorev1b1.ResourceClaimList
+	if err := c.List(ctx, &claims, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
+		return err
+	}
+	if ready.Status != metav1.ConditionTrue {
+		switch scorev1b1.Reason(ready.Reason) {
+		case scorev1b1.ReasonClaimFailed, scorev1b1.ReasonSpecInvalid, scorev1b1.ReasonPolicyViolation, scorev1b1.ReasonPermissionDenied, scorev1b1.ReasonQuotaExceeded:
+			return nil // refused: it stays so until its input or the platform changes
+		}
+		for _, cl := range claims.Items {
+			if strings.HasPrefix(cl.Status.Message, "Waiting for workload") {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: %s", ready.Reason, ready.Message)
+	}
+	for _, cl := range claims.Items {
+		if cl.Status.Phase != scorev1b1.ClaimPhaseBound {
+			return fmt.Errorf("claim %s %s", cl.Name, cl.Status.Phase)
+		}
+	}
+	p := &scorev1b1.WorkloadPlan{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), p); err != nil {
+		return err
+	}
+	if healthy := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionHealthy); p.Status.Phase != scorev1b1.PlanPhaseProjected || healthy == nil || healthy.Status != metav1.ConditionTrue {
+		return fmt.Errorf("plan %s", p.Status.Phase)
+	}
+	e := &scorev1b1.WorkloadExposure{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), e); err != nil {
+		return err
+	}
+	for _, x := range e.Status.Exposures {
+		if x.Reachable == nil || !*x.Reachable {
+			return fmt.Errorf("%s not reachable yet", x.URL)
+		}
+	}
+	return nil
 }

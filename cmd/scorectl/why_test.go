@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+)
+
+// why names each cause once: a dependency nobody serves is the resolver's message and the
+// claim's message at once, and was printed twice.
+func TestWhyNamesEachCauseOnce(t *testing.T) {
+	cfg, err := orchconfig.Parse([]byte(`apiVersion: score.dev/v1b1
+kind: OrchestratorConfig
+profiles:
+  - name: web-service
+    backends:
+      - {backendId: k8s-web, runtimeClass: kubernetes, version: 1.0.0, template: {kind: manifests, ref: "oci://registry.example/web@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}
+provisioners:
+  - {uri: "template://dev/postgres", type: postgres, outputs: "host: x"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "u"},
+		Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}, Resources: map[string]scorev1b1.Resource{"db": {Type: "postgresql"}}}}
+	message := "No provisioner serves postgresql. Available types: postgres. Did you mean postgres? A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."
+	yes := true
+	claim := scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api-db", OwnerReferences: []metav1.OwnerReference{{APIVersion: "score.dev/v1b1", Kind: "Workload", Name: "api", UID: "u", Controller: &yes}}},
+		Spec:   scorev1b1.ResourceClaimSpec{Key: "db", Type: "postgresql"},
+		Status: scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseFailed, Message: message}}
+	var out bytes.Buffer
+	if err := explain(&out, w, cfg, "", []scorev1b1.ResourceClaim{claim}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "No provisioner serves postgresql"); n != 1 {
+		t.Fatalf("the cause appears %d times:\n%s", n, out.String())
+	}
+}
