@@ -115,6 +115,7 @@ const (
 	msgClaimBound           = "Ready."
 	msgClaimsWaiting        = "Waiting for %d of %d dependencies: %s."
 	msgDeleting             = "Deleting; waiting for dependencies to be released: %s."
+	msgNamespaceDeleting    = "The namespace is being deleted; nothing more is deployed in it."
 )
 
 // InputsValid says the specification is valid.
@@ -145,6 +146,12 @@ func BlockedByInputs() Condition {
 // AwaitingConfig is the runtime condition before any valid platform configuration is known.
 func AwaitingConfig() Condition {
 	return Condition{metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting, msgAwaitingConfig}
+}
+
+// NamespaceDeleting is the claims' and the runtime's condition while the Workload's namespace is
+// being deleted: nothing is created in it any more, and the Workload goes with it.
+func NamespaceDeleting() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgNamespaceDeleting}
 }
 
 // WaitingForClaims is the runtime condition while dependencies are not ready.

@@ -106,6 +106,7 @@ func TestMessagesAreNeutral(t *testing.T) {
 	add(Provisioning())
 	add(Deleting([]string{"db", "cache"}))
 	add(ObjectConflict())
+	add(NamespaceDeleting())
 	for _, r := range scorev1b1.Reasons {
 		add(Runtime(metav1.ConditionFalse, r))
 		add(Denied(r))

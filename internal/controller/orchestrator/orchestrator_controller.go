@@ -68,6 +68,8 @@ type scope struct {
 	conds     workloadstatus.Conditions
 	summaries []scorev1b1.ClaimSummary
 	endpoint  *string
+	// namespaceDeleting: the namespace refuses new objects, events included.
+	namespaceDeleting bool
 	// handledRequest is the reconcile request this pass passed on to the claims and plan.
 	handledRequest string
 }
@@ -104,10 +106,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	if err := r.reconcileNormal(ctx, s); err != nil {
 		if apidenial.NamespaceTerminating(err) {
-			// The namespace is being deleted, and the Workload with it: nothing to report and
-			// nothing to retry; the Workload's deletion brings it back.
+			// The namespace is being deleted, and the Workload with it: said once, and not
+			// retried (no PermissionDenied, no backoff); the Workload's deletion brings it back.
 			ctrl.LoggerFrom(ctx).V(1).Info("The namespace is being deleted; leaving the Workload to its deletion")
-			s.decided = false
+			deleting := workloadstatus.NamespaceDeleting()
+			s.decide(workloadstatus.InputsValid(), deleting, deleting)
+			s.summaries = s.workload.Status.Claims
+			s.namespaceDeleting = true
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -149,7 +154,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 // its status or reason: Ready carries the blocking reason, so each step of the lifecycle is
 // one event, and nothing else is. The first status of a Workload is no transition: it is
 // recorded only when it is a warning (a Workload invalid from the start), so a Workload on
-// the main path costs two events (being deployed, Ready), not three.
+// the main path costs two events (being deployed, Ready), not three. A namespace being deleted
+// refuses events: the transition is logged only.
 func (r *Reconciler) emitTransitions(ctx context.Context, s *scope) {
 	log := ctrl.LoggerFrom(ctx)
 	first := meta.FindStatusCondition(s.before.Status.Conditions, scorev1b1.ConditionReady) == nil
@@ -162,7 +168,7 @@ func (r *Reconciler) emitTransitions(ctx context.Context, s *scope) {
 		if t.Condition.Status == metav1.ConditionFalse && t.Condition.Reason != scorev1b1.ReasonClaimPending && t.Condition.Reason != scorev1b1.ReasonRuntimeProvisioning {
 			eventType = "Warning"
 		}
-		if first && eventType == "Normal" {
+		if first && eventType == "Normal" || s.namespaceDeleting {
 			continue
 		}
 		r.Recorder.Eventf(s.workload, nil, eventType, string(t.Condition.Reason), t.Type, "%s", t.Condition.Message)

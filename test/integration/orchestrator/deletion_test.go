@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -169,4 +170,65 @@ func TestRecreateAfterRetainWaitsForTheRelease(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A Workload whose namespace is being deleted says so once and is not retried: the refused
+// creation of its claims is no denial (no PermissionDenied, no event, no backoff), and a change
+// of its spec costs one status patch and a refused creation per pass (the Workload's two watches
+// may bring two). envtest runs no namespace
+// controller, so the namespace stays Terminating for as long as the test needs.
+func TestNamespaceBeingDeleted(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := testenv.Namespace(t, env.Client)
+	// Invalid first, so that nothing is created before the namespace starts going.
+	testenv.Create(t, env.Client, workload(ns, "leaving", testenv.WithVar("DB", "${resources.db.host}")))
+	conditionIs(t, ns, "leaving", scorev1b1.ConditionInputsValid, metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid)
+	if err := env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the namespace terminating", func() error {
+		n := &corev1.Namespace{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+			return err
+		}
+		if n.Status.Phase != corev1.NamespaceTerminating {
+			return fmt.Errorf("phase %s", n.Status.Phase)
+		}
+		return nil
+	})
+
+	w := get(t, ns, "leaving")
+	w.Spec.Resources = map[string]scorev1b1.Resource{"db": {Type: "redis"}}
+	if err := env.Client.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w = conditionIs(t, ns, "leaving", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
+	for _, typ := range []string{scorev1b1.ConditionInputsValid, scorev1b1.ConditionClaimsReady, scorev1b1.ConditionRuntimeReady} {
+		t.Logf("%s: %+v", typ, testenv.Condition(w, typ))
+	}
+	if c := testenv.Condition(w, scorev1b1.ConditionInputsValid); c.Status != metav1.ConditionTrue {
+		t.Fatalf("the fixed spec is valid: %+v", c)
+	}
+	if c := testenv.Condition(w, scorev1b1.ConditionRuntimeReady); !strings.Contains(c.Message, "namespace is being deleted") {
+		t.Fatalf("the runtime condition says why nothing is deployed: %+v", c)
+	}
+	events := countEvents(t, ns, "leaving")
+
+	before := writes.Load()
+	changeSpec(t, ns, "leaving")
+	// The status that observed the new generation, and the refused creation of the claim in
+	// each of at most two passes: a retry would cost more.
+	if n := writes.Load() - before; n < 2 || n > 3 {
+		t.Errorf("a spec change in a namespace being deleted cost %d writes, want 2 or 3", n)
+	}
+	if n := countReasonEvents(t, ns, "leaving", string(scorev1b1.ReasonPermissionDenied)); n != 0 {
+		t.Errorf("%d PermissionDenied events: a namespace being deleted is no denial", n)
+	}
+	if n := countEvents(t, ns, "leaving"); n != events {
+		t.Errorf("%d events after the spec change, %d before", n, events)
+	}
+	var claims scorev1b1.ResourceClaimList
+	if err := env.Client.List(ctx, &claims, client.InNamespace(ns)); err != nil || len(claims.Items) != 0 {
+		t.Fatalf("no claim can be created: %v %d", err, len(claims.Items))
+	}
 }
