@@ -108,6 +108,30 @@ resources:
 	}
 }
 
+// Image replaces "." (the image built for this deployment, score-k8s's --image) and nothing
+// else; without it "." stays for the platform's image resource.
+func TestImageReplacesDot(t *testing.T) {
+	const doc = `apiVersion: score.dev/v1b1
+metadata:
+  name: ingress
+containers:
+  built:
+    image: .
+  sidecar:
+    image: envoy:1.30
+`
+	for _, tc := range []struct{ image, built string }{{"", "."}, {"registry.example/ingress:v2", "registry.example/ingress:v2"}} {
+		res, err := convert(t, doc, Options{Image: tc.image})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := res.Workload.Spec.Containers
+		if c["built"].Image != tc.built || c["sidecar"].Image != "envoy:1.30" {
+			t.Errorf("--image %q: built %q, sidecar %q", tc.image, c["built"].Image, c["sidecar"].Image)
+		}
+	}
+}
+
 func TestDeprecatedArraysAreUpgraded(t *testing.T) {
 	const doc = `apiVersion: score.dev/v1b1
 metadata:

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -113,8 +114,9 @@ func missingDependencies(ch *chartv2.Chart) error {
 
 // apiVersions are the API versions charts see as .Capabilities.APIVersions: the built-in
 // ones of the Kubernetes libraries the runtime is built with, from a scheme of its own so
-// that nothing registered elsewhere in the process changes them.
-var apiVersions = func() common.VersionSet {
+// that nothing registered elsewhere in the process changes them. Built on first use: a
+// command that renders no chart does not pay for it at start.
+var apiVersions = sync.OnceValue(func() common.VersionSet {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = apiextensionsv1.AddToScheme(s)
@@ -124,7 +126,7 @@ var apiVersions = func() common.VersionSet {
 	}
 	sort.Strings(vs)
 	return vs
-}()
+})
 
 // capabilities are fixed: neither the cluster, nor whether this is a test build, nor the Go
 // version changes them.
@@ -135,7 +137,7 @@ func capabilities() *common.Capabilities {
 		panic(err)
 	}
 	caps.KubeVersion = *kv
-	caps.APIVersions = apiVersions
+	caps.APIVersions = apiVersions()
 	caps.HelmVersion.GoVersion, caps.HelmVersion.GitCommit, caps.HelmVersion.GitTreeState = "", "", ""
 	caps.HelmVersion.KubeClientVersion = "v" + kv.Major + "." + kv.Minor
 	return caps

@@ -244,6 +244,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	document := fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL, testenv.Digest(chart))
+	services, err := catalogServices()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	document = strings.Replace(document, "\nclasses:\n", "\n"+services+"classes:\n", 1)
 	return testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
 		env = e
 		return start(ctx, document, chart)
@@ -504,7 +510,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, invalid-object, isolated-kv, kv, missing-output, port-of, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, app-service, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, invalid-object, isolated-kv, kv, missing-output, port-of, service, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
