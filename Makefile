@@ -46,6 +46,11 @@ test: tools lint ## Every test: unit, integration (real API server) and generate
 acceptance: ## Rewrite docs/acceptance.md (SCORE_K8S_SRC=checkout to run score-k8s again, else its recorded outcomes)
 	if [[ -n "$${SCORE_K8S_SRC:-}" ]]; then hack/tools.sh score-k8s && go run ./hack/acceptance --score-k8s bin/score-k8s; else go run ./hack/acceptance; fi
 
+.PHONY: render-bench
+render-bench: build ## Time scorectl render of a 100-file app against score-k8s generate, side by side (SCORE_K8S_SRC=checkout)
+	SCORE_K8S_SRC=$${SCORE_K8S_SRC:?set SCORE_K8S_SRC to a score-k8s checkout} hack/tools.sh score-k8s
+	go run ./hack/render-bench --score-k8s bin/score-k8s --scorectl bin/scorectl
+
 # Fuzz targets, one per line as package:Target (go test -fuzz runs one target at a time).
 FUZZ_TARGETS := \
 	./internal/scorefile:FuzzScoreRoundTrip \

@@ -12,6 +12,7 @@ import (
 
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/cligc"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
@@ -101,6 +102,7 @@ runs start in seconds. bash is needed to run the cluster scripts.`,
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cligc.Restore() // a long-running process: the collector's default
 			if code := controlplane.Run("scorectl dev controllers", args, cmd.ErrOrStderr()); code != controlplane.ExitOK {
 				return fmt.Errorf("the controllers exited with %d", code)
 			}
