@@ -27,6 +27,18 @@ var catalogParams = map[string]map[string]any{
 // catalogTypes are the types the development catalog must serve.
 var catalogTypes = []string{"amqp", "dns", "endpoint", "environment", "kafka-topic", "mongodb", "mysql", "postgres", "redis", "route", "s3", "service", "service-port", "volume"}
 
+// catalogDefinition is the catalog's definition of the type.
+func catalogDefinition(t *testing.T, cfg *orchconfig.Config, typ string) orchconfig.Provisioner {
+	t.Helper()
+	for _, p := range cfg.Provisioners {
+		if p.URI == "template://score-dev/"+typ {
+			return p
+		}
+	}
+	t.Fatalf("the catalog has no template://score-dev/%s", typ)
+	return orchconfig.Provisioner{}
+}
+
 // loadCatalog assembles config/provisioners/*.yaml with the sample profiles, as make dev
 // does, and returns the validated config.
 func loadCatalog(t *testing.T) *orchconfig.Config {
@@ -244,12 +256,7 @@ func TestCatalogWaitsForWorkloads(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var def orchconfig.Provisioner
-			for _, p := range cfg.Provisioners {
-				if p.URI == "template://score-dev/"+tc.typ {
-					def = p
-				}
-			}
+			def := catalogDefinition(t, cfg, tc.typ)
 			id := NewIdentity("team", "web", tc.key, tc.typ, "", "")
 			_, err := RenderTemplates(def, Data{Guid: id.Guid(), Uid: id.Uid(), Id: id.ID, Namespace: "team", Params: tc.params, SourceWorkload: "web", WorkloadServices: services})
 			var waiting *tplfuncs.Waiting
@@ -276,12 +283,7 @@ func TestCatalogRefusesBadParams(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var def orchconfig.Provisioner
-			for _, p := range cfg.Provisioners {
-				if p.URI == "template://score-dev/"+tc.typ {
-					def = p
-				}
-			}
+			def := catalogDefinition(t, cfg, tc.typ)
 			id := NewIdentity("team", "web", "dep", tc.typ, "", "")
 			_, err := RenderTemplates(def, Data{Guid: id.Guid(), Uid: id.Uid(), Id: id.ID, Namespace: "team", Params: tc.params, SourceWorkload: "web", WorkloadServices: services})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
@@ -45,17 +44,9 @@ func catalogServices() (string, error) {
 // waitMessage waits until the claim is in the phase with the message.
 func waitMessage(t *testing.T, c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase, message string) *scorev1b1.ResourceClaim {
 	t.Helper()
-	out := &scorev1b1.ResourceClaim{}
-	testenv.Eventually(t, testenv.WaitTimeout, fmt.Sprintf("claim %s %s: %s", c.Name, phase, message), func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
-			return err
-		}
-		if out.Status.Phase != phase || out.Status.Message != message {
-			return fmt.Errorf("%s: %s", out.Status.Phase, out.Status.Message)
-		}
-		return nil
+	return waitClaim(t, c, fmt.Sprintf("%s: %s", phase, message), func(out *scorev1b1.ResourceClaim) bool {
+		return out.Status.Phase == phase && out.Status.Message == message
 	})
-	return out
 }
 
 // A Workload that depends on another through the catalog's service type: a target that does
