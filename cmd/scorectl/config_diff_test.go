@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
 // devConfig writes the config make dev loads (the sample profiles and the development
 // catalog), changed by edits.
 func devConfig(t *testing.T, edits ...func(string) string) string {
 	t.Helper()
-	cfg, err := devenv.AssembleConfig(os.DirFS("../.."))
+	cfg, err := orchconfig.DevelopmentConfig(os.DirFS("../.."))
 	if err != nil {
 		t.Fatal(err)
 	}

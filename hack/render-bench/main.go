@@ -18,7 +18,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
 func main() {
@@ -55,7 +55,7 @@ func run(scorectl, scoreK8s string, n, runs int) error {
 	if err != nil {
 		return err
 	}
-	doc, err := devenv.AssembleConfig(os.DirFS("."))
+	doc, err := orchconfig.DevelopmentConfig(os.DirFS("."))
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
@@ -315,7 +314,7 @@ func Page(ctx context.Context, root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	doc, err := devenv.AssembleConfig(os.DirFS(root))
+	doc, err := orchconfig.DevelopmentConfig(os.DirFS(root))
 	if err != nil {
 		return "", err
 	}

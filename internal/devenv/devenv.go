@@ -22,6 +22,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 )
 
@@ -79,7 +80,7 @@ func (e *Env) Up(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("installing: %w", err)
 	}
 	// A copy of the config for offline use: scorectl render --config DIR/orchestrator-config.yaml.
-	assembled, err := AssembleConfig(e.Bundle)
+	assembled, err := orchconfig.DevelopmentConfig(e.Bundle)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 		return nil, err
 	}
 
-	assembled, err := AssembleConfig(bundle)
+	assembled, err := orchconfig.DevelopmentConfig(bundle)
 	if err != nil {
 		return nil, err
 	}
@@ -121,28 +121,6 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 		return nil, err
 	}
 	return cfg, nil
-}
-
-// AssembleConfig is the development Orchestrator Config: the sample profiles plus every
-// provisioner file of the catalog.
-func AssembleConfig(bundle fs.FS) ([]byte, error) {
-	base, err := fs.ReadFile(bundle, "config/samples/orchestrator-config.yaml")
-	if err != nil {
-		return nil, err
-	}
-	catalog, err := fs.Glob(bundle, "config/provisioners/*.yaml")
-	if err != nil {
-		return nil, err
-	}
-	var files [][]byte
-	for _, f := range catalog {
-		raw, err := fs.ReadFile(bundle, f)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, raw)
-	}
-	return orchconfig.AppendProvisioners(base, files...)
 }
 
 // TemplatesConfigMaps are the default templates (in SystemNamespace): score-templates holds each file of

@@ -20,7 +20,7 @@ import (
 // The shipped bundle holds everything Install and ApplyExamples read, and the assembled
 // config lists every provisioner of the catalog.
 func TestShippedBundle(t *testing.T) {
-	cfg, err := AssembleConfig(scoreorchestrator.Bundle)
+	cfg, err := orchconfig.DevelopmentConfig(scoreorchestrator.Bundle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
@@ -19,7 +18,7 @@ import (
 // devConfig is the sample config with the development catalog, as make dev assembles it.
 func devConfig(t *testing.T) *orchconfig.Config {
 	t.Helper()
-	doc, err := devenv.AssembleConfig(os.DirFS("../.."))
+	doc, err := orchconfig.DevelopmentConfig(os.DirFS("../.."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package orchconfig
 
 import (
 	"fmt"
+	"io/fs"
 
 	"sigs.k8s.io/yaml"
 )
@@ -31,4 +32,27 @@ func AppendProvisioners(base []byte, provisionerFiles ...[]byte) ([]byte, error)
 		return nil, err
 	}
 	return out, nil
+}
+
+// DevelopmentConfig is the development Orchestrator Config, as make dev loads it: the sample
+// profiles (config/samples/orchestrator-config.yaml) plus every provisioner file of the
+// catalog (config/provisioners/*.yaml), read from a tree laid out as the repository.
+func DevelopmentConfig(tree fs.FS) ([]byte, error) {
+	base, err := fs.ReadFile(tree, "config/samples/orchestrator-config.yaml")
+	if err != nil {
+		return nil, err
+	}
+	catalog, err := fs.Glob(tree, "config/provisioners/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var files [][]byte
+	for _, f := range catalog {
+		raw, err := fs.ReadFile(tree, f)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, raw)
+	}
+	return AppendProvisioners(base, files...)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,16 +22,7 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(sample)
-	catalog, _ := filepath.Glob("../../config/provisioners/*.yaml")
-	var files [][]byte
-	for _, p := range catalog {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		files = append(files, b)
-	}
-	assembled, err := AppendProvisioners(sample, files...)
+	assembled, err := DevelopmentConfig(os.DirFS("../.."))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -43,20 +42,7 @@ func catalogDefinition(t *testing.T, cfg *orchconfig.Config, typ string) orchcon
 // does, and returns the validated config.
 func loadCatalog(t *testing.T) *orchconfig.Config {
 	t.Helper()
-	base, err := os.ReadFile("../../config/samples/orchestrator-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("../../config/provisioners/*.yaml")
-	var raw [][]byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw = append(raw, b)
-	}
-	assembled, err := orchconfig.AppendProvisioners(base, raw...)
+	assembled, err := orchconfig.DevelopmentConfig(os.DirFS("../.."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -380,7 +380,7 @@ func TestChartCRDs(t *testing.T) {
 // The chart's development config is the one make dev installs: the sample profiles and the
 // development provisioner catalog.
 func TestChartConfigIsTheDevelopmentConfig(t *testing.T) {
-	want, err := devenv.AssembleConfig(os.DirFS(testenv.RepoRoot()))
+	want, err := orchconfig.DevelopmentConfig(os.DirFS(testenv.RepoRoot()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,21 +21,7 @@ import (
 // devCatalog is the sample config with the development catalog, as make dev loads it.
 func devCatalog(t *testing.T) []byte {
 	t.Helper()
-	root := filepath.Join("..", "..", "..")
-	base, err := os.ReadFile(filepath.Join(root, "config", "samples", "orchestrator-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(root, "config", "provisioners", "*.yaml"))
-	var defs [][]byte
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defs = append(defs, raw)
-	}
-	doc, err := orchconfig.AppendProvisioners(base, defs...)
+	doc, err := orchconfig.DevelopmentConfig(os.DirFS(filepath.Join("..", "..", "..")))
 	if err != nil {
 		t.Fatal(err)
 	}
