@@ -410,17 +410,24 @@ func TestBindOutputsAndStableState(t *testing.T) {
 	})
 }
 
-func TestRetainRebindsToTheSameData(t *testing.T) {
-	ns := testenv.Namespace(t, env.Client)
-	c := newClaim(ns, "api-db-1", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
+// boundThenDeleted creates the claim, waits until it is Bound, deletes it and waits until it
+// is gone; it returns the claim as it was bound, and the password it was given.
+func boundThenDeleted(t *testing.T, c *scorev1b1.ResourceClaim) (*scorev1b1.ResourceClaim, string) {
+	t.Helper()
 	testenv.Create(t, env.Client, c)
 	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
-	password := secretValue(t, ns, c.Status.SecretRef.Name, "password")
-	data := c.Status.Resources[0]
+	password := secretValue(t, c.Namespace, c.Status.SecretRef.Name, "password")
 	if err := env.Client.Delete(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, c)
+	return c, password
+}
+
+func TestRetainRebindsToTheSameData(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	c, password := boundThenDeleted(t, newClaim(ns, "api-db-1", "api", "db", "kv", "", scorev1b1.DeprovisionRetain))
+	data := c.Status.Resources[0]
 	if got := secretValue(t, ns, data.Name, "password"); got != password {
 		t.Fatal("Retain must keep the data")
 	}
@@ -438,14 +445,7 @@ func TestRetainRebindsToTheSameData(t *testing.T) {
 // finds a live owner and leaves it.
 func TestResetClaimTakesOverItsOutputsSecret(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
-	c := newClaim(ns, "api-db", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
-	testenv.Create(t, env.Client, c)
-	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
-	password := secretValue(t, ns, c.Status.SecretRef.Name, "password")
-	if err := env.Client.Delete(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	gone(t, c)
+	_, password := boundThenDeleted(t, newClaim(ns, "api-db", "api", "db", "kv", "", scorev1b1.DeprovisionRetain))
 	again := newClaim(ns, "api-db", "api", "db", "kv", "", scorev1b1.DeprovisionRetain)
 	testenv.Create(t, env.Client, again)
 	again = waitPhase(t, again, scorev1b1.ClaimPhaseBound)

@@ -98,14 +98,7 @@ func TestReleasingAClaimNeverProvisionedKeepsTheState(t *testing.T) {
 	if err := startController(running, false, only); err != nil {
 		t.Fatal(err)
 	}
-	retained := newClaim(ns, "web-db-1", "web", "db", "kv", "", scorev1b1.DeprovisionRetain)
-	testenv.Create(t, env.Client, retained)
-	retained = waitPhase(t, retained, scorev1b1.ClaimPhaseBound)
-	password := secretValue(t, ns, retained.Status.SecretRef.Name, "password")
-	if err := env.Client.Delete(ctx, retained); err != nil {
-		t.Fatal(err)
-	}
-	gone(t, retained)
+	_, password := boundThenDeleted(t, newClaim(ns, "web-db-1", "web", "db", "kv", "", scorev1b1.DeprovisionRetain))
 	stop()
 
 	// A claim of the same identity, Delete, created and deleted while no provisioner runs.
