@@ -132,7 +132,7 @@ func Run(ctx context.Context, in Input) ([]Row, error) {
 		for _, f := range app.Files {
 			results, err := scorefile.ReadFile(filepath.Join(in.Corpus, f), scorefile.Options{Namespace: Namespace})
 			if err != nil {
-				rows = append(rows, Row{App: app.Name, File: f, Ours: "✗ " + short(err.Error()), ScoreK8s: in.scoreK8s(app.Name)})
+				rows = append(rows, Row{App: app.Name, File: f, Ours: "✗ " + short(withoutCorpusDir(err.Error(), in.Corpus)), ScoreK8s: in.scoreK8s(app.Name)})
 				continue
 			}
 			for _, r := range results {
@@ -147,7 +147,8 @@ func Run(ctx context.Context, in Input) ([]Row, error) {
 		for i, res := range results {
 			ours := fmt.Sprintf("✓ %d objects", countObjects(res))
 			if res.Err != nil {
-				ours = "✗ " + short(strings.TrimPrefix(res.Err.Error(), fmt.Sprintf("workload %s/%s: ", Namespace, res.Workload.Name)))
+				msg := strings.TrimPrefix(res.Err.Error(), fmt.Sprintf("workload %s/%s: ", Namespace, res.Workload.Name))
+				ours = "✗ " + short(withoutCorpusDir(msg, in.Corpus))
 			}
 			rows = append(rows, Row{App: app.Name, File: from[workloads[i]], Workload: res.Workload.Name, Ours: ours, ScoreK8s: in.scoreK8s(app.Name)})
 		}
@@ -170,6 +171,12 @@ func countObjects(res offline.Result) int {
 	return n
 }
 
+// withoutCorpusDir names the corpus's files as the page does (../shared/conformance), not by
+// where this machine has the corpus: the page is the same on every clone.
+func withoutCorpusDir(msg, corpus string) string {
+	return strings.ReplaceAll(msg, filepath.Clean(corpus)+string(filepath.Separator), "../shared/conformance/")
+}
+
 // short is a message on one line, at most 160 characters, without table breakers.
 func short(s string) string {
 	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
@@ -185,6 +192,10 @@ func short(s string) string {
 // default provisioners, then generate the app's files in one call), and returns each app's
 // outcome: "✓" or "✗" and the last line score-k8s printed.
 func RunScoreK8s(ctx context.Context, bin, corpus string, files []string) (map[string]string, error) {
+	bin, err := filepath.Abs(bin) // it runs in a directory of its own
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
 	for _, app := range Apps(corpus, files) {
 		dir, err := os.MkdirTemp("", "score-k8s-")
@@ -213,7 +224,7 @@ func RunScoreK8s(ctx context.Context, bin, corpus string, files []string) (map[s
 			out[app.Name] = "✓"
 		case errors.As(err, &exit):
 			lines := strings.Split(msg, "\n")
-			out[app.Name] = "✗ " + short(lines[len(lines)-1])
+			out[app.Name] = "✗ " + short(withoutCorpusDir(lines[len(lines)-1], corpus))
 		default:
 			return nil, err
 		}
