@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"strings"
+	"time"
 
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,7 @@ func Run(name string, args []string, output io.Writer) int {
 	var (
 		controllers, metricsAddr, probeAddr, pprofAddr string
 		leaderElect                                    bool
+		leaseDuration, renewDeadline, retryPeriod      time.Duration
 		qps                                            float64
 		burst                                          int
 	)
@@ -55,6 +57,9 @@ func Run(name string, args []string, output io.Writer) int {
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes (0 to disable)")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of the pprof endpoint (0 to disable)")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that one replica reconciles at a time")
+	fs.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before it takes the lease (how long a leader that went away without handing it back goes unreplaced)")
+	fs.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps retrying a failed renewal before it stops leading (less than the lease duration)")
+	fs.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often a standby tries to take the lease, and the leader to renew it")
 	fs.Float64Var(&qps, "kube-api-qps", 0, "requests per second to the API server, on average (0: no client-side limit; the API server's fairness applies)")
 	fs.IntVar(&burst, "kube-api-burst", 0, "requests to the API server in a burst, with --kube-api-qps")
 	ctrlconfig.RegisterFlags(fs)
@@ -99,6 +104,9 @@ func Run(name string, args []string, output io.Writer) int {
 		// Run returns once the manager stops, so the lease can go at once: a restarted or
 		// replacing process takes over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
 		LeaderElectionID:              "score-" + strings.ReplaceAll(controllers, ",", "-") + ".score.dev",
 		LeaderElectionNamespace:       cfg.ConfigMap.Namespace,
 		Cache:                         configsource.CacheOptions(),

@@ -6,14 +6,11 @@
 package helm
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,17 +27,14 @@ import (
 	releasecommon "helm.sh/helm/v4/pkg/release/common"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,6 +42,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv/controllerproc"
 )
 
 const (
@@ -88,7 +82,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building score-controllers:", err)
 		return 1
 	}
-	cluster = &simcluster.Cluster{Root: root, Name: "score-helm-" + strconv.Itoa(os.Getpid()), Dir: state, Volumes: 16, AuditWrites: true}
+	cluster = &simcluster.Cluster{Root: root, Name: "score-helm-" + strconv.Itoa(os.Getpid()), Dir: state, Volumes: 32, AuditWrites: true}
 	if err := cluster.Up(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
 		return 1
@@ -148,14 +142,14 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatalf("Deployments %v, want %v", names, want)
 	}
 
-	procs := map[string]*controllerProcess{}
+	procs := map[string]*controllerproc.Process{}
 	for i := range deps.Items {
-		p := startAsDeployment(t, &deps.Items[i])
-		procs[p.name] = p
+		p := startAsDeployment(t, &deps.Items[i], "")
+		procs[p.Name] = p
 	}
 	for _, p := range procs {
-		testenv.Eventually(t, time.Minute, p.name+" is ready (/readyz)", func() error {
-			_, err := p.get("health", "/readyz")
+		testenv.Eventually(t, time.Minute, p.Name+" is ready (/readyz)", func() error {
+			_, err := p.Get("health", "/readyz")
 			return err
 		})
 	}
@@ -196,7 +190,7 @@ func TestHelmInstall(t *testing.T) {
 	start = time.Now()
 	var progress bytes.Buffer
 	if err := devenv.WaitReady(ctx, c, apps, 5*time.Minute, &progress); err != nil {
-		t.Fatalf("%v\n%s\n%s", err, progress.String(), logTails(procs))
+		t.Fatalf("%v\n%s\n%s", err, progress.String(), controllerproc.LogTails(procs))
 	}
 	t.Logf("%d Workloads of %d examples Ready in %.1fs", workloads, len(files), time.Since(start).Seconds())
 
@@ -204,7 +198,7 @@ func TestHelmInstall(t *testing.T) {
 	audit := readAudit(t)
 	for _, name := range names {
 		user := "system:serviceaccount:" + namespace + ":" + name
-		writes := audit.writesBy(user, time.Time{})
+		writes := audit.WritesBy(user, time.Time{})
 		if len(writes) == 0 {
 			t.Fatalf("no write by %s", user)
 		}
@@ -216,7 +210,7 @@ func TestHelmInstall(t *testing.T) {
 		"score-runtime":      regexp.MustCompile(`^(workloadplans|workloadplans/status|workloadexposures|workloadexposures/status|deployments|statefulsets|jobs|services|configmaps|secrets|ingresses|networkpolicies|persistentvolumeclaims|events|leases) `),
 	}
 	for name, allowed := range ownWrite {
-		for _, w := range audit.writesBy("system:serviceaccount:"+namespace+":"+name, time.Time{}) {
+		for _, w := range audit.WritesBy("system:serviceaccount:"+namespace+":"+name, time.Time{}) {
 			if !allowed.MatchString(w) {
 				t.Errorf("%s wrote %s, which is not its job", name, w)
 			}
@@ -231,7 +225,7 @@ func TestHelmInstall(t *testing.T) {
 	// the rollout has settled: Ready comes before the last endpoints are published, so the
 	// minute begins after five seconds without a write.
 	testenv.Eventually(t, time.Minute, "the controllers settle", func() error {
-		if last := readAudit(t).lastWrite(namespace); time.Since(last) < 5*time.Second {
+		if last := readAudit(t).LastWrite(namespace); time.Since(last) < 5*time.Second {
 			return fmt.Errorf("last write at %s", last.Format(time.RFC3339Nano))
 		}
 		return nil
@@ -241,7 +235,7 @@ func TestHelmInstall(t *testing.T) {
 	audit = readAudit(t)
 	for _, name := range names {
 		renewals := 0
-		for _, w := range audit.writesBy("system:serviceaccount:"+namespace+":"+name, idleStart) {
+		for _, w := range audit.WritesBy("system:serviceaccount:"+namespace+":"+name, idleStart) {
 			if strings.HasPrefix(w, "leases ") {
 				renewals++
 			} else {
@@ -283,8 +277,8 @@ func TestHelmInstall(t *testing.T) {
 
 	// Graceful shutdown: SIGTERM, exit 0, and the lease handed back at once.
 	for _, p := range procs {
-		if err := p.stop(30 * time.Second); err != nil {
-			t.Errorf("%s: %v\n%s", p.name, err, p.logTail())
+		if err := p.Stop(30 * time.Second); err != nil {
+			t.Errorf("%s: %v\n%s", p.Name, err, p.LogTail())
 		}
 	}
 	var leases coordinationv1.LeaseList
@@ -314,9 +308,9 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	takeover := time.Now()
-	single := startAsDeployment(t, &one)
+	single := startAsDeployment(t, &one, "")
 	testenv.Eventually(t, time.Minute, "score-controllers is ready (/readyz)", func() error {
-		_, err := single.get("health", "/readyz")
+		_, err := single.Get("health", "/readyz")
 		return err
 	})
 	hello, err := devenv.Example(os.DirFS(root), "examples/hello/score.yaml", apps)
@@ -329,9 +323,9 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := devenv.WaitReady(ctx, c, apps, 2*time.Minute, io.Discard); err != nil {
-		t.Fatalf("under one Deployment: %v\n%s", err, single.logTail())
+		t.Fatalf("under one Deployment: %v\n%s", err, single.LogTail())
 	}
-	writes := readAudit(t).writesBy("system:serviceaccount:"+namespace+":score-controllers", takeover)
+	writes := readAudit(t).WritesBy("system:serviceaccount:"+namespace+":score-controllers", takeover)
 	for _, w := range writes {
 		// Besides the new Workload's: its Lease, and the Event it records on becoming leader.
 		if !strings.HasPrefix(w, "leases ") && !strings.HasPrefix(w, "events create "+namespace+"/") && !strings.Contains(w, "/hello-again") {
@@ -339,7 +333,7 @@ func TestHelmInstall(t *testing.T) {
 		}
 	}
 	t.Logf("one Deployment: %d writes, all the new Workload's or leader election's", len(writes))
-	if err := single.stop(30 * time.Second); err != nil {
+	if err := single.Stop(30 * time.Second); err != nil {
 		t.Errorf("score-controllers: %v", err)
 	}
 }
@@ -357,126 +351,8 @@ func helmConfiguration(t *testing.T) *action.Configuration {
 	return helmCfg
 }
 
-// controllerProcess is one chart Deployment's container, run here.
-type controllerProcess struct {
-	name  string
-	cmd   *exec.Cmd
-	log   string
-	ports map[string]int
-	done  chan error
-}
-
-// startAsDeployment runs the Deployment's container as a process: its arguments, with a
-// kubeconfig holding a token of its ServiceAccount (what the kubelet would mount), and local
-// ports for metrics and probes in place of the container's.
-func startAsDeployment(t *testing.T, d *appsv1.Deployment) *controllerProcess {
-	t.Helper()
-	sa := d.Spec.Template.Spec.ServiceAccountName
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := kube.CoreV1().ServiceAccounts(d.Namespace).CreateToken(ctx, sa,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("a token for %s: %v", sa, err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	kc.Contexts[sa] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: sa, Namespace: d.Namespace}
-	kc.CurrentContext = sa
-	kcPath := filepath.Join(state, sa+".kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
-		t.Fatal(err)
-	}
-
-	container := d.Spec.Template.Spec.Containers[0]
-	p := &controllerProcess{name: d.Name, log: filepath.Join(state, d.Name+".log"), ports: map[string]int{"metrics": freePort(t), "health": freePort(t)}, done: make(chan error, 1)}
-	args := append(slices.Clone(container.Args),
-		"--kubeconfig="+kcPath,
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["metrics"]),
-		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["health"]),
-		"--oci-cache-dir="+filepath.Join(state, d.Name+"-oci"))
-	logFile, err := os.Create(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(controllersBin, args...)
-	// Nothing of the test's environment (no KUBECONFIG): the token is its only credential.
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + state}
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait(); _ = logFile.Close() }()
-	t.Cleanup(func() { _ = p.stop(10 * time.Second) })
-	return p
-}
-
-// stop sends SIGTERM and waits for the process to exit; an exit other than 0 is an error.
-func (p *controllerProcess) stop(grace time.Duration) error {
-	if p.cmd.ProcessState != nil {
-		return nil
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		if err != nil {
-			return fmt.Errorf("exit after SIGTERM: %w", err)
-		}
-		return nil
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("still running %s after SIGTERM", grace)
-	}
-}
-
-func (p *controllerProcess) get(port, path string) (string, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", p.ports[port], path))
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", path, resp.Status)
-	}
-	return string(body), nil
-}
-
-func (p *controllerProcess) logTail() string {
-	raw, _ := os.ReadFile(p.log)
-	if len(raw) > 4000 {
-		raw = raw[len(raw)-4000:]
-	}
-	return string(raw)
-}
-
-func logTails(procs map[string]*controllerProcess) string {
-	var b strings.Builder
-	for _, p := range procs {
-		fmt.Fprintf(&b, "--- %s\n%s\n", p.name, p.logTail())
-	}
-	return b.String()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // checkMetrics reads each controller's metrics endpoint for its own series.
-func checkMetrics(t *testing.T, procs map[string]*controllerProcess, workloads int) {
+func checkMetrics(t *testing.T, procs map[string]*controllerproc.Process, workloads int) {
 	t.Helper()
 	want := map[string][]string{
 		"score-orchestrator": {
@@ -498,7 +374,7 @@ func checkMetrics(t *testing.T, procs map[string]*controllerProcess, workloads i
 		},
 	}
 	for name, series := range want {
-		text, err := procs[name].get("metrics", "/metrics")
+		text, err := procs[name].Get("metrics", "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,7 +387,7 @@ func checkMetrics(t *testing.T, procs map[string]*controllerProcess, workloads i
 }
 
 // checkNoSecrets looks for every secret output value in every controller's log and metrics.
-func checkNoSecrets(t *testing.T, procs map[string]*controllerProcess) {
+func checkNoSecrets(t *testing.T, procs map[string]*controllerproc.Process) {
 	t.Helper()
 	var secrets corev1.SecretList
 	if err := c.List(ctx, &secrets, client.InNamespace(apps)); err != nil {
@@ -529,14 +405,14 @@ func checkNoSecrets(t *testing.T, procs map[string]*controllerProcess) {
 		t.Fatal("no secret outputs to look for")
 	}
 	for _, p := range procs {
-		logs, _ := os.ReadFile(p.log)
-		metrics, err := p.get("metrics", "/metrics")
+		logs, _ := os.ReadFile(p.Log)
+		metrics, err := p.Get("metrics", "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, v := range values {
 			if bytes.Contains(logs, []byte(v)) || strings.Contains(metrics, v) {
-				t.Errorf("%s: a secret value is in its log or metrics", p.name)
+				t.Errorf("%s: a secret value is in its log or metrics", p.Name)
 			}
 		}
 	}
@@ -546,12 +422,12 @@ func checkNoSecrets(t *testing.T, procs map[string]*controllerProcess) {
 // checkTransitionLogs reads the controllers' logs, JSON lines, for one line per state
 // transition: for each Workload (its Ready condition), claim and plan (its phase), the lines
 // never repeat a state, and the last one is the state the object is in.
-func checkTransitionLogs(t *testing.T, procs map[string]*controllerProcess) {
+func checkTransitionLogs(t *testing.T, procs map[string]*controllerproc.Process) {
 	t.Helper()
 	// states reads proc's log lines with message msg (and field filter's value, when set) for
 	// objects in apps: by object name, the state each line names (the values of fields).
 	states := func(proc, msg string, filter [2]string, fields ...string) map[string][]string {
-		raw, err := os.ReadFile(procs[proc].log)
+		raw, err := os.ReadFile(procs[proc].Log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -612,77 +488,18 @@ func checkTransitionLogs(t *testing.T, procs map[string]*controllerProcess) {
 	check("plan", states("score-runtime", "Phase changed", [2]string{}, "phase", "reason"), current)
 }
 
-// auditEvents are the API server's audit records of writes.
-type auditEvents []auditEvent
-
-type auditEvent struct {
-	Verb  string `json:"verb"`
-	Stage string `json:"stage"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-	} `json:"objectRef"`
-	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
-}
-
-func readAudit(t *testing.T) auditEvents {
+// readAudit reads the cluster's audit log.
+func readAudit(t *testing.T) controllerproc.Audit {
 	t.Helper()
 	path, err := cluster.AuditLog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out auditEvents
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatal(err)
-		}
-		if e.Stage == "ResponseComplete" && e.ObjectRef != nil {
-			out = append(out, e)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return controllerproc.ReadAudit(t, path)
 }
 
-// lastWrite is when a service account of ns last wrote anything but a Lease.
-func (a auditEvents) lastWrite(ns string) time.Time {
-	var last time.Time
-	for _, e := range a {
-		if strings.HasPrefix(e.User.Username, "system:serviceaccount:"+ns+":") && e.ObjectRef.Resource != "leases" && e.StageTimestamp.After(last) {
-			last = e.StageTimestamp.Time
-		}
-	}
-	return last
-}
-
-// writesBy lists the writes user made after since, as "resource[/subresource] verb
-// namespace/name".
-func (a auditEvents) writesBy(user string, since time.Time) []string {
-	var out []string
-	for _, e := range a {
-		if e.User.Username != user || e.StageTimestamp.Time.Before(since) {
-			continue
-		}
-		res := e.ObjectRef.Resource
-		if e.ObjectRef.Subresource != "" {
-			res += "/" + e.ObjectRef.Subresource
-		}
-		out = append(out, fmt.Sprintf("%s %s %s/%s", res, e.Verb, e.ObjectRef.Namespace, e.ObjectRef.Name))
-	}
-	return out
+// startAsDeployment runs the Deployment's container (replica "" of one) as a process.
+func startAsDeployment(t *testing.T, d *appsv1.Deployment, replica string) *controllerproc.Process {
+	t.Helper()
+	return controllerproc.Start(t, cfg, controllersBin, state, d, replica)
 }

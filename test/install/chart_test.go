@@ -21,6 +21,7 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -377,18 +378,68 @@ func TestChartCRDs(t *testing.T) {
 	}
 }
 
-// The chart's development config is the one make dev installs: the sample profiles and the
-// development provisioner catalog.
+// The chart's and the kustomize base's config is the one make dev installs: the sample
+// profiles and the development provisioner catalog.
 func TestChartConfigIsTheDevelopmentConfig(t *testing.T) {
 	want, err := orchconfig.DevelopmentConfig(os.DirFS(testenv.RepoRoot()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(chartDir, "files", "orchestrator-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	for _, path := range []string{filepath.Join(chartDir, "files", "orchestrator-config.yaml"), filepath.Join(testenv.RepoRoot(), "config", "default", "orchestrator-config.yaml")} {
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s drifted from config/samples and config/provisioners: run make generate", path)
+		}
 	}
-	if !bytes.Equal(got, want) {
-		t.Error("files/orchestrator-config.yaml drifted from config/samples and config/provisioners: run make generate")
+}
+
+// Two replicas of each controller (failover, docs/operations.md): each Deployment has a
+// PodDisruptionBudget letting one replica go at a time and prefers its replicas on different
+// nodes; one replica has neither; an affinity of one's own replaces the preference.
+func TestChartReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		values   map[string]any
+		pdbs     int
+		affinity string
+	}{
+		{"one replica", map[string]any{"split": true}, 0, ""},
+		{"two replicas", map[string]any{"split": true, "replicas": 2}, 3, "kubernetes.io/hostname"},
+		{"own affinity", map[string]any{"replicas": 2, "affinity": map[string]any{"podAntiAffinity": map[string]any{
+			"requiredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"topologyKey": "topology.kubernetes.io/zone",
+				"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "score-orchestrator"}}}}}}}, 1, "topology.kubernetes.io/zone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, "score-system", tc.values)
+			pdbs := typed[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")
+			if len(pdbs) != tc.pdbs {
+				t.Fatalf("%d PodDisruptionBudgets, want %d", len(pdbs), tc.pdbs)
+			}
+			deployments := map[string]*appsv1.Deployment{}
+			for _, d := range typed[appsv1.Deployment](t, objs, "Deployment") {
+				deployments[d.Name] = d
+				topology := ""
+				if a := d.Spec.Template.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+					for _, term := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+						topology = term.PodAffinityTerm.TopologyKey
+					}
+					for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+						topology = term.TopologyKey
+					}
+				}
+				if topology != tc.affinity {
+					t.Errorf("%s: anti-affinity over %q, want %q", d.Name, topology, tc.affinity)
+				}
+			}
+			for _, p := range pdbs {
+				d, ok := deployments[p.Name]
+				if !ok || p.Spec.MaxUnavailable.IntValue() != 1 || !reflect.DeepEqual(p.Spec.Selector, d.Spec.Selector) {
+					t.Errorf("PodDisruptionBudget %s: %+v, not one replica at a time of its Deployment", p.Name, p.Spec)
+				}
+			}
+		})
 	}
 }

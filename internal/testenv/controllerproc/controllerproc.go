@@ -1,0 +1,263 @@
+// Package controllerproc runs a controller Deployment's container as a local process on a
+// simulated cluster (kwok runs no containers), as the kubelet would: its arguments, under a
+// token of its ServiceAccount, with local ports for metrics and probes. It also reads what the
+// controllers wrote from the API server's audit log. The install, failover and kustomize tests
+// use it.
+package controllerproc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+)
+
+// Process is one replica of a Deployment's container, run here.
+type Process struct {
+	// Name is the Deployment's, with the replica's suffix when there are several.
+	Name string
+	// Log is the file holding its output.
+	Log   string
+	cmd   *exec.Cmd
+	ports map[string]int
+	done  chan error
+}
+
+// Start runs replica of Deployment d (replica "" for a Deployment of one) from the
+// score-controllers binary bin, with its state (kubeconfig, log, OCI cache) in dir. The process
+// is stopped when the test ends.
+func Start(t *testing.T, cfg *rest.Config, bin, dir string, d *appsv1.Deployment, replica string) *Process {
+	t.Helper()
+	name := d.Name
+	if replica != "" {
+		name += "-" + replica
+	}
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := kube.CoreV1().ServiceAccounts(d.Namespace).CreateToken(context.Background(), sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token for %s: %v", sa, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts[sa] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: sa, Namespace: d.Namespace}
+	kc.CurrentContext = sa
+	kcPath := filepath.Join(dir, name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
+		t.Fatal(err)
+	}
+
+	container := d.Spec.Template.Spec.Containers[0]
+	p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), ports: map[string]int{"metrics": freePort(t), "health": freePort(t)}, done: make(chan error, 1)}
+	args := append(slices.Clone(container.Args),
+		"--kubeconfig="+kcPath,
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["metrics"]),
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["health"]),
+		"--oci-cache-dir="+filepath.Join(dir, name+"-oci"))
+	logFile, err := os.Create(p.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, args...)
+	// Nothing of the test's environment (no KUBECONFIG): the token is its only credential.
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait(); _ = logFile.Close() }()
+	t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+	return p
+}
+
+// Stop sends SIGTERM and waits for the process to exit; an exit other than 0 is an error.
+func (p *Process) Stop(grace time.Duration) error {
+	if p.cmd.ProcessState != nil {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return fmt.Errorf("exit after SIGTERM: %w", err)
+		}
+		return nil
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("still running %s after SIGTERM", grace)
+	}
+}
+
+// Kill ends the process with SIGKILL, as a node going away does: no shutdown, no lease handed
+// back.
+func (p *Process) Kill() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Get reads path from the process's "metrics" or "health" port; a status other than 200 is an
+// error.
+func (p *Process) Get(port, path string) (string, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", p.ports[port], path))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	return string(body), nil
+}
+
+// Leads reports whether the process holds its leader lease (client-go's
+// leader_election_master_status metric).
+func (p *Process) Leads() bool {
+	text, err := p.Get("metrics", "/metrics")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "leader_election_master_status{") && strings.HasSuffix(line, " 1") {
+			return true
+		}
+	}
+	return false
+}
+
+// LogTail is the end of the process's output.
+func (p *Process) LogTail() string {
+	raw, _ := os.ReadFile(p.Log)
+	if len(raw) > 4000 {
+		raw = raw[len(raw)-4000:]
+	}
+	return string(raw)
+}
+
+// LogTails is the end of each process's output.
+func LogTails[M ~map[string]*Process](procs M) string {
+	var b strings.Builder
+	for _, p := range procs {
+		fmt.Fprintf(&b, "--- %s\n%s\n", p.Name, p.LogTail())
+	}
+	return b.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Audit is the API server's audit records of writes (a cluster started with AuditWrites).
+type Audit []AuditEvent
+
+// AuditEvent is one write.
+type AuditEvent struct {
+	Verb  string `json:"verb"`
+	Stage string `json:"stage"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+}
+
+// ReadAudit reads the audit log at path: the completed requests on objects.
+func ReadAudit(t *testing.T, path string) Audit {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out Audit
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e AuditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Stage == "ResponseComplete" && e.ObjectRef != nil {
+			out = append(out, e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// LastWrite is when a service account of ns last wrote anything but a Lease.
+func (a Audit) LastWrite(ns string) time.Time {
+	var last time.Time
+	for _, e := range a {
+		if strings.HasPrefix(e.User.Username, "system:serviceaccount:"+ns+":") && e.ObjectRef.Resource != "leases" && e.StageTimestamp.After(last) {
+			last = e.StageTimestamp.Time
+		}
+	}
+	return last
+}
+
+// WritesBy lists the writes user made after since, as "resource[/subresource] verb
+// namespace/name".
+func (a Audit) WritesBy(user string, since time.Time) []string {
+	var out []string
+	for _, e := range a {
+		if e.User.Username != user || e.StageTimestamp.Time.Before(since) {
+			continue
+		}
+		res := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			res += "/" + e.ObjectRef.Subresource
+		}
+		out = append(out, fmt.Sprintf("%s %s %s/%s", res, e.Verb, e.ObjectRef.Namespace, e.ObjectRef.Name))
+	}
+	return out
+}
