@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies what the Helm chart must carry from config/ into charts/score-orchestrator (a chart
 # cannot read files outside its directory): the CRDs, the generated controller roles, the
-# leader-election Role, the user roles, the default templates (also config/default/templates.yaml) and the development Orchestrator Config. `make generate`
+# leader-election Role, the user roles, the default templates (also config/default/templates.yaml) and the development Orchestrator Config
+# (also config/default/orchestrator-config.yaml). `make generate`
 # runs it; test/install fails when the copies drift.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +19,7 @@ cp config/admission/*.yaml "$chart/files/admission/"
 # The default templates as the ConfigMaps make dev installs (one definition: devenv).
 go run ./hack/templates-configmaps -format json >"$chart/files/templates.json"
 go run ./hack/templates-configmaps -format yaml >config/default/templates.yaml
+# The development config (sample profiles and the provisioner catalog) for the chart and the
+# kustomize base alike.
 go run ./hack/assemble-config config/samples/orchestrator-config.yaml config/provisioners/*.yaml >"$chart/files/orchestrator-config.yaml"
+cp "$chart/files/orchestrator-config.yaml" config/default/orchestrator-config.yaml
