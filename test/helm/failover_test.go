@@ -42,7 +42,8 @@ const (
 // the middle of a rollout: the leader of each controller is killed (SIGKILL: no shutdown, no
 // lease handed back). Each standby takes over within the lease, every Workload goes Ready, and
 // nothing is lost or written twice: no object of the rollout is deleted or created again (same
-// UIDs), no credential is generated again, no claim is duplicated.
+// UIDs), no credential is generated again, no claim is duplicated. The new leaders then
+// delete the rollout, and the release is uninstalled.
 func TestFailover(t *testing.T) {
 	helmCfg := helmConfiguration(t)
 	chrt, err := loader.Load(filepath.Join(root, "charts", "score-orchestrator"))
@@ -209,10 +210,34 @@ func TestFailover(t *testing.T) {
 	if want := 4 * 2; len(seen) != want {
 		t.Errorf("claims for %d dependencies, want %d", len(seen), want)
 	}
+
+	// The new leaders delete what they took over, in order, and the release goes: the
+	// cluster is left as TestHelmInstall expects it.
+	if err := c.DeleteAllOf(ctx, &scorev1b1.Workload{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "the rollout's Workloads and claims are deleted", func() error {
+		var ws scorev1b1.WorkloadList
+		if err := c.List(ctx, &ws, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if err := c.List(ctx, &claims, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if n := len(ws.Items) + len(claims.Items); n > 0 {
+			return fmt.Errorf("%d Workloads and %d claims left", len(ws.Items), len(claims.Items))
+		}
+		return nil
+	})
 	for _, p := range all {
 		if err := p.Stop(30 * time.Second); err != nil {
 			t.Errorf("%s: %v", p.Name, err)
 		}
+	}
+	uninstall := action.NewUninstall(helmCfg)
+	uninstall.WaitStrategy, uninstall.Timeout = kube.StatusWatcherStrategy, 2*time.Minute
+	if _, err := uninstall.Run(release); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
 	}
 }
 
