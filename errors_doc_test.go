@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
@@ -22,6 +25,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
@@ -40,15 +44,32 @@ func TestErrorCatalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 	tables := parseCatalogue(t, string(data))
+	// A Workload row is first sent to a real API server (a server-side dry run: OpenAPI and
+	// CEL validation, nothing stored). An input it refuses never reaches the orchestrator, so
+	// its row must document the API server's refusal.
+	env := testenv.StartForTest(t)
+	testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
+	admit := func(w *scorev1b1.Workload) error {
+		w = w.DeepCopy()
+		w.Namespace = "team-a"
+		if err := env.Client.Create(context.Background(), w, client.DryRunAll); err != nil {
+			return fmt.Errorf("the API server refuses it: %w", err)
+		}
+		return nil
+	}
 	checks := map[string]func(t *testing.T, input string) string{
-		"score-file":             scoreFileMessage,
-		"workload":               workloadMessage,
+		"score-file": scoreFileMessage,
+		"workload": func(t *testing.T, input string) string {
+			return workloadMessage(t, input, admit)
+		},
 		"config":                 configMessage,
 		"provisioner-definition": configMessage,
 		"provisioner-run":        provisionerMessage,
 		"template":               templateMessage,
 		"exposure":               exposureMessage,
-		"conflict":               conflictMessage,
+		"conflict": func(t *testing.T, input string) string {
+			return conflictMessage(t, input, admit)
+		},
 	}
 	for kind := range checks {
 		if len(tables[kind]) == 0 {
@@ -162,11 +183,15 @@ func scoreFileMessage(t *testing.T, input string) string {
 }
 
 // workloadMessage is the InputsValid message the orchestrator writes for a Workload (name
-// web, namespace team-a) under the sample config: the input checks, then selection.
-func workloadMessage(t *testing.T, input string) string {
+// web, namespace team-a) under the sample config: the input checks, then selection; or the
+// API server's refusal (admit).
+func workloadMessage(t *testing.T, input string, admit func(*scorev1b1.Workload) error) string {
 	w := &scorev1b1.Workload{}
 	fromYAML(t, input, w)
 	w.Name, w.Namespace = "web", "team-a"
+	if err := admit(w); err != nil {
+		return err.Error()
+	}
 	if problems := planner.CheckInputs(w); len(problems) > 0 {
 		c := workloadstatus.SpecInvalid(problems[0].String(), len(problems)-1)
 		return string(c.Reason) + ": " + c.Message
@@ -305,11 +330,16 @@ func exposureMessage(t *testing.T, input string) string {
 // team-a) under the sample config and the default templates, as the runtime would, and
 // returns the second's Ready reason and message with its plan's message when one of its
 // objects is also the first's.
-func conflictMessage(t *testing.T, input string) string {
+func conflictMessage(t *testing.T, input string, admit func(*scorev1b1.Workload) error) string {
 	var pair []*scorev1b1.Workload
 	fromYAML(t, input, &pair)
 	if len(pair) != 2 {
 		t.Fatalf("the input is two Workloads, not %d", len(pair))
+	}
+	for _, w := range pair {
+		if err := admit(w); err != nil {
+			return err.Error()
+		}
 	}
 	cfg, err := orchconfig.Parse(sampleConfig(t))
 	if err != nil {
