@@ -18,6 +18,15 @@ build: ## Build the binaries into bin/
 	go build -o bin/score-controllers ./cmd/score-controllers
 	ln -sf scorectl bin/kubectl-score
 
+# The images' version (the chart's appVersion, so that the chart's default tag finds them) and
+# commit, stamped into the binaries and the labels.
+VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/score-orchestrator/Chart.yaml)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+
+.PHONY: images
+images: ## Build the score-controllers and scorectl images without a container engine (OCI layouts in bin/images); PUSH=registry/path pushes them
+	go run ./hack/images --out bin/images --version $(VERSION) --commit $(COMMIT) $(if $(PUSH),--push $(PUSH))
+
 .PHONY: tools
 tools: ## Build (once, cached) kube-apiserver, etcd, controller-manager, scheduler, kubectl and kwok
 	hack/tools.sh

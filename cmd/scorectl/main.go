@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
 // Exit codes.
@@ -37,6 +39,18 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newConvertCommand(), newConfigCommand(), newRenderCommand(), newApplyCommand(), newStatusCommand(), newWhyCommand(), newDeleteCommand(), newReconcileCommand(), newDevCommand())
+	root.AddCommand(newConvertCommand(), newConfigCommand(), newRenderCommand(), newApplyCommand(), newStatusCommand(), newWhyCommand(), newDeleteCommand(), newReconcileCommand(), newDevCommand(), newVersionCommand())
 	return root
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version and commit scorectl was built from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "scorectl", version.String())
+			return err
+		},
+	}
 }

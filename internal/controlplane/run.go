@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
+	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
 // Exit codes of Run.
@@ -34,7 +36,7 @@ func Run(name string, args []string, output io.Writer) int {
 	cfg := &opts.Config
 	var (
 		controllers, metricsAddr, probeAddr, pprofAddr string
-		leaderElect                                    bool
+		leaderElect, printVersion                      bool
 		leaseDuration, renewDeadline, retryPeriod      time.Duration
 		qps                                            float64
 		burst                                          int
@@ -62,6 +64,7 @@ func Run(name string, args []string, output io.Writer) int {
 	fs.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often a standby tries to take the lease, and the leader to renew it")
 	fs.Float64Var(&qps, "kube-api-qps", 0, "requests per second to the API server, on average (0: no client-side limit; the API server's fairness applies)")
 	fs.IntVar(&burst, "kube-api-burst", 0, "requests to the API server in a burst, with --kube-api-qps")
+	fs.BoolVar(&printVersion, "version", false, "print the version and commit, then exit")
 	ctrlconfig.RegisterFlags(fs)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -70,6 +73,10 @@ func Run(name string, args []string, output io.Writer) int {
 			return ExitOK
 		}
 		return ExitSetup
+	}
+	if printVersion {
+		fmt.Fprintln(output, name, version.String())
+		return ExitOK
 	}
 	logger := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(output))
 	ctrl.SetLogger(logger)
@@ -127,7 +134,7 @@ func Run(name string, args []string, output io.Writer) int {
 		log.Error(err, "Adding the readiness check")
 		return ExitFailed
 	}
-	log.Info("Starting", "controllers", controllers, "config", cfg.ConfigMap)
+	log.Info("Starting", "controllers", controllers, "config", cfg.ConfigMap, "version", version.Version, "commit", version.Commit)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "Running the manager")
 		return ExitFailed

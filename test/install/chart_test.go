@@ -443,3 +443,27 @@ func TestChartReplicas(t *testing.T) {
 		})
 	}
 }
+
+// The image: the chart's appVersion by default, a tag of one's own, or pinned by digest (make
+// images prints it), which takes the place of the tag.
+func TestChartImage(t *testing.T) {
+	const digest = "sha256:1c9578a4b6b73af5cb375bf52bc239b7bde5d1035fb149a8be3514a8ebc44464"
+	for _, tc := range []struct {
+		image map[string]any
+		want  string
+	}{
+		{nil, "score-orchestrator/score-controllers:0.1.0"},
+		{map[string]any{"repository": "registry.example.com/platform/score-controllers", "tag": "0.2.0"}, "registry.example.com/platform/score-controllers:0.2.0"},
+		{map[string]any{"repository": "registry.example.com/platform/score-controllers", "tag": "0.2.0", "digest": digest}, "registry.example.com/platform/score-controllers@" + digest},
+	} {
+		var values map[string]any
+		if tc.image != nil {
+			values = map[string]any{"image": tc.image}
+		}
+		for _, d := range typed[appsv1.Deployment](t, render(t, "score-system", values), "Deployment") {
+			if got := d.Spec.Template.Spec.Containers[0].Image; got != tc.want {
+				t.Errorf("image values %v: %s runs %s, want %s", tc.image, d.Name, got, tc.want)
+			}
+		}
+	}
+}
