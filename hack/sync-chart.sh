@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Copies what the Helm chart must carry from config/ into charts/score-orchestrator (a chart
 # cannot read files outside its directory): the CRDs, the generated controller roles, the
-# leader-election Role, the user roles, the default templates (also config/default/templates.yaml) and the development Orchestrator Config
+# leader-election Role, the user roles, the Grafana dashboard, the default templates (also config/default/templates.yaml) and the development Orchestrator Config
 # (also config/default/orchestrator-config.yaml). `make generate`
 # runs it; test/install fails when the copies drift.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chart=charts/score-orchestrator
 rm -rf "$chart/crds" "$chart/files"
-mkdir -p "$chart/crds" "$chart/files/rbac/users" "$chart/files/admission"
+mkdir -p "$chart/crds" "$chart/files/rbac/users" "$chart/files/admission" "$chart/files/grafana"
 cp config/crd/bases/*.yaml "$chart/crds/"
 for c in orchestrator provisioner runtime; do
   cp "config/rbac/$c/role.yaml" "$chart/files/rbac/$c.yaml"
@@ -16,6 +16,7 @@ done
 cp config/rbac/leader-election.yaml "$chart/files/rbac/"
 cp config/rbac/users/*.yaml "$chart/files/rbac/users/"
 cp config/admission/*.yaml "$chart/files/admission/"
+cp config/grafana/*.json "$chart/files/grafana/"
 # The default templates as the ConfigMaps make dev installs (one definition: devenv).
 go run ./hack/templates-configmaps -format json >"$chart/files/templates.json"
 go run ./hack/templates-configmaps -format yaml >config/default/templates.yaml

@@ -37,9 +37,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/metricnames"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv/controllerproc"
@@ -218,6 +220,7 @@ func TestHelmInstall(t *testing.T) {
 	}
 
 	checkMetrics(t, procs, workloads)
+	checkDashboardMetrics(t, procs)
 	checkNoSecrets(t, procs)
 	checkTransitionLogs(t, procs)
 
@@ -384,6 +387,72 @@ func checkMetrics(t *testing.T, procs map[string]*controllerproc.Process, worklo
 			}
 		}
 	}
+}
+
+// checkDashboardMetrics checks that every metric the Grafana dashboard and the sample alerts
+// query is one the running controllers expose (a histogram's series by their own names).
+func checkDashboardMetrics(t *testing.T, procs map[string]*controllerproc.Process) {
+	t.Helper()
+	exposed := map[string]bool{}
+	for _, p := range procs {
+		text, err := p.Get("metrics", "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			exposed[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
+		}
+	}
+	var exprs []string
+	raw, err := os.ReadFile(filepath.Join(root, "config", "grafana", "score-orchestrator.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard struct {
+		Panels []struct {
+			Targets []struct{ Expr string } `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dashboard); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dashboard.Panels {
+		for _, target := range p.Targets {
+			exprs = append(exprs, target.Expr)
+		}
+	}
+	raw, err = os.ReadFile(filepath.Join(root, "config", "prometheus", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alerts struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct{ Expr string } `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &alerts); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range alerts.Spec.Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	names := map[string]bool{}
+	for _, e := range exprs {
+		for _, name := range metricnames.Referenced(e) {
+			names[name] = true
+			if !exposed[name] {
+				t.Errorf("%s queries %s, which no controller exposes", e, name)
+			}
+		}
+	}
+	t.Logf("the %d metrics of %d dashboard and alert queries are exposed", len(names), len(exprs))
 }
 
 // checkNoSecrets looks for every secret output value in every controller's log and metrics.
