@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
@@ -40,7 +41,13 @@ type ConfigMapReconciler struct {
 	// Key locates the ConfigMap; DataKey is the key holding the document.
 	Key     types.NamespacedName
 	DataKey string
+	// OCI fetches the document when the ConfigMap names an artifact (OCIRefKey) instead.
+	OCI *ocifetch.Fetcher
 }
+
+// OCIRefKey is the ConfigMap key that names the config's OCI artifact, pinned by digest, in
+// place of the document: changing it loads the artifact it names, without a restart.
+const OCIRefKey = "ociRef"
 
 // Reconcile reads the ConfigMap and offers its document. An invalid document is reported as
 // a Warning event on the ConfigMap, a log line and a metric; the last valid config stays.
@@ -55,34 +62,56 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, err
 	}
+	source, revision := "configmap", "configmap/"+cm.ResourceVersion
 	data, ok := cm.Data[r.DataKey]
-	if !ok {
-		err := fmt.Errorf("the ConfigMap has no key %q", r.DataKey)
-		r.reject(ctx, &cm, err)
+	ref, byRef := cm.Data[OCIRefKey]
+	switch {
+	case ok && byRef:
+		r.reject(ctx, &cm, source, fmt.Errorf("the ConfigMap has both %q and %q: keep the document or the reference to it, not both", r.DataKey, OCIRefKey))
+		r.Store.Settle()
+		return ctrl.Result{}, nil
+	case byRef:
+		source = "oci"
+		res, err := r.OCI.Fetch(ctx, strings.TrimSpace(ref), ConfigLayerMediaType)
+		if err != nil {
+			// The registry may come back, or the pull secret be fixed: retried with backoff,
+			// the last valid config in force meanwhile.
+			ReloadsTotal.WithLabelValues(source, "failure").Inc()
+			log.Error(err, "Fetching the orchestrator config failed; keeping the last valid one", "configMap", r.Key, "ref", ref)
+			r.Recorder.Eventf(&cm, nil, corev1.EventTypeWarning, "ConfigFetchFailed", "Load", "The orchestrator config %s could not be fetched; the last valid config stays in use: %s", strings.TrimSpace(ref), err)
+			r.Store.Settle()
+			return ctrl.Result{}, err
+		}
+		if res.FromCache {
+			log.Info("Registry unreachable; using the verified cached config", "ref", ref, "error", res.FetchErr.Error())
+		}
+		data, revision = string(res.Data), "oci/"+res.Digest
+	case !ok:
+		r.reject(ctx, &cm, source, fmt.Errorf("the ConfigMap has no key %q (the document) or %q (an OCI reference to it)", r.DataKey, OCIRefKey))
 		r.Store.Settle()
 		return ctrl.Result{}, nil
 	}
 	_, hadConfig := r.Store.Get()
-	changed, err := r.Store.Offer("configmap/"+cm.ResourceVersion, []byte(data))
+	changed, err := r.Store.Offer(revision, []byte(data))
 	if err != nil {
-		r.reject(ctx, &cm, err)
+		r.reject(ctx, &cm, source, err)
 		return ctrl.Result{}, nil
 	}
 	if changed {
-		ReloadsTotal.WithLabelValues("configmap", "success").Inc()
-		log.Info("Loaded orchestrator config", "configMap", r.Key, "resourceVersion", cm.ResourceVersion)
+		ReloadsTotal.WithLabelValues(source, "success").Inc()
+		log.Info("Loaded orchestrator config", "configMap", r.Key, "revision", revision)
 		if hadConfig {
 			// Only a change is news; a controller starting up loads the config it had.
 			r.Recorder.Eventf(&cm, nil, corev1.EventTypeNormal, "ConfigLoaded", "Load", "A new orchestrator config is valid and in use.")
 		}
 	} else {
-		ReloadsTotal.WithLabelValues("configmap", "unchanged").Inc()
+		ReloadsTotal.WithLabelValues(source, "unchanged").Inc()
 	}
 	return ctrl.Result{}, nil
 }
 
-func (r *ConfigMapReconciler) reject(ctx context.Context, cm *corev1.ConfigMap, err error) {
-	ReloadsTotal.WithLabelValues("configmap", "failure").Inc()
+func (r *ConfigMapReconciler) reject(ctx context.Context, cm *corev1.ConfigMap, source string, err error) {
+	ReloadsTotal.WithLabelValues(source, "failure").Inc()
 	msg := err.Error()
 	var inv *orchconfig.InvalidError
 	if errors.As(err, &inv) {

@@ -26,6 +26,20 @@ type Options struct {
 	// OCICacheDir caches verified OCI content; OCIPlainHTTP reaches registries over HTTP.
 	OCICacheDir  string
 	OCIPlainHTTP bool
+	// OCIPullSecret names a kubernetes.io/dockerconfigjson Secret in the ConfigMap's
+	// namespace holding the registries' credentials, for the config and the templates.
+	OCIPullSecret string
+}
+
+// Fetcher is the OCI fetcher these options describe, reading the pull secret through reader
+// (an uncached reader: the Secret is read at each fetch that needs it, so a rotated Secret is
+// used at once, and no Secret is cached).
+func (o Options) Fetcher(reader client.Reader) *ocifetch.Fetcher {
+	f := &ocifetch.Fetcher{CacheDir: o.OCICacheDir, PlainHTTP: o.OCIPlainHTTP}
+	if o.OCIPullSecret != "" {
+		f.PullSecret = &ocifetch.PullSecret{Reader: reader, Key: types.NamespacedName{Namespace: o.ConfigMap.Namespace, Name: o.OCIPullSecret}}
+	}
+	return f
 }
 
 // DefaultOptions are the documented defaults: score-system/orchestrator-config, config.yaml.
@@ -38,7 +52,7 @@ func DefaultOptions() Options {
 func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	store := NewStore()
 	if opts.OCIRef != "" {
-		src := &OCISource{Ref: opts.OCIRef, Store: store, Fetcher: &ocifetch.Fetcher{CacheDir: opts.OCICacheDir, PlainHTTP: opts.OCIPlainHTTP}}
+		src := &OCISource{Ref: opts.OCIRef, Store: store, Fetcher: opts.Fetcher(mgr.GetAPIReader())}
 		if err := mgr.Add(src); err != nil {
 			return nil, fmt.Errorf("setting up the OCI config source: %w", err)
 		}
@@ -63,7 +77,7 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	}
 	cm := &ConfigMapReconciler{
 		Cache: configMaps, Store: store, Recorder: mgr.GetEventRecorder(component),
-		Key: opts.ConfigMap, DataKey: opts.Key,
+		Key: opts.ConfigMap, DataKey: opts.Key, OCI: opts.Fetcher(mgr.GetAPIReader()),
 	}
 	if err := cm.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config source: %w", err)

@@ -12,7 +12,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
-	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
@@ -55,7 +54,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	// Templates and helm provisioners' charts: fetched by digest, verified, cached.
 	newTemplates := func() *templates.Source {
-		return &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{CacheDir: opts.Config.OCICacheDir, PlainHTTP: opts.Config.OCIPlainHTTP}}
+		return &templates.Source{Reader: mgr.GetAPIReader(), OCI: opts.Config.Fetcher(mgr.GetAPIReader())}
 	}
 	for _, c := range opts.Controllers {
 		switch c {

@@ -19,6 +19,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
 // ErrDigestMismatch is content that does not match the digest it was asked for.
@@ -32,6 +34,9 @@ type Fetcher struct {
 	PlainHTTP bool
 	// MaxBytes bounds a manifest or layer (default 4 MiB).
 	MaxBytes int64
+	// PullSecret, when set, holds the registries' credentials; without it registries are
+	// reached anonymously.
+	PullSecret *PullSecret
 }
 
 // Result is a fetched layer.
@@ -93,9 +98,12 @@ func (f *Fetcher) fetchRemote(ctx context.Context, repoRef string, dgst digest.D
 		return nil, fmt.Errorf("repository %q: %w", repoRef, err)
 	}
 	repo.PlainHTTP = f.PlainHTTP
+	if f.PullSecret != nil {
+		repo.Client = &auth.Client{Client: retry.DefaultClient, Cache: auth.NewCache(), Credential: f.PullSecret.Credential}
+	}
 	manifestDesc, err := repo.Resolve(ctx, dgst.String())
 	if err != nil {
-		return nil, fmt.Errorf("resolving %s@%s: %w", repoRef, dgst, err)
+		return nil, fmt.Errorf("resolving %s@%s: %w", repoRef, dgst, f.refused(repoRef, err))
 	}
 	if manifestDesc.Digest != dgst {
 		return nil, fmt.Errorf("%w: asked for %s, the registry answered %s", ErrDigestMismatch, dgst, manifestDesc.Digest)
@@ -105,7 +113,7 @@ func (f *Fetcher) fetchRemote(ctx context.Context, repoRef string, dgst digest.D
 	}
 	manifestBytes, err := fetchVerified(ctx, repo, manifestDesc)
 	if err != nil {
-		return nil, fmt.Errorf("fetching the manifest: %w", err)
+		return nil, fmt.Errorf("fetching the manifest: %w", f.refused(repoRef, err))
 	}
 	layer, err := findLayer(manifestBytes, mediaType)
 	if err != nil {
@@ -116,7 +124,7 @@ func (f *Fetcher) fetchRemote(ctx context.Context, repoRef string, dgst digest.D
 	}
 	data, err := fetchVerified(ctx, repo.Blobs(), layer)
 	if err != nil {
-		return nil, fmt.Errorf("fetching the layer: %w", err)
+		return nil, fmt.Errorf("fetching the layer: %w", f.refused(repoRef, err))
 	}
 	f.store(dgst, manifestBytes, layer.Digest, data)
 	return data, nil

@@ -467,3 +467,43 @@ func TestChartImage(t *testing.T) {
 		}
 	}
 }
+
+// The config from a private registry: the ConfigMap holds the reference (ociRef, loaded live)
+// in place of the document, the controllers are given the pull secret, and may read that
+// Secret and no other.
+func TestChartPrivateRegistry(t *testing.T) {
+	const ref = "registry.example.com/platform/orchestrator-config@sha256:1c9578a4b6b73af5cb375bf52bc239b7bde5d1035fb149a8be3514a8ebc44464"
+	objs := render(t, "score-system", map[string]any{"split": true, "config": map[string]any{"ociRef": ref}, "oci": map[string]any{"pullSecret": "registry-pull"}})
+	for _, cm := range typed[corev1.ConfigMap](t, objs, "ConfigMap") {
+		if cm.Name == "orchestrator-config" && (cm.Data["ociRef"] != ref || len(cm.Data) != 1) {
+			t.Errorf("the config ConfigMap holds %v, want the reference alone", cm.Data)
+		}
+	}
+	accounts := map[string]bool{}
+	for _, d := range typed[appsv1.Deployment](t, objs, "Deployment") {
+		accounts[d.Spec.Template.Spec.ServiceAccountName] = true
+		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--oci-pull-secret=registry-pull") {
+			t.Errorf("%s: args %v", d.Name, d.Spec.Template.Spec.Containers[0].Args)
+		}
+	}
+	var role *rbacv1.Role
+	for _, r := range typed[rbacv1.Role](t, objs, "Role") {
+		if r.Name == "score-oci-pull-secret" {
+			role = r
+		}
+	}
+	if role == nil || len(role.Rules) != 1 || !slices.Equal(role.Rules[0].ResourceNames, []string{"registry-pull"}) || !slices.Equal(role.Rules[0].Verbs, []string{"get"}) {
+		t.Fatalf("the pull secret's Role: %+v", role)
+	}
+	for _, b := range typed[rbacv1.RoleBinding](t, objs, "RoleBinding") {
+		if b.Name != "score-oci-pull-secret" {
+			continue
+		}
+		for _, s := range b.Subjects {
+			delete(accounts, s.Name)
+		}
+	}
+	if len(accounts) != 0 {
+		t.Errorf("service accounts not bound to the pull secret's Role: %v", accounts)
+	}
+}

@@ -111,6 +111,12 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	helmOCI, helmOCIDigest := pushLayer(t, host, "charts/web", templates.HelmChartLayerMediaType, chart)
+	// A registry that refuses anonymous pulls, and the runtime's pull secret for it.
+	private := testenv.StartRegistry(t, "platform", "chart-pull-password")
+	helmPrivate := "oci://" + private.Push(t, "charts/web", "application/vnd.score.dev.test.v1", templates.HelmChartLayerMediaType, chart)
+	_, helmPrivateDigest, _ := strings.Cut(helmPrivate, "@")
+	testenv.Create(t, env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pullSecret.Namespace, Name: pullSecret.Name}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: private.DockerConfig("platform", "chart-pull-password")}})
 	kustOCI, kustOCIDigest := pushLayer(t, host, "kustomize/web", templates.KustomizationLayerMediaType, kustArchive)
 
 	for _, tc := range []struct {
@@ -122,6 +128,8 @@ func TestHelmAndKustomizeBackends(t *testing.T) {
 		{name: "helm from a ConfigMap", kind: "helm", ref: "configmap://%s/charts/chart.tgz", digest: testenv.Digest(chart), settings: "web-settings", service: "web",
 			wantData: map[string]string{"greeting": "hello", "image": "nginx"}},
 		{name: "helm from an OCI registry", kind: "helm", ref: helmOCI, digest: helmOCIDigest, settings: "web-settings", service: "web",
+			wantData: map[string]string{"greeting": "hello", "image": "nginx"}},
+		{name: "helm from a registry that refuses anonymous pulls", kind: "helm", ref: helmPrivate, digest: helmPrivateDigest, settings: "web-settings", service: "web",
 			wantData: map[string]string{"greeting": "hello", "image": "nginx"}},
 		{name: "kustomize from a ConfigMap", kind: "kustomize", ref: "configmap://%s/kustomization", digest: render.Template{Files: kust}.Digest(), settings: "web-settings-", service: "web-web",
 			wantData: map[string]string{"containers.main.image": "nginx", "service.ports.http.port": "80"}},

@@ -17,6 +17,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +33,10 @@ var (
 	ctx = context.Background()
 )
 
+// pullSecret is the runtime's registry pull secret (--oci-pull-secret); a test that needs it
+// creates it.
+var pullSecret = types.NamespacedName{Namespace: "default", Name: "registry-pull"}
+
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
 		env = e
@@ -43,7 +48,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return err
 		}
-		r := &runtimectl.Reconciler{Client: mgr.GetClient(), Templates: &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true}}, Config: store,
+		r := &runtimectl.Reconciler{Client: mgr.GetClient(), Templates: &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true, PullSecret: &ocifetch.PullSecret{Reader: mgr.GetAPIReader(), Key: pullSecret}}}, Config: store,
 			Recorder: mgr.GetEventRecorder("score-runtime")}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
