@@ -16,8 +16,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,26 +76,14 @@ func TestKustomizeBaseApplied(t *testing.T) {
 		return err
 	})
 
+	// The examples, as make dev applies them.
 	const apps = "apps"
-	testenv.Create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: apps}})
-	files, err := filepath.Glob(filepath.Join(root, "examples", "*", "score.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("examples: %v %v", files, err)
-	}
-	workloads := 0
-	for _, f := range files {
-		rel, _ := filepath.Rel(root, f)
-		ws, err := devenv.Example(os.DirFS(root), rel, apps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range ws {
-			testenv.Create(t, c, w)
-			workloads++
-		}
+	names, err := devenv.ApplyExamples(ctx, c, os.DirFS(root), apps)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var progress bytes.Buffer
-	if err := devenv.WaitReady(ctx, c, apps, time.Minute, &progress); err != nil {
+	if err := devenv.WaitReady(ctx, c, apps, 3*time.Minute, &progress); err != nil {
 		var claims scorev1b1.ResourceClaimList
 		_ = c.List(ctx, &claims, client.InNamespace(apps))
 		for _, cl := range claims.Items {
@@ -105,7 +91,7 @@ func TestKustomizeBaseApplied(t *testing.T) {
 		}
 		t.Fatalf("%v\n%s\n%s", err, progress.String(), p.LogTail())
 	}
-	t.Logf("%d Workloads of %d examples Ready under the kustomize install", workloads, len(files))
+	t.Logf("%d Workloads of the examples Ready under the kustomize install", len(names))
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Errorf("score-controllers: %v\n%s", err, p.LogTail())
 	}
