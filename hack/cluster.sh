@@ -21,6 +21,14 @@ kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 up() {
 	"$root/hack/tools.sh"
 	mkdir -p "$state"
+	# kwokctl picks each component's port by probing downwards from 32767, in every process
+	# alike: two clusters created at once (test packages run in parallel) probe the same ports
+	# before either binds them, and one API server never serves. One creation at a time on this
+	# machine; a cluster holds its ports once it is up.
+	local lock="${XDG_CACHE_HOME:-$HOME/.cache}/score-orchestrator/cluster-up.lock"
+	mkdir -p "$(dirname "$lock")"
+	exec 9>"$lock"
+	flock 9 # released once the API server answers, or when this script ends
 	if "$bin/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
 		if kubectl get --raw /readyz >/dev/null 2>&1; then
 			log "cluster $name is already up"
@@ -30,7 +38,7 @@ up() {
 			return
 		fi
 		log "cluster $name exists but does not answer: starting it"
-		"$bin/kwokctl" start cluster --name "$name" --wait 2m >&2 || { "$bin/kwokctl" delete cluster --name "$name" >&2; }
+		"$bin/kwokctl" start cluster --name "$name" --wait 2m >&2 9>&- || { "$bin/kwokctl" delete cluster --name "$name" >&2; }
 	fi
 	if ! "$bin/kwokctl" get clusters 2>/dev/null | grep -qx "$name"; then
 		log "creating cluster $name"
@@ -48,10 +56,11 @@ up() {
 			--kwok-controller-binary "$bin/kwok" \
 			--kubeconfig "$kubeconfig" \
 			--disable-qps-limits \
-			--wait 2m >&2
+			--wait 2m >&2 9>&- # the cluster's processes must not hold the lock
 	fi
 	"$bin/kwokctl" get kubeconfig --name "$name" >"$kubeconfig"
 	kubectl get --raw /readyz >/dev/null
+	flock -u 9
 	nodes
 	service_range
 	volumes

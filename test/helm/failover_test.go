@@ -62,6 +62,17 @@ func TestFailover(t *testing.T) {
 			t.Fatalf("helm install: %v", err)
 		}
 	}
+	// A failure must not leave the release behind for TestHelmInstall: it is uninstalled after
+	// the processes stopped (cleanups run last first).
+	t.Cleanup(func() {
+		if t.Failed() {
+			uninstall := action.NewUninstall(helmCfg)
+			uninstall.WaitStrategy, uninstall.Timeout = kube.StatusWatcherStrategy, 2*time.Minute
+			if _, err := uninstall.Run(release); err != nil {
+				t.Logf("helm uninstall after the failure: %v", err)
+			}
+		}
+	})
 	var deps appsv1.DeploymentList
 	if err := c.List(ctx, &deps, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/instance": release}); err != nil {
 		t.Fatal(err)
@@ -106,6 +117,11 @@ func TestFailover(t *testing.T) {
 	// The rollout: twelve Workloads at once, four of them with a database and a cache.
 	const ns = "failover"
 	testenv.Create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	t.Cleanup(func() {
+		if t.Failed() { // while the controllers still run, so that their finalizers go
+			deleteRollout(t, ns)
+		}
+	})
 	var workloads []*scorev1b1.Workload
 	for _, ex := range []struct {
 		file   string
@@ -153,24 +169,42 @@ func TestFailover(t *testing.T) {
 		killed.Sub(rolloutStart).Seconds(), ready, len(workloads), len(before))
 
 	// Each standby takes over within the lease: it may take the lease once leaseDuration has
-	// passed since the last renewal it saw, and tries every retryPeriod (plus jitter).
+	// passed since the last renewal it saw, and tries every retryPeriod (plus jitter). A
+	// standby that has exited fails the test at once, with its output.
+	standbys := map[string]*controllerproc.Process{}
 	for name, ps := range replicas {
-		var standby *controllerproc.Process
 		for _, p := range ps {
 			if p != leaders[name] {
-				standby = p
+				standbys[name] = p
 			}
 		}
-		testenv.Eventually(t, time.Minute, name+"'s standby leads", func() error {
-			if !standby.Leads() {
-				return fmt.Errorf("%s does not lead yet", standby.Name)
+	}
+	took := map[string]time.Duration{}
+	testenv.Eventually(t, 2*time.Minute, "every standby leads", func() error {
+		var waiting []string
+		for name, p := range standbys {
+			if _, ok := took[name]; ok {
+				continue
 			}
-			return nil
-		})
-		took := time.Since(killed)
-		t.Logf("%s: the standby leads %.1fs after the leader was killed", name, took.Seconds())
-		if limit := leaseDuration + 2*retryPeriod*6/5 + 3*time.Second; took > limit {
-			t.Errorf("%s: the standby took %s to lead, more than the lease and two retries (%s)", name, took, limit)
+			if err := p.Exited(); err != nil {
+				t.Fatalf("%s: %v\n%s", p.Name, err, p.LogTail())
+			}
+			if !p.Leads() {
+				waiting = append(waiting, p.Name)
+				continue
+			}
+			took[name] = time.Since(killed)
+		}
+		if len(waiting) > 0 {
+			slices.Sort(waiting)
+			return fmt.Errorf("%s do not lead yet\n%s", strings.Join(waiting, ", "), controllerproc.LogTails(standbys))
+		}
+		return nil
+	})
+	for name, d := range took {
+		t.Logf("%s: the standby leads %.1fs after the leader was killed", name, d.Seconds())
+		if limit := leaseDuration + 2*retryPeriod*6/5 + 3*time.Second; d > limit {
+			t.Errorf("%s: the standby took %s to lead, more than the lease and two retries (%s)", name, d, limit)
 		}
 	}
 	if err := devenv.WaitReady(ctx, c, ns, 5*time.Minute, io.Discard); err != nil {
@@ -213,11 +247,29 @@ func TestFailover(t *testing.T) {
 
 	// The new leaders delete what they took over, in order, and the release goes: the
 	// cluster is left as TestHelmInstall expects it.
+	deleteRollout(t, ns)
+	for _, p := range all {
+		if err := p.Stop(30 * time.Second); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+		}
+	}
+	uninstall := action.NewUninstall(helmCfg)
+	uninstall.WaitStrategy, uninstall.Timeout = kube.StatusWatcherStrategy, 2*time.Minute
+	if _, err := uninstall.Run(release); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+}
+
+// deleteRollout deletes the Workloads of ns and waits for them and their claims to go.
+func deleteRollout(t *testing.T, ns string) {
+	t.Helper()
 	if err := c.DeleteAllOf(ctx, &scorev1b1.Workload{}, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	testenv.Eventually(t, 2*time.Minute, "the rollout's Workloads and claims are deleted", func() error {
 		var ws scorev1b1.WorkloadList
+		var claims scorev1b1.ResourceClaimList
 		if err := c.List(ctx, &ws, client.InNamespace(ns)); err != nil {
 			return err
 		}
@@ -229,16 +281,6 @@ func TestFailover(t *testing.T) {
 		}
 		return nil
 	})
-	for _, p := range all {
-		if err := p.Stop(30 * time.Second); err != nil {
-			t.Errorf("%s: %v", p.Name, err)
-		}
-	}
-	uninstall := action.NewUninstall(helmCfg)
-	uninstall.WaitStrategy, uninstall.Timeout = kube.StatusWatcherStrategy, 2*time.Minute
-	if _, err := uninstall.Run(release); err != nil {
-		t.Fatalf("helm uninstall: %v", err)
-	}
 }
 
 // readyCount is the number of Workloads of ns that are Ready.

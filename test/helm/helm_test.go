@@ -149,12 +149,6 @@ func TestHelmInstall(t *testing.T) {
 		p := startAsDeployment(t, &deps.Items[i], "")
 		procs[p.Name] = p
 	}
-	for _, p := range procs {
-		testenv.Eventually(t, time.Minute, p.Name+" is ready (/readyz)", func() error {
-			_, err := p.Get("health", "/readyz")
-			return err
-		})
-	}
 
 	// A developer bound to score-workload-editor in the apps namespace applies the examples.
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: apps}}); err != nil {
@@ -312,10 +306,6 @@ func TestHelmInstall(t *testing.T) {
 	}
 	takeover := time.Now()
 	single := startAsDeployment(t, &one, "")
-	testenv.Eventually(t, time.Minute, "score-controllers is ready (/readyz)", func() error {
-		_, err := single.Get("health", "/readyz")
-		return err
-	})
 	hello, err := devenv.Example(os.DirFS(root), "examples/hello/score.yaml", apps)
 	if err != nil {
 		t.Fatal(err)

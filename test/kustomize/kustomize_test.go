@@ -71,10 +71,6 @@ func TestKustomizeBaseApplied(t *testing.T) {
 		return nil
 	})
 	p := controllerproc.Start(t, cfg, bin, state, &d, "")
-	testenv.Eventually(t, time.Minute, "score-controllers is ready (/readyz)", func() error {
-		_, err := p.Get("health", "/readyz")
-		return err
-	})
 
 	// The examples, as make dev applies them.
 	const apps = "apps"

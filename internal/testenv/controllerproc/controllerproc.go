@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -45,8 +46,12 @@ type Process struct {
 }
 
 // Start runs replica of Deployment d (replica "" for a Deployment of one) from the
-// score-controllers binary bin, with its state (kubeconfig, log, OCI cache) in dir. The process
-// is stopped when the test ends.
+// score-controllers binary bin, with its state (kubeconfig, log, OCI cache) in dir, and waits
+// until it answers /readyz. The process is stopped when the test ends.
+//
+// Its metrics and probe ports are free when chosen, but another process (a test package running
+// beside this one) may take one before the controller binds it; the controller then exits, and
+// is started again on other ports.
 func Start(t *testing.T, cfg *rest.Config, bin, dir string, d *appsv1.Deployment, replica string) *Process {
 	t.Helper()
 	name := d.Name
@@ -72,28 +77,73 @@ func Start(t *testing.T, cfg *rest.Config, bin, dir string, d *appsv1.Deployment
 	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
 		t.Fatal(err)
 	}
+	args := append(slices.Clone(d.Spec.Template.Spec.Containers[0].Args),
+		"--kubeconfig="+kcPath, "--oci-cache-dir="+filepath.Join(dir, name+"-oci"))
 
-	container := d.Spec.Template.Spec.Containers[0]
-	p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), ports: map[string]int{"metrics": freePort(t), "health": freePort(t)}, done: make(chan error, 1)}
-	args := append(slices.Clone(container.Args),
-		"--kubeconfig="+kcPath,
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["metrics"]),
-		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["health"]),
-		"--oci-cache-dir="+filepath.Join(dir, name+"-oci"))
+	for attempt := 1; ; attempt++ {
+		p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), ports: map[string]int{"metrics": freePort(t), "health": freePort(t)}, done: make(chan error, 1)}
+		p.start(t, bin, append(slices.Clone(args),
+			"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["metrics"]),
+			"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["health"])))
+		err := p.waitReady(2 * time.Minute)
+		if err == nil {
+			return p
+		}
+		if attempt < 3 && strings.Contains(p.LogTail(), "address already in use") {
+			t.Logf("%s: a port was taken before it bound it, starting it again: %v", name, err)
+			continue
+		}
+		t.Fatalf("%s: %v\n%s", name, err, p.LogTail())
+	}
+}
+
+func (p *Process) start(t *testing.T, bin string, args []string) {
+	t.Helper()
 	logFile, err := os.Create(p.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.cmd = exec.Command(bin, args...)
 	// Nothing of the test's environment (no KUBECONFIG): the token is its only credential.
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(p.Log)}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { p.done <- p.cmd.Wait(); _ = logFile.Close() }()
 	t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
-	return p
+}
+
+// waitReady waits until the process answers /readyz; its exit is an error at once.
+func (p *Process) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := p.Exited(); err != nil {
+			return err
+		}
+		_, err := p.Get("health", "/readyz")
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s: %w", timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Exited is nil while the process runs, and says how it ended once it has.
+func (p *Process) Exited() error {
+	select {
+	case err := <-p.done:
+		p.done <- err // for Stop, Kill and the next caller
+		if err == nil {
+			return errors.New("exited")
+		}
+		return fmt.Errorf("exited: %w", err)
+	default:
+		return nil
+	}
 }
 
 // Stop sends SIGTERM and waits for the process to exit; an exit other than 0 is an error.
@@ -125,10 +175,13 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
+// httpClient gives up on a process that accepts a connection and does not answer.
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
 // Get reads path from the process's "metrics" or "health" port; a status other than 200 is an
 // error.
 func (p *Process) Get(port, path string) (string, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", p.ports[port], path))
+	resp, err := httpClient.Get(fmt.Sprintf("http://127.0.0.1:%d%s", p.ports[port], path))
 	if err != nil {
 		return "", err
 	}
