@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,6 +53,8 @@ const (
 	benchNS = "bench"
 	probeNS = "bench-probe"
 	floorNS = "bench-floor"
+	// unrelatedNS holds --unrelated's objects, which are not ours.
+	unrelatedNS = "bench-unrelated"
 )
 
 type options struct {
@@ -65,6 +68,7 @@ type options struct {
 	window         time.Duration
 	timeout        time.Duration
 	floorObjects   int
+	unrelated      int
 	controllerArgs string
 	profileDir     string
 	profileSeconds int
@@ -82,6 +86,7 @@ func main() {
 	flag.DurationVar(&o.window, "window", time.Minute, "how long the restart and steady-state windows count writes")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest wait for all Workloads to be Ready")
 	flag.IntVar(&o.floorObjects, "floor-objects", 5000, "small objects the write floor measurement creates")
+	flag.IntVar(&o.unrelated, "unrelated", 0, "objects that are not ours (Secrets, ConfigMaps and Deployments of 0 replicas, a third each) created before the controllers start, as on a shared cluster: the controllers' memory should not grow with them")
 	flag.StringVar(&o.controllerArgs, "controller-args", "", "extra score-controllers flags for every controller, space-separated")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller (the first seconds of the load) and heap profiles (at all Ready) here")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 30, "length of the CPU profiles")
@@ -281,7 +286,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	if _, err := devenv.Install(ctx, s.c, os.DirFS(root)); err != nil {
 		return res, err
 	}
-	for _, ns := range []string{benchNS, probeNS, floorNS} {
+	for _, ns := range []string{benchNS, probeNS, floorNS, unrelatedNS} {
 		if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return res, err
 		}
@@ -295,6 +300,13 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return res, err
 	}
 	logf(log, "write floor: %.0f objects/s", res.FloorPerSecond)
+	if o.unrelated > 0 {
+		if err := createAll(ctx, s.c, o.unrelated, unrelated); err != nil {
+			return res, fmt.Errorf("the unrelated objects: %w", err)
+		}
+		res.Unrelated = o.unrelated
+		logf(log, "%d objects that are not ours created", o.unrelated)
+	}
 
 	start := time.Now()
 	if err := s.startControllers(); err != nil {
@@ -698,21 +710,36 @@ func (s *runState) profile(ctx context.Context, kind, path string) {
 // floor creates count small ConfigMaps with 16 workers and returns the rate; it deletes
 // them afterwards.
 func floor(ctx context.Context, c client.Client, count int) (float64, error) {
+	start := time.Now()
+	err := createAll(ctx, c, count, func(i int) client.Object {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: floorNS, Name: fmt.Sprintf("floor-%d", i)}, Data: map[string]string{"k": "v"}}
+	})
+	rate := float64(count) / time.Since(start).Seconds()
+	if err != nil {
+		return 0, fmt.Errorf("the write floor: %w", err)
+	}
+	if err := c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(floorNS)); err != nil {
+		return 0, err
+	}
+	return rate, nil
+}
+
+// createAll creates object(1) … object(count) with 16 workers, as fast as the API server
+// takes them; it stops at the first error.
+func createAll(ctx context.Context, c client.Client, count int, object func(i int) client.Object) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
-	start := time.Now()
 	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := next.Add(1)
-				if i > int64(count) {
+				if i > int64(count) || firstErr.Load() != nil {
 					return
 				}
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: floorNS, Name: fmt.Sprintf("floor-%d", i)}, Data: map[string]string{"k": "v"}}
-				if err := c.Create(ctx, cm); err != nil {
+				if err := c.Create(ctx, object(int(i))); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
@@ -720,14 +747,28 @@ func floor(ctx context.Context, c client.Client, count int) (float64, error) {
 		}()
 	}
 	wg.Wait()
-	rate := float64(count) / time.Since(start).Seconds()
-	if err, _ := firstErr.Load().(error); err != nil {
-		return 0, fmt.Errorf("the write floor: %w", err)
+	err, _ := firstErr.Load().(error)
+	return err
+}
+
+// unrelated is the i-th object that is not ours: a Secret, a ConfigMap (1 KiB of data each) or a
+// Deployment of no replicas, none with our labels.
+func unrelated(i int) client.Object {
+	meta := metav1.ObjectMeta{Namespace: unrelatedNS, Name: fmt.Sprintf("other-%d", i), Labels: map[string]string{"app": fmt.Sprintf("other-%d", i)}}
+	data := strings.Repeat("x", 1024)
+	switch i % 3 {
+	case 0:
+		return &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"token": data}}
+	case 1:
+		return &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"settings": data}}
+	default:
+		return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: meta.Labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}},
+		}}
 	}
-	if err := c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(floorNS)); err != nil {
-		return 0, err
-	}
-	return rate, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

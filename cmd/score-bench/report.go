@@ -17,6 +17,8 @@ type result struct {
 	Machine string  `json:"machine"`
 	Started string  `json:"started"`
 
+	// Unrelated is the number of objects that are not ours the cluster held (--unrelated).
+	Unrelated int `json:"unrelated,omitempty"`
 	// FloorPerSecond is the write floor: small objects a plain client (16 workers) creates per second.
 	FloorPerSecond float64 `json:"floorPerSecond"`
 	// CreateSeconds is how long creating the N took; AllReadySeconds until all were Ready.
@@ -116,6 +118,9 @@ func (r *result) print(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "score-bench N=%d mix=%s rate=%v\t%s\n", r.N, r.Mix, r.Rate, r.Machine)
 	row("write floor", "%.0f objects/s", r.FloorPerSecond)
+	if r.Unrelated > 0 {
+		row("objects not ours present", "%d", r.Unrelated)
+	}
 	row("all Ready", "%.1f s (created in %.1f s)", r.AllReadySeconds, r.CreateSeconds)
 	row("writes at the floor", "%.1f s (%d writes); all Ready = %.2f× that", r.FloorSeconds, r.Load.Writes.total(), r.FloorMultiple)
 	row("create→Ready p50/p95/p99", "%.1f / %.1f / %.1f s (p99/p50 %.2f)", r.P50, r.P95, r.P99, ratio(r.P99, r.P50))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 )
 
@@ -72,7 +75,7 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 		return nil, fmt.Errorf("setting up the config source's cache: %w", err)
 	}
 	// Started and synced with the manager's caches, before any controller.
-	if err := mgr.Add(ownCache{configMaps}); err != nil {
+	if err := apply.AddCache(mgr, configMaps); err != nil {
 		return nil, err
 	}
 	cm := &ConfigMapReconciler{
@@ -99,15 +102,22 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	return store, nil
 }
 
-// ownCache is a cache the manager starts with its own, before its controllers.
-type ownCache struct{ cache.Cache }
-
-func (c ownCache) GetCache() cache.Cache { return c.Cache }
-
-// CacheOptions drop managedFields from every cached object: no controller reads them
-// (server-side apply sends only what it manages, and an update without managedFields keeps
-// the server's), and they are often the larger part of an object, so a cache of thousands of
-// Workloads, claims and applied objects holds half as much.
+// CacheOptions are the manager's cache's.
+//
+// They drop managedFields from every cached object: no controller reads them (server-side
+// apply sends only what it manages, and an update without managedFields keeps the server's),
+// and they are often the larger part of an object, so a cache of thousands of Workloads,
+// claims and applied objects holds half as much.
+//
+// They hold only our own Secrets and EndpointSlices, those labelled with a Workload (a claim's
+// outputs Secret; the slices of a Service the runtime applied, which copy its labels): a
+// shared cluster's other Secrets are neither in our processes' memory nor a cost that grows
+// with the cluster. The applied objects are cached apart, each controller's by its own mark
+// (apply.NewScopedCache); anything else is read from the API server.
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	ours := cache.ByObject{Label: apply.OwnLabelSelector(scorev1b1.LabelWorkload)}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Secret{}: ours, &discoveryv1.EndpointSlice{}: ours},
+	}
 }

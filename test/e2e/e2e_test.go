@@ -151,17 +151,18 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 		opts.Controllers = []string{name}
 		as := rest.CopyConfig(cfg)
 		as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:score-system:score-" + name}
-		if writes != nil {
-			as.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-					if r.Method != http.MethodGet {
-						writes.Add(1)
-						writeLog.Store(r.Method + " " + r.URL.Path)
-					}
-					return rt.RoundTrip(r)
-				})
+		as.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if r.Method != http.MethodGet && writes != nil {
+					writes.Add(1)
+					writeLog.Store(r.Method + " " + r.URL.Path)
+				}
+				if q := r.URL.Query(); r.Method == http.MethodGet && q.Get("watch") == "true" {
+					watches.Store(watched{name, r.URL.Path, q.Get("labelSelector"), q.Get("fieldSelector")}, true)
+				}
+				return rt.RoundTrip(r)
 			})
-		}
+		})
 		// Three managers share this process, so each runs its own config source controller.
 		mgr, err := ctrl.NewManager(as, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 			Cache: configsource.CacheOptions(), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
@@ -177,6 +178,12 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 	}
 	return cancel, nil
 }
+
+// watches holds every watch the controllers opened (what fills their caches), as watched.
+var watches sync.Map
+
+// watched is a watch: the controller that opened it, its path and its selectors.
+type watched struct{ controller, path, labels, fields string }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
@@ -250,6 +257,10 @@ func TestExamplesBecomeReady(t *testing.T) {
 
 	t.Run("the offline render is what the cluster got", func(t *testing.T) {
 		assertRenderIsTheCluster(t, ns, names...)
+	})
+
+	t.Run("the controllers cache their own objects only", func(t *testing.T) {
+		assertCachesHoldOurs(t)
 	})
 
 	t.Run("controllers restarting over Ready workloads write nothing", func(t *testing.T) {

@@ -172,7 +172,7 @@ func (r *Reconciler) callAPI(ctx context.Context, a *orchconfig.API, tpl orchcon
 	}
 	if cr := a.Credentials; cr != nil {
 		s := &corev1.Secret{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.APINamespace, Name: cr.SecretRef.Name}, s); err != nil {
+		if err := r.secrets.Get(ctx, client.ObjectKey{Namespace: r.APINamespace, Name: cr.SecretRef.Name}, s); err != nil {
 			return nil, fmt.Errorf("the credentials Secret %s/%s: %w", r.APINamespace, cr.SecretRef.Name, err)
 		}
 		v, ok := s.Data[cr.SecretRef.Key]

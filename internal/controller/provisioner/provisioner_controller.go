@@ -79,6 +79,9 @@ type Reconciler struct {
 	Concurrency int
 
 	applier *apply.Applier
+	// secrets reads Secrets: the manager's cache holds only the outputs Secrets, the API
+	// server answers for the rest (state, referenced and credentials Secrets).
+	secrets apply.CacheFirst
 	// readers remembers, per config, which definitions can read other Workloads' ports.
 	readers workloadReaders
 	// phases times each claim's phases for the metrics.
@@ -377,7 +380,7 @@ func outputsSecretName(c *scorev1b1.ResourceClaim) string { return c.Name + "-ou
 // readSecretKey reads a key of an existing Secret a provisioner's outputs refer to.
 func (r *Reconciler) readSecretKey(ctx context.Context, namespace string, ref provisioning.SecretRef) (string, error) {
 	s := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
+	if err := r.secrets.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
 		return "", fmt.Errorf("secret %s referenced by an output: %w", ref.Name, err)
 	}
 	v, ok := s.Data[ref.Key]
@@ -395,7 +398,7 @@ func (r *Reconciler) readSecretKey(ctx context.Context, namespace string, ref pr
 func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.ResourceClaim, secret map[string]string) error {
 	name := outputsSecretName(c)
 	existing := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, existing)
+	err := r.secrets.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, existing)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}

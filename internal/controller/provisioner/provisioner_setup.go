@@ -54,7 +54,7 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, charts *templates.Source
 	return r.SetupWithManager(mgr)
 }
 
-// SetupWithManager watches claims, the Secrets they own, the config store (a new config
+// SetupWithManager watches claims, the outputs Secrets they own, the config store (a new config
 // requeues every claim), and, as they are first applied, each kind of provisioned object, so
 // that health changes and deletions bring their claims back. Nothing is polled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -98,8 +98,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	// Provisioned objects carry their instance's label; the cache holds those only.
+	provisioned, err := apply.NewScopedCache(mgr, scorev1b1.LabelInstance)
+	if err != nil {
+		return err
+	}
 	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
-		Watcher: &apply.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}}
+		Watcher: &apply.Watcher{Controller: c, Cache: provisioned, Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}}
+	r.secrets = apply.CacheFirst{Cache: r.Client, APIServer: mgr.GetAPIReader()}
 	return nil
 }
 

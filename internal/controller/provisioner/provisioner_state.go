@@ -40,7 +40,7 @@ func (r *Reconciler) loadState(ctx context.Context, id provisioning.Identity) (i
 
 func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string) (map[string]any, error) {
 	s := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+	if err := r.secrets.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return map[string]any{}, nil
 		}
@@ -81,7 +81,7 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 		return err
 	}
 	s := &corev1.Secret{}
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
+	err = r.secrets.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
 	switch {
 	case apierrors.IsNotFound(err):
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: corev1.SecretTypeOpaque,

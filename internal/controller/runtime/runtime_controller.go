@@ -67,6 +67,9 @@ type Reconciler struct {
 	Concurrency int
 
 	applier *apply.Applier
+	// routes watches the routes and Ingresses a plan's dependencies provisioned (labelled
+	// with their instance, not the Workload).
+	routes  *apply.Watcher
 	blocked blocked
 	// written tells a cached plan older than this controller's last status write.
 	written ownwrites.Tracker

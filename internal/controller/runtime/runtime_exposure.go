@@ -121,10 +121,10 @@ func (r *Reconciler) provisionedRoutes(ctx context.Context, p *scorev1b1.Workloa
 			}
 			return nil, err
 		}
-		r.applier.Watcher.Ensure(ctx, gvk)
+		r.routes.Ensure(ctx, gvk)
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.applier.Watcher.List(ctx, r.Client, list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*selector)}); err != nil {
+		if err := r.routes.List(ctx, r.Client, list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*selector)}); err != nil {
 			return nil, fmt.Errorf("listing the routes of the plan's dependencies: %w", err)
 		}
 		for i := range list.Items {

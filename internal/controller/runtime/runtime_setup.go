@@ -92,9 +92,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	owner := handler.EnqueueRequestsFromMapFunc(r.planOfApplied)
+	// Applied objects carry the Workload's label, the routes the plan's dependencies
+	// provisioned their instance's; each cache holds those only.
+	applied, err := apply.NewScopedCache(mgr, scorev1b1.LabelWorkload)
+	if err != nil {
+		return err
+	}
+	provisioned, err := apply.NewScopedCache(mgr, scorev1b1.LabelInstance)
+	if err != nil {
+		return err
+	}
+	owner := releaseBlocked{EventHandler: handler.EnqueueRequestsFromMapFunc(r.planOfApplied), blocked: &r.blocked}
 	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerRuntime, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
-		Watcher: &apply.Watcher{Controller: c, Cache: mgr.GetCache(), Handler: releaseBlocked{EventHandler: owner, blocked: &r.blocked}}}
+		Watcher: &apply.Watcher{Controller: c, Cache: applied, Handler: owner}}
+	r.routes = &apply.Watcher{Controller: c, Cache: provisioned, Handler: owner}
 	return nil
 }
 
