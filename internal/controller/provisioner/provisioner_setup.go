@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&scorev1b1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.claimsInNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allClaims))).
 		// A namespace's labels decide whether its claims may share across namespaces.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{}), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Build(r)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -35,7 +36,8 @@ func (r *Reconciler) instanceNamespace(ctx context.Context, c *scorev1b1.Resourc
 	if c.Namespace == sh.Namespace {
 		return "", "", nil // the sharing namespace's own claims share in place
 	}
-	ns := &corev1.Namespace{}
+	ns := &metav1.PartialObjectMetadata{} // its labels are all that is read: the watch's cache holds no more
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
 		return "", "", fmt.Errorf("reading namespace %s: %w", c.Namespace, err)
 	}
