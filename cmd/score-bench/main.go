@@ -44,6 +44,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/health"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 )
@@ -69,6 +70,7 @@ type options struct {
 	timeout        time.Duration
 	floorObjects   int
 	unrelated      int
+	baseline       bool
 	controllerArgs string
 	profileDir     string
 	profileSeconds int
@@ -87,6 +89,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest wait for all Workloads to be Ready")
 	flag.IntVar(&o.floorObjects, "floor-objects", 5000, "small objects the write floor measurement creates")
 	flag.IntVar(&o.unrelated, "unrelated", 0, "objects that are not ours (Secrets, ConfigMaps and Deployments of 0 replicas, a third each) created before the controllers start, as on a shared cluster: the controllers' memory should not grow with them")
+	flag.BoolVar(&o.baseline, "baseline", true, "before the controllers start, create the objects they would apply for the same N (rendered offline) with a plain client, and time them to healthy: the same work without the control plane")
 	flag.StringVar(&o.controllerArgs, "controller-args", "", "extra score-controllers flags for every controller, space-separated")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller (the first seconds of the load) and heap profiles (at all Ready) here")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 30, "length of the CPU profiles")
@@ -248,6 +251,9 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	}
 	s := &runState{o: o, log: log, created: map[string]time.Time{}, readyAt: map[string]time.Time{}, claimsAt: map[string]time.Time{},
 		k: &simcluster.Cluster{Root: root, Dir: dir, Name: fmt.Sprintf("score-bench-%d", os.Getpid()), Volumes: volumes + 8, AuditWrites: true}}
+	if o.baseline {
+		s.k.Volumes += volumes // a released volume is not bound again
+	}
 	res := &result{N: o.n, Mix: o.mix, Rate: o.rate, Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
 
 	logf(log, "starting cluster %s in %s (%d volumes)", s.k.Name, dir, s.k.Volumes)
@@ -283,7 +289,8 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return res, err
 	}
 	logf(log, "%d bench nodes for %d pods", nodes, pods)
-	if _, err := devenv.Install(ctx, s.c, os.DirFS(root)); err != nil {
+	cfg, err := devenv.Install(ctx, s.c, os.DirFS(root))
+	if err != nil {
 		return res, err
 	}
 	for _, ns := range []string{benchNS, probeNS, floorNS, unrelatedNS} {
@@ -305,7 +312,25 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 			return res, fmt.Errorf("the unrelated objects: %w", err)
 		}
 		res.Unrelated = o.unrelated
-		logf(log, "%d objects that are not ours created", o.unrelated)
+		logf(log, "%d objects that are not ours created; waiting for the cluster to settle them", o.unrelated)
+		if err := settleUnrelated(ctx, s.c, o.timeout); err != nil {
+			return res, err
+		}
+	}
+	if o.baseline {
+		judge, err := health.New(cfg.Health)
+		if err != nil {
+			return res, err
+		}
+		stages, err := baselineObjects(ctx, root, cfg, kinds)
+		if err != nil {
+			return res, err
+		}
+		logf(log, "baseline: creating %d + %d objects with a plain client", len(stages[0]), len(stages[1]))
+		if res.Baseline, err = s.runBaseline(ctx, stages, judge); err != nil {
+			return res, err
+		}
+		logf(log, "baseline: all healthy after %.1fs", res.Baseline.AllReadySeconds)
 	}
 
 	start := time.Now()
@@ -399,6 +424,9 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.AllWritesPerWorkload = float64(res.Load.Writes.total()) / float64(o.n)
 	res.FloorSeconds = float64(res.Load.Writes.total()) / res.FloorPerSecond
 	res.FloorMultiple = res.AllReadySeconds / res.FloorSeconds
+	if res.Baseline != nil {
+		res.BaselineMultiple = res.AllReadySeconds / res.Baseline.AllReadySeconds
+	}
 	res.UsageLoad = s.usageSince(usage0)
 	res.ClusterUsageLoad = map[string]procUsage{}
 	for name, u := range clusterUsage(s.k.Dir) {
@@ -749,6 +777,45 @@ func createAll(ctx context.Context, c client.Client, count int, object func(i in
 	wg.Wait()
 	err, _ := firstErr.Load().(error)
 	return err
+}
+
+// settleUnrelated waits until the cluster's deployment controller has seen every unrelated
+// Deployment (and made its ReplicaSet), so that the run after it does not queue behind that.
+func settleUnrelated(ctx context.Context, c client.Client, timeout time.Duration) error {
+	return poll(ctx, timeout, 2*time.Second, func() (string, error) {
+		var list appsv1.DeploymentList
+		if err := c.List(ctx, &list, client.InNamespace(unrelatedNS)); err != nil {
+			return "", err
+		}
+		pending := 0
+		for _, d := range list.Items {
+			if d.Status.ObservedGeneration < d.Generation {
+				pending++
+			}
+		}
+		if pending > 0 {
+			return fmt.Sprintf("%d unrelated Deployments not observed", pending), nil
+		}
+		return "", nil
+	})
+}
+
+// poll calls check every interval until it reports nothing left to wait for ("") or fails,
+// for timeout at the most; then the error names what was still waited for.
+func poll(ctx context.Context, timeout, interval time.Duration, check func() (waiting string, err error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		waiting, err := check()
+		if err != nil || waiting == "" {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %s", timeout, waiting)
+		}
+		if err := sleep(ctx, interval); err != nil {
+			return err
+		}
+	}
 }
 
 // unrelated is the i-th object that is not ours: a Secret, a ConfigMap (1 KiB of data each) or a

@@ -28,6 +28,10 @@ type result struct {
 	// AllReadySeconds over it.
 	FloorSeconds  float64 `json:"floorSeconds"`
 	FloorMultiple float64 `json:"floorMultiple"`
+	// Baseline is the same objects created by a plain client, without the control plane;
+	// BaselineMultiple is AllReadySeconds over its all-healthy time.
+	Baseline         *baselineResult `json:"baseline,omitempty"`
+	BaselineMultiple float64         `json:"baselineMultiple,omitempty"`
 	// P50, P95, P99 are create→Ready percentiles, in seconds.
 	P50 float64 `json:"p50Seconds"`
 	P95 float64 `json:"p95Seconds"`
@@ -123,6 +127,12 @@ func (r *result) print(w io.Writer) {
 	}
 	row("all Ready", "%.1f s (created in %.1f s)", r.AllReadySeconds, r.CreateSeconds)
 	row("writes at the floor", "%.1f s (%d writes); all Ready = %.2f× that", r.FloorSeconds, r.Load.Writes.total(), r.FloorMultiple)
+	if b := r.Baseline; b != nil {
+		row("baseline: same objects, plain client", "%d objects (%v by stage) healthy in %.1f s (created in %.1f s); all Ready = %.2f× that",
+			b.Objects, b.Stages, b.AllReadySeconds, b.CreateSeconds, r.BaselineMultiple)
+		row("  its writes", "bench %d, cluster %d (%.1f per Workload); ours did %d with the cluster's %d (%.1f per Workload)",
+			b.Phase.Writes.Bench, b.Phase.Writes.Cluster, float64(b.Phase.Writes.total())/float64(r.N), r.Load.Writes.Ours+r.Load.Writes.OursEvents, r.Load.Writes.Cluster, r.AllWritesPerWorkload)
+	}
 	row("create→Ready p50/p95/p99", "%.1f / %.1f / %.1f s (p99/p50 %.2f)", r.P50, r.P95, r.P99, ratio(r.P99, r.P50))
 	row("  of which", "create→ClaimsReady p50/p99 %.1f / %.1f s; ClaimsReady→Ready p50/p99 %.1f / %.1f s", r.ClaimsP50, r.ClaimsP99, r.RuntimeP50, r.RuntimeP99)
 	row("our writes per Workload", "%.1f (%d; events %.2f per Workload; leases %d)", r.WritesPerWorkload, r.Load.Writes.Ours, r.EventsPerWorkload, r.Load.Writes.OursLeases)

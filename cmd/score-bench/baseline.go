@@ -1,0 +1,196 @@
+package main
+
+// The baseline of the same work: the very objects our controllers end up applying for the
+// same N Workloads — rendered offline by the pipeline scorectl render runs, the provisioned
+// objects and the outputs Secrets included — created by a plain client with 16 workers in
+// dependency order (what the provisioner applies, then what the runtime applies), and waited
+// for until every one is healthy by the same judgement (kstatus and the config's health
+// rules). It runs on the same cluster before our controllers start, in a namespace of its own
+// that is deleted afterwards. Our all-Ready time divided by its is what the control plane in
+// between costs.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/health"
+	"github.com/score-orchestrator/score-orchestrator/internal/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+)
+
+// baselineNS holds the baseline's objects while it runs.
+const baselineNS = "bench-baseline"
+
+// baselineResult is the same work done without the control plane.
+type baselineResult struct {
+	// Objects is how many objects it created: Stages[0] the provisioned ones and the outputs
+	// Secrets, Stages[1] the runtime's.
+	Objects int   `json:"objects"`
+	Stages  []int `json:"stages"`
+	// CreateSeconds is how long creating them took, AllReadySeconds until every one was
+	// healthy (both from the first create).
+	CreateSeconds   float64 `json:"createSeconds"`
+	AllReadySeconds float64 `json:"allReadySeconds"`
+	// Phase has the writes from the first create until all were healthy: Bench the plain
+	// client's, Cluster the cluster's own (pods, bindings, volumes, endpoints, events).
+	Phase phase `json:"phase"`
+}
+
+// baselineObjects renders the Workloads of kinds offline, in baselineNS, and returns what the
+// provisioner would apply (with each claim's outputs Secret and, for a dependency with secret
+// outputs, its instance's state Secret), then what the runtime would.
+// Owner references are dropped: the plans and claims they name do not exist here.
+func baselineObjects(ctx context.Context, root string, cfg *orchconfig.Config, kinds []string) ([2][]*unstructured.Unstructured, error) {
+	workloads := make([]*scorev1b1.Workload, len(kinds))
+	for i, k := range kinds {
+		workloads[i] = webWorkload(baselineNS, fmt.Sprintf("w%05d", i), k)
+		workloads[i].Generation = 1
+	}
+	dir := filepath.Join(root, "config", "templates")
+	results, err := offline.Run(ctx, offline.Input{Workloads: workloads, Config: cfg, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+		return templates.FromDir(ctx, ref, dir, nil)
+	}})
+	var stages [2][]*unstructured.Unstructured
+	if err != nil {
+		return stages, fmt.Errorf("rendering the baseline offline: %w", err)
+	}
+	for _, res := range results {
+		secrets := map[string]string{}
+		for _, c := range res.Plan.Spec.Claims {
+			secrets[c.Key] = c.SecretName
+		}
+		for _, c := range res.Claims {
+			stages[0] = append(stages[0], c.Objects...)
+			if name := secrets[c.Key]; name != "" && len(c.SecretKeys) > 0 {
+				stages[0] = append(stages[0], secret(name, c.SecretKeys))
+			}
+			if c.Instance != "" && len(c.SecretKeys) > 0 { // generated credentials are kept as state
+				stages[0] = append(stages[0], secret("score-state-"+c.Instance, []string{"state.json"}))
+			}
+		}
+		stages[1] = append(stages[1], res.Objects...)
+	}
+	for _, stage := range stages {
+		for _, o := range stage {
+			o.SetOwnerReferences(nil)
+		}
+	}
+	return stages, nil
+}
+
+// secret is a Secret the provisioner writes (a claim's outputs, an instance's state), with
+// stand-in values.
+func secret(name string, keys []string) *unstructured.Unstructured {
+	data := map[string]any{}
+	for _, k := range keys {
+		data[k] = "baseline-" + k
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"stringData": data, "type": string(corev1.SecretTypeOpaque)}}
+	u.SetAPIVersion("v1")
+	u.SetKind("Secret")
+	u.SetNamespace(baselineNS)
+	u.SetName(name)
+	return u
+}
+
+// runBaseline creates the stages in order (each with 16 workers), waits until every object is
+// healthy by judge, and deletes the namespace, waiting until it is gone.
+func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Unstructured, judge *health.Checker) (*baselineResult, error) {
+	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: baselineNS}}); err != nil {
+		return nil, err
+	}
+	if _, err := s.auditSince(); err != nil {
+		return nil, err
+	}
+	res := &baselineResult{}
+	start := time.Now()
+	for _, stage := range stages {
+		err := createAll(ctx, s.c, len(stage), func(i int) client.Object { return stage[i-1].DeepCopy() })
+		if err != nil {
+			return nil, fmt.Errorf("creating the baseline: %w", err)
+		}
+		res.Objects += len(stage)
+		res.Stages = append(res.Stages, len(stage))
+	}
+	res.CreateSeconds = time.Since(start).Seconds()
+	if err := s.waitHealthy(ctx, append(stages[0], stages[1]...), judge); err != nil {
+		return nil, err
+	}
+	res.AllReadySeconds = time.Since(start).Seconds()
+	writes, err := s.auditSince()
+	if err != nil {
+		return nil, err
+	}
+	res.Phase = phaseOf(writes.summary(), time.Since(start))
+
+	if err := s.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: baselineNS}}); err != nil {
+		return nil, err
+	}
+	err = poll(ctx, 10*time.Minute, time.Second, func() (string, error) {
+		switch err := s.c.Get(ctx, client.ObjectKey{Name: baselineNS}, &corev1.Namespace{}); {
+		case apierrors.IsNotFound(err):
+			return "", nil
+		case err != nil:
+			return "", err
+		}
+		return "the baseline's namespace is still there", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// What deleting it wrote is not the next phase's.
+	_, err = s.auditSince()
+	return res, err
+}
+
+// waitHealthy lists the objects' kinds in baselineNS every second until every object exists
+// and is Current by judge (the runtime's and provisioner's judgement).
+func (s *runState) waitHealthy(ctx context.Context, objects []*unstructured.Unstructured, judge *health.Checker) error {
+	want := map[schema.GroupVersionKind]map[string]bool{}
+	for _, o := range objects {
+		gvk := o.GroupVersionKind()
+		if want[gvk] == nil {
+			want[gvk] = map[string]bool{}
+		}
+		want[gvk][o.GetName()] = true
+	}
+	return poll(ctx, s.o.timeout, time.Second, func() (string, error) {
+		waiting, example := 0, ""
+		for gvk, names := range want {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := s.c.List(ctx, list, client.InNamespace(baselineNS)); err != nil {
+				return "", err
+			}
+			healthy := 0
+			for i := range list.Items {
+				o := &list.Items[i]
+				if !names[o.GetName()] {
+					continue
+				}
+				if state, msg := judge.Judge(o); state == scorev1b1.HealthCurrent {
+					healthy++
+				} else if example == "" {
+					example = fmt.Sprintf("%s %s: %s %s", gvk.Kind, o.GetName(), state, msg)
+				}
+			}
+			waiting += len(names) - healthy
+		}
+		if waiting > 0 {
+			return fmt.Sprintf("the baseline: %d objects not healthy (%s)", waiting, example), nil
+		}
+		return "", nil
+	})
+}
