@@ -757,26 +757,31 @@ func floor(ctx context.Context, c client.Client, count int) (float64, error) {
 func createAll(ctx context.Context, c client.Client, count int, object func(i int) client.Object) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	var firstErr atomic.Value
+	var mu sync.Mutex
+	var firstErr error
+	failed := func() bool { mu.Lock(); defer mu.Unlock(); return firstErr != nil }
 	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := next.Add(1)
-				if i > int64(count) || firstErr.Load() != nil {
+				if i > int64(count) || failed() {
 					return
 				}
 				if err := c.Create(ctx, object(int(i))); err != nil {
-					firstErr.CompareAndSwap(nil, err)
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	err, _ := firstErr.Load().(error)
-	return err
+	return firstErr
 }
 
 // settleUnrelated waits until the cluster's deployment controller has seen every unrelated
