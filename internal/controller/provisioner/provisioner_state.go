@@ -24,50 +24,57 @@ const sharedStateSecret = "score-provisioner-shared-state"
 type instanceState struct {
 	State  map[string]any
 	Shared map[string]any
+	// stateSecret and sharedSecret are the Secrets the two were read from (nil when they did
+	// not exist): saveState writes on top of what was read, or not at all.
+	stateSecret, sharedSecret *corev1.Secret
 }
 
 func (r *Reconciler) loadState(ctx context.Context, id provisioning.Identity) (instanceState, error) {
 	var st instanceState
 	var err error
-	if st.State, err = r.readJSONSecret(ctx, id.Namespace, id.StateSecretName()); err != nil {
+	if st.State, st.stateSecret, err = r.readJSONSecret(ctx, id.Namespace, id.StateSecretName()); err != nil {
 		return st, err
 	}
-	if st.Shared, err = r.readJSONSecret(ctx, id.Namespace, sharedStateSecret); err != nil {
+	if st.Shared, st.sharedSecret, err = r.readJSONSecret(ctx, id.Namespace, sharedStateSecret); err != nil {
 		return st, err
 	}
 	return st, nil
 }
 
-func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string) (map[string]any, error) {
+func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string) (map[string]any, *corev1.Secret, error) {
 	s := &corev1.Secret{}
 	if err := r.secrets.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return map[string]any{}, nil
+			return map[string]any{}, nil, nil
 		}
-		return nil, fmt.Errorf("reading state %s: %w", name, err)
+		return nil, nil, fmt.Errorf("reading state %s: %w", name, err)
 	}
 	m := map[string]any{}
 	if raw := s.Data["state.json"]; len(raw) > 0 {
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("state %s is not JSON: %w", name, err)
+			return nil, nil, fmt.Errorf("state %s is not JSON: %w", name, err)
 		}
 	}
-	return m, nil
+	return m, s, nil
 }
 
 // saveState writes the new state (and the merged shared state) when they changed. The state
 // Secret is named by the instance, not the claim, and has no owner: a Retain or Orphan claim
 // leaves it, and a later claim of the same identity picks it up with the same credentials.
+// Claims sharing an instance provision it concurrently: each writes on top of the state it
+// read (created if it read none, updated at the version it read), so the one that read
+// before the other wrote gets a conflict and provisions again from the state written, and
+// never replaces credentials another claim has already published.
 func (r *Reconciler) saveState(ctx context.Context, id provisioning.Identity, prev instanceState, res provisioning.Result) error {
 	if !values.SameJSON(prev.State, res.State) {
-		if err := r.writeJSONSecret(ctx, id.Namespace, id.StateSecretName(), res.State, map[string]string{scorev1b1.LabelInstance: id.Hash()}); err != nil {
+		if err := r.writeJSONSecret(ctx, id.Namespace, id.StateSecretName(), prev.stateSecret, res.State, map[string]string{scorev1b1.LabelInstance: id.Hash()}); err != nil {
 			return err
 		}
 	}
 	if len(res.Shared) > 0 {
 		merged := provisioning.PatchMap(prev.Shared, res.Shared)
 		if !values.SameJSON(prev.Shared, merged) {
-			if err := r.writeJSONSecret(ctx, id.Namespace, sharedStateSecret, merged, nil); err != nil {
+			if err := r.writeJSONSecret(ctx, id.Namespace, sharedStateSecret, prev.sharedSecret, merged, nil); err != nil {
 				return err
 			}
 		}
@@ -75,23 +82,25 @@ func (r *Reconciler) saveState(ctx context.Context, id provisioning.Identity, pr
 	return nil
 }
 
-func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string, v map[string]any, labels map[string]string) error {
+// writeJSONSecret creates the Secret name when read was nil, else updates read at its
+// version: AlreadyExists and Conflict say another writer came first.
+func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string, read *corev1.Secret, v map[string]any, labels map[string]string) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	s := &corev1.Secret{}
-	err = r.secrets.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
-	switch {
-	case apierrors.IsNotFound(err):
-		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{"state.json": raw}}
-		return r.Client.Create(ctx, s)
-	case err != nil:
-		return err
+	if read == nil {
+		err = r.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"state.json": raw}})
+	} else {
+		s := read.DeepCopy()
+		s.Data = map[string][]byte{"state.json": raw}
+		err = r.Client.Update(ctx, s)
 	}
-	s.Data = map[string][]byte{"state.json": raw}
-	return r.Client.Update(ctx, s)
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		return fmt.Errorf("state %s was written by another claim of the instance since it was read; provisioning again from it: %w", name, err)
+	}
+	return err
 }
 
 // templateData gathers what score-k8s passes to templates: the claim, the instance's state,
