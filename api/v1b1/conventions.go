@@ -40,6 +40,11 @@ const (
 	// LabelInstance marks every object a provisioner applies (and the instance's state
 	// Secret) with the identity hash of the instance it belongs to.
 	LabelInstance = "score.dev/instance"
+	// LabelShard on a Workload assigns it to a shard: the controller instances started with
+	// --watch-label-selector=score.dev/shard=NAME own it, and the instance started with
+	// !score.dev/shard owns the unlabelled rest (Flux's convention). The orchestrator copies
+	// it onto the Workload's claims, plan and exposure, so they follow their Workload.
+	LabelShard = "score.dev/shard"
 	// LabelRunOf marks a run (an immutable object named after its inputs: a batch Job, a
 	// build) with what it is a run of; the earlier runs with the same value are its history.
 	LabelRunOf = "score.dev/run-of"

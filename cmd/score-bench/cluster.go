@@ -63,7 +63,9 @@ func grow(ctx context.Context, c client.Client, pods int) (int, error) {
 
 // controller is one controller process.
 type controller struct {
-	name      string
+	// name tells the process apart (the controller, and its shard); controllers is its
+	// --controllers.
+	name, controllers string
 	bin, dir  string
 	args      []string
 	pprofAddr string
@@ -91,7 +93,7 @@ func (p *controller) start(kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{"--controllers=" + p.name, "--leader-elect", "--kubeconfig=" + kubeconfig,
+	args := append([]string{"--controllers=" + p.controllers, "--leader-elect", "--kubeconfig=" + kubeconfig,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address=" + addr}, p.args...)
 	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile

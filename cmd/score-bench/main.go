@@ -70,6 +70,7 @@ type options struct {
 	timeout        time.Duration
 	floorObjects   int
 	unrelated      int
+	shards         int
 	baseline       bool
 	controllerArgs string
 	profileDir     string
@@ -89,6 +90,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest wait for all Workloads to be Ready")
 	flag.IntVar(&o.floorObjects, "floor-objects", 5000, "small objects the write floor measurement creates")
 	flag.IntVar(&o.unrelated, "unrelated", 0, "objects that are not ours (Secrets, ConfigMaps and Deployments of 0 replicas, a third each) created before the controllers start, as on a shared cluster: the controllers' memory should not grow with them")
+	flag.IntVar(&o.shards, "shards", 1, "run the three controllers this many times, each set owning a shard of the Workloads (the first the unlabelled ones, the others score.dev/shard=s1, s2 ...); the Workloads are spread over them in turn")
 	flag.BoolVar(&o.baseline, "baseline", true, "before the controllers start, create the objects they would apply for the same N (rendered offline) with a plain client, and time them to healthy: the same work without the control plane")
 	flag.StringVar(&o.controllerArgs, "controller-args", "", "extra score-controllers flags for every controller, space-separated")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller (the first seconds of the load) and heap profiles (at all Ready) here")
@@ -307,6 +309,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return res, err
 	}
 	logf(log, "write floor: %.0f objects/s", res.FloorPerSecond)
+	res.Shards = o.shards
 	if o.unrelated > 0 {
 		if err := createAll(ctx, s.c, o.unrelated, unrelated); err != nil {
 			return res, fmt.Errorf("the unrelated objects: %w", err)
@@ -579,6 +582,9 @@ func (s *runState) create(ctx context.Context, kinds []string) error {
 			for i := range names {
 				name := fmt.Sprintf("w%05d", i)
 				w := webWorkload(benchNS, name, kinds[i])
+				if k := i % max(s.o.shards, 1); k > 0 {
+					w.Labels = map[string]string{scorev1b1.LabelShard: shardName(k)}
+				}
 				t := time.Now()
 				if err := s.c.Create(ctx, w); err != nil {
 					errs <- fmt.Errorf("creating %s: %w", name, err)
@@ -674,15 +680,27 @@ func (s *runState) startControllers() error {
 		extra = strings.Fields(s.o.controllerArgs)
 	}
 	s.ctrls = nil
-	for _, name := range controlplane.All {
-		p := &controller{name: name, bin: bin, dir: s.k.Dir, args: extra}
-		if err := p.start(s.k.Kubeconfig()); err != nil {
-			return err
+	for k := range max(s.o.shards, 1) {
+		for _, name := range controlplane.All {
+			p := &controller{name: name, controllers: name, bin: bin, dir: s.k.Dir, args: extra}
+			switch {
+			case k > 0:
+				p.name += "-" + shardName(k)
+				p.args = append([]string{"--watch-label-selector=" + scorev1b1.LabelShard + "=" + shardName(k)}, extra...)
+			case s.o.shards > 1:
+				p.args = append([]string{"--watch-label-selector=!" + scorev1b1.LabelShard}, extra...)
+			}
+			if err := p.start(s.k.Kubeconfig()); err != nil {
+				return err
+			}
+			s.ctrls = append(s.ctrls, p)
 		}
-		s.ctrls = append(s.ctrls, p)
 	}
 	return nil
 }
+
+// shardName is the k-th shard's label value (the 0th is the unlabelled rest).
+func shardName(k int) string { return fmt.Sprintf("s%d", k) }
 
 // usage reads each controller's CPU and peak RSS.
 func (s *runState) usage() map[string]procUsage {

@@ -19,6 +19,8 @@ type result struct {
 
 	// Unrelated is the number of objects that are not ours the cluster held (--unrelated).
 	Unrelated int `json:"unrelated,omitempty"`
+	// Shards is the number of controller sets, each owning a shard of the Workloads (--shards).
+	Shards int `json:"shards,omitempty"`
 	// FloorPerSecond is the write floor: small objects a plain client (16 workers) creates per second.
 	FloorPerSecond float64 `json:"floorPerSecond"`
 	// CreateSeconds is how long creating the N took; AllReadySeconds until all were Ready.
@@ -122,6 +124,9 @@ func (r *result) print(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "score-bench N=%d mix=%s rate=%v\t%s\n", r.N, r.Mix, r.Rate, r.Machine)
 	row("write floor", "%.0f objects/s", r.FloorPerSecond)
+	if r.Shards > 1 {
+		row("shards", "%d sets of the three controllers", r.Shards)
+	}
 	if r.Unrelated > 0 {
 		row("objects not ours present", "%d", r.Unrelated)
 	}

@@ -5,8 +5,13 @@ package controlplane
 
 import (
 	"fmt"
+	"slices"
 
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
@@ -36,6 +41,8 @@ type Options struct {
 	Orchestrator orchestrator.Options
 	Provisioner  provisioner.Options
 	Runtime      runtime.Options
+	// Shard selects the Workloads this instance owns (score.dev/shard); nil: every Workload.
+	Shard labels.Selector
 }
 
 // DefaultOptions run every controller with the documented defaults.
@@ -44,6 +51,28 @@ func DefaultOptions() Options {
 	return Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
 		Provisioner: provisioner.Options{Concurrency: 4, CmdLimits: provisionercmd.DefaultLimits, APINamespace: cfg.ConfigMap.Namespace},
 		Runtime:     runtime.Options{Concurrency: 4}}
+}
+
+// CacheOptions are the manager's cache's for opts: configsource.CacheOptions, and for a shard,
+// the Workloads, plans and exposures of its own Workloads only, where no controller of the
+// process needs the others'. The provisioner reads every Workload (a template may look up
+// another Workload's ports, in whichever shard) and every claim (an instance shared across
+// shards goes only with its last consumer); the orchestrator reads the plans and exposures
+// of a Workload that has just moved into its shard, to hand them over.
+func CacheOptions(opts Options) cache.Options {
+	o := configsource.CacheOptions()
+	if opts.Shard == nil {
+		return o
+	}
+	own := cache.ByObject{Label: opts.Shard}
+	if !slices.Contains(opts.Controllers, Provisioner) {
+		o.ByObject[&scorev1b1.Workload{}] = own
+	}
+	if !slices.Contains(opts.Controllers, Orchestrator) {
+		o.ByObject[&scorev1b1.WorkloadPlan{}] = own
+		o.ByObject[&scorev1b1.WorkloadExposure{}] = own
+	}
+	return o
 }
 
 // Setup adds the config source and the chosen controllers to mgr.
@@ -56,6 +85,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	newTemplates := func() *templates.Source {
 		return &templates.Source{Reader: mgr.GetAPIReader(), OCI: opts.Config.Fetcher(mgr.GetAPIReader())}
 	}
+	opts.Orchestrator.Shard, opts.Provisioner.Shard, opts.Runtime.Shard = opts.Shard, opts.Shard, opts.Shard
 	for _, c := range opts.Controllers {
 		switch c {
 		case Orchestrator:

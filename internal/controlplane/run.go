@@ -14,8 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
@@ -36,6 +37,7 @@ func Run(name string, args []string, output io.Writer) int {
 	cfg := &opts.Config
 	var (
 		controllers, metricsAddr, probeAddr, pprofAddr string
+		watchSelector                                  string
 		leaderElect, printVersion                      bool
 		leaseDuration, renewDeadline, retryPeriod      time.Duration
 		qps                                            float64
@@ -49,6 +51,7 @@ func Run(name string, args []string, output io.Writer) int {
 	fs.StringVar(&cfg.OCICacheDir, "oci-cache-dir", "", "directory that caches verified OCI content (config and templates) by digest")
 	fs.BoolVar(&cfg.OCIPlainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP (development only)")
 	fs.StringVar(&cfg.OCIPullSecret, "oci-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in the config namespace holding the OCI registries' credentials (config and templates); read at each fetch, so a replaced Secret is used without a restart")
+	fs.StringVar(&watchSelector, "watch-label-selector", "", "own only the Workloads this selector on "+scorev1b1.LabelShard+" matches, and their claims, plans and exposures: score.dev/shard=NAME for a shard, !score.dev/shard for the unlabelled rest (empty: every Workload)")
 	fs.StringVar(&opts.Orchestrator.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions)")
 	fs.IntVar(&opts.Orchestrator.Concurrency, "concurrency", opts.Orchestrator.Concurrency, "Workloads reconciled at once")
 	fs.IntVar(&opts.Provisioner.Concurrency, "provisioner-concurrency", opts.Provisioner.Concurrency, "claims provisioned at once")
@@ -85,6 +88,12 @@ func Run(name string, args []string, output io.Writer) int {
 	// that every line has the chosen encoding.
 	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
+	sel, err := shard.Selector(watchSelector)
+	if err != nil {
+		log.Error(err, "Parsing the flags")
+		return ExitSetup
+	}
+	opts.Shard = sel
 	opts.Controllers = strings.Split(controllers, ",")
 	// http+api:// credentials live in the control plane's namespace.
 	opts.Provisioner.APINamespace = cfg.ConfigMap.Namespace
@@ -115,9 +124,10 @@ func Run(name string, args []string, output io.Writer) int {
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
-		LeaderElectionID:              "score-" + strings.ReplaceAll(controllers, ",", "-") + ".score.dev",
-		LeaderElectionNamespace:       cfg.ConfigMap.Namespace,
-		Cache:                         configsource.CacheOptions(),
+		// Each shard elects its own leader.
+		LeaderElectionID:        "score-" + strings.ReplaceAll(controllers, ",", "-") + shard.LeaseSuffix(opts.Shard) + ".score.dev",
+		LeaderElectionNamespace: cfg.ConfigMap.Namespace,
+		Cache:                   CacheOptions(opts),
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")

@@ -141,7 +141,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 }
 
 // Metadata is what ${metadata.*} placeholders see: the Score metadata of the Workload (name,
-// annotations, labels and any other Score metadata keys).
+// annotations, labels but the shard's (values.UserLabels) and any other Score metadata keys).
 func Metadata(w *scorev1b1.Workload) map[string]any {
 	m := map[string]any{"name": w.Name}
 	if raw := w.Annotations[scorev1b1.AnnotationScoreMetadata]; raw != "" {
@@ -161,9 +161,9 @@ func Metadata(w *scorev1b1.Workload) map[string]any {
 	if len(anns) > 0 {
 		m["annotations"] = anns
 	}
-	if len(w.Labels) > 0 {
+	if user := values.UserLabels(w.Labels); len(user) > 0 {
 		labels := map[string]any{}
-		for k, v := range w.Labels {
+		for k, v := range user {
 			labels[k] = v
 		}
 		m["labels"] = labels

@@ -401,3 +401,22 @@ func TestDeprovisionPolicyPrecedence(t *testing.T) {
 		})
 	}
 }
+
+// ${metadata.labels} sees the Workload's labels, but not the shard it is processed by:
+// moving it to another shard changes neither its claims nor its plan.
+func TestMetadataLeavesTheShardOut(t *testing.T) {
+	for _, tc := range []struct {
+		labels map[string]string
+		want   map[string]any
+	}{
+		{map[string]string{"team": "a", scorev1b1.LabelShard: "blue"}, map[string]any{"team": "a"}},
+		{map[string]string{scorev1b1.LabelShard: "blue"}, nil},
+		{nil, nil},
+	} {
+		w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: tc.labels}}
+		got, has := Metadata(w)["labels"]
+		if tc.want == nil && has || tc.want != nil && !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("labels %v: metadata.labels %v, want %v", tc.labels, got, tc.want)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func Normalize(w *scorev1b1.Workload) map[string]any {
 		"workload": map[string]any{
 			"name":        w.Name,
 			"namespace":   w.Namespace,
-			"labels":      stringMap(w.Labels),
+			"labels":      stringMap(UserLabels(w.Labels)),
 			"annotations": stringMap(userAnnotations(w.Annotations)),
 		},
 		"containers": containers,
@@ -113,6 +113,19 @@ func Normalize(w *scorev1b1.Workload) map[string]any {
 }
 
 // userAnnotations drops annotations that are bookkeeping, not the user's.
+// UserLabels are a Workload's labels as its templates and ${metadata.labels} see them: all
+// but the shard label, which is the platform's choice of the controllers that process the
+// Workload, so that moving it to another shard changes nothing it renders to.
+func UserLabels(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if k != scorev1b1.LabelShard {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func userAnnotations(in map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range in {

@@ -50,7 +50,8 @@ func TestComposeDoesNotChangeItsInputs(t *testing.T) {
 
 func TestNormalize(t *testing.T) {
 	w := &scorev1b1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Labels: map[string]string{"team": "a"},
+		// The shard is where the Workload is processed: in the values, moving it would roll it out.
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Labels: map[string]string{"team": "a", scorev1b1.LabelShard: "blue"},
 			Annotations: map[string]string{"x": "y", scorev1b1.AnnotationScoreMetadata: "{}",
 				// A reconcile request is bookkeeping: in the values it would rewrite the plan on every request.
 				scorev1b1.AnnotationReconcileRequestedAt: "now"}},

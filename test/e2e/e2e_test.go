@@ -37,11 +37,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -140,15 +140,27 @@ func (e errorsOnly) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// startControllers runs each controller in its own manager under its own service account,
-// bound to the ClusterRole generated from its RBAC markers (config/rbac): the journeys prove
-// those roles are enough. When writes is set, every request but a read is counted in it.
+// startControllers runs the controllers that own the Workloads of no shard (every test's but
+// TestShards').
 func startControllers(writes *atomic.Int64) (stop func(), err error) {
+	return startShard(writes, "!"+scorev1b1.LabelShard)
+}
+
+// startShard runs each controller in its own manager under its own service account, bound to
+// the ClusterRole generated from its RBAC markers (config/rbac): the journeys prove those
+// roles are enough. They own the Workloads selector selects. When writes is set, every
+// request but a read is counted in it; every write is also passed to shardWrites when set.
+func startShard(writes *atomic.Int64, selector string) (stop func(), err error) {
+	sel, err := shard.Selector(selector)
+	if err != nil {
+		return nil, err
+	}
 	mctx, cancel := context.WithCancel(ctx)
 	for _, name := range controlplane.All {
 		opts := controlplane.DefaultOptions()
 		opts.Config.OCIPlainHTTP = true // the in-process registry of TestTemplateFromOCI
 		opts.Controllers = []string{name}
+		opts.Shard = sel
 		as := rest.CopyConfig(cfg)
 		as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:score-system:score-" + name}
 		as.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -156,6 +168,9 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 				if r.Method != http.MethodGet && writes != nil {
 					writes.Add(1)
 					writeLog.Store(r.Method + " " + r.URL.Path)
+				}
+				if record := shardWrites.Load(); record != nil && r.Method != http.MethodGet {
+					(*record)(selector, r.Method+" "+r.URL.Path)
 				}
 				if q := r.URL.Query(); r.Method == http.MethodGet && q.Get("watch") == "true" {
 					watches.Store(watched{name, r.URL.Path, q.Get("labelSelector"), q.Get("fieldSelector")}, true)
@@ -165,7 +180,7 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 		})
 		// Three managers share this process, so each runs its own config source controller.
 		mgr, err := ctrl.NewManager(as, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-			Cache: configsource.CacheOptions(), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+			Cache: controlplane.CacheOptions(opts), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -178,6 +193,10 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 	}
 	return cancel, nil
 }
+
+// shardWrites, when set, hears of every write of every controller, with the selector of the
+// shard that wrote it.
+var shardWrites atomic.Pointer[func(selector, write string)]
 
 // watches holds every watch the controllers opened (what fills their caches), as watched.
 var watches sync.Map

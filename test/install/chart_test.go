@@ -124,7 +124,8 @@ func TestChartLints(t *testing.T) {
 		"requiredLabels":  map[string]any{"enabled": true},
 		"imageRegistries": map[string]any{"enabled": true, "prefixes": []any{"registry.example.org/"}},
 	}}
-	for name, values := range map[string]map[string]any{"default": nil, "split": {"split": true}, "admission policies": admission} {
+	for name, values := range map[string]map[string]any{"default": nil, "split": {"split": true}, "admission policies": admission,
+		"shards": {"split": true, "shards": []any{"blue", "green"}}} {
 		t.Run(name, func(t *testing.T) {
 			lint := action.NewLint()
 			lint.Strict = true
@@ -441,6 +442,46 @@ func TestChartReplicas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Shards: each Deployment runs again per shard, owning the Workloads labelled with it, under
+// the same ServiceAccount (no binding twice); the first Deployments own the unlabelled rest;
+// each shard's replicas get their own PodDisruptionBudget.
+func TestChartShards(t *testing.T) {
+	objs := render(t, "score-system", map[string]any{"split": true, "replicas": 2, "shards": []any{"blue", "green"}})
+	want := map[string]string{} // Deployment → selector
+	for _, d := range []string{"score-orchestrator", "score-provisioner", "score-runtime"} {
+		want[d] = "!score.dev/shard"
+		want[d+"-blue"] = "score.dev/shard=blue"
+		want[d+"-green"] = "score.dev/shard=green"
+	}
+	deployments := typed[appsv1.Deployment](t, objs, "Deployment")
+	if len(deployments) != len(want) {
+		t.Fatalf("%d Deployments, want %d", len(deployments), len(want))
+	}
+	for _, d := range deployments {
+		selector, ok := want[d.Name]
+		if !ok {
+			t.Fatalf("unexpected Deployment %s", d.Name)
+		}
+		controller := strings.Split(strings.TrimPrefix(d.Name, "score-"), "-")[0]
+		checkDeployment(t, d, []string{controller})
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--watch-label-selector="+selector) {
+			t.Errorf("%s: args %v, want the selector %s", d.Name, args, selector)
+		}
+		if sa := d.Spec.Template.Spec.ServiceAccountName; sa != "score-"+controller {
+			t.Errorf("%s runs as %s", d.Name, sa)
+		}
+	}
+	if n := len(typed[corev1.ServiceAccount](t, objs, "ServiceAccount")); n != 3 {
+		t.Errorf("%d ServiceAccounts, want one per controller", n)
+	}
+	if n := len(typed[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding")); n != 3 {
+		t.Errorf("%d ClusterRoleBindings, want one per controller", n)
+	}
+	if n := len(typed[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")); n != len(want) {
+		t.Errorf("%d PodDisruptionBudgets, want one per Deployment", n)
 	}
 }
 

@@ -9,15 +9,29 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{/* The controllers' Deployments: one running all three, or one each when split. The
 ServiceAccount of each is named after it. */}}
+{{- /* The Deployments: one per controller when split, else one for the three; with shards,
+each again per shard (named after it, sharing its ServiceAccount), the first owning the
+unlabelled Workloads. */}}
 {{- define "score.deployments" -}}
+{{- $base := list (dict "name" "score-controllers" "controllers" (list "orchestrator" "provisioner" "runtime")) }}
 {{- if .Values.split }}
+{{- $base = list (dict "name" "score-orchestrator" "controllers" (list "orchestrator")) (dict "name" "score-provisioner" "controllers" (list "provisioner")) (dict "name" "score-runtime" "controllers" (list "runtime")) }}
+{{- end }}
 deployments:
-  - {name: score-orchestrator, controllers: [orchestrator]}
-  - {name: score-provisioner, controllers: [provisioner]}
-  - {name: score-runtime, controllers: [runtime]}
-{{- else }}
-deployments:
-  - {name: score-controllers, controllers: [orchestrator, provisioner, runtime]}
+{{- range $b := $base }}
+  - name: {{ $b.name }}
+    serviceAccount: {{ $b.name }}
+    controllers: {{ toJson $b.controllers }}
+    {{- if $.Values.shards }}
+    selector: "!score.dev/shard"
+    {{- end }}
+  {{- range $s := $.Values.shards }}
+  - name: {{ printf "%s-%s" $b.name $s }}
+    serviceAccount: {{ $b.name }}
+    controllers: {{ toJson $b.controllers }}
+    selector: {{ printf "score.dev/shard=%s" $s | quote }}
+    shard: {{ $s | quote }}
+  {{- end }}
 {{- end }}
 {{- end }}
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -21,6 +22,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
@@ -46,6 +48,8 @@ type Reconciler struct {
 	Region string
 	// Concurrency is the number of Workloads reconciled at once.
 	Concurrency int
+	// Shard selects the Workloads this instance orchestrates; nil: every Workload.
+	Shard labels.Selector
 	// Now is the clock; tests inject one.
 	Now func() time.Time
 
@@ -81,6 +85,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, w); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !shard.Owns(r.Shard, w) {
+		// Another shard's: its orchestrator answers for it, and this one forgets it.
+		r.memory.forget(w.UID)
+		r.readiness.forget(w.UID)
+		return ctrl.Result{}, nil
+	}
 	// 2. Keep the status as read (or as we last wrote it, when the cache is behind);
 	// 3. patch the computed status once at the end.
 	w.Status = *r.memory.statusAsOf(w.UID, w.ResourceVersion, &w.Status)
@@ -102,6 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// 5-8. Observe, decide, act.
 	r.readiness.seen(w.UID, w.Generation, r.now())
 	if err := r.observe(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.followShard(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.reconcileNormal(ctx, s); err != nil {

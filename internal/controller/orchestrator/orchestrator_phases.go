@@ -347,7 +347,7 @@ func (r *Reconciler) applyClaims(ctx context.Context, s *scope, desired []planne
 
 func (r *Reconciler) createClaim(ctx context.Context, w *scorev1b1.Workload, d planner.DesiredClaim) (scorev1b1.Reason, error) {
 	c := &scorev1b1.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: w.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: w.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: w.Namespace, Labels: childLabels(w),
 			// The provisioner's: set at creation, so that adding it is not a write of its own.
 			Finalizers: []string{scorev1b1.ClaimFinalizer}},
 		Spec: d.Spec,
@@ -461,7 +461,7 @@ func (r *Reconciler) ensureExposure(ctx context.Context, s *scope, runtimeClass 
 		return err
 	}
 	created := &scorev1b1.WorkloadExposure{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: w.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: childLabels(w)},
 		Spec:       spec,
 	}
 	if err := controllerutil.SetControllerReference(w, created, r.Client.Scheme()); err != nil {
@@ -496,7 +496,7 @@ func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.W
 		return err
 	}
 	p := &scorev1b1.WorkloadPlan{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: w.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: childLabels(w)},
 		Spec:       *spec,
 	}
 	if err := controllerutil.SetControllerReference(w, p, r.Client.Scheme()); err != nil {

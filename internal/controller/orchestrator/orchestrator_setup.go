@@ -4,6 +4,7 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,9 @@ type Options struct {
 	Region string
 	// Concurrency is the number of Workloads reconciled at once.
 	Concurrency int
+	// Shard selects the Workloads this instance orchestrates (score.dev/shard); nil: every
+	// Workload.
+	Shard labels.Selector
 }
 
 // DefaultOptions are the documented defaults.
@@ -37,7 +41,7 @@ func DefaultOptions() Options {
 // Setup adds the orchestrator to mgr; store is the process's config.
 func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
-		Region: opts.Region, Concurrency: opts.Concurrency}
+		Region: opts.Region, Concurrency: opts.Concurrency, Shard: opts.Shard}
 	return r.SetupWithManager(mgr)
 }
 

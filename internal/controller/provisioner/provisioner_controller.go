@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
@@ -77,6 +79,10 @@ type Reconciler struct {
 	Charts *templates.Source
 	// Concurrency is the number of claims reconciled at once.
 	Concurrency int
+	// Shard selects the claims this instance provisions; nil: every claim. The cache holds
+	// every claim still: whether an instance has other consumers is a question about all of
+	// them.
+	Shard labels.Selector
 
 	applier *apply.Applier
 	// secrets reads Secrets: the manager's cache holds only the outputs Secrets, the API
@@ -98,6 +104,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.phases.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !shard.Owns(r.Shard, c) {
+		// Another shard's (its Workload's): that shard's provisioner answers for it.
+		r.phases.forget(req.NamespacedName)
+		r.written.Forget(c.UID)
+		return ctrl.Result{}, nil
 	}
 	if r.written.Stale(c) {
 		return ctrl.Result{}, nil

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,13 +45,16 @@ type Options struct {
 	CmdLimits provisionercmd.Limits
 	// APINamespace is where http+api:// credentials Secrets live: the control plane's.
 	APINamespace string
+	// Shard selects the claims this instance provisions (their Workload's score.dev/shard);
+	// nil: every claim.
+	Shard labels.Selector
 }
 
 // Setup adds the provisioner to mgr: store is the process's config, charts where helm://
 // charts come from.
 func Setup(mgr ctrl.Manager, store *configsource.Store, charts *templates.Source, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
-		EnableCmd: opts.EnableCmd, CmdLimits: opts.CmdLimits, APINamespace: opts.APINamespace, Charts: charts, Concurrency: opts.Concurrency}
+		EnableCmd: opts.EnableCmd, CmdLimits: opts.CmdLimits, APINamespace: opts.APINamespace, Charts: charts, Concurrency: opts.Concurrency, Shard: opts.Shard}
 	return r.SetupWithManager(mgr)
 }
 

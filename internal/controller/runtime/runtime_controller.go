@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +32,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
 
@@ -65,6 +67,8 @@ type Reconciler struct {
 	Secrets client.Reader
 	// Concurrency is the number of plans reconciled at once.
 	Concurrency int
+	// Shard selects the plans this instance applies; nil: every plan.
+	Shard labels.Selector
 
 	applier *apply.Applier
 	// routes watches the routes and Ingresses a plan's dependencies provisioned (labelled
@@ -82,6 +86,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if p.Spec.RuntimeClass != scorev1b1.RuntimeClassKubernetes {
+		return ctrl.Result{}, nil
+	}
+	if !shard.Owns(r.Shard, p) {
+		// Another shard's (its Workload's): that shard's runtime answers for it.
+		r.blocked.clear(req.NamespacedName)
+		r.written.Forget(p.UID)
 		return ctrl.Result{}, nil
 	}
 	if !p.DeletionTimestamp.IsZero() {

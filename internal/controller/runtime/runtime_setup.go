@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -39,13 +40,16 @@ const indexInstance = "score.dev/instance"
 type Options struct {
 	// Concurrency is the number of plans rendered and applied at once.
 	Concurrency int
+	// Shard selects the plans this instance applies (their Workload's score.dev/shard);
+	// nil: every plan.
+	Shard labels.Selector
 }
 
 // Setup adds the runtime to mgr: store is the process's config, tpls where templates come
 // from.
 func Setup(mgr ctrl.Manager, store *configsource.Store, tpls *templates.Source, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Templates: tpls, Config: store, Secrets: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency}
+		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency, Shard: opts.Shard}
 	return r.SetupWithManager(mgr)
 }
 
