@@ -66,11 +66,11 @@ type controller struct {
 	// name tells the process apart (the controller, and its shard); controllers is its
 	// --controllers.
 	name, controllers string
-	bin, dir  string
-	args      []string
-	pprofAddr string
-	cmd       *exec.Cmd
-	exited    chan struct{}
+	bin, dir          string
+	args              []string
+	pprofAddr         string
+	cmd               *exec.Cmd
+	exited            chan struct{}
 }
 
 func freeAddr() (string, error) {
