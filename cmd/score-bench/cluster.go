@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 )
 
 // grow adds what n Workloads need beyond the two nodes and the /20 of Service IPs that
@@ -64,13 +64,13 @@ func grow(ctx context.Context, c client.Client, pods int) (int, error) {
 // controller is one controller process.
 type controller struct {
 	// name tells the process apart (the controller, and its shard); controllers is its
-	// --controllers.
-	name, controllers string
-	bin, dir          string
-	args              []string
-	pprofAddr         string
-	cmd               *exec.Cmd
-	exited            chan struct{}
+	// --controllers, selector its --watch-label-selector.
+	name, controllers, selector string
+	bin, dir                    string
+	args                        []string
+	pprofAddr                   string
+	cmd                         *exec.Cmd
+	exited                      chan struct{}
 }
 
 func freeAddr() (string, error) {
@@ -93,8 +93,12 @@ func (p *controller) start(kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{"--controllers=" + p.controllers, "--leader-elect", "--kubeconfig=" + kubeconfig,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address=" + addr}, p.args...)
+	args := []string{"--controllers=" + p.controllers}
+	if p.selector != "" {
+		args = append(args, "--watch-label-selector="+p.selector)
+	}
+	args = append(append(args, "--leader-elect", "--kubeconfig="+kubeconfig,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address="+addr), p.args...)
 	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -167,18 +171,22 @@ func parseProc(stat, status string) (procUsage, error) {
 	return u, nil
 }
 
-// waitLeaders waits until each controller holds its lease.
-func waitLeaders(ctx context.Context, c client.Client, since time.Time) error {
+// waitLeaders waits until each controller holds its lease (its shard's).
+func waitLeaders(ctx context.Context, c client.Client, since time.Time, ctrls []*controller) error {
 	deadline := time.Now().Add(2 * time.Minute)
-	for _, name := range controlplane.All {
+	for _, p := range ctrls {
+		sel, err := shard.Selector(p.selector)
+		if err != nil {
+			return err
+		}
 		for {
 			l := &coordinationv1.Lease{}
-			err := c.Get(ctx, client.ObjectKey{Namespace: devenv.SystemNamespace, Name: "score-" + name + ".score.dev"}, l)
+			err := c.Get(ctx, client.ObjectKey{Namespace: devenv.SystemNamespace, Name: "score-" + p.controllers + shard.LeaseSuffix(sel) + ".score.dev"}, l)
 			if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.AcquireTime != nil && !l.Spec.AcquireTime.Time.Before(since.Truncate(time.Second)) {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("the %s took no lease within 2 minutes", name)
+				return fmt.Errorf("the %s took no lease within 2 minutes", p.name)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}

@@ -340,7 +340,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	if err := s.startControllers(); err != nil {
 		return res, err
 	}
-	if err := waitLeaders(ctx, s.c, start); err != nil {
+	if err := waitLeaders(ctx, s.c, start, s.ctrls); err != nil {
 		return res, err
 	}
 	// The idle baseline: the cluster's own writes (and our lease renewals) with nothing to do.
@@ -686,9 +686,9 @@ func (s *runState) startControllers() error {
 			switch {
 			case k > 0:
 				p.name += "-" + shardName(k)
-				p.args = append([]string{"--watch-label-selector=" + scorev1b1.LabelShard + "=" + shardName(k)}, extra...)
+				p.selector = scorev1b1.LabelShard + "=" + shardName(k)
 			case s.o.shards > 1:
-				p.args = append([]string{"--watch-label-selector=!" + scorev1b1.LabelShard}, extra...)
+				p.selector = "!" + scorev1b1.LabelShard
 			}
 			if err := p.start(s.k.Kubeconfig()); err != nil {
 				return err
