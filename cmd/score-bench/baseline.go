@@ -129,6 +129,7 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 		return nil, err
 	}
 	res.AllReadySeconds = time.Since(start).Seconds()
+	logf(s.log, "baseline: all healthy after %.1fs; deleting its namespace", res.AllReadySeconds)
 	writes, err := s.auditSince()
 	if err != nil {
 		return nil, err
@@ -138,7 +139,9 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 	if err := s.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: baselineNS}}); err != nil {
 		return nil, err
 	}
-	err = poll(ctx, 10*time.Minute, time.Second, func() (string, error) {
+	// The cluster's garbage collector and volume controllers take their time over thousands
+	// of StatefulSets and claims: as long as the run's own timeout.
+	err = poll(ctx, s.o.timeout, time.Second, func() (string, error) {
 		switch err := s.c.Get(ctx, client.ObjectKey{Name: baselineNS}, &corev1.Namespace{}); {
 		case apierrors.IsNotFound(err):
 			return "", nil
