@@ -112,7 +112,6 @@ func Normalize(w *scorev1b1.Workload) map[string]any {
 	return out
 }
 
-// userAnnotations drops annotations that are bookkeeping, not the user's.
 // UserLabels are a Workload's labels as its templates and ${metadata.labels} see them: all
 // but the shard label, which is the platform's choice of the controllers that process the
 // Workload, so that moving it to another shard changes nothing it renders to.
@@ -126,6 +125,7 @@ func UserLabels(in map[string]string) map[string]string {
 	return out
 }
 
+// userAnnotations drops annotations that are bookkeeping, not the user's.
 func userAnnotations(in map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range in {
