@@ -7,11 +7,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 
-{{/* The controllers' Deployments: one running all three, or one each when split. The
-ServiceAccount of each is named after it. */}}
-{{- /* The Deployments: one per controller when split, else one for the three; with shards,
-each again per shard (named after it, sharing its ServiceAccount), the first owning the
-unlabelled Workloads. */}}
+{{/* The controllers' Deployments: one running all three, or one each when split, each with a
+ServiceAccount named after it; with shards, each again per shard (named after it, under the
+same ServiceAccount), the first owning the unlabelled Workloads. */}}
 {{- define "score.deployments" -}}
 {{- $base := list (dict "name" "score-controllers" "controllers" (list "orchestrator" "provisioner" "runtime")) }}
 {{- if .Values.split }}
