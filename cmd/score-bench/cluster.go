@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 )
@@ -181,7 +182,7 @@ func waitLeaders(ctx context.Context, c client.Client, since time.Time, ctrls []
 		}
 		for {
 			l := &coordinationv1.Lease{}
-			err := c.Get(ctx, client.ObjectKey{Namespace: devenv.SystemNamespace, Name: "score-" + p.controllers + shard.LeaseSuffix(sel) + ".score.dev"}, l)
+			err := c.Get(ctx, client.ObjectKey{Namespace: devenv.SystemNamespace, Name: controlplane.LeaderElectionID([]string{p.controllers}, sel)}, l)
 			if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.AcquireTime != nil && !l.Spec.AcquireTime.Time.Before(since.Truncate(time.Second)) {
 				break
 			}

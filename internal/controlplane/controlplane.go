@@ -6,18 +6,19 @@ package controlplane
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
 
@@ -51,6 +52,12 @@ func DefaultOptions() Options {
 	return Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
 		Provisioner: provisioner.Options{Concurrency: 4, CmdLimits: provisionercmd.DefaultLimits, APINamespace: cfg.ConfigMap.Namespace},
 		Runtime:     runtime.Options{Concurrency: 4}}
+}
+
+// LeaderElectionID names the Lease of a process running controllers for sel's shard: one
+// leader per set of controllers and shard.
+func LeaderElectionID(controllers []string, sel labels.Selector) string {
+	return "score-" + strings.Join(controllers, "-") + shard.LeaseSuffix(sel) + ".score.dev"
 }
 
 // CacheOptions are the manager's cache's for opts: configsource.CacheOptions, and for a shard,

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -54,3 +55,23 @@ func TestCacheOptionsOfAShard(t *testing.T) {
 }
 
 func kind(o client.Object) string { return fmt.Sprintf("%T", o)[len("*v1b1."):] }
+
+// Unsharded, the Leases keep the names they had before shards (an upgrade elects no second
+// leader); each shard has a Lease of its own.
+func TestLeaderElectionID(t *testing.T) {
+	blue, _ := shard.Selector("score.dev/shard=blue")
+	rest, _ := shard.Selector("!score.dev/shard")
+	if got := LeaderElectionID(All, nil); got != "score-orchestrator-provisioner-runtime.score.dev" {
+		t.Errorf("all three, unsharded: %s", got)
+	}
+	if got := LeaderElectionID([]string{Runtime}, nil); got != "score-runtime.score.dev" {
+		t.Errorf("the runtime, unsharded: %s", got)
+	}
+	ids := map[string]bool{}
+	for _, sel := range []labels.Selector{nil, blue, rest} {
+		ids[LeaderElectionID([]string{Runtime}, sel)] = true
+	}
+	if len(ids) != 3 {
+		t.Errorf("one Lease per shard: %v", ids)
+	}
+}

@@ -124,10 +124,9 @@ func Run(name string, args []string, output io.Writer) int {
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
-		// Each shard elects its own leader.
-		LeaderElectionID:        "score-" + strings.ReplaceAll(controllers, ",", "-") + shard.LeaseSuffix(opts.Shard) + ".score.dev",
-		LeaderElectionNamespace: cfg.ConfigMap.Namespace,
-		Cache:                   CacheOptions(opts),
+		LeaderElectionID:              LeaderElectionID(opts.Controllers, opts.Shard),
+		LeaderElectionNamespace:       cfg.ConfigMap.Namespace,
+		Cache:                         CacheOptions(opts),
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")
