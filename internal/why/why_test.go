@@ -1,4 +1,4 @@
-package main
+package why
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ provisioners:
 		Spec:   scorev1b1.ResourceClaimSpec{Key: "db", Type: "postgresql"},
 		Status: scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseFailed, Message: message}}
 	var out bytes.Buffer
-	if err := explain(&out, w, cfg, "", []scorev1b1.ResourceClaim{claim}, nil); err != nil {
+	if err := Explain(&out, w, cfg, "", []scorev1b1.ResourceClaim{claim}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "No provisioner serves postgresql"); n != 1 {

@@ -1,0 +1,111 @@
+// Package why explains the platform's decisions for one Workload: the profile and why, every
+// backend candidate with the constraint that filtered it or its rank, the provisioner for each
+// dependency and the one thing that keeps the Workload from Ready. It recomputes them with the
+// orchestrator's own selection code; scorectl why prints it and scorectl dashboard shows it.
+package why
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
+)
+
+// Explain writes the trace for w under cfg, with its claims and plan (nil when it has none or
+// the reader may not see it) as the cluster holds them.
+func Explain(out io.Writer, w *scorev1b1.Workload, cfg *orchconfig.Config, region string, claims []scorev1b1.ResourceClaim, plan *scorev1b1.WorkloadPlan) error {
+	sel, err := selection.New(cfg)
+	if err != nil {
+		return err
+	}
+	r := sel.Select(selection.Input{Workload: w, Region: region})
+	fmt.Fprintf(out, "Workload %s/%s (generation %d)\n\n", w.Namespace, w.Name, w.Generation)
+	if r.Profile == "" {
+		fmt.Fprintf(out, "Profile: none — %s\n", r.Message)
+	} else {
+		fmt.Fprintf(out, "Profile: %s, chosen by %s (%s)\n", r.Profile, r.ProfileSource, r.ProfileDetail)
+	}
+	for _, e := range r.RuleErrors {
+		fmt.Fprintf(out, "  rule error: %s\n", e)
+	}
+	if len(r.Candidates) > 0 {
+		fmt.Fprintln(out, "\nBackends:")
+		for _, c := range r.Candidates {
+			switch {
+			case c.Rejected != "":
+				fmt.Fprintf(out, "  ✗ %s — %s\n", c.BackendID, c.Rejected)
+			case r.Backend != nil && c.BackendID == r.Backend.BackendID:
+				fmt.Fprintf(out, "  ✓ %s — rank %d (priority %d, version %s): selected\n", c.BackendID, c.Rank, r.Backend.Priority, r.Backend.Version)
+			default:
+				fmt.Fprintf(out, "  · %s — rank %d\n", c.BackendID, c.Rank)
+			}
+		}
+	}
+	if len(w.Spec.Resources) > 0 {
+		fmt.Fprintln(out, "\nDependencies:")
+		keys := make([]string, 0, len(w.Spec.Resources))
+		for k := range w.Spec.Resources {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			res := w.Spec.Resources[k]
+			params, _ := values.Object(res.Params) // the API server admits only objects
+			pc := provisionermatch.Claim{Type: res.Type, Params: params}
+			if res.Class != nil {
+				pc.Class = *res.Class
+			}
+			if res.ID != nil {
+				pc.ID = *res.ID
+			}
+			served, provider, ok := provisionermatch.Resolve(provisionermatch.Input{Classes: cfg.Classes, Provisioners: cfg.Provisioners, Claim: pc})
+			if ok {
+				provider = fmt.Sprintf("provisioners[%d] %s", served.Index, cfg.Provisioners[served.Index].URI)
+				if served.Class != "" {
+					provider += " (class " + served.Class + ")"
+				}
+			}
+			phase, detail := "not created", ""
+			for _, c := range claims {
+				if c.Spec.Key == k && metav1.IsControlledBy(&c, w) {
+					phase, detail = string(c.Status.Phase), c.Status.Message
+				}
+			}
+			fmt.Fprintf(out, "  %s (%s): %s; claim %s", k, res.Type, provider, phase)
+			if detail != "" && detail != provider { // each cause once: no match is both
+				fmt.Fprintf(out, " — %s", detail)
+			}
+			fmt.Fprintln(out)
+		}
+	}
+	fmt.Fprintln(out)
+	ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
+	switch {
+	case ready == nil:
+		fmt.Fprintln(out, "Blocking: the orchestrator has not reported on this Workload yet.")
+	case ready.Status == metav1.ConditionTrue:
+		fmt.Fprintf(out, "Ready: %s\n", ready.Message)
+	default:
+		fmt.Fprintf(out, "Blocking: %s — %s\n", ready.Reason, ready.Message)
+		if plan != nil && plan.Status.Message != "" {
+			fmt.Fprintf(out, "  runtime detail: %s\n", plan.Status.Message)
+		}
+		if plan != nil {
+			for _, o := range plan.Status.Objects {
+				if o.Health != scorev1b1.HealthCurrent {
+					fmt.Fprintf(out, "  runtime object %s %s: %s %s\n", o.Kind, o.Name, strings.ToLower(o.Health), o.Message)
+				}
+			}
+		}
+	}
+	return nil
+}
