@@ -6,6 +6,8 @@
 #   etcd                                                              (go.etcd.io/etcd/server/v3)
 #   kwok, kwokctl                                                     (sigs.k8s.io/kwok)
 #
+# and installs Debian's chromium, for the dashboard's browser test, when it is missing.
+#
 # Binaries are built once into a versioned cache directory outside the clone
 # ($SCORE_TOOLS_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/score-orchestrator), so a fresh clone
 # on the same machine, and a CI rerun, reuse them. The three throwaway modules are kept apart:
@@ -135,8 +137,25 @@ build_score_k8s() {
 	(cd "$SCORE_K8S_SRC" && go build -o "$out.tmp" ./cmd/score-k8s) && mv "$out.tmp" "$out"
 }
 
+# install_chromium installs Debian's Chromium for the dashboard's browser test, when it is missing
+# and this runs as root; the packages are kept in the cache, so a rerun does not download them.
+# Elsewhere it says how; the test skips without a browser unless SCORE_BROWSER_REQUIRED is set.
+install_chromium() {
+	[[ -x "${SCORE_CHROMIUM:-/usr/bin/chromium}" ]] && return
+	if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+		log "the dashboard's browser test needs Chromium: apt-get install chromium (as root), or set SCORE_CHROMIUM"
+		return
+	fi
+	log "installing Debian's chromium for the dashboard's browser test"
+	local debs="$cache/apt"
+	mkdir -p "$debs/partial"
+	local install=(apt-get install -y -q --no-install-recommends -o "Dir::Cache::archives=$debs" chromium)
+	DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null; }
+}
+
 case "${1:-all}" in
 dir) echo "$dir"; exit 0 ;;
+chromium) install_chromium; exit 0 ;;
 score-k8s)
 	mkdir -p "$cache/tools" "$root/bin"
 	build_score_k8s
@@ -149,6 +168,7 @@ mkdir -p "$dir" "$root/bin"
 build_kubernetes
 build_etcd
 build_kwok
+install_chromium
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
 	ln -sfn "$dir/$b" "$root/bin/$b"
 done

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,8 +30,8 @@ func (f *clusterFlags) bind(cmd *cobra.Command, withTimeout bool) {
 	}
 }
 
-// connect returns a client and the namespace to use.
-func (f *clusterFlags) connect() (client.Client, string, error) {
+// restConfig loads the kubeconfig and returns it with the namespace to use.
+func (f *clusterFlags) restConfig() (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if f.kubeconfig != "" {
 		rules.ExplicitPath = f.kubeconfig
@@ -45,6 +46,15 @@ func (f *clusterFlags) connect() (client.Client, string, error) {
 		if ns, _, err = cc.Namespace(); err != nil {
 			return nil, "", err
 		}
+	}
+	return cfg, ns, nil
+}
+
+// connect returns a client and the namespace to use.
+func (f *clusterFlags) connect() (client.Client, string, error) {
+	cfg, ns, err := f.restConfig()
+	if err != nil {
+		return nil, "", err
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

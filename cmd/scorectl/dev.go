@@ -141,6 +141,7 @@ The cluster keeps running. Use it with:
   export KUBECONFIG=%s
   scorectl status -n %s
   scorectl why orders -n %s
+  scorectl dashboard            # a live view in the browser, at http://localhost:8001
   %s get score -A
 Controller logs: %s
 Stop everything with: scorectl dev down%s
