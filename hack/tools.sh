@@ -149,7 +149,7 @@ install_chromium() {
 	log "installing Debian's chromium for the dashboard's browser test"
 	local debs="$cache/apt"
 	mkdir -p "$debs/partial"
-	local install=(apt-get install -y -q --no-install-recommends -o "Dir::Cache::archives=$debs" chromium)
+	local install=(apt-get install -y -q --no-install-recommends -o "Dir::Cache::archives=$debs" -o APT::Sandbox::User=root chromium)
 	DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null; }
 }
 

@@ -46,6 +46,33 @@ type Config struct {
 	// Health judges kinds kstatus cannot (custom resources without standard conditions):
 	// CEL expressions per kind, over the object the runtime or provisioner applied.
 	Health []HealthRule `json:"health,omitempty" yaml:"health,omitempty"`
+
+	// Dependencies say when a Workload is deployed relative to its dependencies.
+	Dependencies DependencyPolicy `json:"dependencies,omitempty" yaml:"dependencies,omitempty"`
+}
+
+// DeployWhen is when a Workload's plan is emitted relative to its dependencies.
+type DeployWhen string
+
+const (
+	// DeployWhenOutputsAvailable emits the plan once every dependency has published its outputs
+	// (host names, generated credentials), so the application rolls out while its dependencies
+	// become healthy; Ready still waits for both. The default.
+	DeployWhenOutputsAvailable DeployWhen = "OutputsAvailable"
+	// DeployWhenClaimsReady emits it once every dependency is Bound (healthy), for applications
+	// that cannot start before their database answers.
+	DeployWhenClaimsReady DeployWhen = "ClaimsReady"
+)
+
+// DependencyPolicy is the dependencies section.
+type DependencyPolicy struct {
+	// DeployWhen is OutputsAvailable (default) or ClaimsReady.
+	DeployWhen DeployWhen `json:"deployWhen,omitempty" yaml:"deployWhen,omitempty"`
+}
+
+// WaitsForHealthyDependencies reports whether plans wait until every dependency is Bound.
+func (p DependencyPolicy) WaitsForHealthyDependencies() bool {
+	return p.DeployWhen == DeployWhenClaimsReady
 }
 
 // HealthRule judges the objects of one kind with CEL expressions over `self`, the object as

@@ -44,6 +44,7 @@ func Validate(cfg *Config) []FieldError {
 	v.provisioners(cfg)
 	v.classes(cfg)
 	v.endpoint(cfg)
+	v.dependencies(cfg)
 	v.health(cfg)
 	for i, k := range cfg.AllowedKinds {
 		if !allowedKindPattern.MatchString(k) {
@@ -421,6 +422,14 @@ func (v *validator) classes(cfg *Config) {
 			continue
 		}
 		v.fail(fmt.Sprintf("provisioners[%d].class", i), "class %q is not among the classes of type %s (%s)", *p.Class, p.Type, strings.Join(sortedKeys(declared[p.Type]), ", "))
+	}
+}
+
+func (v *validator) dependencies(cfg *Config) {
+	switch cfg.Dependencies.DeployWhen {
+	case "", DeployWhenOutputsAvailable, DeployWhenClaimsReady:
+	default:
+		v.fail("dependencies.deployWhen", "is %q; it must be %s or %s", cfg.Dependencies.DeployWhen, DeployWhenOutputsAvailable, DeployWhenClaimsReady)
 	}
 }
 

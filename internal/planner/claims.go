@@ -26,6 +26,10 @@ type ClaimView struct {
 	Reason scorev1b1.Reason
 	// Ready is Bound with every output available, for the current spec.
 	Ready bool
+	// OutputsAvailable is Ready, or Binding with every output of the current spec published
+	// while its objects become healthy: enough to deploy the consumer (the config's
+	// dependencies.deployWhen), not to call it ready.
+	OutputsAvailable bool
 	// Outputs are the non-secret outputs.
 	Outputs map[string]any
 	// SecretName holds the secret outputs, listed in SecretKeys.
@@ -56,6 +60,7 @@ func ViewClaim(c *scorev1b1.ResourceClaim) ClaimView {
 	// all (a route or an autoscaler has nothing to tell the Workload).
 	noOutputs := c.Status.Outputs == nil && c.Status.SecretRef == nil
 	v.Ready = v.Phase == scorev1b1.ClaimPhaseBound && (c.Status.OutputsAvailable || noOutputs)
+	v.OutputsAvailable = v.Ready || v.Phase == scorev1b1.ClaimPhaseBinding && c.Status.OutputsAvailable
 	return v
 }
 

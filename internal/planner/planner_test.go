@@ -344,7 +344,7 @@ func TestViewClaim(t *testing.T) {
 	c := &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 2}}
 	c.Status = scorev1b1.ResourceClaimStatus{ObservedGeneration: 1, Phase: scorev1b1.ClaimPhaseBound, OutputsAvailable: true,
 		Outputs: &apiextensionsv1.JSON{Raw: []byte(`{"host":"h"}`)}}
-	if v := ViewClaim(c); v.Ready || v.Phase != scorev1b1.ClaimPhasePending {
+	if v := ViewClaim(c); v.Ready || v.OutputsAvailable || v.Phase != scorev1b1.ClaimPhasePending {
 		t.Fatalf("a claim whose spec the provisioner has not seen is pending: %+v", v)
 	}
 	c.Status.ObservedGeneration = 2
@@ -356,8 +356,16 @@ func TestViewClaim(t *testing.T) {
 		t.Fatalf("bound with outputs not all available is not ready: %+v", v)
 	}
 	c.Status.Outputs = nil
-	if v := ViewClaim(c); !v.Ready {
+	if v := ViewClaim(c); !v.Ready || !v.OutputsAvailable {
 		t.Fatalf("bound with no outputs at all is ready: %+v", v)
+	}
+	c.Status.Phase, c.Status.OutputsAvailable, c.Status.Outputs = scorev1b1.ClaimPhaseBinding, true, &apiextensionsv1.JSON{Raw: []byte(`{"host":"h"}`)}
+	if v := ViewClaim(c); v.Ready || !v.OutputsAvailable {
+		t.Fatalf("binding with its outputs published: outputs available, not ready: %+v", v)
+	}
+	c.Status.OutputsAvailable = false
+	if v := ViewClaim(c); v.OutputsAvailable {
+		t.Fatalf("binding without its outputs: %+v", v)
 	}
 }
 

@@ -250,6 +250,24 @@ func Claims(states []ClaimState) ([]scorev1b1.ClaimSummary, Condition) {
 	}
 }
 
+// Deployable reports whether the plan may be emitted: when every claim is ready (claims is the
+// ClaimsReady condition Claims returned), or, unless waitForReady, when every claim has
+// published its outputs while it becomes healthy and none failed.
+func Deployable(states []ClaimState, claims Condition, waitForReady bool) bool {
+	if claims.Status == metav1.ConditionTrue {
+		return true
+	}
+	if waitForReady {
+		return false
+	}
+	for _, s := range states {
+		if s.Phase == scorev1b1.ClaimPhaseFailed || s.Denied != "" || len(s.WaitingFor) > 0 || !s.OutputsAvailable {
+			return false
+		}
+	}
+	return len(states) > 0
+}
+
 func summarize(s ClaimState) scorev1b1.ClaimSummary {
 	sum := scorev1b1.ClaimSummary{Key: s.Key, Phase: s.Phase, OutputsAvailable: s.OutputsAvailable}
 	if s.Denied != "" {

@@ -66,6 +66,34 @@ func TestClaims(t *testing.T) {
 	}
 }
 
+func TestDeployable(t *testing.T) {
+	published := ClaimState{Key: "db", Phase: scorev1b1.ClaimPhaseBinding, OutputsAvailable: true}
+	bound := ClaimState{Key: "cache", Phase: scorev1b1.ClaimPhaseBound, OutputsAvailable: true}
+	for _, tc := range []struct {
+		name         string
+		states       []ClaimState
+		waitForReady bool
+		want         bool
+	}{
+		{"no dependencies", nil, false, true},
+		{"every dependency bound", []ClaimState{bound}, true, true},
+		{"outputs published while becoming healthy", []ClaimState{published, bound}, false, true},
+		{"the same, waiting for healthy dependencies", []ClaimState{published, bound}, true, false},
+		{"one without its outputs", []ClaimState{published, {Key: "q", Phase: scorev1b1.ClaimPhaseBinding}}, false, false},
+		{"one not created", []ClaimState{published, {Key: "q", Phase: scorev1b1.ClaimPhasePending}}, false, false},
+		{"one failed", []ClaimState{published, {Key: "q", Phase: scorev1b1.ClaimPhaseFailed}}, false, false},
+		{"one denied", []ClaimState{published, {Key: "q", Denied: scorev1b1.ReasonPolicyViolation, OutputsAvailable: true}}, false, false},
+		{"one waiting for another's outputs", []ClaimState{published, {Key: "route", WaitingFor: []string{"dns"}}}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, claims := Claims(tc.states)
+			if got := Deployable(tc.states, claims, tc.waitForReady); got != tc.want {
+				t.Fatalf("got %v", got)
+			}
+		})
+	}
+}
+
 func TestApplyKeepsTransitionTimes(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Hour))

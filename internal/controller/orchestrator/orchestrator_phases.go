@@ -140,7 +140,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.Denied(s.denied))
 		return deniedError(s.denied)
 	}
-	if claimsReady.Status != metav1.ConditionTrue {
+	if !workloadstatus.Deployable(states, claimsReady, loaded.Config.Dependencies.WaitsForHealthyDependencies()) {
 		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.WaitingForClaims())
 		return nil
 	}
@@ -308,7 +308,7 @@ func (r *Reconciler) applyClaims(ctx context.Context, s *scope, desired []planne
 			// A previous incarnation is being released; the claim is recreated after it goes.
 		case metav1.IsControlledBy(existing, w):
 			v := planner.ViewClaim(existing)
-			state.Phase, state.Reason, state.OutputsAvailable = v.Phase, v.Reason, v.Ready
+			state.Phase, state.Reason, state.OutputsAvailable = v.Phase, v.Reason, v.OutputsAvailable
 			if len(d.WaitingFor) == 0 && !values.SameJSON(existing.Spec, d.Spec) {
 				if reason, err := r.updateClaim(ctx, existing, d.Spec); err != nil {
 					return nil, err

@@ -301,8 +301,8 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 }
 
 // publish writes the outputs (secret ones into the outputs Secret), the inventory, and the
-// phase they add up to: Binding while objects are not healthy, Failed when an expected output
-// is missing, else Bound.
+// phase they add up to: Binding while objects are not healthy (with the outputs available if
+// every expected one is there), Failed when an expected output is missing, else Bound.
 func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, plain map[string]any, secret map[string]string, applied []scorev1b1.AppliedObject) (ctrl.Result, error) {
 	if err := r.publishSecretOutputs(ctx, c, secret); err != nil {
 		return ctrl.Result{}, err
@@ -330,7 +330,10 @@ func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, de
 	unhealthy := unhealthyObjects(applied)
 	switch {
 	case len(unhealthy) > 0:
-		c.Status.OutputsAvailable = false
+		// The outputs are published while the objects become healthy, so that a consumer can
+		// roll out meanwhile (the config's dependencies.deployWhen); the claim is Bound once
+		// they are.
+		c.Status.OutputsAvailable = len(missing) == 0 && len(plain)+len(secret) > 0
 		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Waiting for "+strings.Join(unhealthy, ", ")+".")
 	case len(missing) > 0:
 		c.Status.OutputsAvailable = false

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -227,4 +229,81 @@ func TestClaimReset(t *testing.T) {
 	conditionIs(t, ns, "reset", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
 	bind(t, claimOf(t, w, "db", "redis"), map[string]any{"host": "h2"}, nil)
 	conditionIs(t, ns, "reset", scorev1b1.ConditionClaimsReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+}
+
+// A dependency that has published its outputs but is not healthy yet: the plan is emitted at
+// once, so the application rolls out while its database comes up (issue 22, pipelining); the
+// Workload is Ready only once both are. With dependencies.deployWhen: ClaimsReady the plan
+// waits for the dependency to be Bound, as workload-lifecycle.md's Phase 3 orders it.
+func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := testenv.Namespace(t, env.Client)
+	binding := func() scorev1b1.ResourceClaimStatus {
+		return scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseBinding, OutputsAvailable: true, Provisioner: "test",
+			Message: "Waiting for StatefulSet/db.", Outputs: &apiextensionsv1.JSON{Raw: []byte(`{"host":"orders-db.svc","port":5432}`)}}
+	}
+
+	t.Run("by default the plan is emitted once the outputs are published", func(t *testing.T) {
+		w := workload(ns, "early-rollout", testenv.WithResource("db", "postgres"), testenv.WithVar("DB_HOST", "${resources.db.host}"))
+		testenv.Create(t, env.Client, w)
+		claim := claimOf(t, w, "db", "postgres")
+		setClaimStatus(t, claim, binding())
+		plan := planOf(t, ns, "early-rollout")
+		w = conditionIs(t, ns, "early-rollout", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
+		if s := w.Status.Claims[0]; s.Phase != scorev1b1.ClaimPhaseBinding || !s.OutputsAvailable {
+			t.Fatalf("the claim's summary: %+v", s)
+		}
+		project(t, ns, "early-rollout", scorev1b1.PlanPhaseProjected, "")
+		expose(t, ns, "early-rollout", w.Generation, []scorev1b1.Exposure{{URL: "http://early-rollout.ns.svc.cluster.local:80", Scope: scorev1b1.ScopeClusterLocal}}, "Healthy")
+		w = conditionIs(t, ns, "early-rollout", scorev1b1.ConditionRuntimeReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+		if c := testenv.Condition(w, scorev1b1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != string(scorev1b1.ReasonClaimPending) {
+			t.Fatalf("the application runs but its database is not healthy: Ready is %s/%s", c.Status, c.Reason)
+		}
+		bind(t, claim, map[string]any{"host": "orders-db.svc", "port": 5432}, nil)
+		conditionIs(t, ns, "early-rollout", scorev1b1.ConditionReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+		if p := planOf(t, ns, "early-rollout"); p.Generation != plan.Generation {
+			t.Fatalf("the plan was written again when the dependency became healthy: generation %d → %d", plan.Generation, p.Generation)
+		}
+	})
+
+	t.Run("with deployWhen ClaimsReady the plan waits for the dependency to be Bound", func(t *testing.T) {
+		// The strict config also moves Workloads to a newer backend: a Workload without
+		// dependencies on that backend shows the orchestrator uses it.
+		strict := strings.Replace(baseConfig, "  - name: batch-job", `      - backendId: k8s-web-v2
+        runtimeClass: kubernetes
+        priority: 5
+        version: 2.0.0
+        template: {kind: manifests, ref: "configmap://score-system/templates/web-v2.yaml", digest: "`+digest+`"}
+  - name: batch-job`, 1) + "dependencies:\n  deployWhen: ClaimsReady\n"
+		applyConfig(t, strict)
+		t.Cleanup(func() { applyConfig(t, baseConfig) })
+		testenv.Create(t, env.Client, workload(ns, "probe"))
+		eventually(t, "the strict config in use", func() error {
+			if p := planOf(t, ns, "probe"); p.Spec.BackendID != "k8s-web-v2" {
+				return fmt.Errorf("backend %s", p.Spec.BackendID)
+			}
+			return nil
+		})
+		w := workload(ns, "in-order", testenv.WithResource("db", "postgres"), testenv.WithVar("DB_HOST", "${resources.db.host}"))
+		testenv.Create(t, env.Client, w)
+		claim := claimOf(t, w, "db", "postgres")
+		setClaimStatus(t, claim, binding())
+		eventually(t, "the orchestrator's answer to the published outputs", func() error {
+			w = get(t, ns, "in-order")
+			if len(w.Status.Claims) != 1 || !w.Status.Claims[0].OutputsAvailable {
+				return fmt.Errorf("claims %+v", w.Status.Claims)
+			}
+			return nil
+		})
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "in-order"}, &scorev1b1.WorkloadPlan{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("a plan before the dependency is Bound: %v", err)
+		}
+		if c := testenv.Condition(w, scorev1b1.ConditionRuntimeReady); c.Reason != string(scorev1b1.ReasonClaimPending) {
+			t.Fatalf("runtime waits for claims: %+v", c)
+		}
+		bind(t, claim, map[string]any{"host": "orders-db.svc", "port": 5432}, nil)
+		if p := planOf(t, ns, "in-order"); p.Spec.BackendID != "k8s-web-v2" {
+			t.Fatalf("backend %s", p.Spec.BackendID)
+		}
+	})
 }
