@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backendId`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.spec.configRevision`,priority=1
 type WorkloadPlan struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -88,6 +89,13 @@ type WorkloadPlanSpec struct {
 	// +listType=map
 	// +listMapKey=key
 	Claims []PlanClaim `json:"claims,omitempty"`
+
+	// ConfigRevision is the revision of the Orchestrator Config (the sha256 of the document)
+	// the plan was last written from. A later revision that renders the plan the same leaves
+	// the plan, and this field, as they were.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	ConfigRevision string `json:"configRevision,omitempty"`
 }
 
 // OutputRef points at one output of one claim.

@@ -38,7 +38,8 @@ and the config; nothing is written.`,
 			if err := c.Get(ctx, client.ObjectKey{Namespace: configNamespace, Name: configName}, cm); err != nil {
 				return fmt.Errorf("reading the Orchestrator Config: %w", err)
 			}
-			cfg, err := orchconfig.Parse([]byte(cm.Data[configKey]))
+			doc := []byte(cm.Data[configKey])
+			cfg, err := orchconfig.Parse(doc)
 			if err != nil {
 				return fmt.Errorf("the Orchestrator Config in %s/%s is invalid (the orchestrator keeps using its last valid one): %w", configNamespace, configName, err)
 			}
@@ -50,7 +51,7 @@ and the config; nothing is written.`,
 			if err := c.Get(ctx, client.ObjectKeyFromObject(w), plan); err != nil {
 				plan = nil
 			}
-			return why.Explain(cmd.OutOrStdout(), w, cfg, region, claims.Items, plan)
+			return why.Explain(cmd.OutOrStdout(), why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: region, Claims: claims.Items, Plan: plan})
 		},
 	}
 	flags.bind(cmd, false)

@@ -62,7 +62,7 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, err
 	}
-	source, revision := "configmap", "configmap/"+cm.ResourceVersion
+	source, origin := "configmap", "configmap"
 	data, ok := cm.Data[r.DataKey]
 	ref, byRef := cm.Data[OCIRefKey]
 	switch {
@@ -85,21 +85,22 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if res.FromCache {
 			log.Info("Registry unreachable; using the verified cached config", "ref", ref, "error", res.FetchErr.Error())
 		}
-		data, revision = string(res.Data), "oci/"+res.Digest
+		data, origin = string(res.Data), "oci/"+res.Digest
 	case !ok:
 		r.reject(ctx, &cm, source, fmt.Errorf("the ConfigMap has no key %q (the document) or %q (an OCI reference to it)", r.DataKey, OCIRefKey))
 		r.Store.Settle()
 		return ctrl.Result{}, nil
 	}
 	_, hadConfig := r.Store.Get()
-	changed, err := r.Store.Offer(revision, []byte(data))
+	changed, err := r.Store.Offer(origin, []byte(data))
 	if err != nil {
 		r.reject(ctx, &cm, source, err)
 		return ctrl.Result{}, nil
 	}
 	if changed {
 		ReloadsTotal.WithLabelValues(source, "success").Inc()
-		log.Info("Loaded orchestrator config", "configMap", r.Key, "revision", revision)
+		loaded, _ := r.Store.Get()
+		log.Info("Loaded orchestrator config", "configMap", r.Key, "source", origin, "revision", loaded.Revision)
 		if hadConfig {
 			// Only a change is news; a controller starting up loads the config it had.
 			r.Recorder.Eventf(&cm, nil, corev1.EventTypeNormal, "ConfigLoaded", "Load", "A new orchestrator config is valid and in use.")

@@ -60,7 +60,7 @@ func TestConfigByOCIReference(t *testing.T) {
 	loaded := func(ref string) {
 		t.Helper()
 		testenv.Eventually(t, 30*time.Second, "the config of "+ref+" is loaded", func() error {
-			if l, ok := store.Get(); !ok || l.Revision != "oci/"+digest(ref) {
+			if l, ok := store.Get(); !ok || l.Source != "oci/"+digest(ref) {
 				return fmt.Errorf("revision %v", l)
 			}
 			return nil
@@ -95,8 +95,8 @@ func TestConfigByOCIReference(t *testing.T) {
 			}
 			return fmt.Errorf("%d events, none", len(events.Items))
 		})
-		if l, _ := store.Get(); l.Revision != "oci/"+digest(keep) {
-			t.Fatalf("the config is now %s, want %s kept", l.Revision, digest(keep))
+		if l, _ := store.Get(); l.Source != "oci/"+digest(keep) {
+			t.Fatalf("the config is now from %s, want %s kept", l.Source, digest(keep))
 		}
 	}
 

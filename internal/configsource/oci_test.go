@@ -55,7 +55,7 @@ func TestOCISource(t *testing.T) {
 		t.Fatal(err)
 	}
 	loaded, ok := store.Get()
-	if !ok || !strings.HasPrefix(loaded.Revision, "oci/sha256:") || len(loaded.Config.Profiles) != 3 {
+	if !ok || !strings.HasPrefix(loaded.Source, "oci/sha256:") || len(loaded.Config.Profiles) != 3 {
 		t.Fatalf("loaded %+v", loaded)
 	}
 	select {

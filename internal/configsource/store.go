@@ -4,6 +4,7 @@
 package configsource
 
 import (
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,15 +21,23 @@ type Loaded struct {
 	Selector *selection.Selector
 	// Health judges applied and provisioned objects with the config's health rules.
 	Health *health.Checker
-	// Revision identifies the document (for example the ConfigMap's resourceVersion or the
-	// OCI digest).
+	// Revision names the document by its content: "sha256:" and the hex digest of its bytes.
+	// The same document offered again, from the same source or another, is the same revision.
 	Revision string
+	// Source says where it came from: "configmap", or "oci/" and the artifact's digest.
+	Source string
 }
 
-// Store holds the current config and tells subscribers when it changes.
+// KeptRevisions is how many admitted revisions the store keeps, the current one included.
+const KeptRevisions = 10
+
+// Store holds the current config, the revisions admitted before it, and tells subscribers
+// when the current one changes.
 type Store struct {
-	mu          sync.RWMutex
-	current     *Loaded
+	mu      sync.RWMutex
+	current *Loaded
+	// history holds the last KeptRevisions admitted revisions, the current one last.
+	history     []*Loaded
 	settled     bool
 	subscribers []chan event.GenericEvent
 }
@@ -117,11 +126,34 @@ func (s *Store) Judge(u *unstructured.Unstructured) (string, string) {
 	return s.Health().Judge(u)
 }
 
-// Offer parses and validates a document. When valid it becomes current and subscribers are
-// told; when invalid the current config stays and the error (an *orchconfig.InvalidError
-// with line-numbered problems) is returned. changed is false when the document is the one
-// already current.
-func (s *Store) Offer(revision string, data []byte) (changed bool, err error) {
+// Revision returns an admitted revision the store still keeps.
+func (s *Store) Revision(revision string) (*Loaded, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, l := range s.history {
+		if l.Revision == revision {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// Revisions lists the kept revisions, oldest first; the last is current.
+func (s *Store) Revisions() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, len(s.history))
+	for i, l := range s.history {
+		out[i] = l.Revision
+	}
+	return out
+}
+
+// Offer parses and validates a document from source. When valid it becomes current (a
+// revision named by its content) and subscribers are told; when invalid the current config
+// stays and the error (an *orchconfig.InvalidError with line-numbered problems) is returned.
+// changed is false when the document is the one already current, whatever its source.
+func (s *Store) Offer(source string, data []byte) (changed bool, err error) {
 	cfg, err := orchconfig.Parse(data)
 	if err != nil {
 		s.Settle()
@@ -137,12 +169,19 @@ func (s *Store) Offer(revision string, data []byte) (changed bool, err error) {
 		s.Settle()
 		return false, err
 	}
+	revision := orchconfig.Revision(data)
 	s.mu.Lock()
 	if s.current != nil && s.current.Revision == revision {
+		s.current.Source = source
 		s.mu.Unlock()
 		return false, nil
 	}
-	s.current = &Loaded{Config: cfg, Selector: sel, Health: checker, Revision: revision}
+	s.current = &Loaded{Config: cfg, Selector: sel, Health: checker, Revision: revision, Source: source}
+	s.history = slices.DeleteFunc(s.history, func(l *Loaded) bool { return l.Revision == revision })
+	s.history = append(s.history, s.current)
+	if n := len(s.history) - KeptRevisions; n > 0 {
+		s.history = slices.Delete(s.history, 0, n)
+	}
 	s.settled = true
 	subscribers := s.subscribers
 	s.mu.Unlock()

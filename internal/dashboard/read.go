@@ -270,12 +270,13 @@ func (s *Server) trace(ctx context.Context, w *scorev1b1.Workload, in view.Graph
 	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.opts.ConfigNamespace, Name: s.opts.ConfigName}, cm); err != nil {
 		return "", "The Orchestrator Config could not be read: " + err.Error()
 	}
-	cfg, err := orchconfig.Parse([]byte(cm.Data[s.opts.ConfigKey]))
+	doc := []byte(cm.Data[s.opts.ConfigKey])
+	cfg, err := orchconfig.Parse(doc)
 	if err != nil {
 		return "", "The Orchestrator Config in the cluster is invalid (the orchestrator keeps using its last valid one): " + err.Error()
 	}
 	var b bytes.Buffer
-	if err := why.Explain(&b, w, cfg, s.opts.Region, in.Claims, in.Plan); err != nil {
+	if err := why.Explain(&b, why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: s.opts.Region, Claims: in.Claims, Plan: in.Plan}); err != nil {
 		return "", err.Error()
 	}
 	return b.String(), ""

@@ -20,15 +20,37 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
-// Explain writes the trace for w under cfg, with its claims and plan (nil when it has none or
-// the reader may not see it) as the cluster holds them.
-func Explain(out io.Writer, w *scorev1b1.Workload, cfg *orchconfig.Config, region string, claims []scorev1b1.ResourceClaim, plan *scorev1b1.WorkloadPlan) error {
+// Input is what the trace is computed from.
+type Input struct {
+	Workload *scorev1b1.Workload
+	// Config is the Orchestrator Config in the cluster, of revision ConfigRevision.
+	Config         *orchconfig.Config
+	ConfigRevision string
+	// Region is the orchestrator's.
+	Region string
+	// Claims and Plan are as the cluster holds them; nil when there are none or the reader may
+	// not see them.
+	Claims []scorev1b1.ResourceClaim
+	Plan   *scorev1b1.WorkloadPlan
+}
+
+// Explain writes the trace.
+func Explain(out io.Writer, in Input) error {
+	w, cfg, claims, plan := in.Workload, in.Config, in.Claims, in.Plan
 	sel, err := selection.New(cfg)
 	if err != nil {
 		return err
 	}
-	r := sel.Select(selection.Input{Workload: w, Region: region})
+	r := sel.Select(selection.Input{Workload: w, Region: in.Region})
 	fmt.Fprintf(out, "Workload %s/%s (generation %d)\n\n", w.Namespace, w.Name, w.Generation)
+	if plan != nil && plan.Spec.ConfigRevision != "" {
+		switch plan.Spec.ConfigRevision {
+		case in.ConfigRevision:
+			fmt.Fprintf(out, "Config: revision %s, the current one\n", orchconfig.ShortRevision(plan.Spec.ConfigRevision))
+		default:
+			fmt.Fprintf(out, "Config: the plan was written from revision %s; the current one is %s\n", orchconfig.ShortRevision(plan.Spec.ConfigRevision), orchconfig.ShortRevision(in.ConfigRevision))
+		}
+	}
 	if r.Profile == "" {
 		fmt.Fprintf(out, "Profile: none — %s\n", r.Message)
 	} else {

@@ -34,10 +34,40 @@ provisioners:
 		Spec:   scorev1b1.ResourceClaimSpec{Key: "db", Type: "postgresql"},
 		Status: scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseFailed, Message: message}}
 	var out bytes.Buffer
-	if err := Explain(&out, w, cfg, "", []scorev1b1.ResourceClaim{claim}, nil); err != nil {
+	if err := Explain(&out, Input{Workload: w, Config: cfg, Claims: []scorev1b1.ResourceClaim{claim}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "No provisioner serves postgresql"); n != 1 {
 		t.Fatalf("the cause appears %d times:\n%s", n, out.String())
+	}
+}
+
+func TestWhyNamesTheConfigRevision(t *testing.T) {
+	cfg, err := orchconfig.Parse([]byte(`apiVersion: score.dev/v1b1
+kind: OrchestratorConfig
+profiles:
+  - name: web-service
+    backends:
+      - {backendId: k8s-web, runtimeClass: kubernetes, version: 1.0.0, template: {kind: manifests, ref: "oci://registry.example/web@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}, Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}}}
+	older, current := orchconfig.Revision([]byte("a")), orchconfig.Revision([]byte("b"))
+	plan := &scorev1b1.WorkloadPlan{Spec: scorev1b1.WorkloadPlanSpec{ConfigRevision: older}}
+	for _, tc := range []struct {
+		current, want string
+	}{
+		{older, "Config: revision " + orchconfig.ShortRevision(older) + ", the current one"},
+		{current, "Config: the plan was written from revision " + orchconfig.ShortRevision(older) + "; the current one is " + orchconfig.ShortRevision(current)},
+	} {
+		var out bytes.Buffer
+		if err := Explain(&out, Input{Workload: w, Config: cfg, ConfigRevision: tc.current, Plan: plan}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want+"\n") {
+			t.Fatalf("want %q in:\n%s", tc.want, out.String())
+		}
 	}
 }

@@ -155,6 +155,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.ProjectionError())
 		return nil
 	}
+	built.Spec.ConfigRevision = loaded.Revision
 	if err := r.ensurePlan(ctx, s, built.Spec); err != nil {
 		return err
 	}
@@ -478,7 +479,7 @@ func (r *Reconciler) ensureExposure(ctx context.Context, s *scope, runtimeClass 
 func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.WorkloadPlanSpec) error {
 	w := s.workload
 	if p := s.plan; p != nil {
-		if values.SameJSON(p.Spec, *spec) {
+		if sameContent(p.Spec, *spec) {
 			return nil
 		}
 		updated := p.DeepCopy()
@@ -514,6 +515,13 @@ func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.W
 	r.memory.created(w.UID, "plan", w.Name, r.now())
 	s.plan = p
 	return nil
+}
+
+// sameContent reports whether two plan specs render the same, whatever config revision each
+// was written from: a config change that does not change a plan costs no write.
+func sameContent(a, b scorev1b1.WorkloadPlanSpec) bool {
+	a.ConfigRevision, b.ConfigRevision = "", ""
+	return values.SameJSON(a, b)
 }
 
 // deniedOr records an API denial as an abstract reason, or returns the error to retry.

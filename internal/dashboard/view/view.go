@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
 // Health is the colour of an object: api/v1b1's health states, and Hidden for what the reader's
@@ -29,9 +30,9 @@ type FleetRow struct {
 	Reason, Message string
 	Health          Health
 	Endpoint        string
-	// Profile and Backend come from the Workload's plan; empty when it has none or the reader
-	// may not read plans.
-	Profile, Backend string
+	// Profile, Backend and ConfigRevision (short) come from the Workload's plan; empty when it
+	// has none or the reader may not read plans.
+	Profile, Backend, ConfigRevision string
 	// Bound of Dependencies are bound.
 	Bound, Dependencies int
 }
@@ -61,7 +62,7 @@ func Fleet(workloads []scorev1b1.Workload, plans []scorev1b1.WorkloadPlan) []Fle
 			}
 		}
 		if p := byWorkload[key{w.Namespace, w.Name}]; p != nil {
-			row.Profile, row.Backend = p.Spec.Profile, p.Spec.BackendID
+			row.Profile, row.Backend, row.ConfigRevision = p.Spec.Profile, p.Spec.BackendID, orchconfig.ShortRevision(p.Spec.ConfigRevision)
 		}
 		rows = append(rows, row)
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -64,11 +65,28 @@ func TestConfigLifecycle(t *testing.T) {
 		applyConfig(t, changed)
 		for _, name := range []string{"early", "during-bad-config"} {
 			eventually(t, name+" moves to the new backend", func() error {
-				if p := planOf(t, ns, name); p.Spec.BackendID != "k8s-web-v2" {
-					return fmt.Errorf("backend %s", p.Spec.BackendID)
+				if p := planOf(t, ns, name); p.Spec.BackendID != "k8s-web-v2" || p.Spec.ConfigRevision != orchconfig.Revision([]byte(changed)) {
+					return fmt.Errorf("backend %s from config %s", p.Spec.BackendID, p.Spec.ConfigRevision)
 				}
 				return nil
 			})
+		}
+
+		// A revision that renders the plans the same (a comment) writes nothing: the plans
+		// keep the revision they were written from.
+		before := planOf(t, ns, "early")
+		commented := changed + "# a comment only\n"
+		applyConfig(t, commented)
+		testenv.Create(t, env.Client, workload(ns, "after-comment"))
+		eventually(t, "the commented revision in use", func() error {
+			if p := planOf(t, ns, "after-comment"); p.Spec.ConfigRevision != orchconfig.Revision([]byte(commented)) {
+				return fmt.Errorf("a new Workload's plan is from %s", p.Spec.ConfigRevision)
+			}
+			return nil
+		})
+		requestReconcile(t, ns, "early")
+		if p := planOf(t, ns, "early"); p.Generation != before.Generation || p.Spec.ConfigRevision != orchconfig.Revision([]byte(changed)) {
+			t.Fatalf("a revision that renders the plan the same rewrote it: generation %d → %d, config %s", before.Generation, p.Generation, p.Spec.ConfigRevision)
 		}
 		applyConfig(t, baseConfig)
 		eventually(t, "back on the base config", func() error {
