@@ -55,24 +55,26 @@ type Config struct {
 type DeployWhen string
 
 const (
-	// DeployWhenOutputsAvailable emits the plan once every dependency has published its outputs
-	// (host names, generated credentials), so the application rolls out while its dependencies
-	// become healthy; Ready still waits for both. The default.
-	DeployWhenOutputsAvailable DeployWhen = "OutputsAvailable"
-	// DeployWhenClaimsReady emits it once every dependency is Bound (healthy), for applications
-	// that cannot start before their database answers.
+	// DeployWhenClaimsReady emits the plan once every dependency is Bound (healthy): the order
+	// of workload-lifecycle.md's Phase 3. The default.
 	DeployWhenClaimsReady DeployWhen = "ClaimsReady"
+	// DeployWhenOutputsAvailable emits it once every dependency has published its outputs (host
+	// names, generated credentials), so the application rolls out while its dependencies
+	// become healthy; Ready still waits for both. It pays where an application's own start is
+	// the long pole and the cluster has room; on a cluster bound by its API server it makes the
+	// dependencies, and so Ready, later (docs/performance.md).
+	DeployWhenOutputsAvailable DeployWhen = "OutputsAvailable"
 )
 
 // DependencyPolicy is the dependencies section.
 type DependencyPolicy struct {
-	// DeployWhen is OutputsAvailable (default) or ClaimsReady.
+	// DeployWhen is ClaimsReady (default) or OutputsAvailable.
 	DeployWhen DeployWhen `json:"deployWhen,omitempty" yaml:"deployWhen,omitempty"`
 }
 
 // WaitsForHealthyDependencies reports whether plans wait until every dependency is Bound.
 func (p DependencyPolicy) WaitsForHealthyDependencies() bool {
-	return p.DeployWhen == DeployWhenClaimsReady
+	return p.DeployWhen != DeployWhenOutputsAvailable
 }
 
 // HealthRule judges the objects of one kind with CEL expressions over `self`, the object as

@@ -427,9 +427,9 @@ func (v *validator) classes(cfg *Config) {
 
 func (v *validator) dependencies(cfg *Config) {
 	switch cfg.Dependencies.DeployWhen {
-	case "", DeployWhenOutputsAvailable, DeployWhenClaimsReady:
+	case "", DeployWhenClaimsReady, DeployWhenOutputsAvailable:
 	default:
-		v.fail("dependencies.deployWhen", "is %q; it must be %s or %s", cfg.Dependencies.DeployWhen, DeployWhenOutputsAvailable, DeployWhenClaimsReady)
+		v.fail("dependencies.deployWhen", "is %q; it must be %s or %s", cfg.Dependencies.DeployWhen, DeployWhenClaimsReady, DeployWhenOutputsAvailable)
 	}
 }
 

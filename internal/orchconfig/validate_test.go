@@ -103,7 +103,7 @@ func TestValidate(t *testing.T) {
 		{"two health rules for a kind", func(c *Config) {
 			c.Health = []HealthRule{{APIVersion: "x/v1", Kind: "X", Healthy: "true"}, {APIVersion: "x/v1", Kind: "X", Healthy: "false"}}
 		}, "health[1]", "as health[0] already does"},
-		{"unknown deployWhen", func(c *Config) { c.Dependencies.DeployWhen = "Bound" }, "dependencies.deployWhen", "must be OutputsAvailable or ClaimsReady"},
+		{"unknown deployWhen", func(c *Config) { c.Dependencies.DeployWhen = "Bound" }, "dependencies.deployWhen", "must be ClaimsReady or OutputsAvailable"},
 		{"no profiles", func(c *Config) { c.Profiles = nil; c.Defaults.Profile = "" }, "profiles", "at least one profile"},
 		{"profile name not a DNS label", func(c *Config) { c.Profiles[0].Name = "Web_Service" }, "profiles[0].name", "must be a DNS label"},
 		{"duplicate profile name", func(c *Config) { c.Profiles[1].Name = "web-service" }, "profiles[1].name", "defined more than once"},

@@ -330,9 +330,9 @@ func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, de
 	unhealthy := unhealthyObjects(applied)
 	switch {
 	case len(unhealthy) > 0:
-		// The outputs are published while the objects become healthy, so that a consumer can
-		// roll out meanwhile (the config's dependencies.deployWhen); the claim is Bound once
-		// they are.
+		// The outputs are published while the objects become healthy, so that a consumer may
+		// roll out meanwhile (dependencies.deployWhen: OutputsAvailable); the claim is Bound
+		// once they are.
 		c.Status.OutputsAvailable = len(missing) == 0 && len(plain)+len(secret) > 0
 		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Waiting for "+strings.Join(unhealthy, ", ")+".")
 	case len(missing) > 0:

@@ -231,10 +231,11 @@ func TestClaimReset(t *testing.T) {
 	conditionIs(t, ns, "reset", scorev1b1.ConditionClaimsReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
 }
 
-// A dependency that has published its outputs but is not healthy yet: the plan is emitted at
-// once, so the application rolls out while its database comes up (issue 22, pipelining); the
-// Workload is Ready only once both are. With dependencies.deployWhen: ClaimsReady the plan
-// waits for the dependency to be Bound, as workload-lifecycle.md's Phase 3 orders it.
+// A dependency that has published its outputs but is not healthy yet. By default the plan
+// waits until it is Bound, as workload-lifecycle.md's Phase 3 orders it; with
+// dependencies.deployWhen: OutputsAvailable the plan is emitted at once, so the application
+// rolls out while its database comes up (issue 22, pipelining), and the Workload is Ready only
+// once both are.
 func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 	applyConfig(t, baseConfig)
 	ns := testenv.Namespace(t, env.Client)
@@ -243,7 +244,46 @@ func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 			Message: "Waiting for StatefulSet/db.", Outputs: &apiextensionsv1.JSON{Raw: []byte(`{"host":"orders-db.svc","port":5432}`)}}
 	}
 
-	t.Run("by default the plan is emitted once the outputs are published", func(t *testing.T) {
+	t.Run("by default the plan waits for the dependency to be Bound", func(t *testing.T) {
+		w := workload(ns, "in-order", testenv.WithResource("db", "postgres"), testenv.WithVar("DB_HOST", "${resources.db.host}"))
+		testenv.Create(t, env.Client, w)
+		claim := claimOf(t, w, "db", "postgres")
+		setClaimStatus(t, claim, binding())
+		eventually(t, "the orchestrator's answer to the published outputs", func() error {
+			w = get(t, ns, "in-order")
+			if len(w.Status.Claims) != 1 || !w.Status.Claims[0].OutputsAvailable || w.Status.Claims[0].Phase != scorev1b1.ClaimPhaseBinding {
+				return fmt.Errorf("claims %+v", w.Status.Claims)
+			}
+			return nil
+		})
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "in-order"}, &scorev1b1.WorkloadPlan{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("a plan before the dependency is Bound: %v", err)
+		}
+		if c := testenv.Condition(w, scorev1b1.ConditionRuntimeReady); c.Reason != string(scorev1b1.ReasonClaimPending) {
+			t.Fatalf("runtime waits for claims: %+v", c)
+		}
+		bind(t, claim, map[string]any{"host": "orders-db.svc", "port": 5432}, nil)
+		planOf(t, ns, "in-order")
+	})
+
+	t.Run("with deployWhen OutputsAvailable the plan is emitted once the outputs are published", func(t *testing.T) {
+		// The config also moves Workloads to a newer backend: a Workload without dependencies
+		// on that backend shows the orchestrator uses it.
+		early := strings.Replace(baseConfig, "  - name: batch-job", `      - backendId: k8s-web-v2
+        runtimeClass: kubernetes
+        priority: 5
+        version: 2.0.0
+        template: {kind: manifests, ref: "configmap://score-system/templates/web-v2.yaml", digest: "`+digest+`"}
+  - name: batch-job`, 1) + "dependencies:\n  deployWhen: OutputsAvailable\n"
+		applyConfig(t, early)
+		t.Cleanup(func() { applyConfig(t, baseConfig) })
+		testenv.Create(t, env.Client, workload(ns, "probe"))
+		eventually(t, "the config in use", func() error {
+			if p := planOf(t, ns, "probe"); p.Spec.BackendID != "k8s-web-v2" {
+				return fmt.Errorf("backend %s", p.Spec.BackendID)
+			}
+			return nil
+		})
 		w := workload(ns, "early-rollout", testenv.WithResource("db", "postgres"), testenv.WithVar("DB_HOST", "${resources.db.host}"))
 		testenv.Create(t, env.Client, w)
 		claim := claimOf(t, w, "db", "postgres")
@@ -263,47 +303,6 @@ func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 		conditionIs(t, ns, "early-rollout", scorev1b1.ConditionReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
 		if p := planOf(t, ns, "early-rollout"); p.Generation != plan.Generation {
 			t.Fatalf("the plan was written again when the dependency became healthy: generation %d → %d", plan.Generation, p.Generation)
-		}
-	})
-
-	t.Run("with deployWhen ClaimsReady the plan waits for the dependency to be Bound", func(t *testing.T) {
-		// The strict config also moves Workloads to a newer backend: a Workload without
-		// dependencies on that backend shows the orchestrator uses it.
-		strict := strings.Replace(baseConfig, "  - name: batch-job", `      - backendId: k8s-web-v2
-        runtimeClass: kubernetes
-        priority: 5
-        version: 2.0.0
-        template: {kind: manifests, ref: "configmap://score-system/templates/web-v2.yaml", digest: "`+digest+`"}
-  - name: batch-job`, 1) + "dependencies:\n  deployWhen: ClaimsReady\n"
-		applyConfig(t, strict)
-		t.Cleanup(func() { applyConfig(t, baseConfig) })
-		testenv.Create(t, env.Client, workload(ns, "probe"))
-		eventually(t, "the strict config in use", func() error {
-			if p := planOf(t, ns, "probe"); p.Spec.BackendID != "k8s-web-v2" {
-				return fmt.Errorf("backend %s", p.Spec.BackendID)
-			}
-			return nil
-		})
-		w := workload(ns, "in-order", testenv.WithResource("db", "postgres"), testenv.WithVar("DB_HOST", "${resources.db.host}"))
-		testenv.Create(t, env.Client, w)
-		claim := claimOf(t, w, "db", "postgres")
-		setClaimStatus(t, claim, binding())
-		eventually(t, "the orchestrator's answer to the published outputs", func() error {
-			w = get(t, ns, "in-order")
-			if len(w.Status.Claims) != 1 || !w.Status.Claims[0].OutputsAvailable {
-				return fmt.Errorf("claims %+v", w.Status.Claims)
-			}
-			return nil
-		})
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "in-order"}, &scorev1b1.WorkloadPlan{}); !apierrors.IsNotFound(err) {
-			t.Fatalf("a plan before the dependency is Bound: %v", err)
-		}
-		if c := testenv.Condition(w, scorev1b1.ConditionRuntimeReady); c.Reason != string(scorev1b1.ReasonClaimPending) {
-			t.Fatalf("runtime waits for claims: %+v", c)
-		}
-		bind(t, claim, map[string]any{"host": "orders-db.svc", "port": 5432}, nil)
-		if p := planOf(t, ns, "in-order"); p.Spec.BackendID != "k8s-web-v2" {
-			t.Fatalf("backend %s", p.Spec.BackendID)
 		}
 	})
 }
