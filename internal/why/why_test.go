@@ -11,9 +11,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
-// why names each cause once: a dependency nobody serves is the resolver's message and the
-// claim's message at once, and was printed twice.
-func TestWhyNamesEachCauseOnce(t *testing.T) {
+// config is a config of one profile and one backend that serves postgres.
+func config(t *testing.T) *orchconfig.Config {
+	t.Helper()
 	cfg, err := orchconfig.Parse([]byte(`apiVersion: score.dev/v1b1
 kind: OrchestratorConfig
 profiles:
@@ -26,6 +26,13 @@ provisioners:
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// why names each cause once: a dependency nobody serves is the resolver's message and the
+// claim's message at once, and was printed twice.
+func TestWhyNamesEachCauseOnce(t *testing.T) {
+	cfg := config(t)
 	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "u"},
 		Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}, Resources: map[string]scorev1b1.Resource{"db": {Type: "postgresql"}}}}
 	message := "No provisioner serves postgresql. Available types: postgres. Did you mean postgres? A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."
@@ -43,16 +50,7 @@ provisioners:
 }
 
 func TestWhyNamesTheConfigRevision(t *testing.T) {
-	cfg, err := orchconfig.Parse([]byte(`apiVersion: score.dev/v1b1
-kind: OrchestratorConfig
-profiles:
-  - name: web-service
-    backends:
-      - {backendId: k8s-web, runtimeClass: kubernetes, version: 1.0.0, template: {kind: manifests, ref: "oci://registry.example/web@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := config(t)
 	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}, Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}}}
 	older, current := orchconfig.Revision([]byte("a")), orchconfig.Revision([]byte("b"))
 	plan := &scorev1b1.WorkloadPlan{Spec: scorev1b1.WorkloadPlanSpec{ConfigRevision: older}}

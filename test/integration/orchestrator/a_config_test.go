@@ -58,12 +58,7 @@ func TestConfigLifecycle(t *testing.T) {
 
 	t.Run("a config change requeues every Workload it affects", func(t *testing.T) {
 		// A newer version at the same priority wins.
-		changed := strings.Replace(baseConfig, "  - name: batch-job", `      - backendId: k8s-web-v2
-        runtimeClass: kubernetes
-        priority: 5
-        version: 2.0.0
-        template: {kind: manifests, ref: "configmap://score-system/templates/web-v2.yaml", digest: "`+digest+`"}
-  - name: batch-job`, 1)
+		changed := withNewerBackend(baseConfig)
 		applyConfig(t, changed)
 		for _, name := range []string{"early", "during-bad-config"} {
 			eventually(t, name+" moves to the new backend", func() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,17 @@ func applyConfig(t *testing.T, doc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// withNewerBackend adds to a config the backend k8s-web-v2 (same priority, newer version), which
+// then wins for web-service Workloads: a Workload moving to it shows the config is in use.
+func withNewerBackend(doc string) string {
+	return strings.Replace(doc, "  - name: batch-job", `      - backendId: k8s-web-v2
+        runtimeClass: kubernetes
+        priority: 5
+        version: 2.0.0
+        template: {kind: manifests, ref: "configmap://score-system/templates/web-v2.yaml", digest: "`+digest+`"}
+  - name: batch-job`, 1)
 }
 
 // workload builds a Workload that publishes port 80, which the exposure and endpoint paths

@@ -269,12 +269,7 @@ func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 	t.Run("with deployWhen OutputsAvailable the plan is emitted once the outputs are published", func(t *testing.T) {
 		// The config also moves Workloads to a newer backend: a Workload without dependencies
 		// on that backend shows the orchestrator uses it.
-		early := strings.Replace(baseConfig, "  - name: batch-job", `      - backendId: k8s-web-v2
-        runtimeClass: kubernetes
-        priority: 5
-        version: 2.0.0
-        template: {kind: manifests, ref: "configmap://score-system/templates/web-v2.yaml", digest: "`+digest+`"}
-  - name: batch-job`, 1) + "dependencies:\n  deployWhen: OutputsAvailable\n"
+		early := withNewerBackend(baseConfig) + "dependencies:\n  deployWhen: OutputsAvailable\n"
 		applyConfig(t, early)
 		t.Cleanup(func() { applyConfig(t, baseConfig) })
 		testenv.Create(t, env.Client, workload(ns, "probe"))
