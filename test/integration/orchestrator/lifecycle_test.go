@@ -284,10 +284,15 @@ func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 		claim := claimOf(t, w, "db", "postgres")
 		setClaimStatus(t, claim, binding())
 		plan := planOf(t, ns, "early-rollout")
-		w = conditionIs(t, ns, "early-rollout", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
-		if s := w.Status.Claims[0]; s.Phase != scorev1b1.ClaimPhaseBinding || !s.OutputsAvailable {
-			t.Fatalf("the claim's summary: %+v", s)
-		}
+		// The pass that wrote the plan patches the status last: wait for it.
+		eventually(t, "the claim's summary", func() error {
+			w = get(t, ns, "early-rollout")
+			if len(w.Status.Claims) != 1 || w.Status.Claims[0].Phase != scorev1b1.ClaimPhaseBinding || !w.Status.Claims[0].OutputsAvailable {
+				return fmt.Errorf("claims %+v", w.Status.Claims)
+			}
+			return nil
+		})
+		conditionIs(t, ns, "early-rollout", scorev1b1.ConditionClaimsReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
 		project(t, ns, "early-rollout", scorev1b1.PlanPhaseProjected, "")
 		expose(t, ns, "early-rollout", w.Generation, []scorev1b1.Exposure{{URL: "http://early-rollout.ns.svc.cluster.local:80", Scope: scorev1b1.ScopeClusterLocal}}, "Healthy")
 		w = conditionIs(t, ns, "early-rollout", scorev1b1.ConditionRuntimeReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
