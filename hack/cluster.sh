@@ -111,6 +111,7 @@ YAML
 # volumes. The real PV controller binds them.
 volumes() {
 	local i
+	[[ "${SCORE_CLUSTER_VOLUMES:-64}" -gt 0 ]] || return 0
 	{
 		for i in $(seq -w 1 "${SCORE_CLUSTER_VOLUMES:-64}"); do
 			cat <<YAML

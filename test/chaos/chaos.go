@@ -434,7 +434,6 @@ func (r *run) scheduleFaults(ctx context.Context, start time.Time, wg *sync.Wait
 			}
 		}()
 	}
-	kwokDir := filepath.Join(r.dir, "kwok")
 	for _, f := range []struct {
 		name   string
 		lo, hi float64
@@ -444,7 +443,7 @@ func (r *run) scheduleFaults(ctx context.Context, start time.Time, wg *sync.Wait
 		{"etcd", 0.55, 0.75, &r.report.EtcdRestarts},
 	} {
 		d := r.between(f.lo, f.hi)
-		comp := clusterComponent(kwokDir, r.cluster, f.name)
+		comp := r.simCluster().Component(f.name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -453,7 +452,7 @@ func (r *run) scheduleFaults(ctx context.Context, start time.Time, wg *sync.Wait
 			defer r.restarts.Unlock()
 			down := time.Duration(500+r.intn(1500)) * time.Millisecond
 			r.logf("kill -9 %s, down for %s", f.name, down)
-			if _, err := comp.restart(down); err != nil {
+			if _, err := comp.Restart(down); err != nil {
 				r.logf("restarting %s: %v", f.name, err)
 				return
 			}
