@@ -48,6 +48,12 @@ const (
 	// LabelRunOf marks a run (an immutable object named after its inputs: a batch Job, a
 	// build) with what it is a run of; the earlier runs with the same value are its history.
 	LabelRunOf = "score.dev/run-of"
+	// LabelSecretType with the value SecretTypeCluster marks a Secret of the control plane's
+	// namespace as a member cluster's registration (Argo CD's and Istio's convention): its
+	// name is the cluster's name, its other labels are the cluster's labels, its data the
+	// connection (a kubeconfig, or server, ca.crt and token).
+	LabelSecretType   = "score.dev/secret-type"
+	SecretTypeCluster = "cluster"
 	// AnnotationHistoryLimit on a run says how many runs to keep, itself included.
 	AnnotationHistoryLimit = "score.dev/history-limit"
 

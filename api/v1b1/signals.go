@@ -30,6 +30,10 @@ const (
 	// the plan's Workload so, and the runtime tells the owning Workload with a Warning event of
 	// the same reason.
 	PlanReasonObjectConflict = "ObjectConflict"
+	// PlanReasonClusterUnreachable is Applied=False while the member cluster the plan is
+	// placed on does not answer (or is not registered): nothing is changed or deleted on
+	// either side, and the plan is applied again when the cluster answers.
+	PlanReasonClusterUnreachable = "ClusterUnreachable"
 	// PlanReasonCurrent is Healthy=True; PlanReasonInProgress and PlanReasonDegraded are
 	// Healthy=False while the objects become healthy, and once healthy objects stopped being so
 	// while the workload still serves.

@@ -15,6 +15,7 @@ import (
 // +kubebuilder:resource:shortName=wplan,categories=score
 // +kubebuilder:printcolumn:name="Runtime",type=string,JSONPath=`.spec.runtimeClass`
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backendId`
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.spec.configRevision`,priority=1
@@ -96,6 +97,14 @@ type WorkloadPlanSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	ConfigRevision string `json:"configRevision,omitempty"`
+
+	// Cluster is the member cluster the runtime applies the plan into: the name of a
+	// registered cluster (a Secret labelled score.dev/secret-type=cluster in the control
+	// plane's namespace). Empty is the hub, the cluster the controllers run in. The
+	// orchestrator chooses it by the backend's placement and keeps it while it still fits.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // OutputRef points at one output of one claim.
@@ -258,6 +267,9 @@ type WorkloadPlanStatus struct {
 
 // AppliedObject is one object the runtime applied, and its health.
 type AppliedObject struct {
+	// Cluster is the member cluster the object is in; empty is the hub.
+	// +optional
+	Cluster    string `json:"cluster,omitempty"`
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	// +optional

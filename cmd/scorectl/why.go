@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/why"
 )
@@ -51,7 +52,12 @@ and the config; nothing is written.`,
 			if err := c.Get(ctx, client.ObjectKeyFromObject(w), plan); err != nil {
 				plan = nil
 			}
-			return why.Explain(cmd.OutOrStdout(), why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: region, Claims: claims.Items, Plan: plan})
+			status := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: configNamespace, Name: clusters.StatusConfigMap}, status); err != nil {
+				status = nil // no cluster registered, or not readable by this user
+			}
+			return why.Explain(cmd.OutOrStdout(), why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: region, Claims: claims.Items, Plan: plan,
+				Clusters: clusters.Decode(status)})
 		},
 	}
 	flags.bind(cmd, false)

@@ -215,14 +215,18 @@ func Applied(u *unstructured.Unstructured, health, message string) scorev1b1.App
 	return scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: health, Message: message}
 }
 
-// Key identifies an inventory entry: group, kind, namespace and name, never the version — the
-// same object is served under every version of its kind.
+// Key identifies an inventory entry: cluster (when not the hub), group, kind, namespace and
+// name, never the version — the same object is served under every version of its kind.
 func Key(o scorev1b1.AppliedObject) string {
 	group := ""
 	if g, _, ok := strings.Cut(o.APIVersion, "/"); ok {
 		group = g
 	}
-	return group + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name
+	key := group + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name
+	if o.Cluster != "" {
+		key = o.Cluster + ":" + key
+	}
+	return key
 }
 
 // NotCurrent names the entries whose health is not Current, in order ("Kind name").

@@ -51,7 +51,7 @@ func DefaultOptions() Options {
 	cfg := configsource.DefaultOptions()
 	return Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
 		Provisioner: provisioner.Options{Concurrency: 4, CmdLimits: provisionercmd.DefaultLimits, APINamespace: cfg.ConfigMap.Namespace},
-		Runtime:     runtime.Options{Concurrency: 4}}
+		Runtime:     runtime.Options{Concurrency: 4, Namespace: cfg.ConfigMap.Namespace}}
 }
 
 // LeaderElectionID names the Lease of a process running controllers for sel's shard: one

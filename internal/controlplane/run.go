@@ -97,6 +97,8 @@ func Run(name string, args []string, output io.Writer) int {
 	opts.Controllers = strings.Split(controllers, ",")
 	// http+api:// credentials live in the control plane's namespace.
 	opts.Provisioner.APINamespace = cfg.ConfigMap.Namespace
+	opts.Runtime.Namespace = cfg.ConfigMap.Namespace
+	opts.Orchestrator.Namespace = cfg.ConfigMap.Namespace
 
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {

@@ -105,7 +105,28 @@ type Backend struct {
 	Priority     int         `json:"priority,omitempty" yaml:"priority,omitempty"`
 	Version      string      `json:"version" yaml:"version"`
 	Constraints  Constraints `json:"constraints,omitempty" yaml:"constraints,omitempty"`
+	// Placement places the backend's Workloads on registered member clusters; none runs
+	// them on the hub, the cluster the controllers run in.
+	Placement *Placement `json:"placement,omitempty" yaml:"placement,omitempty"`
 }
+
+// Placement chooses the one member cluster each of a backend's Workloads runs on.
+type Placement struct {
+	// ClusterSelector matches the registered clusters' labels (matchLabels and
+	// matchExpressions, ANDed); namespaces is not used here.
+	ClusterSelector Selector `json:"clusterSelector" yaml:"clusterSelector"`
+	// Policy chooses among the matching clusters: Spread (the default) or Ordered.
+	Policy string `json:"policy,omitempty" yaml:"policy,omitempty"`
+}
+
+// The placement policies.
+const (
+	// PlacementSpread spreads Workloads over the matching clusters by rendezvous hashing of
+	// the Workload's namespace and name: stable, and a new cluster takes only its share.
+	PlacementSpread = "Spread"
+	// PlacementOrdered places every Workload on the first matching cluster by name.
+	PlacementOrdered = "Ordered"
+)
 
 // Template references a backend template by an immutable ref, with default values.
 type Template struct {

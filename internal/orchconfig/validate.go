@@ -118,6 +118,25 @@ func (v *validator) backend(path string, b Backend, allowMutable bool) {
 	}
 	v.template(path+".template", b.Template, allowMutable)
 	v.constraints(path+".constraints", b.Constraints)
+	if p := b.Placement; p != nil {
+		v.placement(path+".placement", *p)
+	}
+}
+
+func (v *validator) placement(path string, p Placement) {
+	switch p.Policy {
+	case "", PlacementSpread, PlacementOrdered:
+	default:
+		v.fail(path+".policy", "%q is not a placement policy: use Spread or Ordered", p.Policy)
+	}
+	if len(p.ClusterSelector.Namespaces) > 0 {
+		v.fail(path+".clusterSelector.namespaces", "a cluster selector matches cluster labels only")
+	}
+	if len(p.ClusterSelector.MatchLabels) == 0 && len(p.ClusterSelector.MatchExpressions) == 0 {
+		v.fail(path+".clusterSelector", "a cluster selector needs matchLabels or matchExpressions (a backend without placement runs on the hub)")
+		return
+	}
+	v.selector(path+".clusterSelector", p.ClusterSelector)
 }
 
 func (v *validator) template(path string, t Template, allowMutable bool) {

@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
@@ -32,6 +34,9 @@ type Input struct {
 	// not see them.
 	Claims []scorev1b1.ResourceClaim
 	Plan   *scorev1b1.WorkloadPlan
+	// Clusters are the registered member clusters as the runtime publishes them; nil when
+	// none are or the reader may not see them.
+	Clusters map[string]clusters.Status
 }
 
 // Explain writes the trace.
@@ -71,6 +76,9 @@ func Explain(out io.Writer, in Input) error {
 				fmt.Fprintf(out, "  · %s — rank %d\n", c.BackendID, c.Rank)
 			}
 		}
+	}
+	if r.Backend != nil && r.Backend.Placement != nil {
+		explainPlacement(out, in, r.Backend)
 	}
 	if len(w.Spec.Resources) > 0 {
 		fmt.Fprintln(out, "\nDependencies:")
@@ -130,4 +138,35 @@ func Explain(out io.Writer, in Input) error {
 		}
 	}
 	return nil
+}
+
+// explainPlacement writes the cluster selector, every registered cluster and why each was or
+// was not chosen.
+func explainPlacement(out io.Writer, in Input, backend *orchconfig.Backend) {
+	pin := placement.Input{Placement: backend.Placement, Clusters: clusters.Placeable(in.Clusters), Namespace: in.Workload.Namespace, Name: in.Workload.Name}
+	if in.Plan != nil {
+		pin.Current = in.Plan.Spec.Cluster
+	}
+	res := placement.Place(pin)
+	fmt.Fprintf(out, "\nPlacement: clusters matching %s, policy %s\n", res.Selector, res.Policy)
+	if len(res.Candidates) == 0 {
+		fmt.Fprintln(out, "  no cluster is registered (or your rights do not show them)")
+	}
+	for _, c := range res.Candidates {
+		mark := "✗"
+		switch {
+		case c.Chosen:
+			mark = "✓"
+		case c.Matches:
+			mark = "·"
+		}
+		state := ""
+		if s := in.Clusters[c.Name]; !s.Reachable {
+			state = " (does not answer)"
+		}
+		fmt.Fprintf(out, "  %s %s%s — %s\n", mark, c.Name, state, c.Why)
+	}
+	if !res.OK {
+		fmt.Fprintln(out, "  no registered cluster matches: the workload is not placed")
+	}
 }

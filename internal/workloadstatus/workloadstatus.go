@@ -99,6 +99,8 @@ const (
 	msgRunning              = "The workload is running."
 	msgDegraded             = "The workload is running with reduced capacity."
 	msgNetworkUnavailable   = "The workload is deployed but its endpoint is not reachable yet."
+	msgRuntimeUnreachable   = "The runtime the workload is deployed to does not answer; nothing has been changed or removed."
+	msgNoCluster            = "No runtime location the platform offers for this workload is available."
 	msgPolicyViolation      = "A platform policy denied the workload's deployment."
 	msgQuotaExceeded        = "The workload's deployment exceeds a quota."
 	msgPermissionDenied     = "The platform is not permitted to deploy the workload."
@@ -167,6 +169,18 @@ func ProjectionError() Condition {
 // Provisioning is the runtime condition while the runtime works on the plan.
 func Provisioning() Condition {
 	return Condition{metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning, msgProvisioning}
+}
+
+// RuntimeUnreachable is the runtime condition while the cluster the workload is placed on does
+// not answer: what runs there is left as it is.
+func RuntimeUnreachable() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonNetworkUnavailable, msgRuntimeUnreachable}
+}
+
+// NoCluster is the runtime condition when the backend places its Workloads on member clusters
+// and none of the registered clusters matches.
+func NoCluster() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting, msgNoCluster}
 }
 
 // Denied is the condition for a write the API server refused with an abstract reason.

@@ -11,9 +11,10 @@ import (
 
 // assertCachesHoldOurs checks, by the watches the controllers opened, that no controller's
 // cache holds an object that is not ours. A cache holds what its watches send, and every watch
-// on anything but our own kinds, the namespaces and the one config ConfigMap selects the
-// objects that carry our marks (a Workload's label, an instance's label): the cluster's other
-// Secrets, Deployments and Services are never sent to our processes.
+// on anything but our own kinds, the namespaces and the config and cluster-status ConfigMaps
+// selects the objects that carry our marks (a Workload's label, an instance's label, a member
+// cluster's registration): the cluster's other Secrets, Deployments and Services are never sent
+// to our processes.
 func assertCachesHoldOurs(t *testing.T) {
 	t.Helper()
 	var seen []string
@@ -26,6 +27,7 @@ func assertCachesHoldOurs(t *testing.T) {
 		case resource == "namespaces":
 		case resource == "configmaps" && strings.HasPrefix(w.fields, "metadata.name="):
 		case w.labels == scorev1b1.LabelWorkload || w.labels == scorev1b1.LabelInstance:
+		case resource == "secrets" && w.labels == scorev1b1.LabelSecretType+"="+scorev1b1.SecretTypeCluster:
 		default:
 			t.Errorf("score-%s watches %s (labels %q, fields %q): it would cache objects that are not ours", w.controller, w.path, w.labels, w.fields)
 		}

@@ -50,6 +50,10 @@ type Reconciler struct {
 	Concurrency int
 	// Shard selects the Workloads this instance orchestrates; nil: every Workload.
 	Shard labels.Selector
+	// Namespace is the control plane's, where the member clusters' status is published.
+	Namespace string
+	// clusters caches that status.
+	clusters client.Reader
 	// Now is the clock; tests inject one.
 	Now func() time.Time
 

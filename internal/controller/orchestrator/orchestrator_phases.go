@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +17,10 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
@@ -133,6 +137,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.Selection(sel.Reason, sel.Message))
 		return nil
 	}
+	placed, err := r.place(ctx, s, sel.Backend)
+	if err != nil {
+		return err
+	}
+	if !placed.OK {
+		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.NoCluster())
+		return nil
+	}
 	if err := r.ensureExposure(ctx, s, sel.Backend.RuntimeClass); err != nil {
 		return err
 	}
@@ -156,6 +168,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return nil
 	}
 	built.Spec.ConfigRevision = loaded.Revision
+	built.Spec.Cluster = placed.Cluster
+	if placed.Moved && s.plan != nil && r.Recorder != nil {
+		r.Recorder.Eventf(s.plan, nil, corev1.EventTypeNormal, "Placed", "Place", "Placed on cluster %s: cluster %s no longer fits (%s).", placed.Cluster, s.plan.Spec.Cluster, placed.Selector)
+	}
 	if err := r.ensurePlan(ctx, s, built.Spec); err != nil {
 		return err
 	}
@@ -164,6 +180,27 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return deniedError(s.denied)
 	}
 	return nil
+}
+
+// place chooses the cluster the Workload runs on: the hub when the backend has no placement,
+// else one of the registered clusters the runtime publishes (clusters.StatusConfigMap), kept
+// while it still fits.
+func (r *Reconciler) place(ctx context.Context, s *scope, backend *orchconfig.Backend) (placement.Result, error) {
+	if backend.Placement == nil {
+		return placement.Result{OK: true}, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if r.clusters == nil {
+		return placement.Place(placement.Input{Placement: backend.Placement}), nil // no clusters known: tests without a manager
+	}
+	if err := r.clusters.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: clusters.StatusConfigMap}, cm); client.IgnoreNotFound(err) != nil {
+		return placement.Result{}, fmt.Errorf("reading the clusters: %w", err)
+	}
+	in := placement.Input{Placement: backend.Placement, Clusters: clusters.Placeable(clusters.Decode(cm)), Namespace: s.workload.Namespace, Name: s.workload.Name}
+	if s.plan != nil {
+		in.Current = s.plan.Spec.Cluster
+	}
+	return placement.Place(in), nil
 }
 
 // passOnReconcileRequest copies the Workload's score.dev/reconcile-requested-at to its
@@ -238,8 +275,11 @@ func (r *Reconciler) runtimeCondition(s *scope, mirrored mirror.Result) workload
 	}
 	switch p.Status.Phase {
 	case scorev1b1.PlanPhaseFailed:
-		if c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); c != nil && c.Reason == scorev1b1.PlanReasonObjectConflict {
+		switch c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); {
+		case c != nil && c.Reason == scorev1b1.PlanReasonObjectConflict:
 			return workloadstatus.ObjectConflict()
+		case c != nil && c.Reason == scorev1b1.PlanReasonClusterUnreachable:
+			return workloadstatus.RuntimeUnreachable()
 		}
 		return workloadstatus.Runtime(metav1.ConditionFalse, p.Status.Reason)
 	case scorev1b1.PlanPhaseProjected:

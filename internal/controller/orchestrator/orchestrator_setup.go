@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 )
@@ -31,17 +33,20 @@ type Options struct {
 	// Shard selects the Workloads this instance orchestrates (score.dev/shard); nil: every
 	// Workload.
 	Shard labels.Selector
+	// Namespace is the control plane's: the runtime publishes the member clusters' status
+	// there (clusters.StatusConfigMap), which placement reads.
+	Namespace string
 }
 
 // DefaultOptions are the documented defaults.
 func DefaultOptions() Options {
-	return Options{Concurrency: 4}
+	return Options{Concurrency: 4, Namespace: "score-system"}
 }
 
 // Setup adds the orchestrator to mgr; store is the process's config.
 func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
-		Region: opts.Region, Concurrency: opts.Concurrency, Shard: opts.Shard}
+		Region: opts.Region, Concurrency: opts.Concurrency, Shard: opts.Shard, Namespace: opts.Namespace}
 	return r.SetupWithManager(mgr)
 }
 
@@ -59,6 +64,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if concurrency < 1 {
 		concurrency = 4
 	}
+	status, err := clusters.NewStatusCache(mgr, r.Namespace)
+	if err != nil {
+		return err
+	}
+	r.clusters = status
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		For(&scorev1b1.Workload{}, builder.WithPredicates(workloadChanged)).
@@ -83,6 +93,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		Watches(&scorev1b1.WorkloadExposure{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
+		// A cluster registered, relabelled or let go of may change where Workloads belong.
+		WatchesRawSource(source.Kind[client.Object](status, &corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }

@@ -69,12 +69,17 @@ type Reconciler struct {
 	Concurrency int
 	// Shard selects the plans this instance applies; nil: every plan.
 	Shard labels.Selector
+	// Namespace is the control plane's, where member clusters are registered; empty applies
+	// on the hub only.
+	Namespace string
 
 	applier *apply.Applier
 	// routes watches the routes and Ingresses a plan's dependencies provisioned (labelled
 	// with their instance, not the Workload).
 	routes  *apply.Watcher
 	blocked blocked
+	// members are the registered member clusters.
+	members *members
 	// written tells a cached plan older than this controller's last status write.
 	written ownwrites.Tracker
 }
@@ -137,8 +142,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	p.Status.Phase = scorev1b1.PlanPhasePlanning
 
+	tgt, err := r.target(p.Spec.Cluster)
+	if err != nil {
+		r.clusterUnreachable(p, err)
+		return ctrl.Result{}, nil // the cluster's registration or its next answer brings the plan back
+	}
 	marks := apply.PlanMarks(p)
-	res, err := r.applier.Apply(ctx, objs, marks)
+	if tgt.cluster != "" {
+		// No owner reference crosses clusters: the identity marks and the inventory carry
+		// ownership. The outputs Secrets go with the objects that consume them.
+		marks.Controller = nil
+		copies, err := r.outputsCopies(ctx, p)
+		if err != nil {
+			return ctrl.Result{}, err // an outputs Secret not readable yet: its watch brings the plan back
+		}
+		objs = append(copies, objs...)
+		if err := tgt.member.ensureNamespace(ctx, p.Namespace); err != nil {
+			return r.remoteFailed(p, tgt, err)
+		}
+	}
+	res, err := tgt.applier.Apply(ctx, objs, marks)
+	clusterOf(res.Objects, tgt.cluster)
 	if err != nil {
 		var owned *apply.OwnedElsewhere
 		switch reason, denied := apidenial.Classify(err); {
@@ -155,6 +179,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		case denied:
 			r.fail(p, reason, fmt.Sprintf("The API server refused an object: %v", err))
 			return ctrl.Result{}, fmt.Errorf("apply refused, retrying with backoff: %w", err)
+		case tgt.cluster != "":
+			return r.remoteFailed(p, tgt, err)
 		default:
 			// Reported, and retried with backoff: a transient failure clears on the next try,
 			// and a kind not served yet may be installed.
@@ -166,10 +192,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.holdClusterScoped(ctx, p, res.Objects); err != nil {
 		return ctrl.Result{}, err
 	}
+	// What the plan applied on another cluster (it moved) stays listed until it is deleted.
+	previous, elsewhere := split(p.Status.Objects, tgt.cluster)
 	if !res.Complete() {
 		// Definitions applied, the rest waits for them to be served; their watch brings the
 		// plan back. Nothing is pruned: the render is not applied completely.
-		p.Status.Objects = apply.Union(p.Status.Objects, res.Objects)
+		p.Status.Objects = append(apply.Union(previous, res.Objects), elsewhere...)
 		message := "Waiting for " + strings.Join(res.Waiting, ", ") + " to be established."
 		setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionFalse, scorev1b1.PlanReasonInProgress, message)
 		p.Status.Reason, p.Status.Message = "", message
@@ -178,21 +206,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	applied := res.Objects
 	for _, live := range res.Live {
 		limit, _ := strconv.Atoi(live.GetAnnotations()[scorev1b1.AnnotationHistoryLimit])
-		history, err := r.applier.KeepRuns(ctx, live, limit, marks)
+		history, err := tgt.applier.KeepRuns(ctx, live, limit, marks)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		applied = append(applied, history...)
+		applied = append(applied, clusterOf(history, tgt.cluster)...)
 	}
-	if err := r.applier.Prune(ctx, p.Status.Objects, applied, nil); err != nil {
+	if err := tgt.applier.Prune(ctx, previous, applied, nil); err != nil {
 		return ctrl.Result{}, err
 	}
-	p.Status.Objects = applied
+	pending := apply.NotCurrent(applied)
+	if len(elsewhere) > 0 && len(pending) == 0 {
+		// A move: the earlier cluster's objects go once everything is healthy here.
+		if elsewhere, err = r.leave(ctx, p, elsewhere); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	p.Status.Objects = append(applied, elsewhere...)
 	p.Status.ObservedGeneration = p.Generation
-	setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionTrue, scorev1b1.PlanReasonApplied, fmt.Sprintf("%d objects applied.", len(applied)))
+	setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionTrue, scorev1b1.PlanReasonApplied, fmt.Sprintf("%d objects applied%s.", len(applied), tgt.where()))
 	p.Status.Reason, p.Status.Message = "", ""
 
-	pending := apply.NotCurrent(applied)
 	state := runtimeHealthy
 	switch {
 	case len(pending) == 0:
@@ -208,7 +242,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		state = runtimeProvisioning
 		setCondition(p, scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonInProgress, "Waiting for "+strings.Join(pending, ", ")+".")
 	}
-	return ctrl.Result{}, r.publishExposure(ctx, p, res.Live, state)
+	return ctrl.Result{}, r.publishExposure(ctx, p, tgt, res.Live, state)
 }
 
 // secretsRevision identifies the versions of the outputs Secrets the plan's pods consume:
@@ -303,11 +337,12 @@ func (r *Reconciler) refuseConflict(ctx context.Context, p, before *scorev1b1.Wo
 	}
 }
 
-// holdClusterScoped adds the finalizer when the plan applied a cluster-scoped object: owner
-// references cannot cross scopes, so the runtime deletes those objects itself (release).
+// holdClusterScoped adds the finalizer when the plan applied a cluster-scoped object or an
+// object on a member cluster: owner references cross neither scopes nor clusters, so the
+// runtime deletes those objects itself (release).
 func (r *Reconciler) holdClusterScoped(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []scorev1b1.AppliedObject) error {
 	for _, o := range applied {
-		if o.Namespace == "" && !controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
+		if (o.Namespace == "" || o.Cluster != "") && !controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
 			patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			controllerutil.AddFinalizer(p, scorev1b1.PlanFinalizer)
 			status := p.Status
@@ -321,20 +356,35 @@ func (r *Reconciler) holdClusterScoped(ctx context.Context, p *scorev1b1.Workloa
 	return nil
 }
 
-// release deletes a deleted plan's cluster-scoped objects (its namespaced ones go with it by
-// owner reference) and lets it go.
+// release deletes a deleted plan's cluster-scoped objects and everything it applied on member
+// clusters (its namespaced objects on the hub go with it by owner reference) and lets it go.
+// A member that does not answer holds the plan, which says so; a member no longer registered
+// has been let go of explicitly, and its objects are abandoned with an event.
 func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) error {
 	if !controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
 		return nil
 	}
-	var clusterScoped []scorev1b1.AppliedObject
+	var owned []scorev1b1.AppliedObject
 	for _, o := range p.Status.Objects {
-		if o.Namespace == "" {
-			clusterScoped = append(clusterScoped, o)
+		if o.Namespace == "" || o.Cluster != "" {
+			owned = append(owned, o)
 		}
 	}
-	if _, err := r.applier.Release(ctx, clusterScoped, nil); err != nil {
+	kept, err := r.leave(ctx, p, owned)
+	if err != nil {
 		return err
+	}
+	if len(kept) > 0 {
+		message := fmt.Sprintf("Deletion waits for cluster %s to answer: %d objects of the workload are there.", kept[0].Cluster, len(kept))
+		if c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); c == nil || c.Message != message {
+			patch := client.MergeFrom(p.DeepCopy())
+			setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionFalse, scorev1b1.PlanReasonClusterUnreachable, message)
+			p.Status.Message = message
+			if err := r.Client.Status().Patch(ctx, p, patch); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+		return nil // the cluster's next answer brings the plan back
 	}
 	patch := client.MergeFrom(p.DeepCopy())
 	controllerutil.RemoveFinalizer(p, scorev1b1.PlanFinalizer)

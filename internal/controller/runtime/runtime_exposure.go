@@ -25,7 +25,7 @@ import (
 // balancer addresses, cluster DNS names), and the runtime's conditions (Healthy or
 // Provisioning; LBPending and IngressPending while the platform has not given an address)
 // for the orchestrator's mirror to normalise.
-func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []*unstructured.Unstructured, state runtimeState) error {
+func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, t target, applied []*unstructured.Unstructured, state runtimeState) error {
 	e := &scorev1b1.WorkloadExposure{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.WorkloadRef.Name}, e); err != nil {
 		return client.IgnoreNotFound(err) // the orchestrator registers it; its creation brings the plan back
@@ -40,7 +40,11 @@ func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadP
 	in := exposure.Input{Objects: applied, Provisioned: provisioned, Gateways: r.gateways(ctx, exposure.GatewayKeys(append(applied, provisioned...)))}
 	var readErr error
 	in.Reachable = func(name string) bool {
-		ok, err := r.reachable(ctx, p.Namespace, name)
+		reachable := r.reachable
+		if t.cluster != "" {
+			reachable = t.reachableOn
+		}
+		ok, err := reachable(ctx, p.Namespace, name)
 		readErr = errors.Join(readErr, err)
 		return ok
 	}

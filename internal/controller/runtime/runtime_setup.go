@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -43,13 +44,16 @@ type Options struct {
 	// Shard selects the plans this instance applies (their Workload's score.dev/shard);
 	// nil: every plan.
 	Shard labels.Selector
+	// Namespace is the control plane's: the member clusters' registrations are there, and
+	// the runtime publishes their status there. Empty applies on the hub only.
+	Namespace string
 }
 
 // Setup adds the runtime to mgr: store is the process's config, tpls where templates come
 // from.
 func Setup(mgr ctrl.Manager, store *configsource.Store, tpls *templates.Source, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Templates: tpls, Config: store, Secrets: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency, Shard: opts.Shard}
+		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency, Shard: opts.Shard, Namespace: opts.Namespace}
 	return r.SetupWithManager(mgr)
 }
 
@@ -59,6 +63,11 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, tpls *templates.Source, 
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkloadUID, func(o client.Object) []string {
 		return []string{o.(*scorev1b1.WorkloadPlan).Spec.WorkloadRef.UID}
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexCluster, func(o client.Object) []string {
+		return planClusters(o.(*scorev1b1.WorkloadPlan))
 	}); err != nil {
 		return err
 	}
@@ -88,6 +97,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// secrets revision. Metadata only: the runtime caches no secret values.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(planOfOutputs), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	r.members = &members{namespace: r.Namespace, hub: r.Client, changed: make(chan event.GenericEvent)}
+	// A member cluster that starts or stops answering brings back the plans placed there.
+	b = b.WatchesRawSource(source.Channel(r.members.changed, &handler.EnqueueRequestForObject{}))
 	if r.Config != nil {
 		// New health rules re-judge every plan's objects.
 		b = b.WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allPlans)))
@@ -110,7 +122,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerRuntime, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
 		Watcher: &apply.Watcher{Controller: c, Cache: applied, Handler: owner}}
 	r.routes = &apply.Watcher{Controller: c, Cache: provisioned, Handler: owner}
-	return nil
+	if r.Namespace == "" {
+		return nil
+	}
+	// On a member no owner reference crosses clusters: the Workload's UID finds the plan.
+	remote := releaseBlocked{EventHandler: handler.EnqueueRequestsFromMapFunc(r.byWorkloadUID), blocked: &r.blocked}
+	r.members.newApplier = func(cl client.Client, ca cache.Cache) *apply.Applier {
+		return &apply.Applier{Client: cl, FieldManager: scorev1b1.FieldManagerRuntime, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
+			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: remote}}
+	}
+	return r.members.setup(mgr)
 }
 
 // planOfApplied maps an applied object to its plan: the controller owner of a namespaced one,

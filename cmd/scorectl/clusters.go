@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+)
+
+func newClusterCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Register, list and remove the member clusters Workloads are placed on",
+		Long: `A member cluster is a Secret in the control plane's namespace labelled
+score.dev/secret-type=cluster: its name is the cluster's, its other labels are the cluster's
+labels (which backends' placement selects on), and its data is the connection. The hub, the
+cluster the controllers run in, is where Workloads run when their backend has no placement.`,
+	}
+	cmd.AddCommand(newClusterAddCommand(), newClusterListCommand(), newClusterRemoveCommand())
+	return cmd
+}
+
+func newClusterAddCommand() *cobra.Command {
+	var member, hub clusterFlags
+	var labels []string
+	var server, namespace string
+	cmd := &cobra.Command{
+		Use:   "add NAME --kubeconfig MEMBER_KUBECONFIG [--context C] --label k=v ...",
+		Short: "Register a member cluster: create the runtime's least-privilege identity there, its token on the hub",
+		Long: `Creates, on the member (--kubeconfig, --context), the namespace score-system, the
+ServiceAccount score-runtime, the ClusterRole score-runtime-member (the runtime's rules for the
+objects it applies, and namespaces get/create) bound to it, and a long-lived token for it; then
+writes the registration Secret NAME on the hub (--hub-kubeconfig, --hub-context) with the
+member's server, CA and that token, labelled with --label. Run it again to rotate the token or
+change the labels: the runtime picks the new Secret up without a restart.`,
+		Example: `  scorectl cluster add eu-1 --kubeconfig eu-1.kubeconfig --label region=eu --label tier=gold`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+				return fmt.Errorf("cluster name %q: %s", name, errs[0])
+			}
+			clusterLabels, err := parseLabels(labels)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), member.timeout)
+			defer cancel()
+			mcfg, _, err := member.restConfig()
+			if err != nil {
+				return fmt.Errorf("the member: %w", err)
+			}
+			hc, _, err := hub.connect()
+			if err != nil {
+				return fmt.Errorf("the hub: %w", err)
+			}
+			op, err := clusters.Register(ctx, mcfg, hc, clusters.Registration{Name: name, Namespace: namespace, Server: server, Labels: clusterLabels,
+				RuntimeRole: mustRead("config/rbac/runtime/role.yaml")})
+			if err != nil {
+				return err
+			}
+			if server == "" {
+				server = mcfg.Host
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s %s (%s); `scorectl cluster list` shows whether the runtime reaches it\n", name, op, server)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&member.kubeconfig, "kubeconfig", "", "the member cluster's kubeconfig (an identity that may create RBAC there)")
+	cmd.Flags().StringVar(&member.context, "context", "", "the member kubeconfig's context")
+	cmd.Flags().DurationVar(&member.timeout, "timeout", time.Minute, "how long to wait for the member's token")
+	cmd.Flags().StringVar(&hub.kubeconfig, "hub-kubeconfig", "", "the hub's kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&hub.context, "hub-context", "", "the hub kubeconfig's context")
+	cmd.Flags().StringArrayVar(&labels, "label", nil, "a cluster label, k=v (repeatable)")
+	cmd.Flags().StringVar(&server, "server", "", "the member's API server URL as the hub's controllers reach it (default: the kubeconfig's)")
+	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the hub namespace the controllers run in")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
+
+func newClusterListCommand() *cobra.Command {
+	var flags clusterFlags
+	var namespace string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the member clusters: labels, whether the runtime reaches them, version, Workloads placed",
+		Long: `Reachability and version are what the runtime sees (the ConfigMap score-clusters it
+publishes), not what this machine can reach.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, _, err := flags.connect()
+			if err != nil {
+				return err
+			}
+			var secrets metav1.PartialObjectMetadataList
+			secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+			if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: clusters.Selector}); err != nil {
+				return fmt.Errorf("listing the registrations: %w", err)
+			}
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: clusters.StatusConfigMap}, cm); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			status := clusters.Decode(cm)
+			placed, err := placedCounts(ctx, c)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tLABELS\tREACHABLE\tVERSION\tWORKLOADS\tMESSAGE")
+			fmt.Fprintf(tw, "(hub)\t-\tyes\t-\t%d\t\n", placed[""])
+			for _, s := range secrets.Items {
+				st, known := status[s.Name]
+				reachable := "unknown"
+				if known {
+					reachable = map[bool]string{true: "yes", false: "no"}[st.Reachable]
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, labelList(clusters.Labels(&s)), reachable, orDash(st.Version), placed[s.Name], st.Message)
+			}
+			return tw.Flush()
+		},
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the hub namespace the controllers run in")
+	return cmd
+}
+
+func newClusterRemoveCommand() *cobra.Command {
+	var flags clusterFlags
+	var namespace string
+	var abandon bool
+	cmd := &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Unregister a member cluster; refused while Workloads are placed there unless --abandon",
+		Long: `While Workloads run on the cluster, removing it is refused: change the placement (the
+backend's cluster selector, or the cluster's labels with kubectl label secret) so they move
+first. --abandon removes it anyway: the runtime lets go of everything it applied there (left
+running, no longer managed) and the Workloads are placed again where their selector allows.
+This is the way to let go of a cluster that will never answer again.`,
+		Example: `  scorectl cluster remove eu-1
+  scorectl cluster remove eu-1 --abandon   # a cluster that is gone for good`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, _, err := flags.connect()
+			if err != nil {
+				return err
+			}
+			placed, err := placedCounts(ctx, c)
+			if err != nil {
+				return err
+			}
+			if n := placed[args[0]]; n > 0 && !abandon {
+				return fmt.Errorf("%d workloads run on cluster %s: move them first (placement or the cluster's labels), or pass --abandon to let go of their objects there", n, args[0])
+			}
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: args[0]}}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+				return err
+			}
+			if s.Labels[scorev1b1.LabelSecretType] != scorev1b1.SecretTypeCluster {
+				return fmt.Errorf("secret %s/%s is not a cluster registration", namespace, args[0])
+			}
+			if err := c.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s removed\n", args[0])
+			return nil
+		},
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the hub namespace the controllers run in")
+	cmd.Flags().BoolVar(&abandon, "abandon", false, "remove even though Workloads run there: their objects there are let go of")
+	return cmd
+}
+
+// placedCounts counts the plans placed on each cluster, or holding objects there ("" the hub).
+func placedCounts(ctx context.Context, c client.Client) (map[string]int, error) {
+	var plans scorev1b1.WorkloadPlanList
+	if err := c.List(ctx, &plans); err != nil {
+		return nil, fmt.Errorf("listing the plans: %w", err)
+	}
+	out := map[string]int{}
+	for _, p := range plans.Items {
+		seen := map[string]bool{p.Spec.Cluster: true}
+		for _, o := range p.Status.Objects {
+			seen[o.Cluster] = true
+		}
+		for cl := range seen {
+			out[cl]++
+		}
+	}
+	return out, nil
+}
+
+func parseLabels(in []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, l := range in {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return nil, fmt.Errorf("label %q: use key=value", l)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("label key %q: %s", k, errs[0])
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return nil, fmt.Errorf("label value %q: %s", v, errs[0])
+		}
+		if k == scorev1b1.LabelSecretType {
+			return nil, errors.New("the label " + k + " is the registration's own")
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func labelList(l map[string]string) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(l))
+	for k, v := range l {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// mustRead reads a file of the shipped bundle.
+func mustRead(path string) []byte {
+	b, err := scoreorchestrator.Bundle.ReadFile(path)
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return b
+}

@@ -1,0 +1,92 @@
+package clusters
+
+// The clusters' status as the runtime sees them, published in the ConfigMap score-clusters
+// of the control plane's namespace, one key per cluster: placement reads the names and labels
+// from it, so the orchestrator needs no access to the registration Secrets (only the runtime,
+// which connects to the clusters, reads their credentials), and `scorectl cluster list`
+// shows what the controllers see rather than what the user's machine can reach.
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+)
+
+// StatusConfigMap is the name of the ConfigMap the runtime publishes the clusters' status in.
+const StatusConfigMap = "score-clusters"
+
+// Status is one registered cluster as the runtime sees it.
+type Status struct {
+	Labels map[string]string `json:"labels,omitempty"`
+	// Reachable is whether its API server answered the last probe.
+	Reachable bool `json:"reachable"`
+	// Version is its Kubernetes version, when it answered.
+	Version string `json:"version,omitempty"`
+	// Message says why it is not reachable, or that its registration is unusable.
+	Message string `json:"message,omitempty"`
+}
+
+// Encode writes statuses, by cluster name, as the ConfigMap's data.
+func Encode(statuses map[string]Status) map[string]string {
+	out := make(map[string]string, len(statuses))
+	for name, s := range statuses {
+		b, _ := json.Marshal(s) // plain strings, bools and a string map: cannot fail
+		out[name] = string(b)
+	}
+	return out
+}
+
+// Decode reads the ConfigMap's data; an entry that does not parse is skipped.
+func Decode(cm *corev1.ConfigMap) map[string]Status {
+	out := map[string]Status{}
+	if cm == nil {
+		return out
+	}
+	for name, v := range cm.Data {
+		var s Status
+		if json.Unmarshal([]byte(v), &s) == nil {
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// Placeable are the clusters of statuses as placement's candidates, by name. A cluster that
+// does not answer stays a candidate: placement never moves a Workload for an outage (nothing
+// is deleted on either side), only for labels that no longer match or a registration removed.
+func Placeable(statuses map[string]Status) []placement.Cluster {
+	out := make([]placement.Cluster, 0, len(statuses))
+	for name, s := range statuses {
+		out = append(out, placement.Cluster{Name: name, Labels: s.Labels})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// NewStatusCache is a cache, added to mgr, of the one ConfigMap StatusConfigMap in namespace:
+// reading it through the manager's cache would have that cache hold every ConfigMap of the
+// cluster.
+func NewStatusCache(mgr manager.Manager, namespace string) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", StatusConfigMap),
+		}},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the cache of the clusters' status: %w", err)
+	}
+	return c, apply.AddCache(mgr, c)
+}

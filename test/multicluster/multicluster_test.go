@@ -1,0 +1,510 @@
+// Package multicluster runs a hub and two member clusters on this machine, each a simulated
+// cluster of its own (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok), and
+// takes a Workload through placement by label, remote apply and health, the endpoint on the
+// Workload, outputs propagated to the member, a member's API server killed and restarted, a
+// move when labels change, and deletion while a member is down, let go of with `scorectl
+// cluster remove --abandon`. The controllers run in the test process against the hub.
+package multicluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+var (
+	ctx      = context.Background()
+	hub      client.Client
+	members  = map[string]*member{}
+	scorectl string
+	hubKube  string
+)
+
+// member is a member cluster of the test.
+type member struct {
+	cluster *simcluster.Cluster
+	c       client.Client
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root := testenv.RepoRoot()
+	state, err := os.MkdirTemp("", "score-multicluster-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	scorectl = filepath.Join(state, "scorectl")
+	if out, err := exec.Command("go", "build", "-o", scorectl, filepath.Join(root, "cmd", "scorectl")).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building scorectl: %v\n%s", err, out)
+		return 1
+	}
+	pid := fmt.Sprint(os.Getpid())
+	all := map[string]*simcluster.Cluster{
+		"hub": {Root: root, Name: "score-mc-hub-" + pid, Dir: filepath.Join(state, "hub"), Volumes: 4},
+		"eu":  {Root: root, Name: "score-mc-eu-" + pid, Dir: filepath.Join(state, "eu")},
+		"us":  {Root: root, Name: "score-mc-us-" + pid, Dir: filepath.Join(state, "us")},
+	}
+	var wg sync.WaitGroup
+	var upErr error
+	var mu sync.Mutex
+	for _, k := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := k.Up(); err != nil {
+				mu.Lock()
+				upErr = errors.Join(upErr, err)
+				mu.Unlock()
+			}
+		}()
+		defer func() { _ = k.Down() }()
+	}
+	wg.Wait()
+	if upErr != nil {
+		fmt.Fprintln(os.Stderr, "starting the simulated clusters:", upErr)
+		return 1
+	}
+	clientOf := func(k *simcluster.Cluster) (*rest.Config, client.Client, error) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+		return cfg, c, err
+	}
+	hubConfig, c, err := clientOf(all["hub"])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	hub, hubKube = c, all["hub"].Kubeconfig()
+	for _, name := range []string{"eu", "us"} {
+		_, mc, err := clientOf(all[name])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		members[name] = &member{cluster: all[name], c: mc}
+	}
+	if _, err := devenv.Install(ctx, hub, os.DirFS(root)); err != nil {
+		fmt.Fprintln(os.Stderr, "installing:", err)
+		return 1
+	}
+	if err := placeWebServices(); err != nil {
+		fmt.Fprintln(os.Stderr, "placing web services on members:", err)
+		return 1
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	// A member that stops answering is noticed within seconds here.
+	runtime.ProbeInterval = 2 * time.Second
+	mctx, stop := context.WithCancel(ctx)
+	defer stop()
+	opts := controlplane.DefaultOptions()
+	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: controlplane.CacheOptions(opts)})
+	if err == nil {
+		err = controlplane.Setup(mgr, opts)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() { _ = mgr.Start(mctx) }()
+	return m.Run()
+}
+
+// placeWebServices gives every web-service backend of the installed config a placement: the
+// clusters labelled env=prod, the first by name.
+func placeWebServices() error {
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: "score-system", Name: "orchestrator-config"}
+	if err := hub.Get(ctx, key, cm); err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &doc); err != nil {
+		return err
+	}
+	placed := 0
+	for _, p := range doc["profiles"].([]any) {
+		profile := p.(map[string]any)
+		if profile["name"] != "web-service" {
+			continue
+		}
+		for _, b := range profile["backends"].([]any) {
+			b.(map[string]any)["placement"] = map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"env": "prod"}}, "policy": "Ordered"}
+			placed++
+		}
+	}
+	if placed == 0 {
+		return errors.New("no web-service backend in the config")
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	cm.Data["config.yaml"] = string(out)
+	return hub.Update(ctx, cm)
+}
+
+// cli runs scorectl against the hub.
+func cli(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(scorectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+hubKube)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := cli(t, args...)
+	if err != nil {
+		t.Fatalf("scorectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// relabel sets a registration's cluster labels, as `kubectl label secret` would.
+func relabel(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	labels[scorev1b1.LabelSecretType] = scorev1b1.SecretTypeCluster
+	s.Labels = labels
+	if err := hub.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func plan(t *testing.T, ns, name string) *scorev1b1.WorkloadPlan {
+	t.Helper()
+	p := &scorev1b1.WorkloadPlan{}
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// availableOn waits until the Workload's Deployment is Available on the member.
+func availableOn(t *testing.T, m *member, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	testenv.Eventually(t, 3*time.Minute, "Deployment "+name+" available on "+m.cluster.Name, func() error {
+		if err := m.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+			return err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("not available: %+v", d.Status.Conditions)
+	})
+	return d
+}
+
+// settled waits until the Deployment's generation has not changed for five seconds (the
+// rollout an earlier step caused is over), and returns it.
+func settled(t *testing.T, m *member, key client.ObjectKey) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	var last int64
+	var since time.Time
+	testenv.Eventually(t, 2*time.Minute, "the Deployment settled", func() error {
+		if err := m.c.Get(ctx, key, d); err != nil {
+			return err
+		}
+		if d.Generation != last {
+			last, since = d.Generation, time.Now()
+		}
+		if time.Since(since) < 5*time.Second {
+			return fmt.Errorf("generation %d since %s", d.Generation, since.Format(time.TimeOnly))
+		}
+		return nil
+	})
+	return d
+}
+
+func ready(t *testing.T, key client.ObjectKey, timeout time.Duration) *scorev1b1.Workload {
+	t.Helper()
+	w := &scorev1b1.Workload{}
+	testenv.Eventually(t, timeout, key.String()+" Ready", func() error {
+		if err := hub.Get(ctx, key, w); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != w.Generation {
+			return fmt.Errorf("not Ready: %+v", c)
+		}
+		return nil
+	})
+	return w
+}
+
+func TestPlacement(t *testing.T) {
+	// Register the members as a platform engineer would.
+	for name, labels := range map[string][]string{"eu": {"--label", "env=prod", "--label", "region=eu"}, "us": {"--label", "region=us"}} {
+		out := mustCLI(t, append([]string{"cluster", "add", name, "--kubeconfig", members[name].cluster.Kubeconfig(), "--hub-kubeconfig", hubKube}, labels...)...)
+		t.Log(strings.TrimSpace(out))
+	}
+	testenv.Eventually(t, time.Minute, "both members reachable", func() error {
+		out, err := cli(t, "cluster", "list")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if (strings.HasPrefix(line, "eu ") || strings.HasPrefix(line, "us ")) && !strings.Contains(line, " yes ") {
+				return fmt.Errorf("not reachable yet:\n%s", out)
+			}
+		}
+		if !strings.Contains(out, "region=eu") || !strings.Contains(out, "v1.37") {
+			return fmt.Errorf("the list lacks labels or versions:\n%s", out)
+		}
+		return nil
+	})
+
+	ns := "team-a"
+	testenv.Create(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	web := testenv.Workload(ns, "web", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres"))
+	testenv.Create(t, hub, web)
+	key := client.ObjectKeyFromObject(web)
+	eu, us := members["eu"], members["us"]
+
+	t.Run("placed by label, applied and healthy there, its endpoint on the Workload", func(t *testing.T) {
+		w := ready(t, key, 4*time.Minute)
+		p := plan(t, ns, "web")
+		if p.Spec.Cluster != "eu" {
+			t.Fatalf("placed on %q, want eu (env=prod)", p.Spec.Cluster)
+		}
+		availableOn(t, eu, ns, "web")
+		for _, o := range p.Status.Objects {
+			if o.Cluster != "eu" {
+				t.Errorf("inventory entry %s %s is on %q", o.Kind, o.Name, o.Cluster)
+			}
+		}
+		if err := hub.Get(ctx, key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a Deployment web on the hub: %v", err)
+		}
+		if err := us.c.Get(ctx, key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a Deployment web on us: %v", err)
+		}
+		if w.Status.Endpoint == nil || *w.Status.Endpoint == "" {
+			t.Fatalf("no endpoint on the Workload: %+v", w.Status)
+		}
+		d := &appsv1.Deployment{}
+		if err := eu.c.Get(ctx, key, d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.OwnerReferences) != 0 || d.Annotations[scorev1b1.AnnotationWorkloadUID] != string(w.UID) {
+			t.Fatalf("the member's Deployment: owners %v, annotations %v", d.OwnerReferences, d.Annotations)
+		}
+		why := mustCLI(t, "why", "web", "-n", ns)
+		if !strings.Contains(why, "Placement: clusters matching env=prod") || !strings.Contains(why, "✓ eu") || !strings.Contains(why, "✗ us") {
+			t.Fatalf("why:\n%s", why)
+		}
+	})
+
+	t.Run("the outputs Secret is propagated and kept in step", func(t *testing.T) {
+		p := plan(t, ns, "web")
+		secretName := p.Spec.Claims[0].SecretName
+		hubSecret := &corev1.Secret{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: secretName}, hubSecret); err != nil {
+			t.Fatal(err)
+		}
+		sameData := func(want map[string][]byte) func() error {
+			return func() error {
+				s := &corev1.Secret{}
+				if err := eu.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: secretName}, s); err != nil {
+					return err
+				}
+				if len(s.Data) != len(want) {
+					return fmt.Errorf("%d keys on the member, %d on the hub", len(s.Data), len(want))
+				}
+				for k, v := range want {
+					if !bytes.Equal(s.Data[k], v) {
+						return fmt.Errorf("key %s differs", k)
+					}
+				}
+				return nil
+			}
+		}
+		testenv.Eventually(t, time.Minute, "the outputs on eu", sameData(hubSecret.Data))
+		revision := func() string {
+			d := &appsv1.Deployment{}
+			if err := eu.c.Get(ctx, key, d); err != nil {
+				t.Fatal(err)
+			}
+			return d.Spec.Template.Labels[scorev1b1.LabelSecretsRevision]
+		}
+		rolledFrom := revision()
+		// A value added on the hub (by another field manager: the provisioner keeps its own)
+		// reaches the member, and rolls the pods there.
+		patch := client.MergeFrom(hubSecret.DeepCopy())
+		hubSecret.Data["rotated"] = []byte("1")
+		if err := hub.Patch(ctx, hubSecret, patch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "the rotated outputs on eu", sameData(hubSecret.Data))
+		testenv.Eventually(t, time.Minute, "the pods on eu rolled", func() error {
+			if now := revision(); now == rolledFrom {
+				return fmt.Errorf("secrets revision still %q", now)
+			}
+			return nil
+		})
+		ready(t, key, 2*time.Minute)
+	})
+
+	t.Run("a member's API server killed and restarted: said, nothing lost, nothing rewritten", func(t *testing.T) {
+		before := settled(t, eu, key)
+		start, err := eu.cluster.Component("kube-apiserver").Kill()
+		if err != nil {
+			t.Fatal(err)
+		}
+		restarted := false
+		defer func() {
+			if !restarted {
+				_, _ = start()
+			}
+		}()
+		testenv.Eventually(t, time.Minute, "the Workload says its runtime does not answer", func() error {
+			w := &scorev1b1.Workload{}
+			if err := hub.Get(ctx, key, w); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
+			if c == nil || c.Reason != string(scorev1b1.ReasonNetworkUnavailable) || strings.Contains(c.Message, "eu") {
+				return fmt.Errorf("Ready: %+v", c)
+			}
+			return nil
+		})
+		p := plan(t, ns, "web")
+		if c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); c == nil || c.Reason != scorev1b1.PlanReasonClusterUnreachable {
+			t.Fatalf("the plan's Applied condition: %+v", c)
+		}
+		if len(p.Status.Objects) == 0 {
+			t.Fatal("the plan's inventory was emptied")
+		}
+		var claims scorev1b1.ResourceClaimList
+		if err := hub.List(ctx, &claims, client.InNamespace(ns)); err != nil || len(claims.Items) != 1 {
+			t.Fatalf("claims on the hub: %d, %v", len(claims.Items), err)
+		}
+		if _, err := start(); err != nil {
+			t.Fatal(err)
+		}
+		restarted = true
+		ready(t, key, 2*time.Minute)
+		after := &appsv1.Deployment{}
+		testenv.Eventually(t, time.Minute, "the member answers", func() error { return eu.c.Get(ctx, key, after) })
+		if after.UID != before.UID || after.Generation != before.Generation {
+			t.Fatalf("the Deployment on eu was replaced or rewritten: uid %s→%s, generation %d→%d\ntemplate before %v %v\nafter %v %v", before.UID, after.UID, before.Generation, after.Generation,
+				before.Spec.Template.Labels, before.Spec.Template.Annotations, after.Spec.Template.Labels, after.Spec.Template.Annotations)
+		}
+	})
+
+	t.Run("a move when labels change: created on the new cluster, then deleted from the old", func(t *testing.T) {
+		relabel(t, "eu", map[string]string{"region": "eu"})
+		relabel(t, "us", map[string]string{"region": "us", "env": "prod"})
+		testenv.Eventually(t, time.Minute, "the plan placed on us", func() error {
+			if c := plan(t, ns, "web").Spec.Cluster; c != "us" {
+				return fmt.Errorf("on %q", c)
+			}
+			return nil
+		})
+		availableOn(t, us, ns, "web")
+		ready(t, key, 3*time.Minute)
+		testenv.Eventually(t, time.Minute, "the objects on eu deleted", func() error {
+			if err := eu.c.Get(ctx, key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("the Deployment on eu: %v", err)
+			}
+			for _, o := range plan(t, ns, "web").Status.Objects {
+				if o.Cluster != "us" {
+					return fmt.Errorf("inventory still lists %s %s on %q", o.Kind, o.Name, o.Cluster)
+				}
+			}
+			return nil
+		})
+		var secrets corev1.SecretList
+		if err := eu.c.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: "web"}); err != nil || len(secrets.Items) != 0 {
+			t.Fatalf("outputs left on eu: %d, %v", len(secrets.Items), err)
+		}
+	})
+
+	t.Run("deleting with the member down waits, and a cluster let go of releases it", func(t *testing.T) {
+		start, err := us.cluster.Component("kube-apiserver").Kill()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = start() }()
+		if err := hub.Delete(ctx, web); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 2*time.Minute, "the plan says what deletion waits for", func() error {
+			p := &scorev1b1.WorkloadPlan{}
+			if err := hub.Get(ctx, key, p); err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); c == nil || !strings.Contains(c.Message, "Deletion waits for cluster us") {
+				return fmt.Errorf("Applied: %+v", c)
+			}
+			return nil
+		})
+		if out, err := cli(t, "cluster", "remove", "us"); err == nil || !strings.Contains(out, "1 workloads run on cluster us") {
+			t.Fatalf("removing a cluster with a Workload on it: %v\n%s", err, out)
+		}
+		mustCLI(t, "cluster", "remove", "us", "--abandon")
+		testenv.Eventually(t, time.Minute, "the plan released", func() error {
+			switch err := hub.Get(ctx, key, &scorev1b1.WorkloadPlan{}); {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			}
+			return errors.New("still there")
+		})
+		cm := &corev1.ConfigMap{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: clusters.StatusConfigMap}, cm); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := clusters.Decode(cm)["us"]; ok {
+			t.Fatalf("us still published: %v", cm.Data)
+		}
+	})
+}
