@@ -30,9 +30,10 @@ type FleetRow struct {
 	Reason, Message string
 	Health          Health
 	Endpoint        string
-	// Profile, Backend and ConfigRevision (short) come from the Workload's plan; empty when it
-	// has none or the reader may not read plans.
-	Profile, Backend, ConfigRevision string
+	// Profile, Backend, ConfigRevision (short) and Cluster (the member cluster it is placed
+	// on, "hub" when none) come from the Workload's plan; empty when it has none or the
+	// reader may not read plans.
+	Profile, Backend, ConfigRevision, Cluster string
 	// Bound of Dependencies are bound.
 	Bound, Dependencies int
 }
@@ -63,6 +64,7 @@ func Fleet(workloads []scorev1b1.Workload, plans []scorev1b1.WorkloadPlan) []Fle
 		}
 		if p := byWorkload[key{w.Namespace, w.Name}]; p != nil {
 			row.Profile, row.Backend, row.ConfigRevision = p.Spec.Profile, p.Spec.BackendID, orchconfig.ShortRevision(p.Spec.ConfigRevision)
+			row.Cluster = cmp.Or(p.Spec.Cluster, "hub")
 		}
 		rows = append(rows, row)
 	}

@@ -52,15 +52,17 @@ func withRevision(p scorev1b1.WorkloadPlan, revision string) scorev1b1.WorkloadP
 }
 
 func TestFleet(t *testing.T) {
+	placed := plan("a", "api", "web-service", "k8s-web-eu")
+	placed.Spec.Cluster = "eu-1"
 	rows := Fleet([]scorev1b1.Workload{
 		workload("b", "web", withReady(metav1.ConditionTrue, scorev1b1.ReasonSucceeded), withEndpoint("http://web.b"), withClaim("db", scorev1b1.ClaimPhaseBound), withClaim("cache", scorev1b1.ClaimPhaseBinding)),
 		workload("a", "zeta"),
 		workload("a", "api", withReady(metav1.ConditionFalse, scorev1b1.ReasonClaimFailed)),
-	}, []scorev1b1.WorkloadPlan{withRevision(plan("b", "web", "web-service", "k8s-web"), "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"), plan("a", "web", "other", "other")})
+	}, []scorev1b1.WorkloadPlan{withRevision(plan("b", "web", "web-service", "k8s-web"), "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"), plan("a", "web", "other", "other"), placed})
 	want := []FleetRow{
-		{Namespace: "a", Name: "api", Ready: "False", Reason: "ClaimFailed", Message: "m", Health: scorev1b1.HealthFailed},
+		{Namespace: "a", Name: "api", Ready: "False", Reason: "ClaimFailed", Message: "m", Health: scorev1b1.HealthFailed, Profile: "web-service", Backend: "k8s-web-eu", Cluster: "eu-1"},
 		{Namespace: "a", Name: "zeta", Ready: "Unknown", Health: scorev1b1.HealthUnknown},
-		{Namespace: "b", Name: "web", Ready: "True", Reason: "Succeeded", Message: "m", Health: scorev1b1.HealthCurrent, Endpoint: "http://web.b", Profile: "web-service", Backend: "k8s-web", ConfigRevision: "sha256:0123456789ab", Bound: 1, Dependencies: 2},
+		{Namespace: "b", Name: "web", Ready: "True", Reason: "Succeeded", Message: "m", Health: scorev1b1.HealthCurrent, Endpoint: "http://web.b", Profile: "web-service", Backend: "k8s-web", ConfigRevision: "sha256:0123456789ab", Cluster: "hub", Bound: 1, Dependencies: 2},
 	}
 	if !slices.Equal(rows, want) {
 		t.Fatalf("rows:\n got %+v\nwant %+v", rows, want)
