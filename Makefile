@@ -110,6 +110,10 @@ cluster-down: ## Stop and delete the local simulated cluster
 dev: ## The main job: local cluster, kinds, config and the examples
 	hack/dev.sh up
 
+.PHONY: dev-members
+dev-members: ## Two member clusters on this machine, registered on the make dev cluster, an example placed on one by label
+	hack/dev.sh members
+
 .PHONY: dev-down
 dev-down: ## Stop everything make dev started
 	hack/dev.sh down

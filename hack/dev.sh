@@ -25,9 +25,14 @@ up)
 	bin/scorectl dev up --dir "$root/.dev"
 	echo "  (from this clone: bin/kubectl --kubeconfig .dev/kubeconfig get score -A; make dev-down)"
 	;;
+members)
+	build
+	bin/scorectl dev members --dir "$root/.dev"
+	echo "  (bin/scorectl cluster list --kubeconfig .dev/kubeconfig; make dev-down deletes the members too)"
+	;;
 down)
 	[[ -x bin/scorectl ]] || build
 	bin/scorectl dev down --dir "$root/.dev"
 	;;
-*) echo "usage: $0 up|down" >&2; exit 2 ;;
+*) echo "usage: $0 up|members|down" >&2; exit 2 ;;
 esac

@@ -92,7 +92,7 @@ runs start in seconds. bash is needed to run the cluster scripts.`,
 			}
 			env.Bundle = scoreorchestrator.Bundle
 			env.Progress = cmd.ErrOrStderr()
-			return env.Down(cmd.Context())
+			return errors.Join(env.DownMembers(cmd.Context()), env.Down(cmd.Context()))
 		},
 	}
 
@@ -109,7 +109,30 @@ runs start in seconds. bash is needed to run the cluster scripts.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(up, down, controllers)
+	members := &cobra.Command{
+		Use:   "members",
+		Short: "Add two member clusters to the running environment and place an example on one by label",
+		Long: `Starts two more simulated clusters on this machine (eu and us, each with its own API
+server and etcd, state under DIR/members), registers them on the dev cluster, the hub, as
+scorectl cluster add does (labels env=dev and region), adds to the Orchestrator Config the
+web-service backend k8s-web-members (for Workloads labelled score.dev/placement=members; placed
+on clusters labelled env=dev), applies examples/hello so labelled to namespace score-members, and
+waits until it is Ready on a member. "dev down" deletes the members too.`,
+		Example: `  scorectl dev members --dir .dev
+  scorectl cluster list --kubeconfig .dev/kubeconfig`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if env.Dir, err = filepath.Abs(env.Dir); err != nil {
+				return err
+			}
+			env.Bundle = scoreorchestrator.Bundle
+			env.Progress = cmd.ErrOrStderr()
+			return env.UpMembers(cmd.Context(), timeout)
+		},
+	}
+	members.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the example to become Ready")
+	cmd.AddCommand(up, down, members, controllers)
 	return cmd
 }
 

@@ -161,8 +161,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return r.remoteFailed(p, tgt, err)
 		}
 	}
+	if tgt.cluster != "" {
+		// Held before anything reaches the member: no owner reference there will delete it.
+		if err := r.hold(ctx, p); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	res, err := tgt.applier.Apply(ctx, objs, marks)
 	clusterOf(res.Objects, tgt.cluster)
+	if err != nil && tgt.cluster != "" && len(res.Objects) > 0 {
+		// What reached the member before the failure is listed, for a later prune or release.
+		previous, elsewhere := split(p.Status.Objects, tgt.cluster)
+		p.Status.Objects = append(apply.Union(previous, res.Objects), elsewhere...)
+	}
 	if err != nil {
 		var owned *apply.OwnedElsewhere
 		switch reason, denied := apidenial.Classify(err); {
@@ -342,17 +353,25 @@ func (r *Reconciler) refuseConflict(ctx context.Context, p, before *scorev1b1.Wo
 // runtime deletes those objects itself (release).
 func (r *Reconciler) holdClusterScoped(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []scorev1b1.AppliedObject) error {
 	for _, o := range applied {
-		if (o.Namespace == "" || o.Cluster != "") && !controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
-			patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			controllerutil.AddFinalizer(p, scorev1b1.PlanFinalizer)
-			status := p.Status
-			if err := r.Client.Patch(ctx, p, patch); err != nil {
-				return fmt.Errorf("adding the finalizer: %w", err)
-			}
-			p.Status = status // the patch response carries the stored status; ours is newer
-			return nil
+		if o.Namespace == "" || o.Cluster != "" {
+			return r.hold(ctx, p)
 		}
 	}
+	return nil
+}
+
+// hold adds the plan's finalizer, once.
+func (r *Reconciler) hold(ctx context.Context, p *scorev1b1.WorkloadPlan) error {
+	if controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(p, scorev1b1.PlanFinalizer)
+	status := p.Status
+	if err := r.Client.Patch(ctx, p, patch); err != nil {
+		return fmt.Errorf("adding the finalizer: %w", err)
+	}
+	p.Status = status // the patch response carries the stored status; ours is newer
 	return nil
 }
 
