@@ -75,6 +75,7 @@ type options struct {
 	controllerArgs string
 	profileDir     string
 	profileSeconds int
+	members        int
 }
 
 func main() {
@@ -95,6 +96,7 @@ func main() {
 	flag.StringVar(&o.controllerArgs, "controller-args", "", "extra score-controllers flags for every controller, space-separated")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller (the first seconds of the load) and heap profiles (at all Ready) here")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 30, "length of the CPU profiles")
+	flag.IntVar(&o.members, "members", 0, "run the Workloads on this many member clusters of their own (every backend placing on them, Spread), the hub keeping claims, plans and dependencies; counts each member's writes (implies --baseline=false)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -180,6 +182,8 @@ type runState struct {
 	cache cache.Cache
 	audit *auditLog
 	ctrls []*controller
+	// members are the member clusters (--members).
+	members []*benchMember
 
 	mu      sync.Mutex
 	created map[string]time.Time
@@ -189,9 +193,12 @@ type runState struct {
 	exists   atomic.Int64
 }
 
-// auditSince counts the writes logged since the last call.
-func (s *runState) auditSince() (writeCounts, error) {
-	segs, err := s.audit.segments()
+// auditSince counts the writes the hub logged since the last call.
+func (s *runState) auditSince() (writeCounts, error) { return countSince(s.audit) }
+
+// countSince counts the writes an audit log gained since the last call.
+func countSince(a *auditLog) (writeCounts, error) {
+	segs, err := a.segments()
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +206,7 @@ func (s *runState) auditSince() (writeCounts, error) {
 	for i, seg := range segs {
 		counts, used, err := parseAudit(seg, map[string]bool{probeNS: true})
 		if i == len(segs)-1 {
-			s.audit.consumed(used)
+			a.consumed(used)
 		}
 		if err != nil {
 			return nil, err
@@ -295,6 +302,13 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	if err != nil {
 		return res, err
 	}
+	if o.members > 0 {
+		defer s.stopMembers()
+		if err := s.startMembers(ctx, root, dir, pods); err != nil {
+			return res, err
+		}
+		res.Members = o.members
+	}
 	for _, ns := range []string{benchNS, probeNS, floorNS, unrelatedNS} {
 		if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return res, err
@@ -320,7 +334,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 			return res, err
 		}
 	}
-	if o.baseline {
+	if o.baseline && o.members == 0 {
 		judge, err := health.New(cfg.Health)
 		if err != nil {
 			return res, err
@@ -366,6 +380,9 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	}
 
 	// The load.
+	if _, err := s.membersSince(0); err != nil {
+		return res, err
+	}
 	before, err := s.apiMetrics(ctx)
 	if err != nil {
 		return res, err
@@ -421,6 +438,9 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return res, err
 	}
 	res.Load = phaseOf(load.summary(), time.Since(loadStart))
+	if res.MembersLoad, err = s.membersSince(time.Since(loadStart).Seconds()); err != nil {
+		return res, err
+	}
 	res.LoadAPI = apiRows(after.sub(before))
 	res.WritesPerWorkload = float64(res.Load.Writes.Ours) / float64(o.n)
 	res.EventsPerWorkload = float64(res.Load.Writes.OursEvents) / float64(o.n)

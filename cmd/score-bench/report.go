@@ -21,6 +21,10 @@ type result struct {
 	Unrelated int `json:"unrelated,omitempty"`
 	// Shards is the number of controller sets, each owning a shard of the Workloads (--shards).
 	Shards int `json:"shards,omitempty"`
+	// Members is the number of member clusters the Workloads ran on (--members); MembersLoad
+	// what each member's API server took during the load.
+	Members     int           `json:"members,omitempty"`
+	MembersLoad []memberPhase `json:"membersLoad,omitempty"`
 	// FloorPerSecond is the write floor: small objects a plain client (16 workers) creates per second.
 	FloorPerSecond float64 `json:"floorPerSecond"`
 	// CreateSeconds is how long creating the N took; AllReadySeconds until all were Ready.
@@ -143,6 +147,10 @@ func (r *result) print(w io.Writer) {
 	row("our writes per Workload", "%.1f (%d; events %.2f per Workload; leases %d)", r.WritesPerWorkload, r.Load.Writes.Ours, r.EventsPerWorkload, r.Load.Writes.OursLeases)
 	row("all writes per Workload", "%.1f (cluster %d, bench %d)", r.AllWritesPerWorkload, r.Load.Writes.Cluster, r.Load.Writes.Bench)
 	row("our rejected writes (4xx)", "%d", r.Load.Writes.OursRejected)
+	for _, m := range r.MembersLoad {
+		row("  member "+m.Name, "our writes %d (%.1f per Workload of the run; events %d, rejected %d), the member's own %d",
+			m.Writes.Ours, m.OursPerWorkload, m.Writes.OursEvents, m.Writes.OursRejected, m.Writes.Cluster)
+	}
 	for _, t := range []struct {
 		name string
 		t    timings

@@ -139,6 +139,61 @@ func (e *Env) DownMembers(ctx context.Context) error {
 // Orchestrator Config the hub runs with: the highest priority, for Workloads labelled
 // score.dev/placement=members only, on clusters labelled env=dev.
 func addMembersBackend(ctx context.Context, hub client.Client) error {
+	return editConfig(ctx, hub, func(doc map[string]any) error {
+		profiles, _ := doc["profiles"].([]any)
+		for _, p := range profiles {
+			profile, _ := p.(map[string]any)
+			if profile["name"] != "web-service" {
+				continue
+			}
+			backends, _ := profile["backends"].([]any)
+			if len(backends) == 0 {
+				return errors.New("the web-service profile has no backend")
+			}
+			for _, b := range backends {
+				if b.(map[string]any)["backendId"] == MembersBackend {
+					return nil
+				}
+			}
+			first := backends[0].(map[string]any)
+			profile["backends"] = append(backends, map[string]any{"backendId": MembersBackend, "runtimeClass": first["runtimeClass"], "priority": 1000, "version": "1.0.0", "template": first["template"],
+				"constraints": map[string]any{"selectors": []any{map[string]any{"matchLabels": map[string]any{MembersLabel: "members"}}}},
+				"placement":   map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"env": "dev"}}}})
+			return nil
+		}
+		return errors.New("the Orchestrator Config has no web-service profile")
+	})
+}
+
+// PlaceBackends gives every backend of profile ("" every profile) of the Orchestrator Config
+// the hub runs with the placement (as the config writes it: clusterSelector, policy), and
+// returns how many it placed.
+func PlaceBackends(ctx context.Context, hub client.Client, profile string, placement map[string]any) (int, error) {
+	placed := 0
+	err := editConfig(ctx, hub, func(doc map[string]any) error {
+		profiles, _ := doc["profiles"].([]any)
+		for _, p := range profiles {
+			pr, _ := p.(map[string]any)
+			if profile != "" && pr["name"] != profile {
+				continue
+			}
+			backends, _ := pr["backends"].([]any)
+			for _, b := range backends {
+				b.(map[string]any)["placement"] = placement
+				placed++
+			}
+		}
+		if placed == 0 {
+			return fmt.Errorf("no backend of profile %q in the config", profile)
+		}
+		return nil
+	})
+	return placed, err
+}
+
+// editConfig rewrites the Orchestrator Config the hub runs with through edit, refusing a result
+// that does not validate.
+func editConfig(ctx context.Context, hub client.Client, edit func(doc map[string]any) error) error {
 	cm := &corev1.ConfigMap{}
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: "orchestrator-config"}, cm); err != nil {
 		return err
@@ -147,35 +202,16 @@ func addMembersBackend(ctx context.Context, hub client.Client) error {
 	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &doc); err != nil {
 		return err
 	}
-	profiles, _ := doc["profiles"].([]any)
-	for _, p := range profiles {
-		profile, _ := p.(map[string]any)
-		if profile["name"] != "web-service" {
-			continue
-		}
-		backends, _ := profile["backends"].([]any)
-		if len(backends) == 0 {
-			return errors.New("the web-service profile has no backend")
-		}
-		for _, b := range backends {
-			if b.(map[string]any)["backendId"] == MembersBackend {
-				return nil
-			}
-		}
-		first := backends[0].(map[string]any)
-		backend := map[string]any{"backendId": MembersBackend, "runtimeClass": first["runtimeClass"], "priority": 1000, "version": "1.0.0", "template": first["template"],
-			"constraints": map[string]any{"selectors": []any{map[string]any{"matchLabels": map[string]any{MembersLabel: "members"}}}},
-			"placement":   map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"env": "dev"}}}}
-		profile["backends"] = append(backends, backend)
-		out, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		if _, err := orchconfig.Parse(out); err != nil {
-			return fmt.Errorf("the config with the members backend: %w", err)
-		}
-		cm.Data["config.yaml"] = string(out)
-		return hub.Update(ctx, cm)
+	if err := edit(doc); err != nil {
+		return err
 	}
-	return errors.New("the Orchestrator Config has no web-service profile")
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	if _, err := orchconfig.Parse(out); err != nil {
+		return fmt.Errorf("the edited config: %w", err)
+	}
+	cm.Data["config.yaml"] = string(out)
+	return hub.Update(ctx, cm)
 }

@@ -27,11 +27,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
@@ -48,6 +49,7 @@ var (
 	members  = map[string]*member{}
 	scorectl string
 	hubKube  string
+	hubCfg   *rest.Config
 )
 
 // member is a member cluster of the test.
@@ -112,7 +114,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	hub, hubKube = c, all["hub"].Kubeconfig()
+	hub, hubKube, hubCfg = c, all["hub"].Kubeconfig(), hubConfig
 	for _, name := range []string{"eu", "us"} {
 		_, mc, err := clientOf(all[name])
 		if err != nil {
@@ -125,60 +127,49 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "installing:", err)
 		return 1
 	}
-	if err := placeWebServices(); err != nil {
+	// Every web-service backend places on the clusters labelled env=prod, the first by name.
+	if _, err := devenv.PlaceBackends(ctx, hub, "web-service", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"env": "prod"}}, "policy": "Ordered"}); err != nil {
 		fmt.Fprintln(os.Stderr, "placing web services on members:", err)
 		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	// A member that stops answering is noticed within seconds here.
 	runtime.ProbeInterval = 2 * time.Second
+	if err := startControllers(hubConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { stopControllers() }()
+	restartControllers = func() error {
+		stopControllers()
+		return startControllers(hubConfig)
+	}
+	return m.Run()
+}
+
+var (
+	stopControllers    func()
+	restartControllers func() error
+)
+
+// startControllers runs the three controllers in one manager against the hub, until
+// stopControllers.
+func startControllers(hubConfig *rest.Config) error {
 	mctx, stop := context.WithCancel(ctx)
-	defer stop()
 	opts := controlplane.DefaultOptions()
-	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: controlplane.CacheOptions(opts)})
+	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: controlplane.CacheOptions(opts), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err == nil {
 		err = controlplane.Setup(mgr, opts)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = mgr.Start(mctx) }()
-	return m.Run()
-}
-
-// placeWebServices gives every web-service backend of the installed config a placement: the
-// clusters labelled env=prod, the first by name.
-func placeWebServices() error {
-	cm := &corev1.ConfigMap{}
-	key := client.ObjectKey{Namespace: "score-system", Name: "orchestrator-config"}
-	if err := hub.Get(ctx, key, cm); err != nil {
+		stop()
 		return err
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &doc); err != nil {
-		return err
-	}
-	placed := 0
-	for _, p := range doc["profiles"].([]any) {
-		profile := p.(map[string]any)
-		if profile["name"] != "web-service" {
-			continue
-		}
-		for _, b := range profile["backends"].([]any) {
-			b.(map[string]any)["placement"] = map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"env": "prod"}}, "policy": "Ordered"}
-			placed++
-		}
-	}
-	if placed == 0 {
-		return errors.New("no web-service backend in the config")
-	}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	cm.Data["config.yaml"] = string(out)
-	return hub.Update(ctx, cm)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mctx) }()
+	stopControllers = func() { stop(); <-done }
+	return nil
 }
 
 // cli runs scorectl against the hub.
@@ -436,6 +427,41 @@ func TestPlacement(t *testing.T) {
 		if after.UID != before.UID || after.Generation != before.Generation {
 			t.Fatalf("the Deployment on eu was replaced or rewritten: uid %s→%s, generation %d→%d\ntemplate before %v %v\nafter %v %v", before.UID, after.UID, before.Generation, after.Generation,
 				before.Spec.Template.Labels, before.Spec.Template.Annotations, after.Spec.Template.Labels, after.Spec.Template.Annotations)
+		}
+	})
+
+	t.Run("a restart of the controllers moves nothing and rewrites nothing", func(t *testing.T) {
+		before := settled(t, eu, key)
+		// The runtime reconnects to both members and probes them, one after the other, while
+		// the orchestrator places from what it publishes: a registration not probed yet must
+		// never read as gone.
+		wc, err := client.NewWithWatch(hubCfg, client.Options{Scheme: testenv.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		watch, err := wc.Watch(wctx, &corev1.ConfigMapList{}, client.InNamespace("score-system"), client.MatchingFields{"metadata.name": clusters.StatusConfigMap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := restartControllers(); err != nil {
+			t.Fatal(err)
+		}
+		for ev := range watch.ResultChan() {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+				if st := clusters.Decode(cm); len(st) != 2 {
+					t.Fatalf("the clusters published during a restart: %v", cm.Data)
+				}
+			}
+		}
+		ready(t, key, time.Minute)
+		if c := plan(t, ns, "web").Spec.Cluster; c != "eu" {
+			t.Fatalf("moved to %q by a restart", c)
+		}
+		after := &appsv1.Deployment{}
+		if err := eu.c.Get(ctx, key, after); err != nil || after.Generation != before.Generation {
+			t.Fatalf("the Deployment on eu after a restart: generation %d→%d, %v", before.Generation, after.Generation, err)
 		}
 	})
 

@@ -106,6 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if r.written.Stale(p) {
 		return ctrl.Result{}, nil
 	}
+	if p.Spec.Cluster != "" && r.members.pending(ctx, p.Spec.Cluster) {
+		return ctrl.Result{}, nil // the cluster's first probe brings the plan back
+	}
 	patch := statuspatch.Begin(p)
 	before := patch.Before().(*scorev1b1.WorkloadPlan)
 	defer func() {
@@ -150,21 +153,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	marks := apply.PlanMarks(p)
 	if tgt.cluster != "" {
 		// No owner reference crosses clusters: the identity marks and the inventory carry
-		// ownership. The outputs Secrets go with the objects that consume them.
+		// ownership, and the plan is held before anything reaches the member. The outputs
+		// Secrets go with the objects that consume them.
 		marks.Controller = nil
 		copies, err := r.outputsCopies(ctx, p)
 		if err != nil {
 			return ctrl.Result{}, err // an outputs Secret not readable yet: its watch brings the plan back
 		}
 		objs = append(copies, objs...)
-		if err := tgt.member.ensureNamespace(ctx, p.Namespace); err != nil {
-			return r.remoteFailed(p, tgt, err)
-		}
-	}
-	if tgt.cluster != "" {
-		// Held before anything reaches the member: no owner reference there will delete it.
 		if err := r.hold(ctx, p); err != nil {
 			return ctrl.Result{}, err
+		}
+		if err := tgt.member.ensureNamespace(ctx, p.Namespace); err != nil {
+			return r.remoteFailed(p, tgt, err)
 		}
 	}
 	res, err := tgt.applier.Apply(ctx, objs, marks)

@@ -66,8 +66,11 @@ var errNotRegistered = errors.New("not registered")
 type members struct {
 	namespace string
 	hub       client.Client
-	// status reads the published status (clusters.StatusConfigMap) from its own cache.
-	status client.Reader
+	// userAgent is the process's, which the runtime's requests to members carry too.
+	userAgent string
+	// status reads the published status (clusters.StatusConfigMap) from its own cache;
+	// registry the registrations.
+	status, registry client.Reader
 	// newApplier makes a cluster's applier, its watches in the plan controller.
 	newApplier func(client.Client, cache.Cache) *apply.Applier
 	// changed brings plans back (the cluster's reachability changed).
@@ -88,8 +91,9 @@ type member struct {
 	client       client.Client
 	applier      *apply.Applier
 	stop         context.CancelFunc
-	// status is the last probe's result.
+	// status is the last probe's result; probed is set once there was one.
 	status clusters.Status
+	probed bool
 	// namespaces holds the namespaces known to exist there.
 	namespaces sync.Map
 }
@@ -109,6 +113,7 @@ func (m *members) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	m.registry = registry
 	if m.status, err = clusters.NewStatusCache(mgr, m.namespace); err != nil {
 		return err
 	}
@@ -142,11 +147,14 @@ func (m *members) reconcile(ctx context.Context, registry client.Reader, name st
 		return reconcile.Result{}, m.publish(ctx)
 	}
 	mem := m.connect(ctx, s)
-	before := mem.status
-	mem.status = probe(ctx, mem)
-	mem.status.Labels = clusters.Labels(s)
-	if before.Reachable != mem.status.Reachable {
-		ctrl.LoggerFrom(ctx).Info("Cluster reachability changed", "cluster", name, "reachable", mem.status.Reachable, "message", mem.status.Message)
+	status := probe(ctx, mem)
+	status.Labels = clusters.Labels(s)
+	m.mu.Lock()
+	before, first := mem.status, !mem.probed
+	mem.status, mem.probed = status, true
+	m.mu.Unlock()
+	if first || before.Reachable != status.Reachable {
+		ctrl.LoggerFrom(ctx).Info("Cluster probed", "cluster", name, "reachable", status.Reachable, "message", status.Message)
 		m.bringBack(ctx, name)
 	}
 	return reconcile.Result{RequeueAfter: ProbeInterval}, m.publish(ctx)
@@ -170,6 +178,7 @@ func (m *members) connect(ctx context.Context, s *corev1.Secret) *member {
 	m.byName[s.Name] = mem
 	cfg, err := clusters.Config(s)
 	if err == nil {
+		cfg.UserAgent = m.userAgent
 		err = mem.start(m.ctx, cfg, m.hub.Scheme(), m.newApplier)
 	}
 	if err != nil {
@@ -257,6 +266,23 @@ func (m *members) get(name string) (*member, error) {
 	return mem, nil
 }
 
+// pending reports whether a cluster is registered and not probed yet (the process has just
+// started): its plans wait for the first probe, which brings them back, rather than report it
+// unreachable for a moment (a restart writes nothing).
+func (m *members) pending(ctx context.Context, name string) bool {
+	if m == nil || m.registry == nil {
+		return false
+	}
+	m.mu.Lock()
+	mem := m.byName[name]
+	probed := mem != nil && mem.probed
+	m.mu.Unlock()
+	if probed {
+		return false
+	}
+	return m.registry.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: name}, &corev1.Secret{}) == nil
+}
+
 // markUnreachable records that a request to the cluster failed for want of an answer; the
 // next probe says whether it answers again.
 func (m *members) markUnreachable(name string, err error) {
@@ -283,22 +309,41 @@ func (m *members) bringBack(ctx context.Context, name string) {
 	}
 }
 
-// publish writes the clusters' status into the ConfigMap score-clusters, when it changed.
+// publish writes the clusters' status into the ConfigMap score-clusters, when it changed. Every
+// registration is listed: one this process has not probed yet (it has just started) keeps what
+// was published for it, with its current labels, so that placement never sees a registered
+// cluster vanish and move Workloads off it.
 func (m *members) publish(ctx context.Context) error {
+	cm := &corev1.ConfigMap{}
+	err := m.status.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: clusters.StatusConfigMap}, cm)
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	published := clusters.Decode(cm)
+	var registrations corev1.SecretList
+	if err := m.registry.List(ctx, &registrations, client.InNamespace(m.namespace)); err != nil {
+		return err
+	}
+	statuses := make(map[string]clusters.Status, len(registrations.Items))
 	m.mu.Lock()
-	statuses := make(map[string]clusters.Status, len(m.byName))
-	for name, mem := range m.byName {
-		statuses[name] = mem.status
+	for _, s := range registrations.Items {
+		if !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		st, ok := published[s.Name]
+		if !ok {
+			st = clusters.Status{Message: "Not probed yet."}
+		}
+		if mem := m.byName[s.Name]; mem != nil && mem.probed {
+			st = mem.status
+		}
+		st.Labels = clusters.Labels(&s)
+		statuses[s.Name] = st
 	}
 	m.mu.Unlock()
 	data := clusters.Encode(statuses)
-	cm := &corev1.ConfigMap{}
-	err := m.status.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: clusters.StatusConfigMap}, cm)
-	switch {
-	case err == nil && maps.Equal(cm.Data, data):
+	if err == nil && maps.Equal(cm.Data, data) {
 		return nil
-	case client.IgnoreNotFound(err) != nil:
-		return err
 	}
 	want := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: m.namespace, Name: clusters.StatusConfigMap}, Data: data}

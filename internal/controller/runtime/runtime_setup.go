@@ -97,7 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// secrets revision. Metadata only: the runtime caches no secret values.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(planOfOutputs), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
-	r.members = &members{namespace: r.Namespace, hub: r.Client, changed: make(chan event.GenericEvent)}
+	r.members = &members{namespace: r.Namespace, hub: r.Client, userAgent: mgr.GetConfig().UserAgent, changed: make(chan event.GenericEvent)}
 	// A member cluster that starts or stops answering brings back the plans placed there.
 	b = b.WatchesRawSource(source.Channel(r.members.changed, &handler.EnqueueRequestForObject{}))
 	if r.Config != nil {

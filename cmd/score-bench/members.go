@@ -1,0 +1,95 @@
+package main
+
+// --members M: the Workloads run on M member clusters of their own (each its own API server,
+// etcd and kwok nodes, its audit log counted like the hub's), registered on the hub as
+// `scorectl cluster add` registers them, every backend placing on them (Spread). The hub keeps
+// the claims, plans, exposures and the dependencies' objects.
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
+	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
+)
+
+// benchMember is one member cluster of the run.
+type benchMember struct {
+	name  string
+	k     *simcluster.Cluster
+	c     client.Client
+	audit *auditLog
+}
+
+// memberPhase is what one member's API server took during a phase.
+type memberPhase struct {
+	Name string `json:"name"`
+	phase
+	// OursPerWorkload is our writes there per Workload of the run.
+	OursPerWorkload float64 `json:"oursPerWorkload"`
+}
+
+// startMembers starts, grows and registers the members, and places every backend on them.
+func (s *runState) startMembers(ctx context.Context, root, dir string, pods int) error {
+	role, err := fs.ReadFile(os.DirFS(root), "config/rbac/runtime/role.yaml")
+	if err != nil {
+		return err
+	}
+	for i := range s.o.members {
+		name := fmt.Sprintf("m%d", i+1)
+		m := &benchMember{name: name, k: &simcluster.Cluster{Root: root, Dir: filepath.Join(dir, "members", name), Name: fmt.Sprintf("score-bench-%d-%s", os.Getpid(), name), AuditWrites: true, Output: s.k.Output}}
+		s.members = append(s.members, m)
+		logf(s.log, "starting member cluster %s", name)
+		if err := m.k.Up(); err != nil {
+			return fmt.Errorf("member %s: %w", name, err)
+		}
+		path, err := m.k.AuditLog()
+		if err != nil {
+			return err
+		}
+		m.audit = &auditLog{path: path}
+		cfg, err := restConfig(m.k.Kubeconfig())
+		if err != nil {
+			return err
+		}
+		if m.c, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+			return err
+		}
+		if _, err := grow(ctx, m.c, pods+16); err != nil {
+			return err
+		}
+		if _, err := clusters.Register(ctx, cfg, s.c, clusters.Registration{Name: name, Namespace: "score-system", Labels: map[string]string{"bench": "member"}, RuntimeRole: role}); err != nil {
+			return fmt.Errorf("registering member %s: %w", name, err)
+		}
+	}
+	n, err := devenv.PlaceBackends(ctx, s.c, "", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"bench": "member"}}})
+	logf(s.log, "%d members registered; %d backends place on them (Spread)", len(s.members), n)
+	return err
+}
+
+// membersSince counts each member's writes since the last call, for a phase of d seconds.
+func (s *runState) membersSince(seconds float64) ([]memberPhase, error) {
+	var out []memberPhase
+	for _, m := range s.members {
+		counts, err := countSince(m.audit)
+		if err != nil {
+			return nil, err
+		}
+		sum := counts.summary()
+		out = append(out, memberPhase{Name: m.name, phase: phase{Seconds: seconds, Writes: sum}, OursPerWorkload: float64(sum.Ours) / float64(s.o.n)})
+	}
+	return out, nil
+}
+
+func (s *runState) stopMembers() {
+	for _, m := range s.members {
+		_ = m.k.Down()
+	}
+}
