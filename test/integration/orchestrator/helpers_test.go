@@ -68,9 +68,15 @@ func applyConfig(t *testing.T, doc string) {
 	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}}
+	putConfigMap(t, "orchestrator-config", map[string]string{"config.yaml": doc})
+}
+
+// putConfigMap creates or replaces a ConfigMap of score-system.
+func putConfigMap(t *testing.T, name string, data map[string]string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: name}}
 	err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-	cm.Data = map[string]string{"config.yaml": doc}
+	cm.Data = data
 	switch {
 	case apierrors.IsNotFound(err):
 		err = env.Client.Create(ctx, cm)

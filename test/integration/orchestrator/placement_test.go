@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,18 +18,7 @@ import (
 // publishClusters writes the clusters' status as the runtime publishes it.
 func publishClusters(t *testing.T, statuses map[string]clusters.Status) {
 	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: clusters.StatusConfigMap}}
-	err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-	cm.Data = clusters.Encode(statuses)
-	switch {
-	case apierrors.IsNotFound(err):
-		err = env.Client.Create(ctx, cm)
-	case err == nil:
-		err = env.Client.Update(ctx, cm)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	putConfigMap(t, clusters.StatusConfigMap, clusters.Encode(statuses))
 }
 
 func TestPlacement(t *testing.T) {
