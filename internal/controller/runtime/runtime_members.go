@@ -122,20 +122,20 @@ func (m *members) setup(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind[client.Object](registry, &corev1.Secret{}, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			return m.reconcile(ctx, registry, req.Name)
+			return m.reconcile(ctx, req.Name)
 		}))
 }
 
 // reconcile connects to, probes or lets go of one registered cluster, publishes the status
 // and brings back the plans placed there when whether it answers changed.
-func (m *members) reconcile(ctx context.Context, registry client.Reader, name string) (reconcile.Result, error) {
+func (m *members) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	select {
 	case <-m.ready:
 	case <-ctx.Done():
 		return reconcile.Result{}, ctx.Err()
 	}
 	s := &corev1.Secret{}
-	err := registry.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: name}, s)
+	err := m.registry.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: name}, s)
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err
 	}
