@@ -15,9 +15,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"net/http"
+	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -373,13 +377,18 @@ func (mem *member) ensureNamespace(ctx context.Context, name string) error {
 
 // unanswered reports whether err is a request that got no answer from the API server (as
 // against the API server's refusal).
+// A failure of our own making (a render refused, a kind not allowed) is not one: marking the
+// member unreachable for it would hold every plan placed there until the next probe.
 func unanswered(err error) bool {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		code := status.Status().Code
-		return code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout || code == 0
+		return code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
 	}
-	return err != nil
+	var urlErr *url.Error
+	var netErr net.Error
+	return errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // byWorkloadUID maps an object the runtime applied on a member (no owner reference crosses

@@ -3,8 +3,12 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"syscall"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +49,9 @@ func TestUnanswered(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{fmt.Errorf("dial tcp 127.0.0.1:1: connect: connection refused"), true},
+		{&url.Error{Op: "Get", URL: "https://127.0.0.1:1/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, true},
+		{fmt.Errorf("applying Deployment web: %w", &url.Error{Op: "Patch", URL: "https://m", Err: io.EOF}), true},
+		{errors.New("Deployment web targets namespace other; only objects in team may be created"), false},
 		{apierrors.NewServiceUnavailable("etcd"), true},
 		{apierrors.NewTimeoutError("slow", 1), true},
 		{apierrors.NewForbidden(gr, "web", errors.New("no")), false},
