@@ -194,12 +194,8 @@ func placedCounts(ctx context.Context, c client.Client) (map[string]int, error) 
 		return nil, fmt.Errorf("listing the plans: %w", err)
 	}
 	out := map[string]int{}
-	for _, p := range plans.Items {
-		seen := map[string]bool{p.Spec.Cluster: true}
-		for _, o := range p.Status.Objects {
-			seen[o.Cluster] = true
-		}
-		for cl := range seen {
+	for i := range plans.Items {
+		for _, cl := range clusters.OfPlan(&plans.Items[i]) {
 			out[cl]++
 		}
 	}

@@ -90,3 +90,11 @@ rules:
 		t.Fatal("a role with nothing to apply was accepted")
 	}
 }
+
+func TestOfPlan(t *testing.T) {
+	p := &scorev1b1.WorkloadPlan{Spec: scorev1b1.WorkloadPlanSpec{Cluster: "us"}, Status: scorev1b1.WorkloadPlanStatus{Objects: []scorev1b1.AppliedObject{
+		{Cluster: "eu", Kind: "Deployment"}, {Cluster: "eu", Kind: "Service"}, {Kind: "Namespace"}, {Cluster: "us", Kind: "Deployment"}}}}
+	if got := OfPlan(p); strings.Join(got, ",") != "us,eu," {
+		t.Fatalf("%q, want us, eu and the hub", got)
+	}
+}

@@ -9,6 +9,7 @@ package clusters
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
@@ -89,4 +91,16 @@ func NewStatusCache(mgr manager.Manager, namespace string) (cache.Cache, error) 
 		return nil, fmt.Errorf("the cache of the clusters' status: %w", err)
 	}
 	return c, apply.AddCache(mgr, c)
+}
+
+// OfPlan are the clusters a plan is placed on or still holds objects on, its placement first;
+// "" is the hub.
+func OfPlan(p *scorev1b1.WorkloadPlan) []string {
+	out := []string{p.Spec.Cluster}
+	for _, o := range p.Status.Objects {
+		if !slices.Contains(out, o.Cluster) {
+			out = append(out, o.Cluster)
+		}
+	}
+	return out
 }

@@ -25,8 +25,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
-// Members are the member clusters of the local environment, by name, with their labels.
-var Members = []struct {
+// members are the member clusters of the local environment, by name, with their labels.
+var members = []struct {
 	Name   string
 	Labels map[string]string
 }{
@@ -60,7 +60,7 @@ func (e *Env) UpMembers(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range Members {
+	for _, m := range members {
 		env := e.member(m.Name)
 		if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 			return err
@@ -125,7 +125,7 @@ func (e *Env) UpMembers(ctx context.Context, timeout time.Duration) error {
 // DownMembers deletes the member clusters that exist.
 func (e *Env) DownMembers(ctx context.Context) error {
 	var errs error
-	for _, m := range Members {
+	for _, m := range members {
 		env := e.member(m.Name)
 		if _, err := os.Stat(env.Dir); err != nil {
 			continue

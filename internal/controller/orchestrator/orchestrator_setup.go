@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 )
 
 // Options configure the orchestrator.
@@ -93,10 +95,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		Watches(&scorev1b1.WorkloadExposure{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
-		// A cluster registered, relabelled or let go of may change where Workloads belong.
-		WatchesRawSource(source.Kind[client.Object](status, &corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
+		// A cluster registered, relabelled or let go of may change where Workloads belong;
+		// whether one answers does not (placement never moves a Workload for an outage).
+		WatchesRawSource(source.Kind[client.Object](status, &corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads), predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return !reflect.DeepEqual(placeable(e.ObjectOld), placeable(e.ObjectNew))
+			}})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// placeable are the clusters a published status offers placement: names and labels.
+func placeable(o client.Object) []placement.Cluster {
+	cm, _ := o.(*corev1.ConfigMap)
+	return clusters.Placeable(clusters.Decode(cm))
 }
 
 // answers holds for an update of a claim, plan or exposure that the Workload's status waits

@@ -160,12 +160,17 @@ func (r *Reconciler) reachable(ctx context.Context, namespace, service string) (
 	if err := r.Client.List(ctx, &slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
 		return false, err
 	}
-	for _, s := range slices.Items {
+	return anyReady(slices.Items), nil
+}
+
+// anyReady reports whether one of the slices has a ready endpoint.
+func anyReady(slices []discoveryv1.EndpointSlice) bool {
+	for _, s := range slices {
 		for _, ep := range s.Endpoints {
 			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-				return true, nil
+				return true
 			}
 		}
 	}
-	return false, nil
+	return false
 }

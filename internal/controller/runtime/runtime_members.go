@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -410,21 +411,9 @@ func (r *Reconciler) byWorkloadUID(ctx context.Context, o client.Object) []recon
 	return out
 }
 
-// planClusters are the clusters a plan is placed on or still holds objects on.
+// planClusters are the member clusters a plan is placed on or still holds objects on.
 func planClusters(p *scorev1b1.WorkloadPlan) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(c string) {
-		if c != "" && !seen[c] {
-			seen[c] = true
-			out = append(out, c)
-		}
-	}
-	add(p.Spec.Cluster)
-	for _, o := range p.Status.Objects {
-		add(o.Cluster)
-	}
-	return out
+	return slices.DeleteFunc(clusters.OfPlan(p), func(c string) bool { return c == "" })
 }
 
 // outputsCopies are the plan's outputs Secrets as they go to a member cluster: the same name,
@@ -590,14 +579,11 @@ func (t target) reachableOn(ctx context.Context, namespace, service string) (boo
 	if err := t.applier.Watcher.List(ctx, t.member.client, list, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
 		return false, err
 	}
-	for _, s := range list.Items {
-		eps, _, _ := unstructured.NestedSlice(s.Object, "endpoints")
-		for _, ep := range eps {
-			ready, found, _ := unstructured.NestedBool(ep.(map[string]any), "conditions", "ready")
-			if !found || ready {
-				return true, nil
-			}
+	typed := make([]discoveryv1.EndpointSlice, len(list.Items))
+	for i := range list.Items {
+		if err := kruntime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &typed[i]); err != nil {
+			return false, err
 		}
 	}
-	return false, nil
+	return anyReady(typed), nil
 }
