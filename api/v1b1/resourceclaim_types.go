@@ -16,6 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.spec.key`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.instanceCluster`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ResourceClaim struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -93,6 +94,13 @@ type ResourceClaimSpec struct {
 	// +optional
 	// +kubebuilder:default=Delete
 	DeprovisionPolicy DeprovisionPolicy `json:"deprovisionPolicy,omitempty"`
+
+	// Cluster is the member cluster the claim's Workload is placed on (the orchestrator's
+	// placement); empty is the hub. The instance is provisioned there unless its definition
+	// keeps it on the hub (location: Hub).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // ClaimPhase is the progress of a claim.
@@ -149,6 +157,9 @@ type ResourceClaimStatus struct {
 	// namespaces (its sharing namespace); empty when it lives in the claim's namespace.
 	// +optional
 	InstanceNamespace string `json:"instanceNamespace,omitempty"`
+	// InstanceCluster is the member cluster the instance is provisioned on; empty is the hub.
+	// +optional
+	InstanceCluster string `json:"instanceCluster,omitempty"`
 	// SecretRef names the Secret, in the claim's namespace, that holds the secret outputs.
 	// +optional
 	SecretRef *OutputsSecretRef `json:"secretRef,omitempty"`

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -38,7 +37,7 @@ type memberPhase struct {
 
 // startMembers starts, grows and registers the members, and places every backend on them.
 func (s *runState) startMembers(ctx context.Context, root, dir string, pods int) error {
-	role, err := fs.ReadFile(os.DirFS(root), "config/rbac/runtime/role.yaml")
+	roles, err := clusters.HubRoles(os.DirFS(root))
 	if err != nil {
 		return err
 	}
@@ -65,7 +64,7 @@ func (s *runState) startMembers(ctx context.Context, root, dir string, pods int)
 		if _, err := grow(ctx, m.c, pods+16); err != nil {
 			return err
 		}
-		if _, err := clusters.Register(ctx, cfg, s.c, clusters.Registration{Name: name, Namespace: "score-system", Labels: map[string]string{"bench": "member"}, RuntimeRole: role}); err != nil {
+		if _, err := clusters.Register(ctx, cfg, s.c, clusters.Registration{Name: name, Namespace: "score-system", Labels: map[string]string{"bench": "member"}, Roles: roles}); err != nil {
 			return fmt.Errorf("registering member %s: %w", name, err)
 		}
 	}

@@ -67,8 +67,11 @@ change the labels: the runtime picks the new Secret up without a restart.`,
 			if err != nil {
 				return fmt.Errorf("the hub: %w", err)
 			}
-			op, err := clusters.Register(ctx, mcfg, hc, clusters.Registration{Name: name, Namespace: namespace, Server: server, Labels: clusterLabels,
-				RuntimeRole: mustRead("config/rbac/runtime/role.yaml")})
+			roles, err := clusters.HubRoles(scoreorchestrator.Bundle)
+			if err != nil {
+				return err
+			}
+			op, err := clusters.Register(ctx, mcfg, hc, clusters.Registration{Name: name, Namespace: namespace, Server: server, Labels: clusterLabels, Roles: roles})
 			if err != nil {
 				return err
 			}
@@ -240,13 +243,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// mustRead reads a file of the shipped bundle.
-func mustRead(path string) []byte {
-	b, err := scoreorchestrator.Bundle.ReadFile(path)
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return b
 }

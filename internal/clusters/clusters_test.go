@@ -1,11 +1,22 @@
 package clusters
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
@@ -96,5 +107,60 @@ func TestOfPlan(t *testing.T) {
 		{Cluster: "eu", Kind: "Deployment"}, {Cluster: "eu", Kind: "Service"}, {Kind: "Namespace"}, {Cluster: "us", Kind: "Deployment"}}}}
 	if got := OfPlan(p); strings.Join(got, ",") != "us,eu," {
 		t.Fatalf("%q, want us, eu and the hub", got)
+	}
+}
+
+// A request to a member that got no answer marks it unreachable; the API server's refusal
+// does not.
+func TestUnanswered(t *testing.T) {
+	gr := schema.GroupResource{Resource: "deployments"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&url.Error{Op: "Get", URL: "https://127.0.0.1:1/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, true},
+		{fmt.Errorf("applying Deployment web: %w", &url.Error{Op: "Patch", URL: "https://m", Err: io.EOF}), true},
+		{errors.New("Deployment web targets namespace other; only objects in team may be created"), false},
+		{apierrors.NewServiceUnavailable("etcd"), true},
+		{apierrors.NewTimeoutError("slow", 1), true},
+		{apierrors.NewForbidden(gr, "web", errors.New("no")), false},
+		{apierrors.NewNotFound(gr, "web"), false},
+		{apierrors.NewGenericServerResponse(http.StatusGatewayTimeout, "get", gr, "web", "", 0, true), true},
+		{nil, false},
+	} {
+		if got := Unanswered(tc.err); got != tc.want {
+			t.Errorf("Unanswered(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// The identity on a member may do what the runtime and the provisioner apply there: the
+// shipped roles of both, merged, and never a score.dev kind.
+func TestMemberRoleShipped(t *testing.T) {
+	roles, err := HubRoles(os.DirFS("../.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, err := MemberRole(roles...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	may := map[string]bool{}
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, scorev1b1.GroupVersion.Group) {
+			t.Fatalf("a score.dev rule on a member: %+v", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if slices.Contains(r.Verbs, "patch") {
+					may[g+"/"+res] = true
+				}
+			}
+		}
+	}
+	for _, want := range []string{"apps/deployments", "/services", "/secrets", "apps/statefulsets", "/persistentvolumeclaims", "networking.k8s.io/networkpolicies"} {
+		if !may[want] {
+			t.Errorf("the member role may not apply %s: %+v", want, role.Rules)
+		}
 	}
 }

@@ -29,8 +29,9 @@ type Registration struct {
 	Server string
 	// Labels are the cluster's labels.
 	Labels map[string]string
-	// RuntimeRole is the runtime's hub role (config/rbac/runtime/role.yaml), MemberRole's input.
-	RuntimeRole []byte
+	// Roles are the hub roles of the controllers that apply on members
+	// (config/rbac/runtime/role.yaml, config/rbac/provisioner/role.yaml), MemberRole's input.
+	Roles [][]byte
 }
 
 // Register creates the runtime's least-privilege identity on the member (member: an identity
@@ -42,7 +43,7 @@ func Register(ctx context.Context, member *rest.Config, hub client.Client, r Reg
 	if err != nil {
 		return "", err
 	}
-	token, err := memberIdentity(ctx, mc, r.RuntimeRole)
+	token, err := memberIdentity(ctx, mc, r.Roles)
 	if err != nil {
 		return "", fmt.Errorf("creating the runtime's identity on the member: %w", err)
 	}
@@ -83,8 +84,8 @@ func Register(ctx context.Context, member *rest.Config, hub client.Client, r Reg
 
 // memberIdentity creates the runtime's namespace, ServiceAccount, ClusterRole and binding on
 // the member, and returns a long-lived token for it.
-func memberIdentity(ctx context.Context, mc kubernetes.Interface, runtimeRole []byte) (string, error) {
-	role, err := MemberRole(runtimeRole)
+func memberIdentity(ctx context.Context, mc kubernetes.Interface, hubRoles [][]byte) (string, error) {
+	role, err := MemberRole(hubRoles...)
 	if err != nil {
 		return "", err
 	}

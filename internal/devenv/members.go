@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -56,7 +55,7 @@ func (e *Env) UpMembers(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("the hub (run dev up first): %w", err)
 	}
-	role, err := fs.ReadFile(e.Bundle, "config/rbac/runtime/role.yaml")
+	roles, err := clusters.HubRoles(e.Bundle)
 	if err != nil {
 		return err
 	}
@@ -73,7 +72,7 @@ func (e *Env) UpMembers(ctx context.Context, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		op, err := clusters.Register(ctx, cfg, hub, clusters.Registration{Name: m.Name, Namespace: "score-system", Labels: m.Labels, RuntimeRole: role})
+		op, err := clusters.Register(ctx, cfg, hub, clusters.Registration{Name: m.Name, Namespace: "score-system", Labels: m.Labels, Roles: roles})
 		if err != nil {
 			return fmt.Errorf("registering member %s: %w", m.Name, err)
 		}

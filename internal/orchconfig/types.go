@@ -240,7 +240,23 @@ type Provisioner struct {
 	// Sharing lets claims with the same id from several namespaces share one instance.
 	// Without it, an id is shared within a namespace only.
 	Sharing *Sharing `json:"sharing,omitempty" yaml:"sharing,omitempty"`
+
+	// Location is where the instance's objects are provisioned when its Workload is placed on
+	// a member cluster: Workload (the default), next to its consumer on that cluster, or Hub,
+	// on the control plane's cluster (a dependency created through a hub-side API, say), its
+	// outputs Secret still copied to the member.
+	Location string `json:"location,omitempty" yaml:"location,omitempty"`
 }
+
+// The locations of a provisioner's instances.
+const (
+	LocationWorkload = "Workload"
+	LocationHub      = "Hub"
+)
+
+// OnHub reports whether the definition's instances stay on the hub wherever their Workload
+// runs.
+func (p Provisioner) OnHub() bool { return p.Location == LocationHub }
 
 // Sharing is the platform's permission for claims from other namespaces to share an
 // instance: the instance lives in Namespace, and claims with an id from namespaces whose

@@ -287,6 +287,9 @@ func (v *validator) provisioners(cfg *Config) {
 		if p.ID != nil && (!resourceIDPattern.MatchString(*p.ID) || len(*p.ID) > 63) {
 			v.fail(path+".id", "%q must be dot-separated lower-case labels of letters, digits and '-'", *p.ID)
 		}
+		if p.Location != "" && p.Location != LocationWorkload && p.Location != LocationHub {
+			v.fail(path+".location", "%q must be %s or %s", p.Location, LocationWorkload, LocationHub)
+		}
 		if p.DeprovisionPolicy != "" && !deprovisionPolicies[p.DeprovisionPolicy] {
 			v.fail(path+".deprovisionPolicy", "%q must be Delete, Retain or Orphan", p.DeprovisionPolicy)
 		}

@@ -170,6 +170,7 @@ func TestValidate(t *testing.T) {
 		{"provisioner bad class", func(c *Config) { c.Provisioners[0].Class = ptr("-x-") }, "provisioners[0].class", "2-63 letters"},
 		{"provisioner bad id", func(c *Config) { c.Provisioners[0].ID = ptr("Shared_DB") }, "provisioners[0].id", "dot-separated"},
 		{"provisioner bad deprovision policy", func(c *Config) { c.Provisioners[0].DeprovisionPolicy = "Keep" }, "provisioners[0].deprovisionPolicy", "Delete, Retain or Orphan"},
+		{"provisioner bad location", func(c *Config) { c.Provisioners[0].Location = "Member" }, "provisioners[0].location", "Workload or Hub"},
 		{"provisioner template does not parse", func(c *Config) { c.Provisioners[0].Outputs = "host: {{ .State.host " }, "provisioners[0].outputs", "does not parse"},
 		{"provisioner template uses an unknown function", func(c *Config) { c.Provisioners[0].Init = "{{ shell \"id\" }}" }, "provisioners[0].init", "does not parse"},
 		{"cmd provisioner with templates", func(c *Config) { c.Provisioners[0].URI = "cmd://bash" }, "provisioners[0].outputs", "takes args, not templates"},

@@ -9,12 +9,17 @@ import (
 // DefaultClass is the class of a resource that names none, as in score-k8s.
 const DefaultClass = "default"
 
-// Identity is what makes two claims the same provisioned instance: within a namespace, the
-// type, class and id; a resource without an id is its workload's own ("<workload>.<key>").
+// Identity is what makes two claims the same provisioned instance: within a namespace (of a
+// cluster), the type, class and id; a resource without an id is its workload's own
+// ("<workload>.<key>").
 type Identity struct {
 	Namespace, Type, Class, ID string
 	// Shared is true when the resource named an id.
 	Shared bool
+	// Cluster is the member cluster the instance is provisioned on; empty is the hub. Claims
+	// of the same id on two clusters are two instances, each with its own state (its own
+	// credentials): none crosses from one cluster to another.
+	Cluster string
 }
 
 // NewIdentity builds the identity of a claim.
@@ -34,7 +39,7 @@ func (i Identity) Uid() string { return fmt.Sprintf("%s.%s#%s", i.Type, i.Class,
 
 // Hash is a short, stable digest of the identity, usable in names and labels.
 func (i Identity) Hash() string {
-	sum := sha256.Sum256([]byte(i.Namespace + "/" + i.Uid()))
+	sum := sha256.Sum256([]byte(i.scope() + i.Namespace + "/" + i.Uid()))
 	return hex.EncodeToString(sum[:])[:16]
 }
 
@@ -42,10 +47,19 @@ func (i Identity) Hash() string {
 // it; here it is derived from the identity, so a re-created or shared claim gets the same one
 // and the objects named after it are the same objects.
 func (i Identity) Guid() string {
-	sum := sha256.Sum256([]byte("guid/" + i.Namespace + "/" + i.Uid()))
+	sum := sha256.Sum256([]byte("guid/" + i.scope() + i.Namespace + "/" + i.Uid()))
 	h := hex.EncodeToString(sum[:16])
 	// version 4 and variant bits, so it reads as a UUID
 	return fmt.Sprintf("%s-%s-4%s-%x%s-%s", h[0:8], h[8:12], h[13:16], 8|(hexNibble(h[16])&3), h[17:20], h[20:32])
+}
+
+// scope distinguishes an instance on a member cluster from the same identity on the hub (whose
+// digests are those of a single-cluster install).
+func (i Identity) scope() string {
+	if i.Cluster == "" {
+		return ""
+	}
+	return "cluster/" + i.Cluster + "/"
 }
 
 func hexNibble(c byte) byte {

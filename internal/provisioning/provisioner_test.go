@@ -1,6 +1,8 @@
 package provisioning
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"strings"
@@ -130,5 +132,30 @@ func TestConformanceProvisionersLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// An instance on a member cluster is another instance than the same identity on the hub or on
+// another member: its own digest, guid and state. The hub's stay those of a single-cluster
+// install.
+func TestIdentityPerCluster(t *testing.T) {
+	hub := NewIdentity("team", "web", "db", "postgres", "", "shared-db")
+	sum := sha256.Sum256([]byte("team/postgres.default#shared-db"))
+	if want := hex.EncodeToString(sum[:])[:16]; hub.Hash() != want {
+		t.Fatalf("the hub's hash %q changed from a single-cluster install's %q", hub.Hash(), want)
+	}
+	eu, us := hub, hub
+	eu.Cluster, us.Cluster = "eu", "us"
+	seen := map[string]string{}
+	for name, id := range map[string]Identity{"hub": hub, "eu": eu, "us": us} {
+		for _, v := range []string{id.Hash(), id.Guid(), id.StateSecretName()} {
+			if other, dup := seen[v]; dup {
+				t.Fatalf("%s and %s share %q", name, other, v)
+			}
+			seen[v] = name
+		}
+	}
+	if eu.Uid() != hub.Uid() {
+		t.Fatalf("the resource uid is the same everywhere: %q %q", eu.Uid(), hub.Uid())
 	}
 }

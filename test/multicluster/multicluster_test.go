@@ -21,10 +21,14 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -36,7 +40,6 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
@@ -56,6 +59,16 @@ var (
 type member struct {
 	cluster *simcluster.Cluster
 	c       client.Client
+}
+
+// config is the member's admin connection.
+func (m *member) config(t *testing.T) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", m.cluster.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func TestMain(m *testing.M) {
@@ -78,8 +91,9 @@ func run(m *testing.M) int {
 	pid := fmt.Sprint(os.Getpid())
 	all := map[string]*simcluster.Cluster{
 		"hub": {Root: root, Name: "score-mc-hub-" + pid, Dir: filepath.Join(state, "hub"), Volumes: 4},
-		"eu":  {Root: root, Name: "score-mc-eu-" + pid, Dir: filepath.Join(state, "eu")},
-		"us":  {Root: root, Name: "score-mc-us-" + pid, Dir: filepath.Join(state, "us")},
+		// The members hold the Workload's database too.
+		"eu": {Root: root, Name: "score-mc-eu-" + pid, Dir: filepath.Join(state, "eu"), Volumes: 3},
+		"us": {Root: root, Name: "score-mc-us-" + pid, Dir: filepath.Join(state, "us"), Volumes: 2},
 	}
 	var wg sync.WaitGroup
 	var upErr error
@@ -134,7 +148,7 @@ func run(m *testing.M) int {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	// A member that stops answering is noticed within seconds here.
-	runtime.ProbeInterval = 2 * time.Second
+	clusters.ProbeInterval = 2 * time.Second
 	if err := startControllers(hubConfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -213,6 +227,104 @@ func plan(t *testing.T, ns, name string) *scorev1b1.WorkloadPlan {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// claim returns the Workload's one claim.
+func claim(t *testing.T, ns string) *scorev1b1.ResourceClaim {
+	t.Helper()
+	var claims scorev1b1.ResourceClaimList
+	if err := hub.List(ctx, &claims, client.InNamespace(ns)); err != nil || len(claims.Items) != 1 {
+		t.Fatalf("claims on the hub: %d, %v", len(claims.Items), err)
+	}
+	return &claims.Items[0]
+}
+
+// databaseOn lists the postgres StatefulSets of the namespace on a cluster.
+func databaseOn(t *testing.T, c client.Client, ns string) []appsv1.StatefulSet {
+	t.Helper()
+	var list appsv1.StatefulSetList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "postgres"}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// auditMember checks what the controllers left on a member in a namespace, as the chaos run's
+// audit does on one cluster: one claim per Workload's key; every object of ours there (the
+// Workload or the instance label) listed by a live plan or claim on that cluster — nothing
+// orphaned, nothing twice — and every entry listed there present — nothing lost. It returns
+// what it found wrong.
+func auditMember(t *testing.T, m *member, cluster, ns string) []string {
+	t.Helper()
+	var problems []string
+	var plans scorev1b1.WorkloadPlanList
+	var claims scorev1b1.ResourceClaimList
+	if err := hub.List(ctx, &plans, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.List(ctx, &claims, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	keys := map[string]string{}
+	for _, c := range claims.Items {
+		k := c.Spec.WorkloadRef.Name + "/" + c.Spec.Key
+		if other, dup := keys[k]; dup {
+			problems = append(problems, fmt.Sprintf("two claims for %s: %s and %s", k, other, c.Name))
+		}
+		keys[k] = c.Name
+		for _, o := range c.Status.Resources {
+			if o.Cluster == cluster {
+				listed[o.Kind+" "+o.Name] = true
+			}
+		}
+	}
+	for _, p := range plans.Items {
+		for _, o := range p.Status.Objects {
+			if o.Cluster == cluster {
+				listed[o.Kind+" "+o.Name] = true
+			}
+		}
+	}
+	found := map[string]bool{}
+	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.SecretList{}, &corev1.ConfigMapList{}, &networkingv1.NetworkPolicyList{}} {
+		for _, label := range []string{scorev1b1.LabelWorkload, scorev1b1.LabelInstance} {
+			if err := m.c.List(ctx, list, client.InNamespace(ns), client.HasLabels{label}); err != nil {
+				t.Fatal(err)
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, item := range items {
+				o := item.(client.Object)
+				id := kindOf(o) + " " + o.GetName()
+				found[id] = true
+				if !listed[id] {
+					problems = append(problems, fmt.Sprintf("%s on %s: ours (%s), and no plan or claim lists it", id, cluster, label))
+				}
+			}
+		}
+	}
+	for id := range listed {
+		if !found[id] {
+			problems = append(problems, fmt.Sprintf("%s is listed on %s and is not there", id, cluster))
+		}
+	}
+	if len(found) == 0 {
+		t.Fatalf("nothing of ours on %s in %s: the audit looked at nothing", cluster, ns)
+	}
+	t.Logf("audited %d objects on %s in %s", len(found), cluster, ns)
+	return problems
+}
+
+// kindOf is the kind of a typed object.
+func kindOf(o client.Object) string {
+	gvks, _, err := testenv.Scheme().ObjectKinds(o)
+	if err != nil || len(gvks) == 0 {
+		return fmt.Sprintf("%T", o)
+	}
+	return gvks[0].Kind
 }
 
 // availableOn waits until the Workload's Deployment is Available on the member.
@@ -327,6 +439,22 @@ func TestPlacement(t *testing.T) {
 		if len(d.OwnerReferences) != 0 || d.Annotations[scorev1b1.AnnotationWorkloadUID] != string(w.UID) {
 			t.Fatalf("the member's Deployment: owners %v, annotations %v", d.OwnerReferences, d.Annotations)
 		}
+		// Its database next to it: provisioned on eu, none on the hub or on us.
+		c := claim(t, ns)
+		if c.Status.InstanceCluster != "eu" || len(c.Status.Resources) == 0 {
+			t.Fatalf("the claim's instance is on %q with %d objects", c.Status.InstanceCluster, len(c.Status.Resources))
+		}
+		for _, o := range c.Status.Resources {
+			if o.Cluster != "eu" {
+				t.Errorf("the claim's %s %s is on %q", o.Kind, o.Name, o.Cluster)
+			}
+		}
+		if n := len(databaseOn(t, eu.c, ns)); n != 1 {
+			t.Errorf("%d databases on eu, want 1", n)
+		}
+		if n := len(databaseOn(t, hub, ns)) + len(databaseOn(t, us.c, ns)); n != 0 {
+			t.Errorf("%d databases on the hub or us", n)
+		}
 		why := mustCLI(t, "why", "web", "-n", ns)
 		if !strings.Contains(why, "Placement: clusters matching env=prod") || !strings.Contains(why, "✓ eu") || !strings.Contains(why, "✗ us") {
 			t.Fatalf("why:\n%s", why)
@@ -383,6 +511,147 @@ func TestPlacement(t *testing.T) {
 		ready(t, key, 2*time.Minute)
 	})
 
+	t.Run("credentials rotated by replacing the Secret: reconnected without a restart", func(t *testing.T) {
+		// A new identity on eu, bound to the same role; the registration takes its token, and
+		// the old identity is deleted, which revokes every token it had.
+		cs, err := kubernetes.NewForConfig(eu.config(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: clusters.MemberNamespace, Name: "score-rotated"}}
+		testenv.Create(t, eu.c, sa)
+		testenv.Create(t, eu.c, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "score-rotated"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusters.MemberRoleName},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: sa.Namespace, Name: sa.Name}}})
+		tr, err := cs.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := &corev1.Secret{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: "eu"}, reg); err != nil {
+			t.Fatal(err)
+		}
+		reg.Data[clusters.KeyToken] = []byte(tr.Status.Token)
+		if err := hub.Update(ctx, reg); err != nil {
+			t.Fatal(err)
+		}
+		old := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: clusters.MemberNamespace, Name: clusters.MemberServiceAccount}}
+		if err := eu.c.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		// A change of the Workload reaches eu through the new credentials, its database's
+		// objects are judged there still, and nothing restarted.
+		w := &scorev1b1.Workload{}
+		if err := hub.Get(ctx, key, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WithVar("ROTATED", "yes")(w)
+		if err := hub.Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 2*time.Minute, "the change on eu", func() error {
+			d := &appsv1.Deployment{}
+			if err := eu.c.Get(ctx, key, d); err != nil {
+				return err
+			}
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "ROTATED" {
+					return nil
+				}
+			}
+			return errors.New("not yet")
+		})
+		ready(t, key, 2*time.Minute)
+		if c := claim(t, ns); c.Status.Phase != scorev1b1.ClaimPhaseBound {
+			t.Fatalf("the claim after the rotation: %s %s", c.Status.Phase, c.Status.Message)
+		}
+	})
+
+	t.Run("mid-rollout, the member's API server and the controllers killed: nothing lost, nothing twice", func(t *testing.T) {
+		// Two Workloads sharing one database (one instance on eu) and one without, rolled
+		// out while eu's API server is down and the controllers restart.
+		bns := "team-b"
+		testenv.Create(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bns}})
+		batch := []*scorev1b1.Workload{
+			testenv.Workload(bns, "orders", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres", testenv.ResourceID("orders"))),
+			testenv.Workload(bns, "billing", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres", testenv.ResourceID("orders"))),
+			testenv.Workload(bns, "front", testenv.WithPort("http", 80)),
+		}
+		for _, w := range batch {
+			testenv.Create(t, hub, w)
+		}
+		testenv.Eventually(t, 2*time.Minute, "the rollout under way on eu", func() error {
+			var list appsv1.StatefulSetList
+			if err := eu.c.List(ctx, &list, client.InNamespace(bns)); err != nil || len(list.Items) == 0 {
+				return fmt.Errorf("no database on eu yet: %v", err)
+			}
+			return nil
+		})
+		start, err := eu.cluster.Component("kube-apiserver").Kill()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := restartControllers(); err != nil {
+			_, _ = start()
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "eu published unreachable", func() error {
+			cm := &corev1.ConfigMap{}
+			if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: clusters.StatusConfigMap}, cm); err != nil {
+				return err
+			}
+			if clusters.Decode(cm)["eu"].Reachable {
+				return errors.New("still reachable")
+			}
+			return nil
+		})
+		if _, err := start(); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range batch {
+			ready(t, client.ObjectKeyFromObject(w), 4*time.Minute)
+		}
+		for _, p := range auditMember(t, eu, "eu", bns) {
+			t.Error(p)
+		}
+		// The audit can fail: an object of ours that nothing lists is found.
+		planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: bns, Name: "planted-orphan", Labels: map[string]string{scorev1b1.LabelInstance: "0123456789abcdef"}}}
+		testenv.Create(t, eu.c, planted)
+		if found := strings.Join(auditMember(t, eu, "eu", bns), "\n"); !strings.Contains(found, "Secret planted-orphan on eu") {
+			t.Errorf("the audit missed the planted orphan; it found: %q", found)
+		}
+		if err := eu.c.Delete(ctx, planted); err != nil {
+			t.Fatal(err)
+		}
+		var databases appsv1.StatefulSetList
+		if err := eu.c.List(ctx, &databases, client.InNamespace(bns)); err != nil || len(databases.Items) != 1 {
+			t.Fatalf("%d databases on eu for one shared id, %v", len(databases.Items), err)
+		}
+		for _, w := range batch {
+			if err := hub.Delete(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testenv.Eventually(t, 2*time.Minute, "the batch deleted, on the hub and on eu", func() error {
+			var plans scorev1b1.WorkloadPlanList
+			var claims scorev1b1.ResourceClaimList
+			var deployments appsv1.DeploymentList
+			var databases appsv1.StatefulSetList
+			for _, l := range []struct {
+				c    client.Client
+				list client.ObjectList
+			}{{hub, &plans}, {hub, &claims}, {eu.c, &deployments}, {eu.c, &databases}} {
+				if err := l.c.List(ctx, l.list, client.InNamespace(bns)); err != nil {
+					return err
+				}
+			}
+			if n := len(plans.Items) + len(claims.Items) + len(deployments.Items) + len(databases.Items); n != 0 {
+				return fmt.Errorf("%d plans, %d claims, %d Deployments and %d StatefulSets left", len(plans.Items), len(claims.Items), len(deployments.Items), len(databases.Items))
+			}
+			return nil
+		})
+	})
+
 	t.Run("a member's API server killed and restarted: said, nothing lost, nothing rewritten", func(t *testing.T) {
 		before := settled(t, eu, key)
 		start, err := eu.cluster.Component("kube-apiserver").Kill()
@@ -413,9 +682,8 @@ func TestPlacement(t *testing.T) {
 		if len(p.Status.Objects) == 0 {
 			t.Fatal("the plan's inventory was emptied")
 		}
-		var claims scorev1b1.ResourceClaimList
-		if err := hub.List(ctx, &claims, client.InNamespace(ns)); err != nil || len(claims.Items) != 1 {
-			t.Fatalf("claims on the hub: %d, %v", len(claims.Items), err)
+		if c := claim(t, ns); c.Status.Phase != scorev1b1.ClaimPhaseBound || len(c.Status.Resources) == 0 {
+			t.Fatalf("the claim while eu is down: %s, %d objects: %s", c.Status.Phase, len(c.Status.Resources), c.Status.Message)
 		}
 		if _, err := start(); err != nil {
 			t.Fatal(err)
@@ -491,6 +759,23 @@ func TestPlacement(t *testing.T) {
 		if err := eu.c.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelWorkload: "web"}); err != nil || len(secrets.Items) != 0 {
 			t.Fatalf("outputs left on eu: %d, %v", len(secrets.Items), err)
 		}
+		// The database moved with it (a new instance on us: the claim's policy is Delete), and
+		// the one on eu went once the Workload had left eu.
+		testenv.Eventually(t, 2*time.Minute, "the database on us, none on eu", func() error {
+			c := claim(t, ns)
+			for _, o := range c.Status.Resources {
+				if o.Cluster != "us" {
+					return fmt.Errorf("the claim still lists %s %s on %q", o.Kind, o.Name, o.Cluster)
+				}
+			}
+			if c.Status.InstanceCluster != "us" || c.Status.Phase != scorev1b1.ClaimPhaseBound {
+				return fmt.Errorf("the claim: %s on %q", c.Status.Phase, c.Status.InstanceCluster)
+			}
+			if n, m := len(databaseOn(t, us.c, ns)), len(databaseOn(t, eu.c, ns)); n != 1 || m != 0 {
+				return fmt.Errorf("%d databases on us, %d on eu", n, m)
+			}
+			return nil
+		})
 	})
 
 	t.Run("deleting with the member down waits, and a cluster let go of releases it", func(t *testing.T) {
@@ -502,13 +787,11 @@ func TestPlacement(t *testing.T) {
 		if err := hub.Delete(ctx, web); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 2*time.Minute, "the plan says what deletion waits for", func() error {
-			p := &scorev1b1.WorkloadPlan{}
-			if err := hub.Get(ctx, key, p); err != nil {
-				return err
-			}
-			if c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); c == nil || !strings.Contains(c.Message, "Deletion waits for cluster us") {
-				return fmt.Errorf("Applied: %+v", c)
+		// The database goes first (the plan goes with the Workload, after its claims): its
+		// claim says what deletion waits for.
+		testenv.Eventually(t, 2*time.Minute, "the claim says what deletion waits for", func() error {
+			if c := claim(t, ns); !strings.Contains(c.Status.Message, "Deprovisioning waits for cluster us to answer") {
+				return fmt.Errorf("the claim: %s", c.Status.Message)
 			}
 			return nil
 		})
@@ -524,6 +807,13 @@ func TestPlacement(t *testing.T) {
 				return err
 			}
 			return errors.New("still there")
+		})
+		testenv.Eventually(t, time.Minute, "the claim released", func() error {
+			var claims scorev1b1.ResourceClaimList
+			if err := hub.List(ctx, &claims, client.InNamespace(ns)); err != nil || len(claims.Items) != 0 {
+				return fmt.Errorf("%d claims, %v", len(claims.Items), err)
+			}
+			return nil
 		})
 		cm := &corev1.ConfigMap{}
 		if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: clusters.StatusConfigMap}, cm); err != nil {

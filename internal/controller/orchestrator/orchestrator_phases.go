@@ -100,12 +100,22 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return nil
 	}
 
+	// Where it runs, before its claims: their instances are provisioned on the same cluster.
+	placed := placement.Result{OK: true}
+	if sel.OK {
+		var err error
+		if placed, err = r.place(ctx, s, sel.Backend); err != nil {
+			return err
+		}
+	}
+
 	// Claims: one per resource, in dependency order.
 	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: loaded.Config.Provisioners, Classes: loaded.Config.Classes, Observed: s.claimViews(desiredKeys(w))})
 	if err != nil {
 		s.specInvalid(planner.Sentence(err.Error()), 0)
 		return nil
 	}
+	desired = s.placeClaims(desired, placed)
 	if len(desired) > 0 && controllerutil.AddFinalizer(w, scorev1b1.WorkloadFinalizer) {
 		if err := r.Client.Patch(ctx, w, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("adding the finalizer: %w", err)
@@ -136,10 +146,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if !sel.OK {
 		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.Selection(sel.Reason, sel.Message))
 		return nil
-	}
-	placed, err := r.place(ctx, s, sel.Backend)
-	if err != nil {
-		return err
 	}
 	if !placed.OK {
 		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.NoCluster())
@@ -199,8 +205,33 @@ func (r *Reconciler) place(ctx context.Context, s *scope, backend *orchconfig.Ba
 	in := placement.Input{Placement: backend.Placement, Clusters: clusters.Placeable(clusters.Decode(cm)), Namespace: s.workload.Namespace, Name: s.workload.Name}
 	if s.plan != nil {
 		in.Current = s.plan.Spec.Cluster
+	} else {
+		// Before its first plan, the cluster its claims were placed on.
+		for _, c := range s.owned() {
+			in.Current = c.Spec.Cluster
+		}
 	}
 	return placement.Place(in), nil
+}
+
+// placeClaims records the Workload's cluster in its desired claims. With no cluster to place
+// it on, no claim is created or moved: the existing ones keep theirs.
+func (s *scope) placeClaims(desired []planner.DesiredClaim, placed placement.Result) []planner.DesiredClaim {
+	if placed.OK {
+		for i := range desired {
+			desired[i].Spec.Cluster = placed.Cluster
+		}
+		return desired
+	}
+	owned := s.owned()
+	kept := desired[:0]
+	for _, d := range desired {
+		if c := owned[d.Name]; c != nil {
+			d.Spec.Cluster = c.Spec.Cluster
+			kept = append(kept, d)
+		}
+	}
+	return kept
 }
 
 // passOnReconcileRequest copies the Workload's score.dev/reconcile-requested-at to its
@@ -355,6 +386,10 @@ func (r *Reconciler) applyClaims(ctx context.Context, s *scope, desired []planne
 					return nil, err
 				} else if reason != "" {
 					state.Denied = reason
+				} else if existing.Spec.Cluster != d.Spec.Cluster {
+					// The Workload moved: the claim's outputs are the old cluster's instance's,
+					// and nothing is planned on the new cluster with them.
+					state.Phase, state.Reason, state.OutputsAvailable = scorev1b1.ClaimPhasePending, "", false
 				}
 			}
 			state.WaitingFor = nil

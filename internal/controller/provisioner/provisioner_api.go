@@ -89,14 +89,14 @@ func (r *Reconciler) provisionAPI(ctx context.Context, c *scorev1b1.ResourceClai
 		return ctrl.Result{}, reconcileErr(err)
 	}
 	plain, secret, err := provisioning.SplitOutputs(outputs, func(ref provisioning.SecretRef) (string, error) {
-		return r.readSecretKey(ctx, id.Namespace, ref)
+		return readSecretKey(ctx, r.secrets.Get, id.Namespace, ref)
 	})
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
 		return ctrl.Result{}, reconcileErr(err)
 	}
 	provisionerapi.SecretOutputs(a.SecretOutputs, plain, secret)
-	return r.publish(ctx, c, def, plain, secret, nil)
+	return ctrl.Result{}, r.publish(ctx, c, def, plain, secret, nil)
 }
 
 // releaseAPI sends an http+api:// instance's delete request, when it has one and something

@@ -24,11 +24,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -49,6 +51,7 @@ import (
 // +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=score.dev,resources=resourceclaims/finalizers,verbs=update
 // +kubebuilder:rbac:groups=score.dev,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=score.dev,resources=workloadplans,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
@@ -94,6 +97,10 @@ type Reconciler struct {
 	phases phaseClock
 	// written tells a cached claim older than this controller's last status write.
 	written ownwrites.Tracker
+	// members are the registered member clusters; clusterChanged brings back the claims of
+	// one that started or stopped answering.
+	members        *clusters.Pool
+	clusterChanged chan event.GenericEvent
 }
 
 // Reconcile brings one claim one step closer to Bound, or releases it when deleted.
@@ -193,6 +200,17 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		return ctrl.Result{}, nil
 	}
 	c.Status.InstanceNamespace = home
+	cluster := instanceCluster(c, def)
+	if cluster != "" && r.members.Pending(ctx, cluster) {
+		return ctrl.Result{}, nil // the cluster's first probe brings the claim back
+	}
+	tgt, err := r.members.Target(cluster, r.applier)
+	if err != nil {
+		unreachable(c, err)
+		return ctrl.Result{}, nil // the cluster's registration or its next answer brings the claim back
+	}
+	c.Status.InstanceCluster = cluster
+	previous, elsewhere := clusters.Split(c.Status.Resources, cluster)
 	id := claimIdentity(c)
 	c.Status.Instance = id.Hash()
 	state, err := r.loadState(ctx, id)
@@ -232,13 +250,21 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	marks := apply.InstanceMarks(id.Namespace, id.Hash())
 	objs, err := res.Objects()
 	var applied apply.Result
+	if err == nil && tgt.Member != nil {
+		err = tgt.Member.EnsureNamespace(ctx, id.Namespace)
+	}
 	if err == nil {
-		applied, err = r.applier.Apply(ctx, objs, marks)
+		applied, err = tgt.Applier.Apply(ctx, objs, marks)
 	}
 	if err == nil && res.Run != nil {
 		var runOutputs map[string]any
-		runOutputs, err = r.judgeRun(ctx, def, &applied, marks)
+		runOutputs, err = r.judgeRun(ctx, tgt.Applier, def, &applied, marks)
 		res.Outputs = provisioning.PatchMap(res.Outputs, runOutputs)
+	}
+	clusters.Tag(applied.Objects, cluster)
+	if err != nil && tgt.Member != nil && r.members.Failed(tgt.Member, id.Namespace, err) {
+		unreachable(c, fmt.Errorf("cluster %s does not answer: %w", cluster, err))
+		return ctrl.Result{}, nil // its next answer brings the claim back
 	}
 	if err != nil && apidenial.NamespaceTerminating(err) {
 		// The instance's namespace is being deleted, and this claim with it: nothing to report
@@ -270,7 +296,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		if errors.Is(err, errRunFailed) {
 			// Terminal for these inputs: the run is immutable and is not retried. A change of
 			// the inputs, the config or the run brings the claim back.
-			c.Status.Resources = applied.Objects
+			c.Status.Resources = append(applied.Objects, elsewhere...)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, reconcileErr(err)
@@ -282,8 +308,16 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Waiting for "+strings.Join(applied.Waiting, ", ")+" to be established.")
 		return ctrl.Result{}, nil
 	}
-	if err := r.applier.Prune(ctx, c.Status.Resources, applied.Objects, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) }); err != nil {
+	if err := tgt.Applier.Prune(ctx, previous, applied.Objects, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) }); err != nil {
+		if tgt.Member != nil && r.members.Failed(tgt.Member, id.Namespace, err) {
+			unreachable(c, fmt.Errorf("cluster %s does not answer: %w", cluster, err))
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
+	}
+	secrets := r.secrets.Get
+	if tgt.Member != nil {
+		secrets = tgt.Member.Client.Get // a Secret an output refers to is the instance's, on its cluster
 	}
 
 	manifestSecrets := provisioning.SecretsInManifests(res.Manifests)
@@ -291,27 +325,37 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		if v, ok := manifestSecrets[ref]; ok {
 			return v, nil
 		}
-		return r.readSecretKey(ctx, id.Namespace, ref)
+		return readSecretKey(ctx, secrets, id.Namespace, ref)
 	})
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
 		return ctrl.Result{}, reconcileErr(err)
 	}
-	return r.publish(ctx, c, def, plain, secret, applied.Objects)
+	if err := r.publish(ctx, c, def, plain, secret, applied.Objects); err != nil {
+		return ctrl.Result{}, err
+	}
+	// A moved instance: the old cluster's objects stay listed until the Workload has left it.
+	if c.Status.Phase == scorev1b1.ClaimPhaseBound {
+		if elsewhere, err = r.retire(ctx, c, elsewhere); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	c.Status.Resources = append(c.Status.Resources, elsewhere...)
+	return ctrl.Result{}, nil
 }
 
 // publish writes the outputs (secret ones into the outputs Secret), the inventory, and the
 // phase they add up to: Binding while objects are not healthy (with the outputs available if
 // every expected one is there), Failed when an expected output is missing, else Bound.
-func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, plain map[string]any, secret map[string]string, applied []scorev1b1.AppliedObject) (ctrl.Result, error) {
+func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, plain map[string]any, secret map[string]string, applied []scorev1b1.AppliedObject) error {
 	if err := r.publishSecretOutputs(ctx, c, secret); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	c.Status.Outputs = nil
 	if len(plain) > 0 {
 		raw, err := json.Marshal(plain)
 		if err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		c.Status.Outputs = &apiextensionsv1.JSON{Raw: raw}
 	}
@@ -343,7 +387,7 @@ func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, de
 		setPhase(c, scorev1b1.ClaimPhaseBound, scorev1b1.ReasonSucceeded, fmt.Sprintf("Provisioned by %s.", def.URI))
 	}
 	c.Status.ObservedGeneration = c.Generation
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // env is what provisioning runs may reach: the chart source, and the command runner when
@@ -392,10 +436,10 @@ func setPhase(c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase, reason sco
 
 func outputsSecretName(c *scorev1b1.ResourceClaim) string { return c.Name + "-outputs" }
 
-// readSecretKey reads a key of an existing Secret a provisioner's outputs refer to.
-func (r *Reconciler) readSecretKey(ctx context.Context, namespace string, ref provisioning.SecretRef) (string, error) {
+// readSecretKey reads, with get, a key of an existing Secret a provisioner's outputs refer to.
+func readSecretKey(ctx context.Context, get func(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error, namespace string, ref provisioning.SecretRef) (string, error) {
 	s := &corev1.Secret{}
-	if err := r.secrets.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
+	if err := get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
 		return "", fmt.Errorf("secret %s referenced by an output: %w", ref.Name, err)
 	}
 	v, ok := s.Data[ref.Key]

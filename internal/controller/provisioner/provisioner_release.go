@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,22 +37,30 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 				setPhase(c, c.Status.Phase, c.Status.Reason, fmt.Sprintf("Deprovisioning; %v.", err))
 				return ctrl.Result{}, fmt.Errorf("deprovisioning through the API: %w", err)
 			}
-			remaining, err := r.applier.Release(ctx, c.Status.Resources, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) })
+			released, err := r.members.Release(ctx, r.applier, c.Status.Resources, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) })
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			if len(remaining) > 0 {
+			for cluster, n := range released.Abandoned {
+				r.event(c, corev1.EventTypeWarning, "ObjectsAbandoned", "Delete", "%d objects on cluster %s were let go of: the cluster is no longer registered.", n, cluster)
+			}
+			c.Status.Resources = slices.DeleteFunc(c.Status.Resources, func(o scorev1b1.AppliedObject) bool { return released.Abandoned[o.Cluster] > 0 })
+			if len(released.Waiting) > 0 {
+				// The cluster's next answer, or its registration removed, brings the claim back.
+				setPhase(c, c.Status.Phase, c.Status.Reason, fmt.Sprintf("Deprovisioning waits for %s to answer: %d objects of the instance are there.", clusterName(released.Waiting[0].Cluster), len(released.Waiting)))
+				return ctrl.Result{}, nil
+			}
+			if len(released.Remaining) > 0 {
 				// Their deletion events bring the claim back.
-				setPhase(c, c.Status.Phase, c.Status.Reason, "Deprovisioning; waiting for "+strings.Join(remaining, ", ")+" to be deleted.")
+				setPhase(c, c.Status.Phase, c.Status.Reason, "Deprovisioning; waiting for "+strings.Join(released.Remaining, ", ")+" to be deleted.")
 				return ctrl.Result{}, nil
 			}
 			// The state goes only with a claim that was bound to the instance: one released before
 			// the provisioner ever ran it has no state of its own, and the state of its identity
 			// may be a retained instance's, which the next claim of that identity binds to.
 			if c.Status.Instance != "" {
-				state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName()}}
-				if err := r.Client.Delete(ctx, state); err != nil && !apierrors.IsNotFound(err) {
-					return ctrl.Result{}, fmt.Errorf("deleting the state: %w", err)
+				if err := r.deleteState(ctx, id); err != nil {
+					return ctrl.Result{}, err
 				}
 			}
 			log.Info("Deprovisioned", "policy", "Delete", "objects", len(c.Status.Resources))
@@ -93,4 +102,13 @@ func (r *Reconciler) otherConsumers(ctx context.Context, c *scorev1b1.ResourceCl
 		}
 	}
 	return n, nil
+}
+
+// deleteState deletes an instance's state.
+func (r *Reconciler) deleteState(ctx context.Context, id provisioning.Identity) error {
+	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName()}}
+	if err := r.Client.Delete(ctx, state); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the state: %w", err)
+	}
+	return nil
 }

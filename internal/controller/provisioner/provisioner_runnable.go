@@ -20,7 +20,7 @@ var errRunFailed = errors.New("the run failed")
 // by the definition's success condition; the earlier runs are kept up to the history limit
 // (older ones deleted) and added to the inventory; once the run succeeded, its outputs are
 // read from it. A failed run is an error naming it (errRunFailed).
-func (r *Reconciler) judgeRun(ctx context.Context, def orchconfig.Provisioner, applied *apply.Result, marks apply.Marks) (map[string]any, error) {
+func (r *Reconciler) judgeRun(ctx context.Context, a *apply.Applier, def orchconfig.Provisioner, applied *apply.Result, marks apply.Marks) (map[string]any, error) {
 	if len(applied.Live) != 1 {
 		return nil, nil // the definitions of its stage are not served yet
 	}
@@ -28,7 +28,7 @@ func (r *Reconciler) judgeRun(ctx context.Context, def orchconfig.Provisioner, a
 	outcome, message := runnable.Judge(run, runnable.SuccessCondition(def.Runnable.SuccessCondition, run.GetKind()))
 	applied.Objects[0].Health = map[runnable.Outcome]string{runnable.Succeeded: scorev1b1.HealthCurrent, runnable.Running: scorev1b1.HealthInProgress, runnable.Failed: scorev1b1.HealthFailed}[outcome]
 	applied.Objects[0].Message = message
-	history, err := r.applier.KeepRuns(ctx, run, def.Runnable.HistoryLimit, marks)
+	history, err := a.KeepRuns(ctx, run, def.Runnable.HistoryLimit, marks)
 	if err != nil {
 		return nil, err
 	}

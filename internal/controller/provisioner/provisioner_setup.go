@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -19,11 +21,13 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // indexInstance indexes claims by the identity hash of the instance they claim.
@@ -81,10 +85,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstanceNamespace, sharedFrom); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexCluster, claimClusters); err != nil {
+		return err
+	}
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = 4
 	}
+	r.clusterChanged = make(chan event.GenericEvent)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("resourceclaim").
 		For(&scorev1b1.ResourceClaim{}).
@@ -97,6 +105,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allClaims))).
 		// A namespace's labels decide whether its claims may share across namespaces.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{}), builder.OnlyMetadata).
+		// A member cluster that starts or stops answering brings back the claims placed there.
+		WatchesRawSource(source.Channel(r.clusterChanged, &handler.EnqueueRequestForObject{})).
+		// A plan that leaves a cluster lets a moved claim release its instance there.
+		Watches(&scorev1b1.WorkloadPlan{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPlan), builder.WithPredicates(clustersChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Build(r)
 	if err != nil {
@@ -110,7 +122,35 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
 		Watcher: &apply.Watcher{Controller: c, Cache: provisioned, Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}}
 	r.secrets = apply.CacheFirst{Cache: r.Client, APIServer: mgr.GetAPIReader()}
-	return nil
+	r.members = &clusters.Pool{Name: "cluster-provisioner", Namespace: r.APINamespace, Hub: r.Client, UserAgent: mgr.GetConfig().UserAgent,
+		Scope: scorev1b1.LabelInstance, Changed: r.bringBack}
+	if r.APINamespace == "" {
+		return nil // no control-plane namespace, no registrations: the hub only
+	}
+	r.members.NewApplier = func(cluster string, cl client.Client, ca cache.Cache) *apply.Applier {
+		return &apply.Applier{Client: cl, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
+			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: r.claimsOfObjectOn(cluster)}}
+	}
+	return r.members.Setup(mgr)
+}
+
+// claimsOfPlan maps a plan to its Workload's claims.
+func (r *Reconciler) claimsOfPlan(ctx context.Context, o client.Object) []reconcile.Request {
+	p := o.(*scorev1b1.WorkloadPlan)
+	return r.listClaims(ctx, client.InNamespace(p.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: p.Spec.WorkloadRef.Name})
+}
+
+// clustersChanged passes a plan whose clusters (where it is placed, where it holds objects)
+// changed: what a moved claim waits for.
+var clustersChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		return slices.ContainsFunc(clusters.OfPlan(e.Object.(*scorev1b1.WorkloadPlan)), func(c string) bool { return c != "" })
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !slices.Equal(clusters.OfPlan(e.ObjectOld.(*scorev1b1.WorkloadPlan)), clusters.OfPlan(e.ObjectNew.(*scorev1b1.WorkloadPlan)))
+	},
 }
 
 // sharedFrom is the index value of indexInstanceNamespace: the namespace a claim's instance is
@@ -127,6 +167,11 @@ func sharedFrom(o client.Object) []string {
 // and to every claim that lists it: an object several instances produce carries the label of
 // one of them only.
 func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.claimsOf(ctx, o, "")
+}
+
+// claimsOf maps a provisioned object on cluster ("" the hub) to its claims.
+func (r *Reconciler) claimsOf(ctx context.Context, o client.Object, cluster string) []reconcile.Request {
 	hash := o.GetLabels()[scorev1b1.LabelInstance]
 	if hash == "" {
 		return nil
@@ -134,7 +179,7 @@ func (r *Reconciler) claimsOfObject(ctx context.Context, o client.Object) []reco
 	gvk := o.GetObjectKind().GroupVersionKind()
 	// Cluster-wide: an instance shared across namespaces has consumers in several.
 	byLabel := r.listClaims(ctx, client.MatchingFields{indexInstance: hash})
-	byInventory := r.listClaims(ctx, client.MatchingFields{indexResource: apply.Key(scorev1b1.AppliedObject{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})})
+	byInventory := r.listClaims(ctx, client.MatchingFields{indexResource: apply.Key(scorev1b1.AppliedObject{Cluster: cluster, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})})
 	seen := map[reconcile.Request]bool{}
 	out := make([]reconcile.Request, 0, len(byLabel)+len(byInventory))
 	for _, req := range append(byLabel, byInventory...) {

@@ -14,13 +14,21 @@ import (
 )
 
 // claimIdentity is the identity of the instance a claim stands for: in the namespace its
-// status records (a platform's sharing namespace) or else its own.
+// status records (a platform's sharing namespace) or else its own, on the cluster its status
+// records.
 func claimIdentity(c *scorev1b1.ResourceClaim) provisioning.Identity {
+	return identityOn(c, c.Status.InstanceCluster)
+}
+
+// identityOn is the identity of the claim's instance on cluster.
+func identityOn(c *scorev1b1.ResourceClaim, cluster string) provisioning.Identity {
 	ns := c.Status.InstanceNamespace
 	if ns == "" {
 		ns = c.Namespace
 	}
-	return provisioning.NewIdentity(ns, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID)
+	id := provisioning.NewIdentity(ns, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID)
+	id.Cluster = cluster
+	return id
 }
 
 // instanceNamespace decides where a claim's instance lives. A claim with an id whose

@@ -22,11 +22,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
@@ -78,8 +80,10 @@ type Reconciler struct {
 	// with their instance, not the Workload).
 	routes  *apply.Watcher
 	blocked blocked
-	// members are the registered member clusters.
-	members *members
+	// members are the registered member clusters; clusterChanged brings back the plans of one
+	// that started or stopped answering.
+	members        *clusters.Pool
+	clusterChanged chan event.GenericEvent
 	// written tells a cached plan older than this controller's last status write.
 	written ownwrites.Tracker
 }
@@ -106,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if r.written.Stale(p) {
 		return ctrl.Result{}, nil
 	}
-	if p.Spec.Cluster != "" && r.members.pending(ctx, p.Spec.Cluster) {
+	if p.Spec.Cluster != "" && r.members.Pending(ctx, p.Spec.Cluster) {
 		return ctrl.Result{}, nil // the cluster's first probe brings the plan back
 	}
 	patch := statuspatch.Begin(p)
@@ -145,13 +149,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	p.Status.Phase = scorev1b1.PlanPhasePlanning
 
-	tgt, err := r.target(p.Spec.Cluster)
+	tgt, err := r.members.Target(p.Spec.Cluster, r.applier)
 	if err != nil {
 		r.clusterUnreachable(p, err)
 		return ctrl.Result{}, nil // the cluster's registration or its next answer brings the plan back
 	}
 	marks := apply.PlanMarks(p)
-	if tgt.cluster != "" {
+	if tgt.Cluster != "" {
 		// No owner reference crosses clusters: the identity marks and the inventory carry
 		// ownership, and the plan is held before anything reaches the member. The outputs
 		// Secrets go with the objects that consume them.
@@ -164,15 +168,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if err := r.hold(ctx, p); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := tgt.member.ensureNamespace(ctx, p.Namespace); err != nil {
+		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); err != nil {
 			return r.remoteFailed(p, tgt, err)
 		}
 	}
-	res, err := tgt.applier.Apply(ctx, objs, marks)
-	clusterOf(res.Objects, tgt.cluster)
-	if err != nil && tgt.cluster != "" && len(res.Objects) > 0 {
+	res, err := tgt.Applier.Apply(ctx, objs, marks)
+	clusters.Tag(res.Objects, tgt.Cluster)
+	if err != nil && tgt.Cluster != "" && len(res.Objects) > 0 {
 		// What reached the member before the failure is listed, for a later prune or release.
-		previous, elsewhere := split(p.Status.Objects, tgt.cluster)
+		previous, elsewhere := clusters.Split(p.Status.Objects, tgt.Cluster)
 		p.Status.Objects = append(apply.Union(previous, res.Objects), elsewhere...)
 	}
 	if err != nil {
@@ -191,7 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		case denied:
 			r.fail(p, reason, fmt.Sprintf("The API server refused an object: %v", err))
 			return ctrl.Result{}, fmt.Errorf("apply refused, retrying with backoff: %w", err)
-		case tgt.cluster != "":
+		case tgt.Cluster != "":
 			return r.remoteFailed(p, tgt, err)
 		default:
 			// Reported, and retried with backoff: a transient failure clears on the next try,
@@ -205,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	// What the plan applied on another cluster (it moved) stays listed until it is deleted.
-	previous, elsewhere := split(p.Status.Objects, tgt.cluster)
+	previous, elsewhere := clusters.Split(p.Status.Objects, tgt.Cluster)
 	if !res.Complete() {
 		// Definitions applied, the rest waits for them to be served; their watch brings the
 		// plan back. Nothing is pruned: the render is not applied completely.
@@ -218,13 +222,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	applied := res.Objects
 	for _, live := range res.Live {
 		limit, _ := strconv.Atoi(live.GetAnnotations()[scorev1b1.AnnotationHistoryLimit])
-		history, err := tgt.applier.KeepRuns(ctx, live, limit, marks)
+		history, err := tgt.Applier.KeepRuns(ctx, live, limit, marks)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		applied = append(applied, clusterOf(history, tgt.cluster)...)
+		applied = append(applied, clusters.Tag(history, tgt.Cluster)...)
 	}
-	if err := tgt.applier.Prune(ctx, previous, applied, nil); err != nil {
+	if err := tgt.Applier.Prune(ctx, previous, applied, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	pending := apply.NotCurrent(applied)
@@ -236,7 +240,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	p.Status.Objects = append(applied, elsewhere...)
 	p.Status.ObservedGeneration = p.Generation
-	setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionTrue, scorev1b1.PlanReasonApplied, fmt.Sprintf("%d objects applied%s.", len(applied), tgt.where()))
+	setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionTrue, scorev1b1.PlanReasonApplied, fmt.Sprintf("%d objects applied%s.", len(applied), tgt.Where()))
 	p.Status.Reason, p.Status.Message = "", ""
 
 	state := runtimeHealthy

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
 )
 
@@ -25,7 +26,7 @@ import (
 // balancer addresses, cluster DNS names), and the runtime's conditions (Healthy or
 // Provisioning; LBPending and IngressPending while the platform has not given an address)
 // for the orchestrator's mirror to normalise.
-func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, t target, applied []*unstructured.Unstructured, state runtimeState) error {
+func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, t clusters.Target, applied []*unstructured.Unstructured, state runtimeState) error {
 	e := &scorev1b1.WorkloadExposure{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.WorkloadRef.Name}, e); err != nil {
 		return client.IgnoreNotFound(err) // the orchestrator registers it; its creation brings the plan back
@@ -41,8 +42,10 @@ func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadP
 	var readErr error
 	in.Reachable = func(name string) bool {
 		reachable := r.reachable
-		if t.cluster != "" {
-			reachable = t.reachableOn
+		if t.Cluster != "" {
+			reachable = func(ctx context.Context, namespace, service string) (bool, error) {
+				return reachableOn(ctx, t, namespace, service)
+			}
 		}
 		ok, err := reachable(ctx, p.Namespace, name)
 		readErr = errors.Join(readErr, err)

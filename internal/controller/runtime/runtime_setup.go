@@ -24,6 +24,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
@@ -97,9 +98,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// secrets revision. Metadata only: the runtime caches no secret values.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(planOfOutputs), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
-	r.members = &members{namespace: r.Namespace, hub: r.Client, userAgent: mgr.GetConfig().UserAgent, changed: make(chan event.GenericEvent)}
+	r.clusterChanged = make(chan event.GenericEvent)
+	r.members = &clusters.Pool{Name: "cluster", Namespace: r.Namespace, Hub: r.Client, UserAgent: mgr.GetConfig().UserAgent,
+		Scope: scorev1b1.LabelWorkload, Changed: r.bringBack, Publish: true}
 	// A member cluster that starts or stops answering brings back the plans placed there.
-	b = b.WatchesRawSource(source.Channel(r.members.changed, &handler.EnqueueRequestForObject{}))
+	b = b.WatchesRawSource(source.Channel(r.clusterChanged, &handler.EnqueueRequestForObject{}))
 	if r.Config != nil {
 		// New health rules re-judge every plan's objects.
 		b = b.WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allPlans)))
@@ -127,11 +130,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	// On a member no owner reference crosses clusters: the Workload's UID finds the plan.
 	remote := releaseBlocked{EventHandler: handler.EnqueueRequestsFromMapFunc(r.byWorkloadUID), blocked: &r.blocked}
-	r.members.newApplier = func(cl client.Client, ca cache.Cache) *apply.Applier {
+	r.members.NewApplier = func(_ string, cl client.Client, ca cache.Cache) *apply.Applier {
 		return &apply.Applier{Client: cl, FieldManager: scorev1b1.FieldManagerRuntime, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
 			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: remote}}
 	}
-	return r.members.setup(mgr)
+	return r.members.Setup(mgr)
 }
 
 // planOfApplied maps an applied object to its plan: the controller owner of a namespaced one,

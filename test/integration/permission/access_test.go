@@ -140,7 +140,11 @@ func accessTable() []access {
 		{who: provisionerSA, verb: "create", resource: "resourceclaims.score.dev"},
 		{who: provisionerSA, verb: "delete", resource: "resourceclaims.score.dev"},
 		{who: provisionerSA, verb: "patch", resource: "resourceclaims.score.dev", allowed: true},
-		{who: provisionerSA, verb: "get", resource: "workloadplans.score.dev"},
+		// It reads plans (which hold no secret) to know when a moved Workload has left a
+		// cluster, and writes none.
+		{who: provisionerSA, verb: "get", resource: "workloadplans.score.dev", allowed: true},
+		{who: provisionerSA, verb: "patch", resource: "workloadplans.score.dev"},
+		{who: provisionerSA, verb: "patch", resource: "workloadplans.score.dev/status"},
 		{who: provisionerSA, verb: "create", resource: "statefulsets.apps", allowed: true},
 		{who: provisionerSA, verb: "create", resource: "persistentvolumeclaims", allowed: true},
 

@@ -1,0 +1,390 @@
+package clusters
+
+// The member clusters as a controller that applies there sees them: per registered cluster a
+// client, a cache of the controller's own objects there (scoped to its identity label, as on
+// the hub), an applier whose watches bring the controller's objects back, and the result of
+// the last probe. A registration is reconciled like any object: a new connection digest
+// reconnects (credentials rotated without a restart), a deleted one lets the cluster go.
+// Whether a cluster answers is probed every ProbeInterval — nothing on the hub changes when a
+// remote API server stops answering, so no watch can tell — and a change calls Changed, which
+// brings back the controller's objects placed there. The runtime and the provisioner each
+// keep a pool; the runtime's publishes the clusters' status (StatusConfigMap).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+)
+
+// ProbeInterval is how often each member cluster's API server is asked whether it answers;
+// ProbeTimeout how long an answer may take.
+var (
+	ProbeInterval = 15 * time.Second
+	ProbeTimeout  = 5 * time.Second
+)
+
+// requestTimeout bounds a request to a member (not its watches): a member that stops
+// answering holds a pass at most that long.
+const requestTimeout = 30 * time.Second
+
+// ErrNotRegistered is a cluster that no registration names.
+var ErrNotRegistered = errors.New("not registered")
+
+// Pool is a controller's connections to the registered member clusters.
+type Pool struct {
+	// Name names the pool's registration controller ("cluster-runtime", ...).
+	Name string
+	// Namespace is the control plane's, where the registrations are.
+	Namespace string
+	// Hub is the hub's client: the status is written through it.
+	Hub client.Client
+	// UserAgent is the process's, which its requests to members carry too.
+	UserAgent string
+	// Scope is the label the controller marks its objects with: each member's cache holds
+	// those only.
+	Scope string
+	// NewApplier makes a cluster's applier, its watches in the controller.
+	NewApplier func(cluster string, c client.Client, ca cache.Cache) *apply.Applier
+	// Changed is called when a cluster starts or stops answering, or is let go of.
+	Changed func(ctx context.Context, cluster string)
+	// Publish writes the clusters' status into StatusConfigMap (the runtime's pool).
+	Publish bool
+
+	// status reads the published status from its own cache; registry the registrations.
+	status, registry client.Reader
+
+	ready chan struct{}
+	ctx   context.Context
+
+	mu     sync.Mutex
+	byName map[string]*Member
+}
+
+// Member is one registered cluster.
+type Member struct {
+	Name    string
+	Client  client.Client
+	Applier *apply.Applier
+
+	digest string
+	cfg    *rest.Config
+	stop   context.CancelFunc
+	// status is the last probe's result; probed is set once there was one.
+	status Status
+	probed bool
+	// namespaces holds the namespaces known to exist there.
+	namespaces sync.Map
+}
+
+// Setup adds the registration controller and the members' lifetime to mgr.
+func (p *Pool) Setup(mgr manager.Manager) error {
+	p.ready = make(chan struct{})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		p.ctx = ctx
+		close(p.ready)
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		return err
+	}
+	registry, err := NewCache(mgr, p.Namespace)
+	if err != nil {
+		return err
+	}
+	p.registry = registry
+	if p.Publish {
+		if p.status, err = NewStatusCache(mgr, p.Namespace); err != nil {
+			return err
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(p.Name).
+		WatchesRawSource(source.Kind[client.Object](registry, &corev1.Secret{}, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return p.reconcile(ctx, req.Name)
+		}))
+}
+
+// reconcile connects to, probes or lets go of one registered cluster, publishes the status
+// and calls Changed when whether it answers changed.
+func (p *Pool) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
+	select {
+	case <-p.ready:
+	case <-ctx.Done():
+		return reconcile.Result{}, ctx.Err()
+	}
+	s := &corev1.Secret{}
+	err := p.registry.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, s)
+	if client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, err
+	}
+	if err != nil || !s.DeletionTimestamp.IsZero() {
+		if p.forget(name) {
+			ctrl.LoggerFrom(ctx).Info("Cluster unregistered", "cluster", name)
+			p.Changed(ctx, name)
+		}
+		return reconcile.Result{}, p.publish(ctx)
+	}
+	mem := p.connect(ctx, s)
+	status := probe(mem)
+	status.Labels = Labels(s)
+	p.mu.Lock()
+	before, first := mem.status, !mem.probed
+	mem.status, mem.probed = status, true
+	p.mu.Unlock()
+	if first || before.Reachable != status.Reachable {
+		ctrl.LoggerFrom(ctx).Info("Cluster probed", "cluster", name, "reachable", status.Reachable, "message", status.Message)
+		p.Changed(ctx, name)
+	}
+	return reconcile.Result{RequeueAfter: ProbeInterval}, p.publish(ctx)
+}
+
+// connect returns the cluster's member, reconnecting when its connection changed.
+func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
+	digest := Digest(s)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old := p.byName[s.Name]; old != nil && old.digest == digest {
+		return old
+	} else if old != nil {
+		ctrl.LoggerFrom(ctx).Info("Cluster connection changed: reconnecting", "cluster", s.Name)
+		old.stop()
+	}
+	mem := &Member{Name: s.Name, digest: digest, stop: func() {}}
+	if p.byName == nil {
+		p.byName = map[string]*Member{}
+	}
+	p.byName[s.Name] = mem
+	cfg, err := Config(s)
+	if err == nil {
+		cfg.UserAgent = p.UserAgent
+		err = mem.start(p.ctx, cfg, p.Hub.Scheme(), p.Scope, p.NewApplier)
+	}
+	if err != nil {
+		mem.status.Message = "The registration cannot be used: " + err.Error()
+	}
+	return mem
+}
+
+// start makes the member's client, cache and applier; the cache runs until ctx ends or the
+// member is let go.
+func (mem *Member) start(ctx context.Context, cfg *rest.Config, scheme *kruntime.Scheme, scope string, newApplier func(string, client.Client, cache.Cache) *apply.Applier) error {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return err
+	}
+	bounded := rest.CopyConfig(cfg)
+	bounded.Timeout = requestTimeout
+	boundedHTTP, err := rest.HTTPClientFor(bounded)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(bounded, client.Options{HTTPClient: boundedHTTP, Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		return err
+	}
+	ca, err := cache.New(cfg, cache.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
+		DefaultLabelSelector: apply.OwnLabelSelector(scope), DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { _ = ca.Start(cctx) }()
+	mem.cfg, mem.Client, mem.stop = cfg, c, cancel
+	mem.Applier = newApplier(mem.Name, c, ca)
+	return nil
+}
+
+// probe asks the cluster's API server for its version.
+func probe(mem *Member) Status {
+	if mem.Client == nil {
+		return Status{Message: mem.status.Message}
+	}
+	cfg := rest.CopyConfig(mem.cfg)
+	cfg.Timeout = ProbeTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err == nil {
+		v, verr := dc.ServerVersion()
+		if verr == nil {
+			return Status{Reachable: true, Version: v.GitVersion}
+		}
+		err = verr
+	}
+	return Status{Message: "The API server does not answer: " + err.Error()}
+}
+
+// forget lets go of a cluster no longer registered; it reports whether it was known.
+func (p *Pool) forget(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mem := p.byName[name]
+	if mem == nil {
+		return false
+	}
+	mem.stop()
+	delete(p.byName, name)
+	return true
+}
+
+// Get returns a registered cluster that answers: ErrNotRegistered, or an error saying why it
+// does not answer.
+func (p *Pool) Get(name string) (*Member, error) {
+	if p == nil || p.NewApplier == nil {
+		return nil, fmt.Errorf("cluster %s is %w: this controller applies on the hub only (no control-plane namespace)", name, ErrNotRegistered)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mem := p.byName[name]
+	switch {
+	case mem == nil:
+		return nil, fmt.Errorf("cluster %s is %w", name, ErrNotRegistered)
+	case !mem.status.Reachable || mem.Applier == nil:
+		return nil, fmt.Errorf("cluster %s does not answer: %s", name, mem.status.Message)
+	}
+	return mem, nil
+}
+
+// Pending reports whether a cluster is registered and not probed yet (the process has just
+// started): what is placed there waits for the first probe, which brings it back, rather than
+// report it unreachable for a moment (a restart writes nothing).
+func (p *Pool) Pending(ctx context.Context, name string) bool {
+	if p == nil || p.registry == nil {
+		return false
+	}
+	p.mu.Lock()
+	mem := p.byName[name]
+	probed := mem != nil && mem.probed
+	p.mu.Unlock()
+	if probed {
+		return false
+	}
+	return p.registry.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, &corev1.Secret{}) == nil
+}
+
+// Failed records a failed request to the cluster: one that got no answer (Unanswered) marks
+// it unreachable until the next probe says whether it answers again, and is reported true.
+func (p *Pool) Failed(mem *Member, namespace string, err error) bool {
+	mem.namespaces.Delete(namespace) // it may be what is missing
+	if !Unanswered(err) {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if mem.status.Reachable {
+		mem.status.Reachable, mem.status.Message = false, "A request failed: "+err.Error()
+	}
+	return true
+}
+
+// publish writes the clusters' status into the ConfigMap score-clusters, when it changed. Every
+// registration is listed: one this process has not probed yet (it has just started) keeps what
+// was published for it, with its current labels, so that placement never sees a registered
+// cluster vanish and move Workloads off it.
+func (p *Pool) publish(ctx context.Context) error {
+	if !p.Publish {
+		return nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := p.status.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: StatusConfigMap}, cm)
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	published := Decode(cm)
+	var registrations corev1.SecretList
+	if err := p.registry.List(ctx, &registrations, client.InNamespace(p.Namespace)); err != nil {
+		return err
+	}
+	statuses := make(map[string]Status, len(registrations.Items))
+	p.mu.Lock()
+	for _, s := range registrations.Items {
+		if !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		st, ok := published[s.Name]
+		if !ok {
+			st = Status{Message: "Not probed yet."}
+		}
+		if mem := p.byName[s.Name]; mem != nil && mem.probed {
+			st = mem.status
+		}
+		st.Labels = Labels(&s)
+		statuses[s.Name] = st
+	}
+	p.mu.Unlock()
+	data := Encode(statuses)
+	if err == nil && maps.Equal(cm.Data, data) {
+		return nil
+	}
+	want := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: StatusConfigMap}, Data: data}
+	return p.Hub.Patch(ctx, want, client.Apply, client.FieldOwner(scorev1b1.FieldManagerRuntime), client.ForceOwnership)
+}
+
+// EnsureNamespace creates the namespace on the member when it does not exist; it is never
+// deleted there (other objects may live in it).
+func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
+	if _, ok := mem.namespaces.Load(name); ok {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	err := mem.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err = mem.Client.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the namespace %s on cluster %s: %w", name, mem.Name, err)
+	}
+	mem.namespaces.Store(name, true)
+	return nil
+}
+
+// Unanswered reports whether err is a request that got no answer from the API server (as
+// against the API server's refusal). A failure of our own making (a render refused, a kind
+// not allowed) is not one: marking the member unreachable for it would hold everything placed
+// there until the next probe.
+func Unanswered(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
+	}
+	var urlErr *url.Error
+	var netErr net.Error
+	return errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED)
+}

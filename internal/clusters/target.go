@@ -1,0 +1,108 @@
+package clusters
+
+import (
+	"context"
+	"errors"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+)
+
+// Target is where a controller's objects go: the hub, or a member cluster.
+type Target struct {
+	Cluster string // "" is the hub
+	Applier *apply.Applier
+	Member  *Member
+}
+
+// Where says where objects were applied, for a message: "" on the hub.
+func (t Target) Where() string {
+	if t.Cluster == "" {
+		return ""
+	}
+	return " on cluster " + t.Cluster
+}
+
+// Target returns where objects of cluster go (hub applies on the hub), or why they cannot go
+// there now.
+func (p *Pool) Target(cluster string, hub *apply.Applier) (Target, error) {
+	if cluster == "" {
+		return Target{Applier: hub}, nil
+	}
+	mem, err := p.Get(cluster)
+	if err != nil {
+		return Target{}, err
+	}
+	return Target{Cluster: cluster, Applier: mem.Applier, Member: mem}, nil
+}
+
+// Tag records in an inventory the cluster its objects are in.
+func Tag(objs []scorev1b1.AppliedObject, cluster string) []scorev1b1.AppliedObject {
+	for i := range objs {
+		objs[i].Cluster = cluster
+	}
+	return objs
+}
+
+// Split divides an inventory into the entries on cluster and the others.
+func Split(objs []scorev1b1.AppliedObject, cluster string) (on, others []scorev1b1.AppliedObject) {
+	for _, o := range objs {
+		if o.Cluster == cluster {
+			on = append(on, o)
+		} else {
+			others = append(others, o)
+		}
+	}
+	return on, others
+}
+
+// Released is what Release did on each cluster.
+type Released struct {
+	// Remaining names the objects still being deleted (finalizers, the garbage collector).
+	Remaining []string
+	// Waiting are the entries on clusters that do not answer: kept, nothing was deleted.
+	Waiting []scorev1b1.AppliedObject
+	// Abandoned counts, by cluster, the entries on clusters no longer registered: let go of,
+	// since removing the registration is the explicit way to give up a cluster that will not
+	// return.
+	Abandoned map[string]int
+	// Deleted counts, by cluster, the entries deleted (or being deleted).
+	Deleted map[string]int
+}
+
+// Release deletes objs, each on its cluster (hub on the hub), sparing those inUse says another
+// still uses; see Released for what happens on clusters that do not answer or are gone.
+func (p *Pool) Release(ctx context.Context, hub *apply.Applier, objs []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) (Released, error) {
+	out := Released{Abandoned: map[string]int{}, Deleted: map[string]int{}}
+	var order []string
+	byCluster := map[string][]scorev1b1.AppliedObject{}
+	for _, o := range objs {
+		if _, ok := byCluster[o.Cluster]; !ok {
+			order = append(order, o.Cluster)
+		}
+		byCluster[o.Cluster] = append(byCluster[o.Cluster], o)
+	}
+	for _, cluster := range order {
+		list := byCluster[cluster]
+		t, err := p.Target(cluster, hub)
+		switch {
+		case errors.Is(err, ErrNotRegistered):
+			out.Abandoned[cluster] += len(list)
+			continue
+		case err != nil:
+			out.Waiting = append(out.Waiting, list...)
+			continue
+		}
+		remaining, err := t.Applier.Release(ctx, list, inUse)
+		if err != nil {
+			if cluster != "" && p.Failed(t.Member, "", err) {
+				out.Waiting = append(out.Waiting, list...)
+				continue
+			}
+			return out, err
+		}
+		out.Remaining = append(out.Remaining, remaining...)
+		out.Deleted[cluster] += len(list)
+	}
+	return out, nil
+}

@@ -1,0 +1,168 @@
+package provisioner
+
+// Instances next to their consumer: a claim whose Workload is placed on a member cluster
+// (spec.cluster) is provisioned there, through the provisioner's pool of connections
+// (clusters.Pool, its caches scoped to the instance label as on the hub), unless its
+// definition keeps it on the hub (location: Hub). The state and the outputs Secret stay on
+// the hub with the claim; the runtime copies the outputs Secret to the member. A claim whose
+// Workload moved provisions on the new cluster and keeps the old cluster's objects until the
+// Workload has left it (its plan holds nothing there), then releases them by its policy.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+)
+
+// indexCluster indexes claims by the member clusters they are placed on or hold objects on.
+const indexCluster = "score.dev/cluster"
+
+// claimClusters are the member clusters a claim is placed on or holds objects on.
+func claimClusters(o client.Object) []string {
+	c := o.(*scorev1b1.ResourceClaim)
+	var out []string
+	for _, name := range append([]string{c.Spec.Cluster, c.Status.InstanceCluster}, inventoryClusters(c.Status.Resources)...) {
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// inventoryClusters lists the clusters of an inventory's entries.
+func inventoryClusters(objs []scorev1b1.AppliedObject) []string {
+	var out []string
+	for _, o := range objs {
+		if !slices.Contains(out, o.Cluster) {
+			out = append(out, o.Cluster)
+		}
+	}
+	return out
+}
+
+// instanceCluster is where a claim's instance goes: its Workload's cluster, or the hub when
+// the definition keeps its instances there. An http+api:// instance lives behind an external
+// API the hub calls: it has no objects to place, and is the hub's.
+func instanceCluster(c *scorev1b1.ResourceClaim, def orchconfig.Provisioner) string {
+	if strategy, _ := provisioning.StrategyOf(def.URI); def.OnHub() || strategy == provisioning.StrategyAPI {
+		return ""
+	}
+	return c.Spec.Cluster
+}
+
+// bringBack enqueues the claims placed on, or holding objects on, a cluster that started or
+// stopped answering, or was let go of.
+func (r *Reconciler) bringBack(ctx context.Context, cluster string) {
+	var list scorev1b1.ResourceClaimList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexCluster: cluster}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the claims of a cluster", "cluster", cluster)
+		return
+	}
+	for i := range list.Items {
+		select {
+		case r.clusterChanged <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// claimsOfObjectOn maps an object on cluster to its claims, as claimsOfObject on the hub.
+func (r *Reconciler) claimsOfObjectOn(cluster string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.claimsOf(ctx, o, cluster)
+	})
+}
+
+// unreachable reports a claim whose instance's cluster does not answer or is not registered:
+// a Bound claim stays Bound (its objects are there, nothing was changed or deleted), any other
+// is Binding, and the cluster's next answer (or the orchestrator placing the Workload again)
+// brings it back.
+func unreachable(c *scorev1b1.ResourceClaim, err error) {
+	phase, reason := c.Status.Phase, c.Status.Reason
+	if phase != scorev1b1.ClaimPhaseBound {
+		phase, reason = scorev1b1.ClaimPhaseBinding, ""
+	}
+	setPhase(c, phase, reason, fmt.Sprintf("The instance cannot be provisioned: %v. Nothing was changed or deleted.", err))
+}
+
+// retire releases a moved claim's objects on the clusters its Workload has left (its plan
+// holds nothing there any more), by the claim's policy: Delete deletes them, Retain and Orphan
+// leave them where they are, with an event saying so. It returns the entries still held: on a
+// cluster the Workload still runs on, or being deleted, or on a cluster that does not answer.
+func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, elsewhere []scorev1b1.AppliedObject) ([]scorev1b1.AppliedObject, error) {
+	if len(elsewhere) == 0 {
+		return nil, nil
+	}
+	plan := &scorev1b1.WorkloadPlan{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.WorkloadRef.Name}, plan); client.IgnoreNotFound(err) != nil {
+		return nil, err
+	}
+	running := clusters.OfPlan(plan)
+	var keep, leave []scorev1b1.AppliedObject
+	for _, o := range elsewhere {
+		if slices.Contains(running, o.Cluster) {
+			keep = append(keep, o)
+		} else {
+			leave = append(leave, o)
+		}
+	}
+	if len(leave) == 0 {
+		return keep, nil
+	}
+	if c.Spec.DeprovisionPolicy != "" && c.Spec.DeprovisionPolicy != scorev1b1.DeprovisionDelete {
+		for _, cluster := range inventoryClusters(leave) {
+			r.event(c, corev1.EventTypeNormal, "Retained", "Move", "The instance on %s stays there (deprovision policy %s): the workload moved to %s.", clusterName(cluster), c.Spec.DeprovisionPolicy, clusterName(c.Status.InstanceCluster))
+		}
+		return keep, nil
+	}
+	released, err := r.members.Release(ctx, r.applier, leave, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) })
+	if err != nil {
+		return nil, err
+	}
+	for cluster, n := range released.Deleted {
+		r.event(c, corev1.EventTypeNormal, "Moved", "Delete", "Deleted %d objects of the instance from %s: the workload moved to %s.", n, clusterName(cluster), clusterName(c.Status.InstanceCluster))
+		if err := r.deleteState(ctx, identityOn(c, cluster)); err != nil {
+			return nil, err
+		}
+	}
+	for cluster, n := range released.Abandoned {
+		r.event(c, corev1.EventTypeWarning, "ObjectsAbandoned", "Delete", "%d objects on cluster %s were let go of: the cluster is no longer registered.", n, cluster)
+	}
+	if len(released.Remaining) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Waiting for a moved instance's objects to be deleted", "objects", strings.Join(released.Remaining, ", "))
+	}
+	// Entries being deleted are kept until gone (their deletion events bring the claim back).
+	for _, o := range leave {
+		if slices.Contains(released.Remaining, o.Kind+" "+o.Name) {
+			keep = append(keep, o)
+		}
+	}
+	return append(keep, released.Waiting...), nil
+}
+
+func clusterName(c string) string {
+	if c == "" {
+		return "the hub"
+	}
+	return "cluster " + c
+}
+
+func (r *Reconciler) event(c *scorev1b1.ResourceClaim, typ, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(c, nil, typ, reason, action, format, args...)
+	}
+}
