@@ -138,7 +138,7 @@ func (e *Env) DownMembers(ctx context.Context) error {
 // Orchestrator Config the hub runs with: the highest priority, for Workloads labelled
 // score.dev/placement=members only, on clusters labelled env=dev.
 func addMembersBackend(ctx context.Context, hub client.Client) error {
-	return editConfig(ctx, hub, func(doc map[string]any) error {
+	return EditConfig(ctx, hub, func(doc map[string]any) error {
 		profiles, _ := doc["profiles"].([]any)
 		for _, p := range profiles {
 			profile, _ := p.(map[string]any)
@@ -169,7 +169,7 @@ func addMembersBackend(ctx context.Context, hub client.Client) error {
 // returns how many it placed.
 func PlaceBackends(ctx context.Context, hub client.Client, profile string, placement map[string]any) (int, error) {
 	placed := 0
-	err := editConfig(ctx, hub, func(doc map[string]any) error {
+	err := EditConfig(ctx, hub, func(doc map[string]any) error {
 		profiles, _ := doc["profiles"].([]any)
 		for _, p := range profiles {
 			pr, _ := p.(map[string]any)
@@ -190,9 +190,9 @@ func PlaceBackends(ctx context.Context, hub client.Client, profile string, place
 	return placed, err
 }
 
-// editConfig rewrites the Orchestrator Config the hub runs with through edit, refusing a result
+// EditConfig rewrites the Orchestrator Config the hub runs with through edit, refusing a result
 // that does not validate.
-func editConfig(ctx context.Context, hub client.Client, edit func(doc map[string]any) error) error {
+func EditConfig(ctx context.Context, hub client.Client, edit func(doc map[string]any) error) error {
 	cm := &corev1.ConfigMap{}
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: "orchestrator-config"}, cm); err != nil {
 		return err

@@ -42,6 +42,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -144,6 +145,18 @@ func run(m *testing.M) int {
 	// Every web-service backend places on the clusters labelled env=prod, the first by name.
 	if _, err := devenv.PlaceBackends(ctx, hub, "web-service", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"env": "prod"}}, "policy": "Ordered"}); err != nil {
 		fmt.Fprintln(os.Stderr, "placing web services on members:", err)
+		return 1
+	}
+	// The redis definition keeps its instances on the hub, wherever their Workload runs.
+	if err := devenv.EditConfig(ctx, hub, func(doc map[string]any) error {
+		for _, p := range doc["provisioners"].([]any) {
+			if def := p.(map[string]any); def["type"] == "redis" {
+				def["location"] = "Hub"
+			}
+		}
+		return nil
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "keeping redis on the hub:", err)
 		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
@@ -568,14 +581,15 @@ func TestPlacement(t *testing.T) {
 	})
 
 	t.Run("mid-rollout, the member's API server and the controllers killed: nothing lost, nothing twice", func(t *testing.T) {
-		// Two Workloads sharing one database (one instance on eu) and one without, rolled
-		// out while eu's API server is down and the controllers restart.
+		// Two Workloads sharing one database (one instance on eu) and one whose cache stays on
+		// the hub (location: Hub), rolled out while eu's API server is down and the
+		// controllers restart.
 		bns := "team-b"
 		testenv.Create(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bns}})
 		batch := []*scorev1b1.Workload{
 			testenv.Workload(bns, "orders", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres", testenv.ResourceID("orders"))),
 			testenv.Workload(bns, "billing", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres", testenv.ResourceID("orders"))),
-			testenv.Workload(bns, "front", testenv.WithPort("http", 80)),
+			testenv.Workload(bns, "front", testenv.WithPort("http", 80), testenv.WithResource("cache", "redis")),
 		}
 		for _, w := range batch {
 			testenv.Create(t, hub, w)
@@ -613,6 +627,21 @@ func TestPlacement(t *testing.T) {
 		}
 		for _, p := range auditMember(t, eu, "eu", bns) {
 			t.Error(p)
+		}
+		// The cache is on the hub, its outputs on eu next to their consumer.
+		cache := &scorev1b1.ResourceClaim{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: bns, Name: planner.ClaimName("front", "cache", "redis")}, cache); err != nil {
+			t.Fatal(err)
+		}
+		if cache.Status.InstanceCluster != "" || len(cache.Status.Resources) == 0 || cache.Status.SecretRef == nil {
+			t.Fatalf("the hub's cache: on %q, %d objects, outputs %v", cache.Status.InstanceCluster, len(cache.Status.Resources), cache.Status.SecretRef)
+		}
+		var caches appsv1.StatefulSetList
+		if err := hub.List(ctx, &caches, client.InNamespace(bns)); err != nil || len(caches.Items) != 1 {
+			t.Fatalf("%d StatefulSets on the hub, want the cache's: %v", len(caches.Items), err)
+		}
+		if err := eu.c.Get(ctx, client.ObjectKey{Namespace: bns, Name: cache.Status.SecretRef.Name}, &corev1.Secret{}); err != nil {
+			t.Fatalf("the cache's outputs on eu: %v", err)
 		}
 		// The audit can fail: an object of ours that nothing lists is found.
 		planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: bns, Name: "planted-orphan", Labels: map[string]string{scorev1b1.LabelInstance: "0123456789abcdef"}}}

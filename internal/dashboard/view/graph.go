@@ -124,7 +124,11 @@ func planBranch(in GraphInput) branch {
 		return branch{node: Node{ID: "plan", Kind: "WorkloadPlan", Name: in.Workload.Name, Health: scorev1b1.HealthUnknown, Detail: "not emitted yet"}}
 	}
 	p := in.Plan
-	b := branch{node: Node{ID: "plan", Kind: "WorkloadPlan", Name: p.Name, Health: PlanHealth(p), Detail: p.Spec.Profile + " → " + p.Spec.BackendID}}
+	detail := p.Spec.Profile + " → " + p.Spec.BackendID
+	if p.Spec.Cluster != "" {
+		detail += " on " + p.Spec.Cluster
+	}
+	b := branch{node: Node{ID: "plan", Kind: "WorkloadPlan", Name: p.Name, Health: PlanHealth(p), Detail: detail}}
 	for _, o := range p.Status.Objects {
 		b.children = append(b.children, objectNode("plan", o))
 	}
@@ -176,6 +180,11 @@ func objectNode(parent string, o scorev1b1.AppliedObject) Node {
 		ref = o.Kind + "/" + o.Namespace + "/" + o.Name
 	}
 	detail := objectHealth(o)
+	if o.Cluster != "" {
+		// On a member cluster; during a move the same object is listed on two.
+		ref = o.Cluster + ":" + ref
+		detail = "on " + o.Cluster + " · " + detail
+	}
 	if o.Message != "" {
 		detail += " · " + o.Message
 	}

@@ -146,6 +146,16 @@ func TestBuildGraph(t *testing.T) {
 			[]string{"workload InProgress", "claim/cache Unknown", "claim/db Current", "claim/db/StatefulSet/shop/pg-1 Current", "claim/db/Service/shop/pg-1 Current",
 				"plan InProgress", "plan/Deployment/shop/web InProgress", "exposure Current", "exposure/0 Failed"},
 		},
+		"a Workload moving from eu to us: each object where it is": {
+			GraphInput{Workload: &w, Plan: func() *scorev1b1.WorkloadPlan {
+				moving := plan("shop", "web", "web-service", "k8s-web",
+					scorev1b1.AppliedObject{Cluster: "eu", Kind: "Deployment", Namespace: "shop", Name: "web", Health: scorev1b1.HealthCurrent},
+					scorev1b1.AppliedObject{Cluster: "us", Kind: "Deployment", Namespace: "shop", Name: "web", Health: scorev1b1.HealthInProgress})
+				moving.Spec.Cluster = "us"
+				return &moving
+			}()},
+			[]string{"workload InProgress", "plan InProgress", "plan/eu:Deployment/shop/web Current", "plan/us:Deployment/shop/web InProgress"},
+		},
 		"nothing emitted yet": {
 			GraphInput{Workload: &w, Claims: nil},
 			[]string{"workload InProgress", "plan Unknown"},
