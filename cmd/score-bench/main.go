@@ -304,7 +304,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	}
 	if o.members > 0 {
 		defer s.stopMembers()
-		if err := s.startMembers(ctx, root, dir, pods); err != nil {
+		if err := s.startMembers(ctx, root, dir, pods, volumes+8); err != nil {
 			return res, err
 		}
 		res.Members = o.members

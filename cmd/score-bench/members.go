@@ -36,14 +36,14 @@ type memberPhase struct {
 }
 
 // startMembers starts, grows and registers the members, and places every backend on them.
-func (s *runState) startMembers(ctx context.Context, root, dir string, pods int) error {
+func (s *runState) startMembers(ctx context.Context, root, dir string, pods, volumes int) error {
 	roles, err := clusters.HubRoles(os.DirFS(root))
 	if err != nil {
 		return err
 	}
 	for i := range s.o.members {
 		name := fmt.Sprintf("m%d", i+1)
-		m := &benchMember{name: name, k: &simcluster.Cluster{Root: root, Dir: filepath.Join(dir, "members", name), Name: fmt.Sprintf("score-bench-%d-%s", os.Getpid(), name), AuditWrites: true, Output: s.k.Output}}
+		m := &benchMember{name: name, k: &simcluster.Cluster{Root: root, Dir: filepath.Join(dir, "members", name), Name: fmt.Sprintf("score-bench-%d-%s", os.Getpid(), name), Volumes: volumes, AuditWrites: true, Output: s.k.Output}}
 		s.members = append(s.members, m)
 		logf(s.log, "starting member cluster %s", name)
 		if err := m.k.Up(); err != nil {
