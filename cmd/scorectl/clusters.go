@@ -39,9 +39,9 @@ func newClusterAddCommand() *cobra.Command {
 	var server, namespace string
 	cmd := &cobra.Command{
 		Use:   "add NAME --kubeconfig MEMBER_KUBECONFIG [--context C] --label k=v ...",
-		Short: "Register a member cluster: create the runtime's least-privilege identity there, its token on the hub",
+		Short: "Register a member cluster: create the controllers' least-privilege identity there, its token on the hub",
 		Long: `Creates, on the member (--kubeconfig, --context), the namespace score-system, the
-ServiceAccount score-runtime, the ClusterRole score-runtime-member (the runtime's rules for the
+ServiceAccount score-runtime, the ClusterRole score-runtime-member (the runtime's and the provisioner's rules for the
 objects it applies, and namespaces get/create) bound to it, and a long-lived token for it; then
 writes the registration Secret NAME on the hub (--hub-kubeconfig, --hub-context) with the
 member's server, CA and that token, labelled with --label. Run it again to rotate the token or
