@@ -37,6 +37,11 @@ const (
 	// AnnotationWorkloadUID marks every object the runtime applies with the UID of the
 	// Workload it belongs to; an object marked for another Workload is never taken over.
 	AnnotationWorkloadUID = "score.dev/workload-uid"
+	// AnnotationApplied is the digest of what the controllers last applied to an object (a
+	// Secret's key names, not its values): a field dropped from the rendered object changes
+	// it, so the object is applied again and the field removed, where comparing the fields
+	// rendered with the live object would not see it.
+	AnnotationApplied = "score.dev/applied"
 	// LabelInstance marks every object a provisioner applies (and the instance's state
 	// Secret) with the identity hash of the instance it belongs to.
 	LabelInstance = "score.dev/instance"

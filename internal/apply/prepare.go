@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
 
 // ErrNotAllowed is an object its owner may not apply: of a kind the platform does not allow
@@ -152,6 +156,7 @@ func Prepare(in Input) ([]Object, error) {
 		if namespaced && in.Marks.Controller != nil {
 			u.SetOwnerReferences(withController(u.GetOwnerReferences(), *in.Marks.Controller))
 		}
+		u.SetAnnotations(merged(u.GetAnnotations(), map[string]string{scorev1b1.AnnotationApplied: appliedDigest(u)}))
 		out = append(out, Object{Unstructured: u, Namespaced: namespaced, Stage: StageOf(u)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Stage < out[j].Stage })
@@ -242,4 +247,26 @@ var clusterScoped = map[schema.GroupKind]bool{
 // CustomResourceDefinition in the same set still tells the scope of the kind it defines.
 func OfflineScope(gvk schema.GroupVersionKind) (bool, error) {
 	return !clusterScoped[gvk.GroupKind()], nil
+}
+
+// appliedDigest is the digest of what is applied (without its own annotation): a field dropped
+// from the rendered object changes it. Of a Secret only the key names count: no digest of a
+// secret value is written anywhere (a changed value differs from the live object anyway).
+func appliedDigest(u *unstructured.Unstructured) string {
+	c := u.DeepCopy()
+	anns := c.GetAnnotations()
+	delete(anns, scorev1b1.AnnotationApplied)
+	c.SetAnnotations(anns)
+	if c.GetKind() == "Secret" && c.GroupVersionKind().Group == "" {
+		for _, field := range []string{"data", "stringData"} {
+			if m, ok := c.Object[field].(map[string]any); ok {
+				for k := range m {
+					m[k] = ""
+				}
+			}
+		}
+	}
+	b, _ := json.Marshal(c.Object)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
