@@ -26,6 +26,26 @@ type Loaded struct {
 	Revision string
 	// Source says where it came from: "configmap", or "oci/" and the artifact's digest.
 	Source string
+	// Document is the document as admitted (its bytes are the revision's).
+	Document []byte
+}
+
+// Load parses and validates a document: a config ready to use, or the error (an
+// *orchconfig.InvalidError with line-numbered problems).
+func Load(source string, data []byte) (*Loaded, error) {
+	cfg, err := orchconfig.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := selection.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	checker, err := health.New(cfg.Health)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Config: cfg, Selector: sel, Health: checker, Revision: orchconfig.Revision(data), Source: source, Document: data}, nil
 }
 
 // KeptRevisions is how many admitted revisions the store keeps, the current one included.
@@ -154,29 +174,19 @@ func (s *Store) Revisions() []string {
 // stays and the error (an *orchconfig.InvalidError with line-numbered problems) is returned.
 // changed is false when the document is the one already current, whatever its source.
 func (s *Store) Offer(source string, data []byte) (changed bool, err error) {
-	cfg, err := orchconfig.Parse(data)
+	loaded, err := Load(source, data)
 	if err != nil {
 		s.Settle()
 		return false, err
 	}
-	sel, err := selection.New(cfg)
-	if err != nil {
-		s.Settle()
-		return false, err
-	}
-	checker, err := health.New(cfg.Health)
-	if err != nil {
-		s.Settle()
-		return false, err
-	}
-	revision := orchconfig.Revision(data)
+	revision := loaded.Revision
 	s.mu.Lock()
 	if s.current != nil && s.current.Revision == revision {
 		s.current.Source = source
 		s.mu.Unlock()
 		return false, nil
 	}
-	s.current = &Loaded{Config: cfg, Selector: sel, Health: checker, Revision: revision, Source: source}
+	s.current = loaded
 	s.history = slices.DeleteFunc(s.history, func(l *Loaded) bool { return l.Revision == revision })
 	s.history = append(s.history, s.current)
 	if n := len(s.history) - KeptRevisions; n > 0 {

@@ -2,6 +2,8 @@
 // whole-document validator. It is pure: no API client, no clock, no file system.
 package orchconfig
 
+import "time"
+
 // APIVersion and Kind identify an Orchestrator Config document.
 const (
 	APIVersion = "score.dev/v1b1"
@@ -49,6 +51,51 @@ type Config struct {
 
 	// Dependencies say when a Workload is deployed relative to its dependencies.
 	Dependencies DependencyPolicy `json:"dependencies,omitempty" yaml:"dependencies,omitempty"`
+
+	// Rollout takes each change of this config to the fleet in health-gated waves; without
+	// it a change reaches every Workload at once.
+	Rollout *RolloutPolicy `json:"rollout,omitempty" yaml:"rollout,omitempty"`
+}
+
+// RolloutPolicy is how a config change reaches the fleet: the Workloads it renders
+// differently, in waves, each held for a bake time and gated on health.
+type RolloutPolicy struct {
+	// Waves are cumulative sizes: a count ("1") or a share of the affected Workloads
+	// ("10%"); the last takes every one that is left. Default ["1", "10%", "50%", "100%"].
+	Waves []string `json:"waves,omitempty" yaml:"waves,omitempty"`
+	// BakeTime is how long every Workload of the waves so far must have been Ready before the
+	// next wave starts (a Go duration, default 1m).
+	BakeTime string `json:"bakeTime,omitempty" yaml:"bakeTime,omitempty"`
+	// ProgressDeadline is how long after its wave started a Workload may take to be Ready
+	// before it counts as failed (a Go duration, default 5m).
+	ProgressDeadline string `json:"progressDeadline,omitempty" yaml:"progressDeadline,omitempty"`
+	// FailureBudget is how many Workloads may fail the gate before the rollout halts and
+	// pins them back (default 0).
+	FailureBudget int `json:"failureBudget,omitempty" yaml:"failureBudget,omitempty"`
+}
+
+// DefaultWaves are the waves of a policy that names none.
+var DefaultWaves = []string{"1", "10%", "50%", "100%"}
+
+// Durations returns the policy's bake time and progress deadline, defaults applied. The
+// policy validated.
+func (p RolloutPolicy) Durations() (bake, deadline time.Duration) {
+	bake, deadline = time.Minute, 5*time.Minute
+	if d, err := time.ParseDuration(p.BakeTime); err == nil {
+		bake = d
+	}
+	if d, err := time.ParseDuration(p.ProgressDeadline); err == nil {
+		deadline = d
+	}
+	return bake, deadline
+}
+
+// WaveSizes returns the policy's waves, the default when it names none.
+func (p RolloutPolicy) WaveSizes() []string {
+	if len(p.Waves) == 0 {
+		return DefaultWaves
+	}
+	return p.Waves
 }
 
 // DeployWhen is when a Workload's plan is emitted relative to its dependencies.

@@ -3,6 +3,7 @@ package orchconfig
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -45,6 +46,7 @@ func Validate(cfg *Config) []FieldError {
 	v.classes(cfg)
 	v.endpoint(cfg)
 	v.dependencies(cfg)
+	v.rollout(cfg.Rollout)
 	v.health(cfg)
 	for i, k := range cfg.AllowedKinds {
 		if !allowedKindPattern.MatchString(k) {
@@ -647,4 +649,42 @@ func (v *validator) helm(path string, p Provisioner, isHelm bool) {
 			v.fail(path+"."+field, "template does not parse: %v", err)
 		}
 	}
+}
+
+func (v *validator) rollout(p *RolloutPolicy) {
+	if p == nil {
+		return
+	}
+	for i, w := range p.Waves {
+		if _, _, err := ParseWave(w); err != nil {
+			v.fail(fmt.Sprintf("rollout.waves[%d]", i), "%v", err)
+		}
+	}
+	for field, d := range map[string]string{"bakeTime": p.BakeTime, "progressDeadline": p.ProgressDeadline} {
+		if d == "" {
+			continue
+		}
+		if dur, err := time.ParseDuration(d); err != nil || dur < 0 {
+			v.fail("rollout."+field, "%q is not a duration such as 30s or 5m", d)
+		}
+	}
+	if p.FailureBudget < 0 {
+		v.fail("rollout.failureBudget", "%d is negative", p.FailureBudget)
+	}
+}
+
+// ParseWave reads a wave size: a count of Workloads ("1") or a share of them ("10%").
+func ParseWave(s string) (count int, percent int, err error) {
+	if rest, ok := strings.CutSuffix(s, "%"); ok {
+		p, err := strconv.Atoi(rest)
+		if err != nil || p < 1 || p > 100 {
+			return 0, 0, fmt.Errorf("%q must be a share from 1%% to 100%%", s)
+		}
+		return 0, p, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, 0, fmt.Errorf("%q must be a count of Workloads (1, 5) or a share (10%%)", s)
+	}
+	return n, 0, nil
 }

@@ -54,6 +54,8 @@ type Reconciler struct {
 	Namespace string
 	// clusters caches that status.
 	clusters client.Reader
+	// revisions are the admitted config revisions, kept for rollouts.
+	revisions *configsource.Revisions
 	// Now is the clock; tests inject one.
 	Now func() time.Time
 

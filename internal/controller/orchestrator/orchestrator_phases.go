@@ -94,7 +94,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		ctrl.LoggerFrom(ctx).Info("Ignored an invalid exposure URL", "reason", mirrored.Rejected)
 	}
 
-	sel := loaded.Selector.Select(selection.Input{Workload: w, Region: r.Region})
+	// Selection and the plan follow the revision a rollout gives the Workload; its claims, the
+	// provisioner and the mirror follow the current one.
+	render, err := r.renderFrom(ctx, s, loaded)
+	if err != nil {
+		return err
+	}
+	sel := render.Selector.Select(selection.Input{Workload: w, Region: r.Region})
 	if !sel.OK && sel.Reason == scorev1b1.ReasonSpecInvalid {
 		s.specInvalid(sel.Message, 0)
 		return nil
@@ -173,7 +179,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		s.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.ProjectionError())
 		return nil
 	}
-	built.Spec.ConfigRevision = loaded.Revision
+	built.Spec.ConfigRevision = render.Revision
 	built.Spec.Cluster = placed.Cluster
 	if placed.Moved && s.plan != nil && r.Recorder != nil {
 		r.Recorder.Eventf(s.plan, nil, corev1.EventTypeNormal, "Placed", "Place", "Placed on cluster %s: cluster %s no longer fits (%s).", placed.Cluster, s.plan.Spec.Cluster, placed.Selector)

@@ -71,6 +71,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.clusters = status
+	// Rollouts are the fleet's: one orchestrator runs them, the unsharded one (with shards, a
+	// config change reaches every Workload at once).
+	if r.Shard == nil {
+		if err := r.setupRollouts(mgr); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		For(&scorev1b1.Workload{}, builder.WithPredicates(workloadChanged)).
@@ -95,6 +102,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		Watches(&scorev1b1.WorkloadExposure{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
+		// A rollout that starts, moves to its next wave, halts, completes or is aborted changes
+		// the revision Workloads are rendered from.
+		Watches(&scorev1b1.ConfigRollout{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, n := e.ObjectOld.(*scorev1b1.ConfigRollout), e.ObjectNew.(*scorev1b1.ConfigRollout)
+				return o.Status.Phase != n.Status.Phase || o.Status.Wave != n.Status.Wave || o.Spec.Aborted != n.Spec.Aborted
+			}})).
 		// A cluster registered, relabelled or let go of may change where Workloads belong;
 		// whether one answers does not (placement never moves a Workload for an outage).
 		WatchesRawSource(source.Kind[client.Object](status, &corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads), predicate.Funcs{

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+)
+
+func newRolloutCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "See and steer the rollout of the latest config change to the fleet",
+		Long: `With a rollout policy in the Orchestrator Config, each admitted revision reaches the
+Workloads it renders differently in health-gated waves (a ConfigRollout in the control plane's
+namespace). A wave that fails its gate halts the rollout and renders its Workloads from the
+previous revision again.`,
+	}
+	cmd.AddCommand(newRolloutStatusCommand(),
+		newRolloutSteerCommand("pause", "Start no further wave", func(r *scorev1b1.ConfigRollout) error { r.Spec.Paused = true; return nil }),
+		newRolloutSteerCommand("resume", "Go on after a pause, or try a halted wave again", func(r *scorev1b1.ConfigRollout) error {
+			r.Spec.Paused = false
+			if r.Status.Phase == scorev1b1.RolloutHalted {
+				r.Spec.Retry = r.Status.Retried + 1
+			}
+			return nil
+		}),
+		newRolloutSteerCommand("abort", "Render every Workload of the rollout from the previous revision again", func(r *scorev1b1.ConfigRollout) error {
+			if r.Spec.From == "" {
+				return errors.New("the first revision has nothing to go back to")
+			}
+			r.Spec.Aborted = true
+			return nil
+		}))
+	return cmd
+}
+
+// latestRollout returns the newest rollout in the control plane's namespace.
+func latestRollout(ctx context.Context, c client.Client, namespace string) (*scorev1b1.ConfigRollout, error) {
+	var list scorev1b1.ConfigRolloutList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing the rollouts: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, errors.New("no rollout: the config has no rollout policy, or no revision was admitted since it has")
+	}
+	slices.SortFunc(list.Items, func(a, b scorev1b1.ConfigRollout) int { return strings.Compare(a.Name, b.Name) })
+	return &list.Items[len(list.Items)-1], nil
+}
+
+func newRolloutStatusCommand() *cobra.Command {
+	var flags clusterFlags
+	var namespace string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the latest rollout: its revisions, phase, waves and what it waits for",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := flags.connect()
+			if err != nil {
+				return err
+			}
+			r, err := latestRollout(cmd.Context(), c, namespace)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Rollout %s: %s\n  from %s\n  to   %s\n", r.Name, orDash(r.Status.Phase), orDash(r.Spec.From), r.Spec.To)
+			if r.Spec.Paused {
+				fmt.Fprintln(out, "  paused")
+			}
+			fmt.Fprintf(out, "  %d Workloads affected; %s\n", r.Status.Affected, r.Status.Message)
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WAVE\tSIZE\tWORKLOADS\tSTATE\tFAILED")
+			for i, w := range r.Status.Waves {
+				state := map[bool]string{true: "done", false: "waiting"}[i < int(r.Status.Wave) || r.Status.Phase == scorev1b1.RolloutCompleted]
+				if i == int(r.Status.Wave) && r.Status.Phase != scorev1b1.RolloutCompleted {
+					state = strings.ToLower(r.Status.Phase)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, w.Size, len(w.Workloads), state, strings.Join(w.Failed, ","))
+			}
+			return tw.Flush()
+		},
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the namespace the controllers run in")
+	return cmd
+}
+
+// newRolloutSteerCommand changes the latest rollout's spec with change.
+func newRolloutSteerCommand(verb, short string, change func(*scorev1b1.ConfigRollout) error) *cobra.Command {
+	var flags clusterFlags
+	var namespace string
+	cmd := &cobra.Command{
+		Use:   verb,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := flags.connect()
+			if err != nil {
+				return err
+			}
+			r, err := latestRollout(cmd.Context(), c, namespace)
+			if err != nil {
+				return err
+			}
+			switch r.Status.Phase {
+			case scorev1b1.RolloutCompleted, scorev1b1.RolloutAborted, scorev1b1.RolloutSuperseded:
+				return fmt.Errorf("rollout %s is %s: there is nothing to %s", r.Name, r.Status.Phase, verb)
+			}
+			before := r.DeepCopy()
+			if err := change(r); err != nil {
+				return err
+			}
+			if err := c.Patch(cmd.Context(), r, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+				return fmt.Errorf("%s rollout %s: %w", verb, r.Name, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: %s requested; `scorectl rollout status` shows it taken up\n", r.Name, verb)
+			return nil
+		},
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the namespace the controllers run in")
+	return cmd
+}

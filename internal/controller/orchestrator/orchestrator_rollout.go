@@ -1,0 +1,414 @@
+package orchestrator
+
+// Fleet rollouts: when the config has a rollout policy, each admitted revision reaches the
+// Workloads it renders differently in health-gated waves, one ConfigRollout per revision in
+// the control plane's namespace. The rollout controller here starts, advances, halts and
+// completes them; the Workload reconciler renders each Workload from the revision the latest
+// rollout gives it (rollout.Choose). Everything is read from the API (the rollout's status is
+// where it is), so a restart resumes where it was: no wave twice, none skipped.
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+)
+
+// +kubebuilder:rbac:groups=score.dev,resources=configrollouts,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=configrollouts/status,verbs=get;update;patch
+//
+// The revisions' ConfigMaps are created and deleted in the control plane's namespace only
+// (config/rbac/leader-election.yaml).
+
+var rolloutHalts = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "score_orchestrator_rollout_halts_total",
+	Help: "Config rollouts halted by their health gate, their Workloads pinned back to the previous revision.",
+})
+
+func init() { metrics.Registry.MustRegister(rolloutHalts) }
+
+// fleetKey is the rollout controller's one request: the fleet.
+var fleetKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "fleet"}}
+
+// rollouts runs the fleet's config rollouts.
+type rollouts struct {
+	*Reconciler
+	revisions *configsource.Revisions
+	// pruned names the rollout after which the kept revisions were last pruned.
+	pruned string
+}
+
+// setupRollouts adds the rollout controller: it watches the rollouts, the config store, and
+// the Workloads' Ready and plans' revisions (what a wave's gate reads); its timers are the
+// bake time and the progress deadline.
+func (r *Reconciler) setupRollouts(mgr ctrl.Manager) error {
+	r.revisions = &configsource.Revisions{Client: r.Client, APIReader: r.APIReader, Namespace: r.Namespace, Store: r.Config}
+	ro := &rollouts{Reconciler: r, revisions: r.revisions}
+	fleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{fleetKey} })
+	readyChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*scorev1b1.Workload), e.ObjectNew.(*scorev1b1.Workload)
+		return !reflect.DeepEqual(meta.FindStatusCondition(o.Status.Conditions, scorev1b1.ConditionReady), meta.FindStatusCondition(n.Status.Conditions, scorev1b1.ConditionReady))
+	}}
+	planChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*scorev1b1.WorkloadPlan), e.ObjectNew.(*scorev1b1.WorkloadPlan)
+		return o.Spec.ConfigRevision != n.Spec.ConfigRevision || o.Status.ObservedGeneration != n.Status.ObservedGeneration
+	}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("configrollout").
+		WatchesRawSource(source.Kind[client.Object](mgr.GetCache(), &scorev1b1.ConfigRollout{}, fleet)).
+		WatchesRawSource(source.Channel(r.Config.Subscribe(), fleet)).
+		Watches(&scorev1b1.Workload{}, fleet, builder.WithPredicates(readyChanged)).
+		Watches(&scorev1b1.WorkloadPlan{}, fleet, builder.WithPredicates(planChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(ro)
+}
+
+// governing is the rollout the Workloads are rendered under: the latest one. With a rollout
+// policy and none yet (the first revision), nil: the current revision.
+func (r *Reconciler) governing(ctx context.Context) (*scorev1b1.ConfigRollout, error) {
+	list, err := r.listRollouts(ctx)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return &list[len(list)-1], nil
+}
+
+// listRollouts lists the rollouts, oldest first.
+func (r *Reconciler) listRollouts(ctx context.Context) ([]scorev1b1.ConfigRollout, error) {
+	var list scorev1b1.ConfigRolloutList
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the config rollouts: %w", err)
+	}
+	slices.SortFunc(list.Items, func(a, b scorev1b1.ConfigRollout) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items, nil
+}
+
+// renderFrom is the config a Workload is rendered from: the current one, or the revision the
+// governing rollout gives it.
+func (r *Reconciler) renderFrom(ctx context.Context, s *scope, current *configsource.Loaded) (*configsource.Loaded, error) {
+	if current.Config.Rollout == nil || r.revisions == nil {
+		return current, nil
+	}
+	gov, err := r.governing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	planned := ""
+	if s.plan != nil {
+		planned = s.plan.Spec.ConfigRevision
+	}
+	revision := rollout.Choose(gov, s.workload.Namespace+"/"+s.workload.Name, planned)
+	if revision == "" || revision == current.Revision {
+		return current, nil
+	}
+	return r.revisions.Get(ctx, revision)
+}
+
+func terminal(phase string) bool {
+	return phase == scorev1b1.RolloutCompleted || phase == scorev1b1.RolloutAborted || phase == scorev1b1.RolloutSuperseded
+}
+
+// Reconcile starts, advances, halts or completes the fleet's rollout.
+func (ro *rollouts) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	current, ok := ro.Config.Get()
+	if !ok {
+		return reconcile.Result{}, nil
+	}
+	if err := ro.revisions.Save(ctx, current); err != nil {
+		return reconcile.Result{}, err
+	}
+	list, err := ro.listRollouts(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var last, active *scorev1b1.ConfigRollout
+	if len(list) > 0 {
+		last = &list[len(list)-1]
+		if !terminal(last.Status.Phase) {
+			active = last
+		}
+	}
+	policy := current.Config.Rollout
+	switch {
+	case policy == nil && active != nil:
+		// The policy was removed: every Workload renders the current revision.
+		return reconcile.Result{}, ro.setStatus(ctx, active, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Message = scorev1b1.RolloutCompleted, "The config no longer has a rollout policy: every Workload is rendered from the current revision."
+		})
+	case policy == nil:
+		return reconcile.Result{}, ro.pruneOnce(ctx, list, current.Revision)
+	case last == nil:
+		// The first revision seen: nothing to roll out from.
+		return reconcile.Result{}, ro.start(ctx, len(list), "", current)
+	case active == nil && last.Spec.To != current.Revision:
+		from := last.Spec.To
+		if last.Status.Phase == scorev1b1.RolloutAborted && last.Spec.From != "" {
+			from = last.Spec.From
+		}
+		return reconcile.Result{}, ro.start(ctx, len(list), from, current)
+	case active != nil && active.Spec.To != current.Revision && (active.Status.Phase == scorev1b1.RolloutHalted || active.Spec.Aborted):
+		// A new revision supersedes a halted or aborted rollout; one under way goes on, the new
+		// revision waits for it.
+		if err := ro.setStatus(ctx, active, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Message = scorev1b1.RolloutSuperseded, "Superseded by revision "+current.Revision+"."
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+		from := active.Spec.From
+		if from == "" {
+			from = active.Spec.To
+		}
+		return reconcile.Result{}, ro.start(ctx, len(list), from, current)
+	case active == nil:
+		return reconcile.Result{}, ro.pruneOnce(ctx, list, current.Revision)
+	}
+	return ro.advance(ctx, active, current)
+}
+
+// start creates the rollout of current from the revision from, numbered after the n before it
+// (a name a second pass on a stale cache cannot create again).
+func (ro *rollouts) start(ctx context.Context, n int, from string, current *configsource.Loaded) error {
+	r := &scorev1b1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ro.Namespace, Name: fmt.Sprintf("rollout-%04d", n+1),
+		Labels: map[string]string{configsource.LabelRevision: strings.TrimPrefix(current.Revision, "sha256:")[:12]}},
+		Spec: scorev1b1.ConfigRolloutSpec{From: from, To: current.Revision}}
+	if err := ro.Client.Create(ctx, r); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the cache was behind; its event brings the fleet back
+		}
+		return fmt.Errorf("starting the rollout of %s: %w", current.Revision, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Rollout started", "rollout", r.Name, "from", from, "to", current.Revision)
+	return ro.initialize(ctx, r, current)
+}
+
+// initialize lists the Workloads the change affects in their waves.
+func (ro *rollouts) initialize(ctx context.Context, r *scorev1b1.ConfigRollout, current *configsource.Loaded) error {
+	if r.Spec.From == "" {
+		return ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Message, st.Progress = scorev1b1.RolloutCompleted, "The first revision with a rollout policy: nothing to roll out from.", "-"
+		})
+	}
+	from, err := ro.revisions.Get(ctx, r.Spec.From)
+	if err != nil {
+		// The revision the fleet runs is not kept: the change cannot be staged.
+		return ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Message, st.Progress = scorev1b1.RolloutCompleted, fmt.Sprintf("Applied at once: %v.", err), "-"
+		})
+	}
+	var workloads scorev1b1.WorkloadList
+	if err := ro.Client.List(ctx, &workloads); err != nil {
+		return err
+	}
+	var affected []string
+	for i := range workloads.Items {
+		w := &workloads.Items[i]
+		if w.DeletionTimestamp.IsZero() && rendersDifferently(w, from.Selector, current.Selector, ro.Region) {
+			affected = append(affected, w.Namespace+"/"+w.Name)
+		}
+	}
+	waves := rollout.Assign(current.Config.Rollout.WaveSizes(), affected)
+	return ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+		st.Affected, st.Waves, st.Wave = int32(len(affected)), waves, 0
+		st.Phase, st.Progress = scorev1b1.RolloutProgressing, progress(0, len(waves))
+		if len(waves) == 0 {
+			st.Phase, st.Message, st.Progress = scorev1b1.RolloutCompleted, "The change renders no Workload differently.", "-"
+		}
+	})
+}
+
+// rendersDifferently reports whether two configs select differently for a Workload: another
+// profile or backend, or the same backend with another template or values — what its plan
+// is made of.
+func rendersDifferently(w *scorev1b1.Workload, from, to *selection.Selector, region string) bool {
+	a, b := from.Select(selection.Input{Workload: w, Region: region}), to.Select(selection.Input{Workload: w, Region: region})
+	return a.OK != b.OK || a.Profile != b.Profile || !reflect.DeepEqual(a.Backend, b.Backend)
+}
+
+func progress(wave, of int) string { return fmt.Sprintf("%d/%d", wave+1, of) }
+
+// advance takes an active rollout one step: the platform engineer's instructions first, then
+// the gate of the wave under way.
+func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, current *configsource.Loaded) (reconcile.Result, error) {
+	if r.Status.Phase == "" {
+		return reconcile.Result{}, ro.initialize(ctx, r, current)
+	}
+	now := ro.now()
+	switch {
+	case r.Spec.Aborted:
+		ro.event(r, corev1.EventTypeWarning, "Aborted", "Every Workload of the rollout is rendered from %s again.", r.Spec.From)
+		return reconcile.Result{}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Message = scorev1b1.RolloutAborted, "Aborted: every Workload is rendered from the previous revision."
+		})
+	case r.Status.Phase == scorev1b1.RolloutHalted && r.Spec.Retry > r.Status.Retried:
+		ro.event(r, corev1.EventTypeNormal, "Retried", "Wave %d is tried again.", r.Status.Wave+1)
+		return reconcile.Result{Requeue: true}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Retried, st.BakeStarted, st.Message = scorev1b1.RolloutProgressing, r.Spec.Retry, nil, "Retried."
+			st.Waves[st.Wave].Failed = nil
+		})
+	case r.Status.Phase == scorev1b1.RolloutHalted:
+		return reconcile.Result{}, nil
+	case r.Spec.Paused:
+		return reconcile.Result{}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Message = scorev1b1.RolloutPaused, fmt.Sprintf("Paused at wave %d.", st.Wave+1)
+		})
+	}
+	if int(r.Status.Wave) >= len(r.Status.Waves) {
+		return reconcile.Result{}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Message = scorev1b1.RolloutCompleted, "Completed: no wave is left."
+		})
+	}
+	members, err := ro.members(ctx, r.Status.Waves[r.Status.Wave].Workloads)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var started *time.Time
+	if r.Status.BakeStarted != nil {
+		started = &r.Status.BakeStarted.Time
+	}
+	v := rollout.Gate(r.Spec.To, members, started, now, *current.Config.Rollout)
+	wave, of := int(r.Status.Wave), len(r.Status.Waves)
+	switch {
+	case v.Fail:
+		rolloutHalts.Inc()
+		ro.event(r, corev1.EventTypeWarning, "Halted", "Wave %d of %d failed its health gate (%s): its Workloads are rendered from the previous revision again.", wave+1, of, strings.Join(v.Failed, ", "))
+		return reconcile.Result{}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Waves[wave].Failed = scorev1b1.RolloutHalted, v.Failed
+			st.Message = fmt.Sprintf("Halted at wave %d: %s not Ready by the progress deadline; pinned back to the previous revision. `scorectl rollout resume` tries the wave again, `abort` pins every Workload back.", wave+1, strings.Join(v.Failed, ", "))
+		})
+	case v.Pass && wave == of-1:
+		ro.event(r, corev1.EventTypeNormal, "Completed", "All %d waves passed: %d Workloads are rendered from %s.", of, r.Status.Affected, r.Spec.To)
+		return reconcile.Result{}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.BakeStarted, st.Message = scorev1b1.RolloutCompleted, nil, fmt.Sprintf("Completed: %d Workloads in %d waves.", st.Affected, of)
+		})
+	case v.Pass:
+		ro.event(r, corev1.EventTypeNormal, "WavePassed", "Wave %d of %d passed; wave %d starts.", wave+1, of, wave+2)
+		return reconcile.Result{Requeue: true}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+			st.Phase, st.Wave, st.BakeStarted, st.Progress = scorev1b1.RolloutProgressing, int32(wave+1), nil, progress(wave+1, of)
+			st.Message = fmt.Sprintf("Wave %d of %d started.", wave+2, of)
+		})
+	}
+	err = ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
+		st.Phase, st.Message = scorev1b1.RolloutProgressing, fmt.Sprintf("Wave %d of %d waits for %s.", wave+1, of, v.Waiting)
+		if v.Start {
+			st.BakeStarted = &metav1.Time{Time: now}
+		}
+	})
+	return reconcile.Result{RequeueAfter: v.After}, err
+}
+
+// members reads what the gate needs of a wave's Workloads; one deleted since is left out.
+func (ro *rollouts) members(ctx context.Context, keys []string) ([]rollout.Member, error) {
+	var out []rollout.Member
+	for _, key := range keys {
+		ns, name, _ := strings.Cut(key, "/")
+		w := &scorev1b1.Workload{}
+		if err := ro.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		m := rollout.Member{Key: key}
+		p := &scorev1b1.WorkloadPlan{}
+		switch err := ro.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); {
+		case err == nil:
+			m.Revision = p.Spec.ConfigRevision
+			m.Settled = p.Status.ObservedGeneration == p.Generation
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
+			m.Ready, m.Since = c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation, c.LastTransitionTime.Time
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// setStatus writes the rollout's status as change leaves it, when it changed.
+func (ro *rollouts) setStatus(ctx context.Context, r *scorev1b1.ConfigRollout, change func(*scorev1b1.ConfigRolloutStatus)) error {
+	next := r.DeepCopy()
+	change(&next.Status)
+	if reflect.DeepEqual(next.Status, r.Status) {
+		return nil
+	}
+	if next.Status.Phase != r.Status.Phase {
+		ctrl.LoggerFrom(ctx).Info("Rollout", "rollout", r.Name, "phase", next.Status.Phase, "wave", next.Status.Wave, "message", next.Status.Message)
+	}
+	if err := ro.Client.Status().Update(ctx, next); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // read from a cache behind our last write: its event brings the fleet back
+		}
+		return err
+	}
+	return nil
+}
+
+// pruneOnce prunes the kept revisions once for each state of the config and its rollouts.
+func (ro *rollouts) pruneOnce(ctx context.Context, list []scorev1b1.ConfigRollout, current string) error {
+	key := current
+	if len(list) > 0 {
+		last := list[len(list)-1]
+		key += "/" + last.Name + "/" + last.Status.Phase
+	}
+	if ro.pruned == key {
+		return nil
+	}
+	if err := ro.prune(ctx, list); err != nil {
+		return err
+	}
+	ro.pruned = key
+	return nil
+}
+
+// prune drops the kept revisions no plan and no rollout uses, beyond the newest few.
+func (ro *rollouts) prune(ctx context.Context, list []scorev1b1.ConfigRollout) error {
+	inUse := map[string]bool{}
+	for _, r := range list[max(0, len(list)-2):] {
+		inUse[r.Spec.From], inUse[r.Spec.To] = true, true
+	}
+	var plans scorev1b1.WorkloadPlanList
+	if err := ro.Client.List(ctx, &plans); err != nil {
+		return err
+	}
+	for _, p := range plans.Items {
+		inUse[p.Spec.ConfigRevision] = true
+	}
+	return ro.revisions.Prune(ctx, inUse)
+}
+
+func (ro *rollouts) now() time.Time {
+	if ro.Now != nil {
+		return ro.Now()
+	}
+	return time.Now()
+}
+
+func (ro *rollouts) event(r *scorev1b1.ConfigRollout, typ, reason, format string, args ...any) {
+	if ro.Recorder != nil {
+		ro.Recorder.Eventf(r, nil, typ, reason, "Rollout", format, args...)
+	}
+}

@@ -1,0 +1,403 @@
+// Package rollout takes config changes to a fleet of Workloads on a simulated cluster (real
+// kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok nodes) under a rollout
+// policy: a good change goes through every wave, paused, resumed and across a restart of the
+// controllers without a wave repeated or skipped; a change that breaks health reaches the
+// first wave only, halts and is pinned back while a Workload edited meanwhile goes Ready at
+// once, and is aborted with scorectl.
+package rollout
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+var (
+	ctx        = context.Background()
+	c          client.Client
+	cfg        *rest.Config
+	kubeconfig string
+	scorectl   string
+	root       string
+
+	stopControllers func()
+)
+
+const ns = "fleet"
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	root = testenv.RepoRoot()
+	state, err := os.MkdirTemp("", "score-rollout-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	scorectl = filepath.Join(state, "scorectl")
+	if out, err := exec.Command("go", "build", "-o", scorectl, filepath.Join(root, "cmd", "scorectl")).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building scorectl: %v\n%s", err, out)
+		return 1
+	}
+	cluster := &simcluster.Cluster{Root: root, Name: "score-rollout-" + fmt.Sprint(os.Getpid()), Dir: filepath.Join(state, "cluster")}
+	if err := cluster.Up(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
+		return 1
+	}
+	defer func() { _ = cluster.Down() }()
+	kubeconfig = cluster.Kubeconfig()
+	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err == nil {
+		c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	}
+	if err == nil {
+		_, err = devenv.Install(ctx, c, os.DirFS(root))
+	}
+	if err == nil {
+		// Three waves: one Workload, half of them, all; a short bake, a deadline a broken
+		// change reaches in well under a minute.
+		err = devenv.EditConfig(ctx, c, func(doc map[string]any) error {
+			doc["rollout"] = map[string]any{"waves": []any{"1", "50%", "100%"}, "bakeTime": "3s", "progressDeadline": "40s"}
+			return nil
+		})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "installing:", err)
+		return 1
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	if err := startControllers(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { stopControllers() }()
+	return m.Run()
+}
+
+func startControllers() error {
+	mctx, stop := context.WithCancel(ctx)
+	opts := controlplane.DefaultOptions()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: controlplane.CacheOptions(opts), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err == nil {
+		err = controlplane.Setup(mgr, opts)
+	}
+	if err != nil {
+		stop()
+		return err
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mctx) }()
+	stopControllers = func() { stop(); <-done }
+	return nil
+}
+
+func cli(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(scorectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("scorectl %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+// editBackends changes every backend of the web-service profile.
+func editBackends(t *testing.T, change func(b map[string]any)) {
+	t.Helper()
+	if err := devenv.EditConfig(ctx, c, func(doc map[string]any) error {
+		for _, p := range doc["profiles"].([]any) {
+			if pr := p.(map[string]any); pr["name"] == "web-service" {
+				for _, b := range pr["backends"].([]any) {
+					change(b.(map[string]any))
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rolloutNamed waits for the rollout name and returns it once cond holds.
+func rolloutNamed(t *testing.T, name, what string, timeout time.Duration, cond func(*scorev1b1.ConfigRollout) error) *scorev1b1.ConfigRollout {
+	t.Helper()
+	r := &scorev1b1.ConfigRollout{}
+	testenv.Eventually(t, timeout, "rollout "+name+" "+what, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: name}, r); err != nil {
+			return err
+		}
+		return cond(r)
+	})
+	return r
+}
+
+func phase(want string) func(*scorev1b1.ConfigRollout) error {
+	return func(r *scorev1b1.ConfigRollout) error {
+		if r.Status.Phase != want {
+			return fmt.Errorf("%s at wave %d: %s", r.Status.Phase, r.Status.Wave+1, r.Status.Message)
+		}
+		return nil
+	}
+}
+
+func ready(t *testing.T, name string, timeout time.Duration) *scorev1b1.Workload {
+	t.Helper()
+	w := &scorev1b1.Workload{}
+	testenv.Eventually(t, timeout, name+" Ready", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+			return err
+		}
+		if cond := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != w.Generation {
+			return fmt.Errorf("not Ready: %+v", cond)
+		}
+		return nil
+	})
+	return w
+}
+
+func planRevision(t *testing.T, name string) string {
+	t.Helper()
+	p := &scorev1b1.WorkloadPlan{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Spec.ConfigRevision
+}
+
+// renderedFrom records every Workload whose plan was ever written with revision, until stop.
+func renderedFrom(t *testing.T, revision func() string) (seen func() []string, stop func()) {
+	t.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	watch, err := wc.Watch(wctx, &scorev1b1.WorkloadPlanList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	names := map[string]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range watch.ResultChan() {
+			if p, ok := ev.Object.(*scorev1b1.WorkloadPlan); ok && revision() != "" && p.Spec.ConfigRevision == revision() {
+				mu.Lock()
+				names[p.Name] = true
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			var out []string
+			for n := range names {
+				out = append(out, n)
+			}
+			return out
+		}, func() {
+			cancel()
+			<-done
+		}
+}
+
+func TestRollouts(t *testing.T) {
+	testenv.Create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	names := []string{"web-a", "web-b", "web-c", "web-d", "web-e", "web-f"}
+	for _, n := range names {
+		testenv.Create(t, c, testenv.Workload(ns, n, testenv.WithPort("http", 80)))
+	}
+	for _, n := range names {
+		ready(t, n, 3*time.Minute)
+	}
+	first := rolloutNamed(t, "rollout-0001", "completed", time.Minute, phase(scorev1b1.RolloutCompleted))
+	stable := first.Spec.To
+
+	t.Run("a good change goes through every wave, paused, resumed and across a restart", func(t *testing.T) {
+		editBackends(t, func(b map[string]any) {
+			if tpl := b["template"].(map[string]any); tpl["values"] != nil {
+				tpl["values"].(map[string]any)["replicas"] = 2
+			}
+		})
+		r := rolloutNamed(t, "rollout-0002", "at its second wave", 2*time.Minute, func(r *scorev1b1.ConfigRollout) error {
+			if r.Status.Wave < 1 {
+				return fmt.Errorf("%s at wave %d: %s", r.Status.Phase, r.Status.Wave+1, r.Status.Message)
+			}
+			return nil
+		})
+		if r.Spec.From != stable || r.Status.Affected != 6 || len(r.Status.Waves) != 3 || len(r.Status.Waves[0].Workloads) != 1 {
+			t.Fatalf("the rollout: from %s, %d affected, waves %+v", r.Spec.From, r.Status.Affected, r.Status.Waves)
+		}
+		cli(t, "rollout", "pause")
+		paused := rolloutNamed(t, r.Name, "paused", time.Minute, phase(scorev1b1.RolloutPaused))
+		// A restart of the controllers while paused: nothing moves, and it resumes where it was.
+		stopControllers()
+		if err := startControllers(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		if now := rolloutNamed(t, r.Name, "still paused", time.Second, phase(scorev1b1.RolloutPaused)); now.Status.Wave != paused.Status.Wave {
+			t.Fatalf("a paused rollout moved from wave %d to %d", paused.Status.Wave+1, now.Status.Wave+1)
+		}
+		cli(t, "rollout", "resume")
+		done := rolloutNamed(t, r.Name, "completed", 3*time.Minute, phase(scorev1b1.RolloutCompleted))
+		for _, n := range names {
+			ready(t, n, time.Minute)
+			if rev := planRevision(t, n); rev != done.Spec.To {
+				t.Errorf("%s rendered from %s after the rollout, want %s", n, rev, done.Spec.To)
+			}
+			d := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, d); err != nil || *d.Spec.Replicas != 2 {
+				t.Errorf("%s: %v replicas, %v", n, d.Spec.Replicas, err)
+			}
+		}
+		// Each wave passed once: none twice, none skipped.
+		var events corev1.EventList
+		if err := c.List(ctx, &events, client.InNamespace("score-system")); err != nil {
+			t.Fatal(err)
+		}
+		passed := map[string]int{}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == r.Name && (e.Reason == "WavePassed" || e.Reason == "Completed") {
+				passed[e.Message] += int(max(e.Count, 1))
+			}
+		}
+		if len(passed) != 3 {
+			t.Fatalf("the waves' events: %v", passed)
+		}
+		for m, n := range passed {
+			if n != 1 {
+				t.Errorf("%q %d times", m, n)
+			}
+		}
+		stable = done.Spec.To
+	})
+
+	t.Run("a change that breaks health reaches the first wave only, halts and is pinned back", func(t *testing.T) {
+		// The same template with pods no node takes: its Deployments never become available.
+		tpl, err := os.ReadFile(filepath.Join(root, "config", "templates", "web-service.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken := strings.Replace(string(tpl), "    spec: {{ toJson .PodSpec }}", `    spec:
+      nodeSelector: {"score.dev/never": "true"}
+      {{- range $k, $v := .PodSpec }}
+      {{ $k }}: {{ toJson $v }}
+      {{- end }}`, 1)
+		if broken == string(tpl) {
+			t.Fatal("the template changed: no pod spec line to break")
+		}
+		testenv.Create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "rollout-broken"}, Data: map[string]string{"web-service.yaml": broken}})
+		sum := sha256.Sum256([]byte(broken))
+		var mu sync.Mutex
+		target := ""
+		seen, stop := renderedFrom(t, func() string { mu.Lock(); defer mu.Unlock(); return target })
+		defer stop()
+		editBackends(t, func(b map[string]any) {
+			if tpl := b["template"].(map[string]any); tpl["ref"] == "configmap://score-system/score-templates/web-service.yaml" {
+				tpl["ref"], tpl["digest"] = "configmap://score-system/rollout-broken/web-service.yaml", "sha256:"+hex.EncodeToString(sum[:])
+			}
+		})
+		r := rolloutNamed(t, "rollout-0003", "started", time.Minute, phase(scorev1b1.RolloutProgressing))
+		mu.Lock()
+		target = r.Spec.To
+		mu.Unlock()
+		if r.Spec.From != stable {
+			t.Fatalf("from %s, want %s", r.Spec.From, stable)
+		}
+		canary := strings.TrimPrefix(r.Status.Waves[0].Workloads[0], ns+"/")
+		// A Workload of a later wave, edited while the canary is under way: rendered at once
+		// from the revision it is pinned to, and Ready.
+		later := strings.TrimPrefix(r.Status.Waves[2].Workloads[0], ns+"/")
+		w := &scorev1b1.Workload{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: later}, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WithVar("EDITED", "during the rollout")(w)
+		if err := c.Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		ready(t, later, time.Minute)
+		if rev := planRevision(t, later); rev != stable {
+			t.Fatalf("%s edited mid-rollout rendered from %s, want %s", later, rev, stable)
+		}
+		halted := rolloutNamed(t, r.Name, "halted", 2*time.Minute, phase(scorev1b1.RolloutHalted))
+		if halted.Status.Wave != 0 || strings.Join(halted.Status.Waves[0].Failed, ",") != ns+"/"+canary {
+			t.Fatalf("halted at wave %d with %v failed, want wave 1 with %s", halted.Status.Wave+1, halted.Status.Waves[0].Failed, canary)
+		}
+		// Pinned back: the canary is rendered from the previous revision and Ready again.
+		testenv.Eventually(t, time.Minute, "the canary pinned back", func() error {
+			if rev := planRevision(t, canary); rev != stable {
+				return fmt.Errorf("rendered from %s", rev)
+			}
+			return nil
+		})
+		testenv.Eventually(t, 2*time.Minute, "the canary's Deployment back and available", func() error {
+			d := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: canary}, d); err != nil {
+				return err
+			}
+			p := &scorev1b1.WorkloadPlan{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: canary}, p); err != nil {
+				return err
+			}
+			if len(d.Spec.Template.Spec.NodeSelector) > 0 || d.Status.UpdatedReplicas != *d.Spec.Replicas || d.Status.AvailableReplicas != *d.Spec.Replicas {
+				return fmt.Errorf("nodeSelector %v, status %+v; plan %s %+v", d.Spec.Template.Spec.NodeSelector, d.Status, p.Status.Phase, p.Status.Conditions)
+			}
+			return nil
+		})
+		ready(t, canary, 2*time.Minute)
+		if got := seen(); len(got) != 1 || got[0] != canary {
+			t.Fatalf("Workloads rendered from the broken revision: %v, want only %s", got, canary)
+		}
+		status := cli(t, "rollout", "status")
+		if !strings.Contains(status, "Halted") || !strings.Contains(status, canary) {
+			t.Fatalf("rollout status:\n%s", status)
+		}
+		cli(t, "rollout", "abort")
+		rolloutNamed(t, r.Name, "aborted", time.Minute, phase(scorev1b1.RolloutAborted))
+		for _, n := range names {
+			ready(t, n, time.Minute)
+			if rev := planRevision(t, n); rev != stable {
+				t.Errorf("%s rendered from %s after the abort, want %s", n, rev, stable)
+			}
+		}
+		if got := seen(); len(got) != 1 {
+			t.Fatalf("Workloads rendered from the broken revision: %v", got)
+		}
+	})
+}
