@@ -49,6 +49,12 @@ type ConfigRolloutSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Retry int64 `json:"retry,omitempty"`
+	// Pins render Workloads ("namespace/name") from a kept revision whatever the rollout
+	// does, until unpinned; a pinned Workload is left out of its wave's gate. The next
+	// rollout carries them over.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=1000
+	Pins map[string]string `json:"pins,omitempty"`
 }
 
 // The phases of a rollout.

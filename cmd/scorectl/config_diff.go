@@ -17,6 +17,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
 
@@ -66,8 +68,12 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 				return err
 			}
 			var workloads []*scorev1b1.Workload
+			var pins map[string]string
 			if fromCluster {
 				workloads, err = clusterWorkloads(cmd.Context(), &flags)
+				if err == nil {
+					pins, err = clusterPins(cmd.Context(), &flags)
+				}
 			} else {
 				workloads, err = readWorkloads([]string{workloadsDir}, flags.namespace, "")
 			}
@@ -93,7 +99,11 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 			for i, w := range workloads {
 				diffs = append(diffs, configdiff.Compare(w.Namespace+"/"+w.Name, configdiff.Side{Result: olds[i], Err: olds[i].Err}, configdiff.Side{Result: news[i], Err: news[i].Err}))
 			}
-			if err := printDiffs(cmd.OutOrStdout(), diffs, output); err != nil {
+			waves, err := wavesOf(workloads, before, after, diffs, pins)
+			if err != nil {
+				return err
+			}
+			if err := printDiffs(cmd.OutOrStdout(), diffs, waves, output); err != nil {
 				return err
 			}
 			for _, d := range diffs {
@@ -148,7 +158,49 @@ func clusterWorkloads(ctx context.Context, flags *clusterFlags) ([]*scorev1b1.Wo
 	return out, nil
 }
 
-func printDiffs(w io.Writer, diffs []configdiff.Workload, output string) error {
+// wavesOf sets the wave of each affected Workload under the new config's rollout policy, as
+// the orchestrator would assign them (pinned Workloads are in none), and returns how many
+// waves there are (0 without a policy).
+func wavesOf(workloads []*scorev1b1.Workload, before, after *orchconfig.Config, diffs []configdiff.Workload, pins map[string]string) (int, error) {
+	if after.Rollout == nil {
+		return 0, nil
+	}
+	from, err := selection.New(before)
+	if err != nil {
+		return 0, err
+	}
+	to, err := selection.New(after)
+	if err != nil {
+		return 0, err
+	}
+	var affected []string
+	for _, w := range workloads {
+		if _, pinned := pins[w.Namespace+"/"+w.Name]; !pinned && rollout.Affected(w, from, to, "") {
+			affected = append(affected, w.Namespace+"/"+w.Name)
+		}
+	}
+	waves := rollout.Assign(after.Rollout.WaveSizes(), affected)
+	for i := range diffs {
+		diffs[i].Wave = rollout.WaveOf(waves, diffs[i].Name) + 1
+	}
+	return len(waves), nil
+}
+
+// clusterPins are the Workloads the latest rollout pins; none when there is no rollout or the
+// user may not read them.
+func clusterPins(ctx context.Context, flags *clusterFlags) (map[string]string, error) {
+	c, _, err := flags.connect()
+	if err != nil {
+		return nil, err
+	}
+	r, err := latestRollout(ctx, c, "score-system")
+	if err != nil {
+		return nil, nil //nolint:nilerr // no rollout, or not readable: nothing is pinned that we know of
+	}
+	return r.Spec.Pins, nil
+}
+
+func printDiffs(w io.Writer, diffs []configdiff.Workload, waves int, output string) error {
 	if output == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -165,6 +217,9 @@ func printDiffs(w io.Writer, diffs []configdiff.Workload, output string) error {
 		if d.Risky() {
 			risky++
 			mark = " (RISKY)"
+		}
+		if d.Wave > 0 {
+			mark += fmt.Sprintf(" (wave %d of %d)", d.Wave, waves)
 		}
 		fmt.Fprintf(w, "%s%s:\n", d.Name, mark)
 		for _, c := range d.Changes {

@@ -9,9 +9,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 )
 
 func newRolloutCommand() *cobra.Command {
@@ -23,7 +25,7 @@ Workloads it renders differently in health-gated waves (a ConfigRollout in the c
 namespace). A wave that fails its gate halts the rollout and renders its Workloads from the
 previous revision again.`,
 	}
-	cmd.AddCommand(newRolloutStatusCommand(),
+	cmd.AddCommand(newRolloutStatusCommand(), newRolloutPinCommand(),
 		newRolloutSteerCommand("pause", "Start no further wave", func(r *scorev1b1.ConfigRollout) error { r.Spec.Paused = true; return nil }),
 		newRolloutSteerCommand("resume", "Go on after a pause, or try a halted wave again", func(r *scorev1b1.ConfigRollout) error {
 			r.Spec.Paused = false
@@ -128,5 +130,69 @@ func newRolloutSteerCommand(verb, short string, change func(*scorev1b1.ConfigRol
 	}
 	flags.bind(cmd, false)
 	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the namespace the controllers run in")
+	return cmd
+}
+
+func newRolloutPinCommand() *cobra.Command {
+	var flags clusterFlags
+	var namespace string
+	var unpin bool
+	cmd := &cobra.Command{
+		Use:   "pin WORKLOAD [REVISION] [-n NS] [--unpin]",
+		Short: "Render a Workload from a kept config revision whatever the rollout does (or let it go again)",
+		Long: `A pinned Workload is rendered from the revision given (its sha256 digest, or the first 12
+hex digits of it: scorectl rollout status and the plans show them) while the pin holds, left
+out of its rollout's waves and gates, and carried over to the next rollout. The revision must
+be kept (a ConfigMap score-config-<digest> in the control plane's namespace).`,
+		Example: `  scorectl rollout pin web -n team-a sha256:4f1c...
+  scorectl rollout pin web -n team-a --unpin`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if unpin == (len(args) == 2) {
+				return errors.New("give a REVISION to pin to, or --unpin")
+			}
+			c, ns, err := flags.connect()
+			if err != nil {
+				return err
+			}
+			key := ns + "/" + args[0]
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, &scorev1b1.Workload{}); err != nil {
+				return fmt.Errorf("workload %s: %w", key, err)
+			}
+			r, err := latestRollout(cmd.Context(), c, namespace)
+			if err != nil {
+				return err
+			}
+			revision := ""
+			if !unpin {
+				cm := &corev1.ConfigMap{}
+				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: namespace, Name: configsource.RevisionConfigMap(args[1])}, cm); err != nil {
+					return fmt.Errorf("revision %s is not kept: %w", args[1], err)
+				}
+				revision = cm.Annotations[configsource.LabelRevision]
+			}
+			before := r.DeepCopy()
+			if unpin {
+				delete(r.Spec.Pins, key)
+			} else {
+				if r.Spec.Pins == nil {
+					r.Spec.Pins = map[string]string{}
+				}
+				r.Spec.Pins[key] = revision
+			}
+			if err := c.Patch(cmd.Context(), r, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+				return fmt.Errorf("pinning %s: %w", key, err)
+			}
+			if unpin {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s follows rollout %s again\n", key, r.Name)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is rendered from %s until unpinned\n", key, revision)
+			}
+			return nil
+		},
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the namespace the controllers run in")
+	cmd.Flags().BoolVar(&unpin, "unpin", false, "let the Workload follow the rollout again")
 	return cmd
 }

@@ -156,7 +156,7 @@ func Prepare(in Input) ([]Object, error) {
 		if namespaced && in.Marks.Controller != nil {
 			u.SetOwnerReferences(withController(u.GetOwnerReferences(), *in.Marks.Controller))
 		}
-		u.SetAnnotations(merged(u.GetAnnotations(), map[string]string{scorev1b1.AnnotationApplied: appliedDigest(u)}))
+		u.SetAnnotations(merged(u.GetAnnotations(), map[string]string{scorev1b1.AnnotationApplied: appliedDigest(u, in.Marks.KeepLabel)}))
 		out = append(out, Object{Unstructured: u, Namespaced: namespaced, Stage: StageOf(u)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Stage < out[j].Stage })
@@ -249,14 +249,21 @@ func OfflineScope(gvk schema.GroupVersionKind) (bool, error) {
 	return !clusterScoped[gvk.GroupKind()], nil
 }
 
-// appliedDigest is the digest of what is applied (without its own annotation): a field dropped
-// from the rendered object changes it. Of a Secret only the key names count: no digest of a
-// secret value is written anywhere (a changed value differs from the live object anyway).
-func appliedDigest(u *unstructured.Unstructured) string {
+// appliedDigest is the digest of what is applied (without its own annotation, and without the
+// label keep, whose value an existing object keeps: an object several instances produce
+// carries one digest): a field dropped from the rendered object changes it. Of a Secret only
+// the key names count: no digest of a secret value is written anywhere (a changed value
+// differs from the live object anyway).
+func appliedDigest(u *unstructured.Unstructured, keep string) string {
 	c := u.DeepCopy()
 	anns := c.GetAnnotations()
 	delete(anns, scorev1b1.AnnotationApplied)
 	c.SetAnnotations(anns)
+	if keep != "" {
+		labels := c.GetLabels()
+		delete(labels, keep)
+		c.SetLabels(labels)
+	}
 	if c.GetKind() == "Secret" && c.GroupVersionKind().Group == "" {
 		for _, field := range []string{"data", "stringData"} {
 			if m, ok := c.Object[field].(map[string]any); ok {

@@ -37,7 +37,10 @@ type ObjectChange struct {
 
 // Workload is everything that would change for one Workload.
 type Workload struct {
-	Name    string         `json:"name"`
+	Name string `json:"name"`
+	// Wave is the wave of the new config's rollout policy the Workload falls in (1-based); 0
+	// without a policy, or when the change does not affect it.
+	Wave    int            `json:"wave,omitempty"`
 	Changes []Change       `json:"changes,omitempty"`
 	Objects []ObjectChange `json:"objects,omitempty"`
 }

@@ -8,12 +8,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"time"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 )
 
 // Assign puts the affected Workloads ("namespace/name") in waves of the policy's cumulative
@@ -53,6 +55,14 @@ func rank(key string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// Affected reports whether the change from one config to another renders a Workload
+// differently: another profile or backend is selected, or the same backend with another
+// template or values — what its plan is made of.
+func Affected(w *scorev1b1.Workload, from, to *selection.Selector, region string) bool {
+	a, b := from.Select(selection.Input{Workload: w, Region: region}), to.Select(selection.Input{Workload: w, Region: region})
+	return a.OK != b.OK || a.Profile != b.Profile || !reflect.DeepEqual(a.Backend, b.Backend)
+}
+
 // WaveOf returns the index of the wave that takes key, or -1.
 func WaveOf(waves []scorev1b1.RolloutWave, key string) int {
 	for i, w := range waves {
@@ -65,7 +75,7 @@ func WaveOf(waves []scorev1b1.RolloutWave, key string) int {
 
 // Choose is the revision a Workload (key, its plan rendered from current, "" without a plan)
 // is rendered from under the rollout r (nil: none; the caller renders from the latest
-// revision). Reached waves render To, later ones From. A halted rollout pins the halted wave
+// revision). A pin wins. Reached waves render To, later ones From. A halted rollout pins the halted wave
 // back to From (the waves that passed before it keep To); an aborted one pins every Workload.
 // A Workload in no wave — the change does not affect it, or it was created since the rollout
 // began — keeps the revision it has, and a new one gets To, or From when the rollout is halted
@@ -73,6 +83,9 @@ func WaveOf(waves []scorev1b1.RolloutWave, key string) int {
 func Choose(r *scorev1b1.ConfigRollout, key, current string) string {
 	if r == nil {
 		return ""
+	}
+	if pinned, ok := r.Spec.Pins[key]; ok {
+		return pinned
 	}
 	from, to := r.Spec.From, r.Spec.To
 	if from == "" {

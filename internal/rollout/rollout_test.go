@@ -80,6 +80,11 @@ func TestChoose(t *testing.T) {
 		{"halted: a new Workload gets from", r(scorev1b1.RolloutHalted, 1, false), "b/new", "", from},
 		{"aborted: everyone back", r(scorev1b1.RolloutProgressing, 2, true), "a/one", to, from},
 		{"completed", r(scorev1b1.RolloutCompleted, 2, false), "a/three", from, to},
+		{"pinned", func() *scorev1b1.ConfigRollout {
+			p := r(scorev1b1.RolloutProgressing, 2, false)
+			p.Spec.Pins = map[string]string{"a/one": "sha256:older"}
+			return p
+		}(), "a/one", to, "sha256:older"},
 	} {
 		if got := Choose(tc.r, tc.key, tc.current); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)

@@ -201,7 +201,8 @@ func TestHelmInstall(t *testing.T) {
 		t.Logf("%s: %d writes, e.g. %s", user, len(writes), writes[0])
 	}
 	ownWrite := map[string]*regexp.Regexp{
-		"score-orchestrator": regexp.MustCompile(`^(workloads|workloads/status|resourceclaims|workloadplans|workloadexposures|events|leases) `),
+		// The orchestrator keeps the admitted config revisions, and nothing else, in ConfigMaps.
+		"score-orchestrator": regexp.MustCompile(`^(workloads|workloads/status|resourceclaims|workloadplans|workloadexposures|configrollouts|configrollouts/status|events|leases) |^configmaps (create|delete) [^/]+/score-config-[0-9a-f]{12}$`),
 		"score-provisioner":  regexp.MustCompile(`^(resourceclaims|resourceclaims/status|secrets|services|statefulsets|deployments|jobs|configmaps|persistentvolumeclaims|networkpolicies|events|leases) `),
 		"score-runtime":      regexp.MustCompile(`^(workloadplans|workloadplans/status|workloadexposures|workloadexposures/status|deployments|statefulsets|jobs|services|configmaps|secrets|ingresses|networkpolicies|persistentvolumeclaims|events|leases) `),
 	}

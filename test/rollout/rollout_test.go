@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,6 +38,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -150,6 +152,20 @@ func editBackends(t *testing.T, change func(b map[string]any)) {
 	}
 }
 
+// configFile writes the Orchestrator Config the cluster runs into a file of the test's.
+func configFile(t *testing.T, name string) string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: "orchestrator-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(cm.Data["config.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // rolloutNamed waits for the rollout name and returns it once cond holds.
 func rolloutNamed(t *testing.T, name, what string, timeout time.Duration, cond func(*scorev1b1.ConfigRollout) error) *scorev1b1.ConfigRollout {
 	t.Helper()
@@ -248,6 +264,9 @@ func TestRollouts(t *testing.T) {
 	stable := first.Spec.To
 
 	t.Run("a good change goes through every wave, paused, resumed and across a restart", func(t *testing.T) {
+		oldConfig := configFile(t, "old.yaml")
+		// One Workload pinned to the revision it runs: the change passes it by.
+		cli(t, "rollout", "pin", "web-f", "-n", ns, stable)
 		editBackends(t, func(b map[string]any) {
 			if tpl := b["template"].(map[string]any); tpl["values"] != nil {
 				tpl["values"].(map[string]any)["replicas"] = 2
@@ -259,8 +278,23 @@ func TestRollouts(t *testing.T) {
 			}
 			return nil
 		})
-		if r.Spec.From != stable || r.Status.Affected != 6 || len(r.Status.Waves) != 3 || len(r.Status.Waves[0].Workloads) != 1 {
+		if r.Spec.From != stable || r.Status.Affected != 5 || len(r.Status.Waves) != 3 || len(r.Status.Waves[0].Workloads) != 1 || r.Spec.Pins[ns+"/web-f"] != stable {
 			t.Fatalf("the rollout: from %s, %d affected, waves %+v", r.Spec.From, r.Status.Affected, r.Status.Waves)
+		}
+		// The preview against the cluster says which wave each Workload falls in: the waves
+		// the rollout took.
+		var diffs []struct {
+			Name string `json:"name"`
+			Wave int    `json:"wave"`
+		}
+		out := cli(t, "config", "diff", oldConfig, configFile(t, "new.yaml"), "--cluster", "-n", ns, "--templates", filepath.Join(root, "config", "templates"), "-o", "json")
+		if err := json.Unmarshal([]byte(out), &diffs); err != nil || len(diffs) != len(names) {
+			t.Fatalf("config diff --cluster: %v\n%s", err, out)
+		}
+		for _, d := range diffs {
+			if want := rollout.WaveOf(r.Status.Waves, d.Name) + 1; d.Wave != want || (want == 0) != (d.Name == ns+"/web-f") {
+				t.Errorf("config diff puts %s in wave %d; the rollout in wave %d", d.Name, d.Wave, want)
+			}
 		}
 		cli(t, "rollout", "pause")
 		paused := rolloutNamed(t, r.Name, "paused", time.Minute, phase(scorev1b1.RolloutPaused))
@@ -274,7 +308,28 @@ func TestRollouts(t *testing.T) {
 			t.Fatalf("a paused rollout moved from wave %d to %d", paused.Status.Wave+1, now.Status.Wave+1)
 		}
 		cli(t, "rollout", "resume")
+		// A restart while the last wave is under way resumes it.
+		rolloutNamed(t, r.Name, "at its last wave", time.Minute, func(r *scorev1b1.ConfigRollout) error {
+			if r.Status.Wave < 2 && r.Status.Phase != scorev1b1.RolloutCompleted {
+				return fmt.Errorf("%s at wave %d", r.Status.Phase, r.Status.Wave+1)
+			}
+			return nil
+		})
+		stopControllers()
+		if err := startControllers(); err != nil {
+			t.Fatal(err)
+		}
 		done := rolloutNamed(t, r.Name, "completed", 3*time.Minute, phase(scorev1b1.RolloutCompleted))
+		if rev := planRevision(t, "web-f"); rev != stable {
+			t.Fatalf("the pinned web-f rendered from %s, want %s", rev, stable)
+		}
+		cli(t, "rollout", "pin", "web-f", "-n", ns, "--unpin")
+		testenv.Eventually(t, time.Minute, "web-f unpinned follows the rollout", func() error {
+			if rev := planRevision(t, "web-f"); rev != done.Spec.To {
+				return fmt.Errorf("rendered from %s", rev)
+			}
+			return nil
+		})
 		for _, n := range names {
 			ready(t, n, time.Minute)
 			if rev := planRevision(t, n); rev != done.Spec.To {

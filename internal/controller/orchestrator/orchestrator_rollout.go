@@ -34,7 +34,6 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
-	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 )
 
 // +kubebuilder:rbac:groups=score.dev,resources=configrollouts,verbs=get;list;watch;create;update;patch
@@ -162,13 +161,13 @@ func (ro *rollouts) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 		return reconcile.Result{}, ro.pruneOnce(ctx, list, current.Revision)
 	case last == nil:
 		// The first revision seen: nothing to roll out from.
-		return reconcile.Result{}, ro.start(ctx, len(list), "", current)
+		return reconcile.Result{}, ro.start(ctx, len(list), "", current, nil)
 	case active == nil && last.Spec.To != current.Revision:
 		from := last.Spec.To
 		if last.Status.Phase == scorev1b1.RolloutAborted && last.Spec.From != "" {
 			from = last.Spec.From
 		}
-		return reconcile.Result{}, ro.start(ctx, len(list), from, current)
+		return reconcile.Result{}, ro.start(ctx, len(list), from, current, last.Spec.Pins)
 	case active != nil && active.Spec.To != current.Revision && (active.Status.Phase == scorev1b1.RolloutHalted || active.Spec.Aborted):
 		// A new revision supersedes a halted or aborted rollout; one under way goes on, the new
 		// revision waits for it.
@@ -181,7 +180,7 @@ func (ro *rollouts) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 		if from == "" {
 			from = active.Spec.To
 		}
-		return reconcile.Result{}, ro.start(ctx, len(list), from, current)
+		return reconcile.Result{}, ro.start(ctx, len(list), from, current, active.Spec.Pins)
 	case active == nil:
 		return reconcile.Result{}, ro.pruneOnce(ctx, list, current.Revision)
 	}
@@ -190,10 +189,10 @@ func (ro *rollouts) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 
 // start creates the rollout of current from the revision from, numbered after the n before it
 // (a name a second pass on a stale cache cannot create again).
-func (ro *rollouts) start(ctx context.Context, n int, from string, current *configsource.Loaded) error {
+func (ro *rollouts) start(ctx context.Context, n int, from string, current *configsource.Loaded, pins map[string]string) error {
 	r := &scorev1b1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ro.Namespace, Name: fmt.Sprintf("rollout-%04d", n+1),
 		Labels: map[string]string{configsource.LabelRevision: strings.TrimPrefix(current.Revision, "sha256:")[:12]}},
-		Spec: scorev1b1.ConfigRolloutSpec{From: from, To: current.Revision}}
+		Spec: scorev1b1.ConfigRolloutSpec{From: from, To: current.Revision, Pins: pins}}
 	if err := ro.Client.Create(ctx, r); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache was behind; its event brings the fleet back
@@ -225,7 +224,7 @@ func (ro *rollouts) initialize(ctx context.Context, r *scorev1b1.ConfigRollout, 
 	var affected []string
 	for i := range workloads.Items {
 		w := &workloads.Items[i]
-		if w.DeletionTimestamp.IsZero() && rendersDifferently(w, from.Selector, current.Selector, ro.Region) {
+		if _, pinned := r.Spec.Pins[w.Namespace+"/"+w.Name]; !pinned && w.DeletionTimestamp.IsZero() && rollout.Affected(w, from.Selector, current.Selector, ro.Region) {
 			affected = append(affected, w.Namespace+"/"+w.Name)
 		}
 	}
@@ -237,14 +236,6 @@ func (ro *rollouts) initialize(ctx context.Context, r *scorev1b1.ConfigRollout, 
 			st.Phase, st.Message, st.Progress = scorev1b1.RolloutCompleted, "The change renders no Workload differently.", "-"
 		}
 	})
-}
-
-// rendersDifferently reports whether two configs select differently for a Workload: another
-// profile or backend, or the same backend with another template or values — what its plan
-// is made of.
-func rendersDifferently(w *scorev1b1.Workload, from, to *selection.Selector, region string) bool {
-	a, b := from.Select(selection.Input{Workload: w, Region: region}), to.Select(selection.Input{Workload: w, Region: region})
-	return a.OK != b.OK || a.Profile != b.Profile || !reflect.DeepEqual(a.Backend, b.Backend)
 }
 
 func progress(wave, of int) string { return fmt.Sprintf("%d/%d", wave+1, of) }
@@ -280,7 +271,7 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 			st.Phase, st.Message = scorev1b1.RolloutCompleted, "Completed: no wave is left."
 		})
 	}
-	members, err := ro.members(ctx, r.Status.Waves[r.Status.Wave].Workloads)
+	members, err := ro.members(ctx, slices.DeleteFunc(slices.Clone(r.Status.Waves[r.Status.Wave].Workloads), func(k string) bool { _, pinned := r.Spec.Pins[k]; return pinned }))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -389,6 +380,9 @@ func (ro *rollouts) prune(ctx context.Context, list []scorev1b1.ConfigRollout) e
 	inUse := map[string]bool{}
 	for _, r := range list[max(0, len(list)-2):] {
 		inUse[r.Spec.From], inUse[r.Spec.To] = true, true
+		for _, pinned := range r.Spec.Pins {
+			inUse[pinned] = true
+		}
 	}
 	var plans scorev1b1.WorkloadPlanList
 	if err := ro.Client.List(ctx, &plans); err != nil {

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"maps"
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,7 +108,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&scorev1b1.ConfigRollout{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*scorev1b1.ConfigRollout), e.ObjectNew.(*scorev1b1.ConfigRollout)
-				return o.Status.Phase != n.Status.Phase || o.Status.Wave != n.Status.Wave || o.Spec.Aborted != n.Spec.Aborted
+				return o.Status.Phase != n.Status.Phase || o.Status.Wave != n.Status.Wave || o.Spec.Aborted != n.Spec.Aborted || !maps.Equal(o.Spec.Pins, n.Spec.Pins)
 			}})).
 		// A cluster registered, relabelled or let go of may change where Workloads belong;
 		// whether one answers does not (placement never moves a Workload for an outage).
