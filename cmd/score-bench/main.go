@@ -76,6 +76,7 @@ type options struct {
 	profileDir     string
 	profileSeconds int
 	members        int
+	rollout        time.Duration
 }
 
 func main() {
@@ -97,6 +98,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller (the first seconds of the load) and heap profiles (at all Ready) here")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 30, "length of the CPU profiles")
 	flag.IntVar(&o.members, "members", 0, "run the Workloads on this many member clusters of their own (every backend placing on them, Spread), the hub keeping claims, plans and dependencies; counts each member's writes (implies --baseline=false)")
+	flag.DurationVar(&o.rollout, "rollout", 0, "after the steady state, give the config a rollout policy (waves 1, 10%, 50%, 100%) with this bake time, change every backend's values, and time the change through every wave, counting writes (0: no rollout)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -494,6 +496,11 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.Steady = phaseOf(steady.summary(), time.Since(steadyAt))
 	res.UsageRestart = s.usageSince(nil)
 
+	if o.rollout > 0 {
+		if res.Rollout, err = s.rolloutChange(ctx, o.rollout); err != nil {
+			return res, err
+		}
+	}
 	if o.noDelete {
 		return res, nil
 	}

@@ -65,6 +65,8 @@ type result struct {
 	Load    phase `json:"load"`
 	Restart phase `json:"restart"`
 	Steady  phase `json:"steady"`
+	// Rollout is a values change taken through a rollout's waves (--rollout).
+	Rollout *rolloutPhase `json:"rollout,omitempty"`
 	Delete  phase `json:"delete"`
 	// LoadAPI is apiserver_request_total's movement over the load, by verb, resource and code.
 	LoadAPI []apiRow `json:"loadApi"`
@@ -167,6 +169,10 @@ func (r *result) print(w io.Writer) {
 		row(p.name, "ours %d writes, %d events, %d rejected (+%d lease writes); cluster %d (%+.0f over idle) in %.0f s",
 			p.p.Writes.Ours, p.p.Writes.OursEvents, p.p.Writes.OursRejected, p.p.Writes.OursLeases, p.p.Writes.Cluster,
 			float64(p.p.Writes.Cluster)-idle*p.p.Seconds/60, p.p.Seconds)
+	}
+	if ro := r.Rollout; ro != nil {
+		row("rollout of a values change", "%d Workloads in %d waves (bake %.0f s) in %.1f s; ours %d writes (%.1f per Workload), %d events, %d rejected",
+			ro.Affected, ro.Waves, ro.BakeSeconds, ro.Seconds, ro.Writes.Ours, float64(ro.Writes.Ours)/float64(max(ro.Affected, 1)), ro.Writes.OursEvents, ro.Writes.OursRejected)
 	}
 	names := make([]string, 0, len(r.UsageLoad))
 	for n := range r.UsageLoad {

@@ -28,19 +28,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv/inprocess"
 )
 
 var (
@@ -106,20 +103,11 @@ func run(m *testing.M) int {
 }
 
 func startControllers() error {
-	mctx, stop := context.WithCancel(ctx)
-	opts := controlplane.DefaultOptions()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: controlplane.CacheOptions(opts), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err == nil {
-		err = controlplane.Setup(mgr, opts)
-	}
+	stop, err := inprocess.Start(cfg)
 	if err != nil {
-		stop()
 		return err
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(mctx) }()
-	stopControllers = func() { stop(); <-done }
+	stopControllers = stop
 	return nil
 }
 

@@ -33,6 +33,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
 )
 
@@ -58,6 +59,9 @@ type rollouts struct {
 	revisions *configsource.Revisions
 	// pruned names the rollout after which the kept revisions were last pruned.
 	pruned string
+	// written tells a cached rollout older than this controller's last status write: a pass
+	// on it waits for the newer copy's event instead of writing over it.
+	written ownwrites.Tracker
 }
 
 // setupRollouts adds the rollout controller: it watches the rollouts, the config store, and
@@ -146,6 +150,9 @@ func (ro *rollouts) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 	var last, active *scorev1b1.ConfigRollout
 	if len(list) > 0 {
 		last = &list[len(list)-1]
+		if ro.written.Stale(last) {
+			return reconcile.Result{}, nil
+		}
 		if !terminal(last.Status.Phase) {
 			active = last
 		}
@@ -280,6 +287,7 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 		started = &r.Status.BakeStarted.Time
 	}
 	v := rollout.Gate(r.Spec.To, members, started, now, *current.Config.Rollout)
+	bake, _ := current.Config.Rollout.Durations()
 	wave, of := int(r.Status.Wave), len(r.Status.Waves)
 	switch {
 	case v.Fail:
@@ -302,7 +310,12 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 		})
 	}
 	err = ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
-		st.Phase, st.Message = scorev1b1.RolloutProgressing, fmt.Sprintf("Wave %d of %d waits for %s.", wave+1, of, v.Waiting)
+		// The message names the step, not how many Workloads are through it: a count would be
+		// a write for each Workload rendered or Ready.
+		st.Phase, st.Message = scorev1b1.RolloutProgressing, fmt.Sprintf("Wave %d of %d: its Workloads are being rendered from the new revision.", wave+1, of)
+		if v.Start || st.BakeStarted != nil {
+			st.Message = fmt.Sprintf("Wave %d of %d baking: each of its Workloads must be Ready for %s.", wave+1, of, bake)
+		}
 		if v.Start {
 			st.BakeStarted = &metav1.Time{Time: now}
 		}
@@ -349,12 +362,14 @@ func (ro *rollouts) setStatus(ctx context.Context, r *scorev1b1.ConfigRollout, c
 	if next.Status.Phase != r.Status.Phase {
 		ctrl.LoggerFrom(ctx).Info("Rollout", "rollout", r.Name, "phase", next.Status.Phase, "wave", next.Status.Wave, "message", next.Status.Message)
 	}
+	replaced := next.ResourceVersion
 	if err := ro.Client.Status().Update(ctx, next); err != nil {
 		if apierrors.IsConflict(err) {
-			return nil // read from a cache behind our last write: its event brings the fleet back
+			return nil // read from a cache behind the last write: its event brings the fleet back
 		}
 		return err
 	}
+	ro.written.Wrote(next.UID, replaced, next.ResourceVersion)
 	return nil
 }
 
