@@ -67,7 +67,7 @@ type result struct {
 	Steady  phase `json:"steady"`
 	// Rollout is a values change taken through a rollout's waves (--rollout).
 	Rollout *rolloutPhase `json:"rollout,omitempty"`
-	Delete  phase `json:"delete"`
+	Delete  phase         `json:"delete"`
 	// LoadAPI is apiserver_request_total's movement over the load, by verb, resource and code.
 	LoadAPI []apiRow `json:"loadApi"`
 
