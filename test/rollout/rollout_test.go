@@ -31,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
@@ -138,6 +139,30 @@ func editBackends(t *testing.T, change func(b map[string]any)) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rolloutPasses counts the rollout controller's passes in this process (controller-runtime's
+// reconcile counter, which the in-process controllers share with the test).
+func rolloutPasses(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "configrollout" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 // configFile writes the Orchestrator Config the cluster runs into a file of the test's.
@@ -291,9 +316,41 @@ func TestRollouts(t *testing.T) {
 		if err := startControllers(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Second)
-		if now := rolloutNamed(t, r.Name, "still paused", time.Second, phase(scorev1b1.RolloutPaused)); now.Status.Wave != paused.Status.Wave {
-			t.Fatalf("a paused rollout moved from wave %d to %d", paused.Status.Wave+1, now.Status.Wave+1)
+		// The control: every Workload of the paused wave is rendered from the new revision and
+		// has been Ready longer than the bake time — an unpaused rollout would start or finish
+		// its bake now — and the restarted rollout controller has run a pass since.
+		testenv.Eventually(t, 2*time.Minute, "the paused wave ready to pass", func() error {
+			for _, key := range paused.Status.Waves[paused.Status.Wave].Workloads {
+				name := strings.TrimPrefix(key, ns+"/")
+				if rev := planRevision(t, name); rev != paused.Spec.To {
+					return fmt.Errorf("%s rendered from %s", name, rev)
+				}
+				w := &scorev1b1.Workload{}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+					return err
+				}
+				cond := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
+				if cond == nil || cond.Status != metav1.ConditionTrue || time.Since(cond.LastTransitionTime.Time) < 4*time.Second {
+					return fmt.Errorf("%s not Ready for longer than the bake time: %+v", name, cond)
+				}
+			}
+			return nil
+		})
+		passes := rolloutPasses(t)
+		nudge := paused.DeepCopy()
+		nudge.Annotations = map[string]string{"test.score.dev/nudge": time.Now().Format(time.RFC3339Nano)}
+		if err := c.Patch(ctx, nudge, client.MergeFrom(paused)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "a pass of the restarted rollout controller", func() error {
+			if now := rolloutPasses(t); now <= passes {
+				return fmt.Errorf("%v passes, %v before", now, passes)
+			}
+			return nil
+		})
+		now := rolloutNamed(t, r.Name, "still paused", time.Second, phase(scorev1b1.RolloutPaused))
+		if now.Status.Wave != paused.Status.Wave || !now.Status.BakeStarted.Equal(paused.Status.BakeStarted) {
+			t.Fatalf("a paused rollout moved: wave %d → %d, bake started %v → %v", paused.Status.Wave+1, now.Status.Wave+1, paused.Status.BakeStarted, now.Status.BakeStarted)
 		}
 		cli(t, "rollout", "resume")
 		// A restart while the last wave is under way resumes it.
