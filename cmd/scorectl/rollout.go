@@ -57,62 +57,57 @@ func latestRollout(ctx context.Context, c client.Client, namespace string) (*sco
 	return &list.Items[len(list.Items)-1], nil
 }
 
-func newRolloutStatusCommand() *cobra.Command {
+// onLatestRollout completes cmd with the connection flags and --control-plane-namespace, and a
+// RunE that reads the latest rollout and hands it to run with a client and the Workloads'
+// namespace (-n, or the context's).
+func onLatestRollout(cmd *cobra.Command, run func(cmd *cobra.Command, c client.Client, r *scorev1b1.ConfigRollout, ns string, args []string) error) *cobra.Command {
 	var flags clusterFlags
-	var namespace string
-	cmd := &cobra.Command{
+	var controlPlane string
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, ns, err := flags.connect()
+		if err != nil {
+			return err
+		}
+		r, err := latestRollout(cmd.Context(), c, controlPlane)
+		if err != nil {
+			return err
+		}
+		return run(cmd, c, r, ns, args)
+	}
+	flags.bind(cmd, false)
+	cmd.Flags().StringVar(&controlPlane, "control-plane-namespace", "score-system", "the namespace the controllers run in")
+	return cmd
+}
+
+func newRolloutStatusCommand() *cobra.Command {
+	return onLatestRollout(&cobra.Command{
 		Use:   "status",
 		Short: "Show the latest rollout: its revisions, phase, waves and what it waits for",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := flags.connect()
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, _ client.Client, r *scorev1b1.ConfigRollout, _ string, _ []string) error {
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "Rollout %s: %s\n  from %s\n  to   %s\n", r.Name, orDash(r.Status.Phase), orDash(r.Spec.From), r.Spec.To)
+		if r.Spec.Paused {
+			fmt.Fprintln(out, "  paused")
+		}
+		fmt.Fprintf(out, "  %d Workloads affected; %s\n", r.Status.Affected, r.Status.Message)
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "WAVE\tSIZE\tWORKLOADS\tSTATE\tFAILED")
+		for i, w := range r.Status.Waves {
+			state := map[bool]string{true: "done", false: "waiting"}[i < int(r.Status.Wave) || r.Status.Phase == scorev1b1.RolloutCompleted]
+			if i == int(r.Status.Wave) && r.Status.Phase != scorev1b1.RolloutCompleted {
+				state = strings.ToLower(r.Status.Phase)
 			}
-			r, err := latestRollout(cmd.Context(), c, namespace)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Rollout %s: %s\n  from %s\n  to   %s\n", r.Name, orDash(r.Status.Phase), orDash(r.Spec.From), r.Spec.To)
-			if r.Spec.Paused {
-				fmt.Fprintln(out, "  paused")
-			}
-			fmt.Fprintf(out, "  %d Workloads affected; %s\n", r.Status.Affected, r.Status.Message)
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WAVE\tSIZE\tWORKLOADS\tSTATE\tFAILED")
-			for i, w := range r.Status.Waves {
-				state := map[bool]string{true: "done", false: "waiting"}[i < int(r.Status.Wave) || r.Status.Phase == scorev1b1.RolloutCompleted]
-				if i == int(r.Status.Wave) && r.Status.Phase != scorev1b1.RolloutCompleted {
-					state = strings.ToLower(r.Status.Phase)
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, w.Size, len(w.Workloads), state, strings.Join(w.Failed, ","))
-			}
-			return tw.Flush()
-		},
-	}
-	flags.bind(cmd, false)
-	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the namespace the controllers run in")
-	return cmd
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, w.Size, len(w.Workloads), state, strings.Join(w.Failed, ","))
+		}
+		return tw.Flush()
+	})
 }
 
 // newRolloutSteerCommand changes the latest rollout's spec with change.
 func newRolloutSteerCommand(verb, short string, change func(*scorev1b1.ConfigRollout) error) *cobra.Command {
-	var flags clusterFlags
-	var namespace string
-	cmd := &cobra.Command{
-		Use:   verb,
-		Short: short,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := flags.connect()
-			if err != nil {
-				return err
-			}
-			r, err := latestRollout(cmd.Context(), c, namespace)
-			if err != nil {
-				return err
-			}
+	return onLatestRollout(&cobra.Command{Use: verb, Short: short, Args: cobra.NoArgs},
+		func(cmd *cobra.Command, c client.Client, r *scorev1b1.ConfigRollout, _ string, _ []string) error {
 			switch r.Status.Phase {
 			case scorev1b1.RolloutCompleted, scorev1b1.RolloutAborted, scorev1b1.RolloutSuperseded:
 				return fmt.Errorf("rollout %s is %s: there is nothing to %s", r.Name, r.Status.Phase, verb)
@@ -126,18 +121,12 @@ func newRolloutSteerCommand(verb, short string, change func(*scorev1b1.ConfigRol
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rollout %s: %s requested; `scorectl rollout status` shows it taken up\n", r.Name, verb)
 			return nil
-		},
-	}
-	flags.bind(cmd, false)
-	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the namespace the controllers run in")
-	return cmd
+		})
 }
 
 func newRolloutPinCommand() *cobra.Command {
-	var flags clusterFlags
-	var namespace string
 	var unpin bool
-	cmd := &cobra.Command{
+	cmd := onLatestRollout(&cobra.Command{
 		Use:   "pin WORKLOAD [REVISION] [-n NS] [--unpin]",
 		Short: "Render a Workload from a kept config revision whatever the rollout does (or let it go again)",
 		Long: `A pinned Workload is rendered from the revision given (its sha256 digest, or the first 12
@@ -146,53 +135,40 @@ out of its rollout's waves and gates, and carried over to the next rollout. The 
 be kept (a ConfigMap score-config-<digest> in the control plane's namespace).`,
 		Example: `  scorectl rollout pin web -n team-a sha256:4f1c...
   scorectl rollout pin web -n team-a --unpin`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if unpin == (len(args) == 2) {
-				return errors.New("give a REVISION to pin to, or --unpin")
-			}
-			c, ns, err := flags.connect()
-			if err != nil {
-				return err
-			}
-			key := ns + "/" + args[0]
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, &scorev1b1.Workload{}); err != nil {
-				return fmt.Errorf("workload %s: %w", key, err)
-			}
-			r, err := latestRollout(cmd.Context(), c, namespace)
-			if err != nil {
-				return err
-			}
-			revision := ""
-			if !unpin {
-				cm := &corev1.ConfigMap{}
-				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: namespace, Name: configsource.RevisionConfigMap(args[1])}, cm); err != nil {
-					return fmt.Errorf("revision %s is not kept: %w", args[1], err)
-				}
-				revision = cm.Annotations[configsource.LabelRevision]
-			}
-			before := r.DeepCopy()
-			if unpin {
-				delete(r.Spec.Pins, key)
-			} else {
-				if r.Spec.Pins == nil {
-					r.Spec.Pins = map[string]string{}
-				}
-				r.Spec.Pins[key] = revision
-			}
-			if err := c.Patch(cmd.Context(), r, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				return fmt.Errorf("pinning %s: %w", key, err)
-			}
-			if unpin {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s follows rollout %s again\n", key, r.Name)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s is rendered from %s until unpinned\n", key, revision)
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 || unpin == (len(args) == 2) {
+				return errors.New("give a WORKLOAD and a REVISION to pin it to, or a WORKLOAD and --unpin")
 			}
 			return nil
 		},
-	}
-	flags.bind(cmd, false)
-	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the namespace the controllers run in")
+	}, func(cmd *cobra.Command, c client.Client, r *scorev1b1.ConfigRollout, ns string, args []string) error {
+		key := ns + "/" + args[0]
+		if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, &scorev1b1.Workload{}); err != nil {
+			return fmt.Errorf("workload %s: %w", key, err)
+		}
+		before := r.DeepCopy()
+		if unpin {
+			delete(r.Spec.Pins, key)
+		} else {
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: r.Namespace, Name: configsource.RevisionConfigMap(args[1])}, cm); err != nil {
+				return fmt.Errorf("revision %s is not kept: %w", args[1], err)
+			}
+			if r.Spec.Pins == nil {
+				r.Spec.Pins = map[string]string{}
+			}
+			r.Spec.Pins[key] = cm.Annotations[configsource.LabelRevision]
+		}
+		if err := c.Patch(cmd.Context(), r, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("pinning %s: %w", key, err)
+		}
+		if unpin {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s follows rollout %s again\n", key, r.Name)
+		} else {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is rendered from %s until unpinned\n", key, r.Spec.Pins[key])
+		}
+		return nil
+	})
 	cmd.Flags().BoolVar(&unpin, "unpin", false, "let the Workload follow the rollout again")
 	return cmd
 }

@@ -97,10 +97,29 @@ func NewStatusCache(mgr manager.Manager, namespace string) (cache.Cache, error) 
 // "" is the hub.
 func OfPlan(p *scorev1b1.WorkloadPlan) []string {
 	out := []string{p.Spec.Cluster}
-	for _, o := range p.Status.Objects {
+	for _, c := range Of(p.Status.Objects) {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Of lists the clusters of an inventory's entries ("" the hub), in order of appearance.
+func Of(objs []scorev1b1.AppliedObject) []string {
+	var out []string
+	for _, o := range objs {
 		if !slices.Contains(out, o.Cluster) {
 			out = append(out, o.Cluster)
 		}
 	}
 	return out
+}
+
+// Name says a cluster for a message: "the hub", or "cluster NAME".
+func Name(cluster string) string {
+	if cluster == "" {
+		return "the hub"
+	}
+	return "cluster " + cluster
 }

@@ -7,7 +7,6 @@ package rollout
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -137,9 +136,8 @@ type Verdict struct {
 	Fail   bool
 	// Start is set when the bake starts now: every member is rendered from To.
 	Start bool
-	// Waiting says what the wave waits for; After when to look again (0: only on a change).
-	Waiting string
-	After   time.Duration
+	// After is when to look again (0: only on a change).
+	After time.Duration
 }
 
 // Gate judges a wave: its members must be rendered from to, then each must be Ready, settled
@@ -147,14 +145,10 @@ type Verdict struct {
 // later). A member not so by the progress deadline, counted from the bake's start, fails.
 func Gate(to string, members []Member, bakeStarted *time.Time, now time.Time, policy orchconfig.RolloutPolicy) Verdict {
 	bake, deadline := policy.Durations()
-	unrendered := 0
 	for _, m := range members {
 		if m.Revision != to {
-			unrendered++
+			return Verdict{} // the orchestrator renders it; its plan's change brings the rollout back
 		}
-	}
-	if unrendered > 0 {
-		return Verdict{Waiting: fmt.Sprintf("%d of %d Workloads to be rendered from the new revision", unrendered, len(members))}
 	}
 	v := Verdict{}
 	start := now
@@ -197,7 +191,6 @@ func Gate(to string, members []Member, bakeStarted *time.Time, now time.Time, po
 	case pending == 0:
 		v.Pass = true
 	default:
-		v.Waiting = fmt.Sprintf("%d of %d Workloads to be Ready through the bake time (%s)", pending, len(members), bake)
 		v.After = next
 	}
 	return v

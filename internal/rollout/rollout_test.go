@@ -110,7 +110,7 @@ func TestGate(t *testing.T) {
 		budget  int
 		check   func(Verdict) bool
 	}{
-		{"not rendered yet", []Member{{Key: "a/one", Revision: "sha256:from"}}, nil, t0, 0, func(v Verdict) bool { return !v.Start && !v.Pass && v.Waiting != "" }},
+		{"not rendered yet", []Member{{Key: "a/one", Revision: "sha256:from"}}, nil, t0, 0, func(v Verdict) bool { return !v.Start && !v.Pass && !v.Fail && v.After == 0 }},
 		{"rendered: the bake starts", []Member{ready("a/one", at(-time.Hour))}, nil, t0, 0, func(v Verdict) bool { return v.Start && !v.Pass && v.After == 30*time.Second }},
 		{"Ready through the bake", []Member{ready("a/one", at(-time.Hour))}, &start, at(30 * time.Second), 0, func(v Verdict) bool { return v.Pass }},
 		{"Ready again during the bake: counts from then", []Member{ready("a/one", at(20*time.Second))}, &start, at(40 * time.Second), 0, func(v Verdict) bool { return !v.Pass && v.After == 10*time.Second }},

@@ -34,20 +34,9 @@ const indexCluster = "score.dev/cluster"
 func claimClusters(o client.Object) []string {
 	c := o.(*scorev1b1.ResourceClaim)
 	var out []string
-	for _, name := range append([]string{c.Spec.Cluster, c.Status.InstanceCluster}, inventoryClusters(c.Status.Resources)...) {
+	for _, name := range append([]string{c.Spec.Cluster, c.Status.InstanceCluster}, clusters.Of(c.Status.Resources)...) {
 		if name != "" && !slices.Contains(out, name) {
 			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// inventoryClusters lists the clusters of an inventory's entries.
-func inventoryClusters(objs []scorev1b1.AppliedObject) []string {
-	var out []string
-	for _, o := range objs {
-		if !slices.Contains(out, o.Cluster) {
-			out = append(out, o.Cluster)
 		}
 	}
 	return out
@@ -124,8 +113,8 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 		return keep, nil
 	}
 	if c.Spec.DeprovisionPolicy != "" && c.Spec.DeprovisionPolicy != scorev1b1.DeprovisionDelete {
-		for _, cluster := range inventoryClusters(leave) {
-			r.event(c, corev1.EventTypeNormal, "Retained", "Move", "The instance on %s stays there (deprovision policy %s): the workload moved to %s.", clusterName(cluster), c.Spec.DeprovisionPolicy, clusterName(c.Status.InstanceCluster))
+		for _, cluster := range clusters.Of(leave) {
+			r.event(c, corev1.EventTypeNormal, "Retained", "Move", "The instance on %s stays there (deprovision policy %s): the workload moved to %s.", clusters.Name(cluster), c.Spec.DeprovisionPolicy, clusters.Name(c.Status.InstanceCluster))
 		}
 		return keep, nil
 	}
@@ -134,7 +123,7 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 		return nil, err
 	}
 	for cluster, n := range released.Deleted {
-		r.event(c, corev1.EventTypeNormal, "Moved", "Delete", "Deleted %d objects of the instance from %s: the workload moved to %s.", n, clusterName(cluster), clusterName(c.Status.InstanceCluster))
+		r.event(c, corev1.EventTypeNormal, "Moved", "Delete", "Deleted %d objects of the instance from %s: the workload moved to %s.", n, clusters.Name(cluster), clusters.Name(c.Status.InstanceCluster))
 		if err := r.deleteState(ctx, identityOn(c, cluster)); err != nil {
 			return nil, err
 		}
@@ -152,13 +141,6 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 		}
 	}
 	return append(keep, released.Waiting...), nil
-}
-
-func clusterName(c string) string {
-	if c == "" {
-		return "the hub"
-	}
-	return "cluster " + c
 }
 
 func (r *Reconciler) event(c *scorev1b1.ResourceClaim, typ, reason, action, format string, args ...any) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
@@ -47,7 +48,7 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 			c.Status.Resources = slices.DeleteFunc(c.Status.Resources, func(o scorev1b1.AppliedObject) bool { return released.Abandoned[o.Cluster] > 0 })
 			if len(released.Waiting) > 0 {
 				// The cluster's next answer, or its registration removed, brings the claim back.
-				setPhase(c, c.Status.Phase, c.Status.Reason, fmt.Sprintf("Deprovisioning waits for %s to answer: %d objects of the instance are there.", clusterName(released.Waiting[0].Cluster), len(released.Waiting)))
+				setPhase(c, c.Status.Phase, c.Status.Reason, fmt.Sprintf("Deprovisioning waits for %s to answer: %d objects of the instance are there.", clusters.Name(released.Waiting[0].Cluster), len(released.Waiting)))
 				return ctrl.Result{}, nil
 			}
 			if len(released.Remaining) > 0 {

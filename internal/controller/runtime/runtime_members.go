@@ -129,17 +129,10 @@ func (r *Reconciler) leave(ctx context.Context, p *scorev1b1.WorkloadPlan, objs 
 	}
 	if p.DeletionTimestamp.IsZero() {
 		for cluster, n := range released.Deleted {
-			r.event(p, corev1.EventTypeNormal, "Moved", "Delete", "Deleted %d objects from %s: the workload is healthy on %s.", n, clusterName(cluster), clusterName(p.Spec.Cluster))
+			r.event(p, corev1.EventTypeNormal, "Moved", "Delete", "Deleted %d objects from %s: the workload is healthy on %s.", n, clusters.Name(cluster), clusters.Name(p.Spec.Cluster))
 		}
 	}
 	return released.Waiting, nil
-}
-
-func clusterName(c string) string {
-	if c == "" {
-		return "the hub"
-	}
-	return "cluster " + c
 }
 
 func (r *Reconciler) event(p *scorev1b1.WorkloadPlan, typ, reason, action, format string, args ...any) {
