@@ -87,6 +87,10 @@ type ConfigRolloutStatus struct {
 	// +optional
 	// +listType=atomic
 	Waves []RolloutWave `json:"waves,omitempty"`
+	// WaveStarted is when the wave under way started (or was resumed or retried): the
+	// progress deadline counts from then.
+	// +optional
+	WaveStarted *metav1.Time `json:"waveStarted,omitempty"`
 	// BakeStarted is when every Workload of the waves so far was rendered from To: the bake
 	// time counts from then.
 	// +optional

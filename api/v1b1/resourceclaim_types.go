@@ -101,6 +101,13 @@ type ResourceClaimSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster,omitempty"`
+
+	// ConfigRevision is the revision of the Orchestrator Config whose provisioner definitions
+	// and classes provision the claim (a fleet rollout's: the orchestrator sets it when the
+	// config has a rollout policy); empty is the current revision.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(sha256:[a-f0-9]{64})?$`
+	ConfigRevision string `json:"configRevision,omitempty"`
 }
 
 // ClaimPhase is the progress of a claim.
@@ -139,6 +146,10 @@ type ResourceClaimStatus struct {
 	// Provisioner is the URI of the provisioner definition that serves the claim.
 	// +optional
 	Provisioner string `json:"provisioner,omitempty"`
+	// ConfigRevision is the revision the claim was last provisioned from, when its spec
+	// names one (a rollout's).
+	// +optional
+	ConfigRevision string `json:"configRevision,omitempty"`
 
 	// Outputs are the non-secret outputs, keyed by output name; values may be nested.
 	// +optional

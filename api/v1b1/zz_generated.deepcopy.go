@@ -131,6 +131,10 @@ func (in *ConfigRolloutStatus) DeepCopyInto(out *ConfigRolloutStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.WaveStarted != nil {
+		in, out := &in.WaveStarted, &out.WaveStarted
+		*out = (*in).DeepCopy()
+	}
 	if in.BakeStarted != nil {
 		in, out := &in.BakeStarted, &out.BakeStarted
 		*out = (*in).DeepCopy()

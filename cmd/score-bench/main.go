@@ -77,6 +77,7 @@ type options struct {
 	profileSeconds int
 	members        int
 	rollout        time.Duration
+	rolloutChange  string
 }
 
 func main() {
@@ -99,6 +100,7 @@ func main() {
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 30, "length of the CPU profiles")
 	flag.IntVar(&o.members, "members", 0, "run the Workloads on this many member clusters of their own (every backend placing on them, Spread), the hub keeping claims, plans and dependencies; counts each member's writes (implies --baseline=false)")
 	flag.DurationVar(&o.rollout, "rollout", 0, "after the steady state, give the config a rollout policy (waves 1, 10%, 50%, 100%) with this bake time, change every backend's values, and time the change through every wave, counting writes (0: no rollout)")
+	flag.StringVar(&o.rolloutChange, "rollout-change", "values", "what --rollout changes: values (every backend's replicas) or provisioners (a label on the first object of every provisioner definition's manifests: the instances change)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -497,7 +499,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.UsageRestart = s.usageSince(nil)
 
 	if o.rollout > 0 {
-		if res.Rollout, err = s.rolloutChange(ctx, o.rollout); err != nil {
+		if res.Rollout, err = s.rolloutChange(ctx, o.rollout, o.rolloutChange); err != nil {
 			return res, err
 		}
 	}

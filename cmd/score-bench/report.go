@@ -171,7 +171,7 @@ func (r *result) print(w io.Writer) {
 			float64(p.p.Writes.Cluster)-idle*p.p.Seconds/60, p.p.Seconds)
 	}
 	if ro := r.Rollout; ro != nil {
-		row("rollout of a values change", "%d Workloads in %d waves (bake %.0f s) in %.1f s; ours %d writes (%.1f per Workload), %d events, %d rejected",
+		row("rollout of a "+ro.Change+" change", "%d Workloads in %d waves (bake %.0f s) in %.1f s; ours %d writes (%.1f per Workload), %d events, %d rejected",
 			ro.Affected, ro.Waves, ro.BakeSeconds, ro.Seconds, ro.Writes.Ours, float64(ro.Writes.Ours)/float64(max(ro.Affected, 1)), ro.Writes.OursEvents, ro.Writes.OursRejected)
 	}
 	names := make([]string, 0, len(r.UsageLoad))

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -68,11 +69,11 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 				return err
 			}
 			var workloads []*scorev1b1.Workload
-			var pins map[string]string
+			var fleet rollout.Fleet
 			if fromCluster {
 				workloads, err = clusterWorkloads(cmd.Context(), &flags)
 				if err == nil {
-					pins, err = clusterPins(cmd.Context(), &flags)
+					fleet, err = clusterFleet(cmd.Context(), &flags, after.Rollout)
 				}
 			} else {
 				workloads, err = readWorkloads([]string{workloadsDir}, flags.namespace, "")
@@ -99,7 +100,8 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 			for i, w := range workloads {
 				diffs = append(diffs, configdiff.Compare(w.Namespace+"/"+w.Name, configdiff.Side{Result: olds[i], Err: olds[i].Err}, configdiff.Side{Result: news[i], Err: news[i].Err}))
 			}
-			waves, err := wavesOf(workloads, before, after, diffs, pins)
+			fleet.Workloads = workloads
+			waves, err := wavesOf(fleet, before, after, diffs)
 			if err != nil {
 				return err
 			}
@@ -161,7 +163,7 @@ func clusterWorkloads(ctx context.Context, flags *clusterFlags) ([]*scorev1b1.Wo
 // wavesOf sets the wave of each affected Workload under the new config's rollout policy, as
 // the orchestrator would assign them (pinned Workloads are in none), and returns how many
 // waves there are (0 without a policy).
-func wavesOf(workloads []*scorev1b1.Workload, before, after *orchconfig.Config, diffs []configdiff.Workload, pins map[string]string) (int, error) {
+func wavesOf(fleet rollout.Fleet, before, after *orchconfig.Config, diffs []configdiff.Workload) (int, error) {
 	if after.Rollout == nil {
 		return 0, nil
 	}
@@ -173,31 +175,37 @@ func wavesOf(workloads []*scorev1b1.Workload, before, after *orchconfig.Config, 
 	if err != nil {
 		return 0, err
 	}
-	var affected []string
-	for _, w := range workloads {
-		if _, pinned := pins[w.Namespace+"/"+w.Name]; !pinned && rollout.Affected(w, from, to, "") {
-			affected = append(affected, w.Namespace+"/"+w.Name)
-		}
-	}
-	waves := rollout.Assign(after.Rollout.WaveSizes(), affected)
+	_, waves := rollout.Waves(fleet, rollout.Revision{Config: before, Selector: from}, rollout.Revision{Config: after, Selector: to})
 	for i := range diffs {
 		diffs[i].Wave = rollout.WaveOf(waves, diffs[i].Name) + 1
 	}
 	return len(waves), nil
 }
 
-// clusterPins are the Workloads the latest rollout pins; none when there is no rollout or the
-// user may not read them.
-func clusterPins(ctx context.Context, flags *clusterFlags) (map[string]string, error) {
+// clusterFleet reads what the waves depend on besides the Workloads: the pins of the latest
+// rollout (none when there is no rollout or the user may not read them) and, when the policy
+// orders waves by a namespace label, the namespaces' labels.
+func clusterFleet(ctx context.Context, flags *clusterFlags, policy *orchconfig.RolloutPolicy) (rollout.Fleet, error) {
 	c, _, err := flags.connect()
 	if err != nil {
-		return nil, err
+		return rollout.Fleet{}, err
 	}
-	r, err := latestRollout(ctx, c, "score-system")
-	if err != nil {
-		return nil, nil //nolint:nilerr // no rollout, or not readable: nothing is pinned that we know of
+	var fleet rollout.Fleet
+	if r, err := latestRollout(ctx, c, "score-system"); err == nil {
+		fleet.Pins = r.Spec.Pins
 	}
-	return r.Spec.Pins, nil
+	if policy == nil || policy.OrderBy == nil || policy.OrderBy.NamespaceLabel == "" {
+		return fleet, nil
+	}
+	var namespaces corev1.NamespaceList
+	if err := c.List(ctx, &namespaces); err != nil {
+		return rollout.Fleet{}, fmt.Errorf("the waves are ordered by a namespace label: reading the namespaces: %w", err)
+	}
+	fleet.NamespaceLabels = map[string]map[string]string{}
+	for _, ns := range namespaces.Items {
+		fleet.NamespaceLabels[ns.Name] = ns.Labels
+	}
+	return fleet, nil
 }
 
 func printDiffs(w io.Writer, diffs []configdiff.Workload, waves int, output string) error {

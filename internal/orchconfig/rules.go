@@ -49,3 +49,15 @@ func CompileHealthExpr(env *cel.Env, expr string, want *cel.Type) (cel.Program, 
 	}
 	return prg, nil
 }
+
+// CompileRolloutGate compiles a rollout's gate: a bool over objects, the applied objects of a
+// Workload's plan with their health, and workload, its name, namespace and labels.
+func CompileRolloutGate(expr string) (cel.Program, error) {
+	env, err := cel.NewEnv(cel.OptionalTypes(),
+		cel.Variable("objects", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
+		cel.Variable("workload", cel.MapType(cel.StringType, cel.DynType)))
+	if err != nil {
+		return nil, err
+	}
+	return CompileProfileRule(env, expr)
+}

@@ -57,21 +57,46 @@ type Config struct {
 	Rollout *RolloutPolicy `json:"rollout,omitempty" yaml:"rollout,omitempty"`
 }
 
-// RolloutPolicy is how a config change reaches the fleet: the Workloads it renders
-// differently, in waves, each held for a bake time and gated on health.
+// RolloutPolicy is how a config change reaches the fleet: the Workloads it renders or
+// provisions differently, in waves, each held for a bake time and gated on health.
 type RolloutPolicy struct {
 	// Waves are cumulative sizes: a count ("1") or a share of the affected Workloads
 	// ("10%"); the last takes every one that is left. Default ["1", "10%", "50%", "100%"].
 	Waves []string `json:"waves,omitempty" yaml:"waves,omitempty"`
-	// BakeTime is how long every Workload of the waves so far must have been Ready before the
-	// next wave starts (a Go duration, default 1m).
-	BakeTime string `json:"bakeTime,omitempty" yaml:"bakeTime,omitempty"`
-	// ProgressDeadline is how long after its wave started a Workload may take to be Ready
-	// before it counts as failed (a Go duration, default 5m).
-	ProgressDeadline string `json:"progressDeadline,omitempty" yaml:"progressDeadline,omitempty"`
+	// OrderBy puts the affected Workloads in waves by a label's value (an environment:
+	// dev before staging before prod) before the stable order within each value.
+	OrderBy *RolloutOrder `json:"orderBy,omitempty" yaml:"orderBy,omitempty"`
+	// BakeTime and ProgressDeadline; a backend or a provisioner definition may lengthen them
+	// for the Workloads it serves.
+	RolloutTiming `json:",inline" yaml:",inline"`
 	// FailureBudget is how many Workloads may fail the gate before the rollout halts and
 	// pins them back (default 0).
 	FailureBudget int `json:"failureBudget,omitempty" yaml:"failureBudget,omitempty"`
+	// Gate is a CEL expression a Workload must also satisfy to count as healthy: over
+	// objects, the applied objects of its plan with their health (kind, name, namespace,
+	// cluster, health, message), and workload (name, namespace, labels).
+	Gate string `json:"gate,omitempty" yaml:"gate,omitempty"`
+}
+
+// RolloutTiming is how long a rollout watches a Workload: globally, or for the Workloads a
+// backend or a provisioner definition serves.
+type RolloutTiming struct {
+	// BakeTime is how long every Workload of a wave must have been Ready before the next
+	// wave starts (a Go duration, default 1m).
+	BakeTime string `json:"bakeTime,omitempty" yaml:"bakeTime,omitempty"`
+	// ProgressDeadline is how long after its wave started a Workload may take to be rendered
+	// from the new revision and Ready before it counts as failed (a Go duration, default 5m).
+	ProgressDeadline string `json:"progressDeadline,omitempty" yaml:"progressDeadline,omitempty"`
+}
+
+// RolloutOrder orders the waves by a label of the Workload or of its namespace.
+type RolloutOrder struct {
+	// Label is a label of the Workload; NamespaceLabel one of its namespace. One of the two.
+	Label          string `json:"label,omitempty" yaml:"label,omitempty"`
+	NamespaceLabel string `json:"namespaceLabel,omitempty" yaml:"namespaceLabel,omitempty"`
+	// Values are the label's values, first to last; Workloads with another value or none
+	// come after the last.
+	Values []string `json:"values" yaml:"values"`
 }
 
 // DefaultWaves are the waves of a policy that names none.
@@ -80,12 +105,29 @@ var DefaultWaves = []string{"1", "10%", "50%", "100%"}
 // Durations returns the policy's bake time and progress deadline, defaults applied. The
 // policy validated.
 func (p RolloutPolicy) Durations() (bake, deadline time.Duration) {
+	return p.For()
+}
+
+// For returns the bake time and progress deadline of a Workload the overrides apply to
+// (its backend's, its provisioner definitions'): the longest of the policy's and theirs.
+func (p RolloutPolicy) For(overrides ...*RolloutTiming) (bake, deadline time.Duration) {
 	bake, deadline = time.Minute, 5*time.Minute
 	if d, err := time.ParseDuration(p.BakeTime); err == nil {
 		bake = d
 	}
 	if d, err := time.ParseDuration(p.ProgressDeadline); err == nil {
 		deadline = d
+	}
+	for _, o := range overrides {
+		if o == nil {
+			continue
+		}
+		if d, err := time.ParseDuration(o.BakeTime); err == nil {
+			bake = max(bake, d)
+		}
+		if d, err := time.ParseDuration(o.ProgressDeadline); err == nil {
+			deadline = max(deadline, d)
+		}
 	}
 	return bake, deadline
 }
@@ -155,6 +197,9 @@ type Backend struct {
 	// Placement places the backend's Workloads on registered member clusters; none runs
 	// them on the hub, the cluster the controllers run in.
 	Placement *Placement `json:"placement,omitempty" yaml:"placement,omitempty"`
+	// Rollout lengthens the rollout policy's bake time and progress deadline for the
+	// Workloads this backend renders.
+	Rollout *RolloutTiming `json:"rollout,omitempty" yaml:"rollout,omitempty"`
 }
 
 // Placement chooses the one member cluster each of a backend's Workloads runs on.
@@ -293,6 +338,10 @@ type Provisioner struct {
 	// on the control plane's cluster (a dependency created through a hub-side API, say), its
 	// outputs Secret still copied to the member.
 	Location string `json:"location,omitempty" yaml:"location,omitempty"`
+
+	// Rollout lengthens the rollout policy's bake time and progress deadline for the
+	// Workloads whose claims this definition serves.
+	Rollout *RolloutTiming `json:"rollout,omitempty" yaml:"rollout,omitempty"`
 }
 
 // The locations of a provisioner's instances.

@@ -115,6 +115,7 @@ func (v *validator) backend(path string, b Backend, allowMutable bool) {
 	if b.Priority < 0 {
 		v.fail(path+".priority", "must not be negative, found %d", b.Priority)
 	}
+	v.timing(path+".rollout", b.Rollout)
 	if _, err := semver.Parse(b.Version); err != nil {
 		v.fail(path+".version", "%q must be a SemVer 2.0.0 version such as 1.4.0 or 2.0.0-rc.1", b.Version)
 	}
@@ -292,6 +293,7 @@ func (v *validator) provisioners(cfg *Config) {
 		if p.Location != "" && p.Location != LocationWorkload && p.Location != LocationHub {
 			v.fail(path+".location", "%q must be %s or %s", p.Location, LocationWorkload, LocationHub)
 		}
+		v.timing(path+".rollout", p.Rollout)
 		if p.DeprovisionPolicy != "" && !deprovisionPolicies[p.DeprovisionPolicy] {
 			v.fail(path+".deprovisionPolicy", "%q must be Delete, Retain or Orphan", p.DeprovisionPolicy)
 		}
@@ -660,16 +662,42 @@ func (v *validator) rollout(p *RolloutPolicy) {
 			v.fail(fmt.Sprintf("rollout.waves[%d]", i), "%v", err)
 		}
 	}
-	for field, d := range map[string]string{"bakeTime": p.BakeTime, "progressDeadline": p.ProgressDeadline} {
+	v.timing("rollout", &p.RolloutTiming)
+	if p.FailureBudget < 0 {
+		v.fail("rollout.failureBudget", "%d is negative", p.FailureBudget)
+	}
+	if o := p.OrderBy; o != nil {
+		if (o.Label == "") == (o.NamespaceLabel == "") {
+			v.fail("rollout.orderBy", "names one of label (the Workload's) or namespaceLabel (its namespace's)")
+		}
+		for _, l := range []string{o.Label, o.NamespaceLabel} {
+			if l != "" && len(validation.IsQualifiedName(l)) > 0 {
+				v.fail("rollout.orderBy", "%q is not a label key", l)
+			}
+		}
+		if len(o.Values) == 0 {
+			v.fail("rollout.orderBy.values", "lists the label's values in the order their Workloads are reached")
+		}
+	}
+	if p.Gate != "" {
+		if _, err := CompileRolloutGate(p.Gate); err != nil {
+			v.fail("rollout.gate", "%v", err)
+		}
+	}
+}
+
+// timing checks a rollout's durations.
+func (v *validator) timing(path string, t *RolloutTiming) {
+	if t == nil {
+		return
+	}
+	for field, d := range map[string]string{"bakeTime": t.BakeTime, "progressDeadline": t.ProgressDeadline} {
 		if d == "" {
 			continue
 		}
 		if dur, err := time.ParseDuration(d); err != nil || dur < 0 {
-			v.fail("rollout."+field, "%q is not a duration such as 30s or 5m", d)
+			v.fail(path+"."+field, "%q is not a duration such as 30s or 5m", d)
 		}
-	}
-	if p.FailureBudget < 0 {
-		v.fail("rollout.failureBudget", "%d is negative", p.FailureBudget)
 	}
 }
 

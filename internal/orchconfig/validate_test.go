@@ -172,7 +172,21 @@ func TestValidate(t *testing.T) {
 		{"provisioner bad deprovision policy", func(c *Config) { c.Provisioners[0].DeprovisionPolicy = "Keep" }, "provisioners[0].deprovisionPolicy", "Delete, Retain or Orphan"},
 		{"rollout wave not a size", func(c *Config) { c.Rollout = &RolloutPolicy{Waves: []string{"1", "half"}} }, "rollout.waves[1]", "a count of Workloads"},
 		{"rollout wave over 100%", func(c *Config) { c.Rollout = &RolloutPolicy{Waves: []string{"150%"}} }, "rollout.waves[0]", "from 1% to 100%"},
-		{"rollout bake not a duration", func(c *Config) { c.Rollout = &RolloutPolicy{BakeTime: "soon"} }, "rollout.bakeTime", "not a duration"},
+		{"rollout bake not a duration", func(c *Config) { c.Rollout = &RolloutPolicy{RolloutTiming: RolloutTiming{BakeTime: "soon"}} }, "rollout.bakeTime", "not a duration"},
+		{"rollout order by two labels", func(c *Config) {
+			c.Rollout = &RolloutPolicy{OrderBy: &RolloutOrder{Label: "env", NamespaceLabel: "env", Values: []string{"dev"}}}
+		}, "rollout.orderBy", "one of label"},
+		{"rollout order without values", func(c *Config) { c.Rollout = &RolloutPolicy{OrderBy: &RolloutOrder{Label: "env"}} }, "rollout.orderBy.values", "lists the label's values"},
+		{"rollout order by no label key", func(c *Config) {
+			c.Rollout = &RolloutPolicy{OrderBy: &RolloutOrder{NamespaceLabel: "not a key", Values: []string{"dev"}}}
+		}, "rollout.orderBy", "not a label key"},
+		{"rollout gate does not compile", func(c *Config) { c.Rollout = &RolloutPolicy{Gate: "objects.all(o, o.health =="} }, "rollout.gate", "does not compile"},
+		{"rollout gate not a bool", func(c *Config) { c.Rollout = &RolloutPolicy{Gate: "size(objects)"} }, "rollout.gate", "must evaluate to a bool"},
+		{"rollout gate", func(c *Config) {
+			c.Rollout = &RolloutPolicy{Gate: "objects.all(o, o.health == 'Current') && workload.labels.tier != 'x'"}
+		}, "", ""},
+		{"backend rollout bake not a duration", func(c *Config) { c.Profiles[0].Backends[0].Rollout = &RolloutTiming{BakeTime: "1 hour"} }, "profiles[0].backends[0].rollout.bakeTime", "not a duration"},
+		{"provisioner rollout deadline not a duration", func(c *Config) { c.Provisioners[0].Rollout = &RolloutTiming{ProgressDeadline: "-1s"} }, "provisioners[0].rollout.progressDeadline", "not a duration"},
 		{"rollout negative budget", func(c *Config) { c.Rollout = &RolloutPolicy{FailureBudget: -1} }, "rollout.failureBudget", "negative"},
 		{"provisioner bad location", func(c *Config) { c.Provisioners[0].Location = "Member" }, "provisioners[0].location", "Workload or Hub"},
 		{"provisioner template does not parse", func(c *Config) { c.Provisioners[0].Outputs = "host: {{ .State.host " }, "provisioners[0].outputs", "does not parse"},

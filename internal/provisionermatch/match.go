@@ -208,3 +208,27 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Serving returns the definition that serves c under cfg (nil when none does) and how.
+func Serving(cfg *orchconfig.Config, c Claim) (*orchconfig.Provisioner, Result) {
+	res, _, ok := Resolve(Input{Classes: cfg.Classes, Provisioners: cfg.Provisioners, Claim: c})
+	if !ok {
+		return nil, res
+	}
+	return &cfg.Provisioners[res.Index], res
+}
+
+// Same reports whether c is provisioned the same under two configs: by an equal definition
+// (its rollout timing aside) with the same class, params and deprovision policy, or by none
+// under either.
+func Same(a, b *orchconfig.Config, c Claim) bool {
+	da, ra := Serving(a, c)
+	db, rb := Serving(b, c)
+	if da == nil || db == nil {
+		return da == nil && db == nil
+	}
+	x, y := *da, *db
+	x.Rollout, y.Rollout = nil, nil
+	ra.Index, rb.Index = 0, 0
+	return reflect.DeepEqual(x, y) && reflect.DeepEqual(ra, rb)
+}

@@ -7,26 +7,61 @@ package rollout
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 )
 
-// Assign puts the affected Workloads ("namespace/name") in waves of the policy's cumulative
-// sizes. The order is the rank of each name's digest: stable, spread over namespaces, and the
-// same wherever it is computed (the rollout controller, `scorectl config diff`). A wave that
-// would take nobody is left out; the last wave takes everyone left.
-func Assign(sizes []string, affected []string) []scorev1b1.RolloutWave {
-	ranked := slices.Clone(affected)
-	sort.Slice(ranked, func(i, j int) bool { return rank(ranked[i]) < rank(ranked[j]) })
-	n := len(ranked)
+// Entry is an affected Workload as Assign orders it.
+type Entry struct {
+	// Key is "namespace/name".
+	Key string
+	// Order is the rank of its label's value among the policy's orderBy values (0 without
+	// an order; the number of values for another value or none).
+	Order int
+	// Group joins Workloads that share an instance the change provisions differently: they
+	// take the same wave ("" alone).
+	Group string
+}
+
+// Assign puts the affected Workloads in waves of the policy's cumulative sizes. The order is
+// each entry's Order, then the rank of its key's digest: stable, spread over namespaces, and
+// the same wherever it is computed (the rollout controller, `scorectl config diff`). A group
+// moves as one, at the place of its first member, and may make its wave larger than the size
+// says. A wave that would take nobody is left out; the last wave takes everyone left.
+func Assign(sizes []string, entries []Entry) []scorev1b1.RolloutWave {
+	type unit struct {
+		order int
+		rank  string
+		keys  []string
+	}
+	var units []*unit
+	groups := map[string]*unit{}
+	for _, e := range entries {
+		u := groups[e.Group]
+		if u == nil || e.Group == "" {
+			u = &unit{order: e.Order, rank: rank(e.Key)}
+			units = append(units, u)
+			if e.Group != "" {
+				groups[e.Group] = u
+			}
+		}
+		u.keys = append(u.keys, e.Key)
+		u.order, u.rank = min(u.order, e.Order), min(u.rank, rank(e.Key))
+	}
+	sort.Slice(units, func(i, j int) bool {
+		if units[i].order != units[j].order {
+			return units[i].order < units[j].order
+		}
+		return units[i].rank < units[j].rank
+	})
+	n := len(entries)
 	var waves []scorev1b1.RolloutWave
-	taken := 0
+	taken, next := 0, 0
 	for i, size := range sizes {
 		count, percent, err := orchconfig.ParseWave(size)
 		if err != nil {
@@ -39,12 +74,17 @@ func Assign(sizes []string, affected []string) []scorev1b1.RolloutWave {
 		if i == len(sizes)-1 {
 			upTo = n
 		}
-		upTo = min(upTo, n)
-		if upTo <= taken {
-			continue
+		var wave []string
+		for next < len(units) && taken < min(upTo, n) {
+			u := units[next]
+			slices.SortFunc(u.keys, func(a, b string) int { return strings.Compare(rank(a), rank(b)) })
+			wave = append(wave, u.keys...)
+			taken += len(u.keys)
+			next++
 		}
-		waves = append(waves, scorev1b1.RolloutWave{Size: size, Workloads: ranked[taken:upTo]})
-		taken = upTo
+		if len(wave) > 0 {
+			waves = append(waves, scorev1b1.RolloutWave{Size: size, Workloads: wave})
+		}
 	}
 	return waves
 }
@@ -52,14 +92,6 @@ func Assign(sizes []string, affected []string) []scorev1b1.RolloutWave {
 func rank(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:8])
-}
-
-// Affected reports whether the change from one config to another renders a Workload
-// differently: another profile or backend is selected, or the same backend with another
-// template or values — what its plan is made of.
-func Affected(w *scorev1b1.Workload, from, to *selection.Selector, region string) bool {
-	a, b := from.Select(selection.Input{Workload: w, Region: region}), to.Select(selection.Input{Workload: w, Region: region})
-	return a.OK != b.OK || a.Profile != b.Profile || !reflect.DeepEqual(a.Backend, b.Backend)
 }
 
 // WaveOf returns the index of the wave that takes key, or -1.
@@ -121,9 +153,12 @@ type Member struct {
 	Revision string
 	// Settled is true when the runtime has reported on the plan as it is now.
 	Settled bool
-	// Ready is the Workload's Ready; Since when it last changed.
+	// Ready is the Workload's Ready (and the policy's gate expression, when it has one,
+	// holds); Since when Ready last changed.
 	Ready bool
 	Since time.Time
+	// Bake and Deadline are its bake time and progress deadline (zero: the policy's).
+	Bake, Deadline time.Duration
 }
 
 // Verdict is the gate's judgement of a wave.
@@ -142,19 +177,25 @@ type Verdict struct {
 
 // Gate judges a wave: its members must be rendered from to, then each must be Ready, settled
 // and Ready for the bake time since the bake started (or since it last became Ready, if
-// later). A member not so by the progress deadline, counted from the bake's start, fails.
-func Gate(to string, members []Member, bakeStarted *time.Time, now time.Time, policy orchconfig.RolloutPolicy) Verdict {
+// later). A member not so by the progress deadline, counted from the wave's start (nil: it
+// starts now), fails — one never rendered from to included (its dependency fails, its
+// template does not render).
+func Gate(to string, members []Member, waveStarted, bakeStarted *time.Time, now time.Time, policy orchconfig.RolloutPolicy) Verdict {
 	bake, deadline := policy.Durations()
+	wave := now
+	if waveStarted != nil {
+		wave = *waveStarted
+	}
+	rendered := true
 	for _, m := range members {
-		if m.Revision != to {
-			return Verdict{} // the orchestrator renders it; its plan's change brings the rollout back
-		}
+		rendered = rendered && m.Revision == to
 	}
 	v := Verdict{}
 	start := now
-	if bakeStarted != nil {
+	switch {
+	case rendered && bakeStarted != nil:
 		start = *bakeStarted
-	} else {
+	case rendered:
 		v.Start = true
 	}
 	pending := 0
@@ -165,7 +206,15 @@ func Gate(to string, members []Member, bakeStarted *time.Time, now time.Time, po
 		}
 	}
 	for _, m := range members {
-		if m.Ready && m.Settled {
+		bake, deadline := bake, deadline
+		if m.Bake > 0 || m.Deadline > 0 {
+			bake, deadline = max(bake, m.Bake), max(deadline, m.Deadline)
+		}
+		if m.Revision == to && m.Ready && m.Settled {
+			if !rendered {
+				pending++ // healthy; the bake waits for the rest of the wave
+				continue
+			}
 			passAt := start.Add(bake)
 			if m.Since.After(start) {
 				passAt = m.Since.Add(bake)
@@ -177,7 +226,7 @@ func Gate(to string, members []Member, bakeStarted *time.Time, now time.Time, po
 			soonest(passAt.Sub(now))
 			continue
 		}
-		if failAt := start.Add(deadline); !now.Before(failAt) {
+		if failAt := wave.Add(deadline); !now.Before(failAt) {
 			v.Failed = append(v.Failed, m.Key)
 			continue
 		} else {

@@ -10,10 +10,10 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
-func keys(n int) []string {
-	out := make([]string, n)
+func keys(n int) []Entry {
+	out := make([]Entry, n)
 	for i := range out {
-		out[i] = fmt.Sprintf("team-%d/web-%d", i%3, i)
+		out[i] = Entry{Key: fmt.Sprintf("team-%d/web-%d", i%3, i)}
 	}
 	return out
 }
@@ -95,7 +95,7 @@ func TestChoose(t *testing.T) {
 func TestGate(t *testing.T) {
 	const to = "sha256:to"
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	policy := orchconfig.RolloutPolicy{BakeTime: "30s", ProgressDeadline: "2m"}
+	policy := orchconfig.RolloutPolicy{RolloutTiming: orchconfig.RolloutTiming{BakeTime: "30s", ProgressDeadline: "2m"}}
 	ready := func(key string, since time.Time) Member {
 		return Member{Key: key, Revision: to, Settled: true, Ready: true, Since: since}
 	}
@@ -110,7 +110,10 @@ func TestGate(t *testing.T) {
 		budget  int
 		check   func(Verdict) bool
 	}{
-		{"not rendered yet", []Member{{Key: "a/one", Revision: "sha256:from"}}, nil, t0, 0, func(v Verdict) bool { return !v.Start && !v.Pass && !v.Fail && v.After == 0 }},
+		{"not rendered yet", []Member{{Key: "a/one", Revision: "sha256:from"}}, nil, t0, 0, func(v Verdict) bool { return !v.Start && !v.Pass && !v.Fail && v.After == 2*time.Minute }},
+		{"not rendered by the deadline fails; a healthy one does not", []Member{{Key: "a/one", Revision: "sha256:from"}, ready("a/two", at(-time.Hour))}, nil, at(2 * time.Minute), 0, func(v Verdict) bool {
+			return !v.Start && v.Fail && slices.Equal(v.Failed, []string{"a/one"})
+		}},
 		{"rendered: the bake starts", []Member{ready("a/one", at(-time.Hour))}, nil, t0, 0, func(v Verdict) bool { return v.Start && !v.Pass && v.After == 30*time.Second }},
 		{"Ready through the bake", []Member{ready("a/one", at(-time.Hour))}, &start, at(30 * time.Second), 0, func(v Verdict) bool { return v.Pass }},
 		{"Ready again during the bake: counts from then", []Member{ready("a/one", at(20*time.Second))}, &start, at(40 * time.Second), 0, func(v Verdict) bool { return !v.Pass && v.After == 10*time.Second }},
@@ -120,10 +123,16 @@ func TestGate(t *testing.T) {
 			return v.Fail && slices.Equal(v.Failed, []string{"a/bad"})
 		}},
 		{"within the failure budget", []Member{ready("a/one", at(-time.Hour)), notReady}, &start, at(2 * time.Minute), 1, func(v Verdict) bool { return !v.Fail && v.Pass }},
+		{"a member's longer bake", []Member{ready("a/one", at(-time.Hour)), {Key: "a/db", Revision: to, Settled: true, Ready: true, Since: at(-time.Hour), Bake: 5 * time.Minute}}, &start, at(time.Minute), 0, func(v Verdict) bool {
+			return !v.Pass && v.After == 4*time.Minute
+		}},
+		{"a member's longer deadline", []Member{{Key: "a/db", Revision: to, Settled: true, Since: t0, Deadline: 10 * time.Minute}}, &start, at(3 * time.Minute), 0, func(v Verdict) bool {
+			return !v.Fail && v.After == 7*time.Minute
+		}},
 	} {
 		p := policy
 		p.FailureBudget = tc.budget
-		if v := Gate(to, tc.members, tc.started, tc.now, p); !tc.check(v) {
+		if v := Gate(to, tc.members, &start, tc.started, tc.now, p); !tc.check(v) {
 			t.Errorf("%s: %+v", tc.name, v)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,7 +70,8 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building scorectl: %v\n%s", err, out)
 		return 1
 	}
-	cluster := &simcluster.Cluster{Root: root, Name: "score-rollout-" + fmt.Sprint(os.Getpid()), Dir: filepath.Join(state, "cluster")}
+	// Volumes for the redis instances of the provisioner subtest (two).
+	cluster := &simcluster.Cluster{Root: root, Name: "score-rollout-" + fmt.Sprint(os.Getpid()), Dir: filepath.Join(state, "cluster"), Volumes: 4}
 	if err := cluster.Up(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
 		return 1
@@ -86,7 +88,12 @@ func run(m *testing.M) int {
 		// Three waves: one Workload, half of them, all; a short bake, a deadline a broken
 		// change reaches in well under a minute.
 		err = devenv.EditConfig(ctx, c, func(doc map[string]any) error {
-			doc["rollout"] = map[string]any{"waves": []any{"1", "50%", "100%"}, "bakeTime": "3s", "progressDeadline": "40s"}
+			// Workloads labelled ring=canary first; the gate expression holds when every
+			// applied object is healthy (what Ready says too: a rollout that completes shows
+			// it is evaluated over real plans).
+			doc["rollout"] = map[string]any{"waves": []any{"1", "50%", "100%"}, "bakeTime": "3s", "progressDeadline": "40s",
+				"orderBy": map[string]any{"label": "ring", "values": []any{"canary"}},
+				"gate":    "objects.all(o, o.health == 'Current')"}
 			return nil
 		})
 	}
@@ -228,12 +235,22 @@ func planRevision(t *testing.T, name string) string {
 // renderedFrom records every Workload whose plan was ever written with revision, until stop.
 func renderedFrom(t *testing.T, revision func() string) (seen func() []string, stop func()) {
 	t.Helper()
+	return watchNames(t, &scorev1b1.WorkloadPlanList{}, func(o client.Object) bool {
+		p, ok := o.(*scorev1b1.WorkloadPlan)
+		return ok && revision() != "" && p.Spec.ConfigRevision == revision()
+	})
+}
+
+// watchNames records the name of every object of the list's kind in the namespace ever seen
+// with match true, until stop.
+func watchNames(t *testing.T, list client.ObjectList, match func(client.Object) bool) (seen func() []string, stop func()) {
+	t.Helper()
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	watch, err := wc.Watch(wctx, &scorev1b1.WorkloadPlanList{}, client.InNamespace(ns))
+	watch, err := wc.Watch(wctx, list, client.InNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,9 +260,9 @@ func renderedFrom(t *testing.T, revision func() string) (seen func() []string, s
 	go func() {
 		defer close(done)
 		for ev := range watch.ResultChan() {
-			if p, ok := ev.Object.(*scorev1b1.WorkloadPlan); ok && revision() != "" && p.Spec.ConfigRevision == revision() {
+			if o, ok := ev.Object.(client.Object); ok && match(o) {
 				mu.Lock()
-				names[p.Name] = true
+				names[o.GetName()] = true
 				mu.Unlock()
 			}
 		}
@@ -264,11 +281,24 @@ func renderedFrom(t *testing.T, revision func() string) (seen func() []string, s
 		}
 }
 
+// The shipped web-service template, and the broken one a subtest puts in its place.
+const (
+	shippedRef = "configmap://score-system/score-templates/web-service.yaml"
+	brokenRef  = "configmap://score-system/rollout-broken/web-service.yaml"
+)
+
+// shippedDigest is the shipped template's digest, read when it is replaced.
+var shippedDigest any
+
 func TestRollouts(t *testing.T) {
 	testenv.Create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	names := []string{"web-a", "web-b", "web-c", "web-d", "web-e", "web-f"}
 	for _, n := range names {
-		testenv.Create(t, c, testenv.Workload(ns, n, testenv.WithPort("http", 80)))
+		w := testenv.Workload(ns, n, testenv.WithPort("http", 80))
+		if n == "web-e" {
+			w.Labels = map[string]string{"ring": "canary"}
+		}
+		testenv.Create(t, c, w)
 	}
 	for _, n := range names {
 		ready(t, n, 3*time.Minute)
@@ -291,8 +321,8 @@ func TestRollouts(t *testing.T) {
 			}
 			return nil
 		})
-		if r.Spec.From != stable || r.Status.Affected != 5 || len(r.Status.Waves) != 3 || len(r.Status.Waves[0].Workloads) != 1 || r.Spec.Pins[ns+"/web-f"] != stable {
-			t.Fatalf("the rollout: from %s, %d affected, waves %+v", r.Spec.From, r.Status.Affected, r.Status.Waves)
+		if r.Spec.From != stable || r.Status.Affected != 5 || len(r.Status.Waves) != 3 || strings.Join(r.Status.Waves[0].Workloads, ",") != ns+"/web-e" || r.Spec.Pins[ns+"/web-f"] != stable {
+			t.Fatalf("the rollout: from %s, %d affected, waves %+v (the ring=canary web-e first)", r.Spec.From, r.Status.Affected, r.Status.Waves)
 		}
 		// The preview against the cluster says which wave each Workload falls in: the waves
 		// the rollout took.
@@ -349,8 +379,8 @@ func TestRollouts(t *testing.T) {
 			return nil
 		})
 		now := rolloutNamed(t, r.Name, "still paused", time.Second, phase(scorev1b1.RolloutPaused))
-		if now.Status.Wave != paused.Status.Wave || !now.Status.BakeStarted.Equal(paused.Status.BakeStarted) {
-			t.Fatalf("a paused rollout moved: wave %d → %d, bake started %v → %v", paused.Status.Wave+1, now.Status.Wave+1, paused.Status.BakeStarted, now.Status.BakeStarted)
+		if now.Status.Wave != paused.Status.Wave || now.Status.BakeStarted != nil {
+			t.Fatalf("a paused rollout moved: wave %d → %d, bake started %v (a pause stops the bake)", paused.Status.Wave+1, now.Status.Wave+1, now.Status.BakeStarted)
 		}
 		cli(t, "rollout", "resume")
 		// A restart while the last wave is under way resumes it.
@@ -428,8 +458,9 @@ func TestRollouts(t *testing.T) {
 		seen, stop := renderedFrom(t, func() string { mu.Lock(); defer mu.Unlock(); return target })
 		defer stop()
 		editBackends(t, func(b map[string]any) {
-			if tpl := b["template"].(map[string]any); tpl["ref"] == "configmap://score-system/score-templates/web-service.yaml" {
-				tpl["ref"], tpl["digest"] = "configmap://score-system/rollout-broken/web-service.yaml", "sha256:"+hex.EncodeToString(sum[:])
+			if tpl := b["template"].(map[string]any); tpl["ref"] == shippedRef {
+				shippedDigest = tpl["digest"]
+				tpl["ref"], tpl["digest"] = brokenRef, "sha256:"+hex.EncodeToString(sum[:])
 			}
 		})
 		r := rolloutNamed(t, "rollout-0003", "started", time.Minute, phase(scorev1b1.RolloutProgressing))
@@ -500,4 +531,197 @@ func TestRollouts(t *testing.T) {
 			t.Fatalf("Workloads rendered from the broken revision: %v", got)
 		}
 	})
+	t.Run("a provisioner definition reaches its claims in waves, halts, is pinned back and superseded", func(t *testing.T) {
+		// Three Workloads with a redis; two share one instance.
+		caches := []string{"cache-a", "cache-b", "cache-c"}
+		for _, n := range caches {
+			var opts []testenv.ResourceOption
+			if n != "cache-c" {
+				opts = append(opts, testenv.ResourceID("shared-cache"))
+			}
+			testenv.Create(t, c, testenv.Workload(ns, n, testenv.WithResource("cache", "redis", opts...)))
+		}
+		testenv.Eventually(t, 3*time.Minute, "the redis claims Bound", func() error {
+			var list scorev1b1.ResourceClaimList
+			if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			bound := 0
+			for _, cl := range list.Items {
+				if cl.Spec.Type == "redis" && cl.Status.Phase != scorev1b1.ClaimPhaseBound {
+					return fmt.Errorf("claim %s names %s: %s %s (generation %d, observed %d)", cl.Name, cl.Spec.ConfigRevision, cl.Status.Phase, cl.Status.Message, cl.Generation, cl.Status.ObservedGeneration)
+				}
+				if cl.Spec.Type == "redis" {
+					bound++
+				}
+			}
+			if bound != len(caches) {
+				return fmt.Errorf("%d redis claims Bound", bound)
+			}
+			return nil
+		})
+		for _, n := range caches {
+			ready(t, n, 3*time.Minute)
+		}
+		for _, cl := range redisClaims(t) {
+			if cl.Spec.ConfigRevision != stable || cl.Status.ConfigRevision != stable {
+				t.Fatalf("claim %s names revision %q, provisioned from %q; want %s", cl.Name, cl.Spec.ConfigRevision, cl.Status.ConfigRevision, stable)
+			}
+		}
+		var mu sync.Mutex
+		target := ""
+		provisioned, stop := provisionedFrom(t, func() string { mu.Lock(); defer mu.Unlock(); return target })
+		defer stop()
+		// The web template back to the one the fleet runs (the aborted change is not taken
+		// again), and a redis definition that fails.
+		editConfig(t, func(doc map[string]any) {
+			restoreTemplate(doc)
+			redis := provisionerDef(doc, "template://score-dev/redis")
+			redis["outputs"] = redis["outputs"].(string) + "broken: {{ fail \"broken on purpose\" }}\n"
+		})
+		r := rolloutNamed(t, "rollout-0004", "started", time.Minute, phase(scorev1b1.RolloutProgressing))
+		mu.Lock()
+		target = r.Spec.To
+		mu.Unlock()
+		if r.Spec.From != stable || r.Status.Affected != 3 {
+			t.Fatalf("from %s with %d affected (want %s, the three with a redis): %+v", r.Spec.From, r.Status.Affected, stable, r.Status.Waves)
+		}
+		if a, b := rollout.WaveOf(r.Status.Waves, ns+"/cache-a"), rollout.WaveOf(r.Status.Waves, ns+"/cache-b"); a != b {
+			t.Fatalf("the sharers of one instance in waves %d and %d: %+v", a+1, b+1, r.Status.Waves)
+		}
+		halted := rolloutNamed(t, r.Name, "halted", 2*time.Minute, phase(scorev1b1.RolloutHalted))
+		first := halted.Status.Waves[0].Workloads
+		if halted.Status.Wave != 0 || strings.Join(halted.Status.Waves[0].Failed, ",") != strings.Join(first, ",") {
+			t.Fatalf("halted at wave %d with %v failed, want wave 1 with %v", halted.Status.Wave+1, halted.Status.Waves[0].Failed, first)
+		}
+		// Pinned back: the first wave's claims are provisioned from the previous revision
+		// again, Bound, and their Workloads Ready.
+		testenv.Eventually(t, 2*time.Minute, "the first wave's claims pinned back", func() error {
+			for _, cl := range redisClaims(t) {
+				if cl.Spec.ConfigRevision != stable || cl.Status.ConfigRevision != stable || cl.Status.Phase != scorev1b1.ClaimPhaseBound || cl.Status.ObservedGeneration != cl.Generation {
+					return fmt.Errorf("claim %s: names %s, provisioned from %s, %s: %s", cl.Name, cl.Spec.ConfigRevision, cl.Status.ConfigRevision, cl.Status.Phase, cl.Status.Message)
+				}
+			}
+			return nil
+		})
+		for _, n := range caches {
+			ready(t, n, time.Minute)
+		}
+		var wantSeen []string
+		for _, cl := range redisClaims(t) {
+			if slices.Contains(first, ns+"/"+cl.Spec.WorkloadRef.Name) {
+				wantSeen = append(wantSeen, cl.Name)
+			}
+		}
+		got := provisioned()
+		slices.Sort(got)
+		slices.Sort(wantSeen)
+		if !slices.Equal(got, wantSeen) {
+			t.Fatalf("claims provisioned from the broken definition: %v, want the first wave's only: %v", got, wantSeen)
+		}
+
+		// A fixed definition supersedes the halted rollout and goes through every wave.
+		editConfig(t, func(doc map[string]any) {
+			redis := provisionerDef(doc, "template://score-dev/redis")
+			redis["outputs"] = strings.Replace(redis["outputs"].(string), "broken: {{ fail \"broken on purpose\" }}\n", "", 1)
+			m := redis["manifests"].(string)
+			at := strings.Index(m, "kind: Service")
+			at += strings.Index(m[at:], "labels: {") + len("labels: {")
+			redis["manifests"] = m[:at] + "tier: cache, " + m[at:]
+		})
+		rolloutNamed(t, r.Name, "superseded", time.Minute, phase(scorev1b1.RolloutSuperseded))
+		done := rolloutNamed(t, "rollout-0005", "completed", 3*time.Minute, func(r *scorev1b1.ConfigRollout) error {
+			if err := phase(scorev1b1.RolloutCompleted)(r); err != nil {
+				return fmt.Errorf("%w\n%s", err, cacheState(t))
+			}
+			return nil
+		})
+		if done.Spec.From != stable || done.Status.Affected != 3 || len(done.Status.Waves) < 2 {
+			t.Fatalf("the fixed rollout: from %s, %d affected, waves %+v", done.Spec.From, done.Status.Affected, done.Status.Waves)
+		}
+		testenv.Eventually(t, time.Minute, "every claim provisioned from the fixed definition", func() error {
+			for _, cl := range redisClaims(t) {
+				if cl.Status.ConfigRevision != done.Spec.To || cl.Status.Phase != scorev1b1.ClaimPhaseBound {
+					return fmt.Errorf("claim %s provisioned from %s, %s", cl.Name, cl.Status.ConfigRevision, cl.Status.Phase)
+				}
+				var svcs corev1.ServiceList
+				if err := c.List(ctx, &svcs, client.InNamespace(ns), client.MatchingLabels{"tier": "cache"}); err != nil {
+					return err
+				}
+				if len(svcs.Items) != 2 { // one for the shared instance, one for cache-c's
+					return fmt.Errorf("%d redis Services with the new label, want 2", len(svcs.Items))
+				}
+			}
+			return nil
+		})
+		for _, n := range caches {
+			ready(t, n, time.Minute)
+		}
+	})
+}
+
+func editConfig(t *testing.T, change func(doc map[string]any)) {
+	t.Helper()
+	if err := devenv.EditConfig(ctx, c, func(doc map[string]any) error { change(doc); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restoreTemplate points the web-service backends back at the shipped template.
+func restoreTemplate(doc map[string]any) {
+	for _, p := range doc["profiles"].([]any) {
+		if pr := p.(map[string]any); pr["name"] == "web-service" {
+			for _, b := range pr["backends"].([]any) {
+				if tpl := b.(map[string]any)["template"].(map[string]any); tpl["ref"] == brokenRef {
+					tpl["ref"], tpl["digest"] = shippedRef, shippedDigest
+				}
+			}
+		}
+	}
+}
+
+// provisionerDef is the definition uri of the config.
+func provisionerDef(doc map[string]any, uri string) map[string]any {
+	for _, p := range doc["provisioners"].([]any) {
+		if def := p.(map[string]any); def["uri"] == uri {
+			return def
+		}
+	}
+	panic("no provisioner " + uri)
+}
+
+func redisClaims(t *testing.T) []scorev1b1.ResourceClaim {
+	t.Helper()
+	var list scorev1b1.ResourceClaimList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := slices.DeleteFunc(list.Items, func(cl scorev1b1.ResourceClaim) bool { return cl.Spec.Type != "redis" })
+	if len(out) != 3 {
+		t.Fatalf("%d redis claims, want 3", len(out))
+	}
+	return out
+}
+
+// provisionedFrom records every claim ever provisioned from revision, until stop.
+func provisionedFrom(t *testing.T, revision func() string) (seen func() []string, stop func()) {
+	t.Helper()
+	return watchNames(t, &scorev1b1.ResourceClaimList{}, func(o client.Object) bool {
+		cl, ok := o.(*scorev1b1.ResourceClaim)
+		return ok && revision() != "" && cl.Status.ConfigRevision == revision()
+	})
+}
+
+// cacheState says where the redis claims and their Workloads are, for a failure's message.
+func cacheState(t *testing.T) string {
+	var b strings.Builder
+	for _, cl := range redisClaims(t) {
+		fmt.Fprintf(&b, "claim %s (gen %d/%d): names %.19s, from %.19s, %s: %s\n", cl.Name, cl.Generation, cl.Status.ObservedGeneration, cl.Spec.ConfigRevision, cl.Status.ConfigRevision, cl.Status.Phase, cl.Status.Message)
+		w := &scorev1b1.Workload{}
+		p := &scorev1b1.WorkloadPlan{}
+		_ = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cl.Spec.WorkloadRef.Name}, w)
+		_ = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cl.Spec.WorkloadRef.Name}, p)
+		fmt.Fprintf(&b, "  workload %s: %+v; plan %.19s gen %d/%d %s\n", w.Name, meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady), p.Spec.ConfigRevision, p.Generation, p.Status.ObservedGeneration, p.Status.Phase)
+	}
+	return b.String()
 }

@@ -94,9 +94,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		ctrl.LoggerFrom(ctx).Info("Ignored an invalid exposure URL", "reason", mirrored.Rejected)
 	}
 
-	// Selection and the plan follow the revision a rollout gives the Workload; its claims, the
-	// provisioner and the mirror follow the current one.
-	render, err := r.renderFrom(ctx, s, loaded)
+	// Selection, the plan and the claims' provisioning follow the revision a rollout gives
+	// the Workload; the mirror follows the current one.
+	render, inWave, err := r.renderFrom(ctx, s, loaded)
 	if err != nil {
 		return err
 	}
@@ -116,12 +116,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	}
 
 	// Claims: one per resource, in dependency order.
-	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: loaded.Config.Provisioners, Classes: loaded.Config.Classes, Observed: s.claimViews(desiredKeys(w))})
+	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: render.Config.Provisioners, Classes: render.Config.Classes, Observed: s.claimViews(desiredKeys(w))})
 	if err != nil {
 		s.specInvalid(planner.Sentence(err.Error()), 0)
 		return nil
 	}
 	desired = s.placeClaims(desired, placed)
+	if err := r.claimRevisions(ctx, s, desired, render, loaded); err != nil {
+		return err
+	}
 	if len(desired) > 0 && controllerutil.AddFinalizer(w, scorev1b1.WorkloadFinalizer) {
 		if err := r.Client.Patch(ctx, w, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("adding the finalizer: %w", err)
@@ -184,7 +187,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if placed.Moved && s.plan != nil && r.Recorder != nil {
 		r.Recorder.Eventf(s.plan, nil, corev1.EventTypeNormal, "Placed", "Place", "Placed on cluster %s: cluster %s no longer fits (%s).", placed.Cluster, s.plan.Spec.Cluster, placed.Selector)
 	}
-	if err := r.ensurePlan(ctx, s, built.Spec); err != nil {
+	if err := r.ensurePlan(ctx, s, built.Spec, inWave); err != nil {
 		return err
 	}
 	s.decide(workloadstatus.InputsValid(), claimsReady, r.runtimeCondition(s, mirrored))
@@ -392,9 +395,10 @@ func (r *Reconciler) applyClaims(ctx context.Context, s *scope, desired []planne
 					return nil, err
 				} else if reason != "" {
 					state.Denied = reason
-				} else if existing.Spec.Cluster != d.Spec.Cluster {
-					// The Workload moved: the claim's outputs are the old cluster's instance's,
-					// and nothing is planned on the new cluster with them.
+				} else if existing.Spec.Cluster != d.Spec.Cluster || existing.Spec.ConfigRevision != d.Spec.ConfigRevision {
+					// The Workload moved, or a rollout provisions its claim from another
+					// revision: the claim's outputs are the old instance's, and nothing is
+					// planned with them.
 					state.Phase, state.Reason, state.OutputsAvailable = scorev1b1.ClaimPhasePending, "", false
 				}
 			}
@@ -556,11 +560,12 @@ func (r *Reconciler) ensureExposure(ctx context.Context, s *scope, runtimeClass 
 	return nil
 }
 
-// ensurePlan writes the plan only when its content changed.
-func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.WorkloadPlanSpec) error {
+// ensurePlan writes the plan only when its content changed, or, with revision, when only
+// the config revision it records did.
+func (r *Reconciler) ensurePlan(ctx context.Context, s *scope, spec *scorev1b1.WorkloadPlanSpec, revision bool) error {
 	w := s.workload
 	if p := s.plan; p != nil {
-		if sameContent(p.Spec, *spec) {
+		if sameContent(p.Spec, *spec) && (!revision || p.Spec.ConfigRevision == spec.ConfigRevision) {
 			return nil
 		}
 		updated := p.DeepCopy()

@@ -33,12 +33,17 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
 // +kubebuilder:rbac:groups=score.dev,resources=configrollouts,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=score.dev,resources=configrollouts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
 //
 // The revisions' ConfigMaps are created and deleted in the control plane's namespace only
 // (config/rbac/leader-election.yaml).
@@ -62,6 +67,9 @@ type rollouts struct {
 	// written tells a cached rollout older than this controller's last status write: a pass
 	// on it waits for the newer copy's event instead of writing over it.
 	written ownwrites.Tracker
+	// gateExpr is the policy's gate expression, compiledGate its program.
+	gateExpr     string
+	compiledGate *rollout.GateExpr
 }
 
 // setupRollouts adds the rollout controller: it watches the rollouts, the config store, and
@@ -77,7 +85,8 @@ func (r *Reconciler) setupRollouts(mgr ctrl.Manager) error {
 	}}
 	planChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*scorev1b1.WorkloadPlan), e.ObjectNew.(*scorev1b1.WorkloadPlan)
-		return o.Spec.ConfigRevision != n.Spec.ConfigRevision || o.Status.ObservedGeneration != n.Status.ObservedGeneration
+		return o.Spec.ConfigRevision != n.Spec.ConfigRevision || o.Status.ObservedGeneration != n.Status.ObservedGeneration ||
+			!reflect.DeepEqual(o.Status.Objects, n.Status.Objects) // what a gate expression reads
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configrollout").
@@ -110,24 +119,62 @@ func (r *Reconciler) listRollouts(ctx context.Context) ([]scorev1b1.ConfigRollou
 }
 
 // renderFrom is the config a Workload is rendered from: the current one, or the revision the
-// governing rollout gives it.
-func (r *Reconciler) renderFrom(ctx context.Context, s *scope, current *configsource.Loaded) (*configsource.Loaded, error) {
+// governing rollout gives it. inWave is true when the Workload is in one of the rollout's
+// waves: its plan then records the revision even when its content is the same (a change of
+// its claims' definitions alone), since the rollout's gate reads it there.
+func (r *Reconciler) renderFrom(ctx context.Context, s *scope, current *configsource.Loaded) (render *configsource.Loaded, inWave bool, err error) {
 	if current.Config.Rollout == nil || r.revisions == nil {
-		return current, nil
+		return current, false, nil
 	}
 	gov, err := r.governing(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	planned := ""
 	if s.plan != nil {
 		planned = s.plan.Spec.ConfigRevision
 	}
-	revision := rollout.Choose(gov, s.workload.Namespace+"/"+s.workload.Name, planned)
+	key := s.workload.Namespace + "/" + s.workload.Name
+	revision := rollout.Choose(gov, key, planned)
+	inWave = gov != nil && !terminal(gov.Status.Phase) && rollout.WaveOf(gov.Status.Waves, key) >= 0
 	if revision == "" || revision == current.Revision {
-		return current, nil
+		return current, inWave, nil
 	}
-	return r.revisions.Get(ctx, revision)
+	render, err = r.revisions.Get(ctx, revision)
+	return render, inWave, err
+}
+
+// claimRevisions records in each desired claim the revision whose provisioner definitions
+// provision it: none without a rollout policy (the provisioner takes the current one), else
+// the revision the Workload is rendered from — or the one the claim already names when the
+// two provision it the same, so that a change that does not touch a claim writes nothing to
+// it. A claim always names one under a policy: a new revision then reaches it only through
+// the rollout.
+func (r *Reconciler) claimRevisions(ctx context.Context, s *scope, desired []planner.DesiredClaim, render, current *configsource.Loaded) error {
+	if current.Config.Rollout == nil || r.revisions == nil {
+		return nil
+	}
+	owned := s.owned()
+	for i := range desired {
+		d := &desired[i]
+		d.Spec.ConfigRevision = render.Revision
+		existing := owned[d.Name]
+		if existing == nil || existing.Spec.ConfigRevision == "" || existing.Spec.ConfigRevision == render.Revision {
+			continue
+		}
+		have, err := r.revisions.Get(ctx, existing.Spec.ConfigRevision)
+		if apierrors.IsNotFound(err) {
+			continue // no longer kept: the claim takes the Workload's revision
+		}
+		if err != nil {
+			return err
+		}
+		params, _ := values.Object(d.Spec.Params)
+		if provisionermatch.Same(have.Config, render.Config, provisionermatch.Claim{Type: d.Spec.Type, Class: d.Spec.Class, ID: d.Spec.ID, Params: params}) {
+			d.Spec.ConfigRevision = existing.Spec.ConfigRevision
+		}
+	}
+	return nil
 }
 
 func terminal(phase string) bool {
@@ -224,25 +271,50 @@ func (ro *rollouts) initialize(ctx context.Context, r *scorev1b1.ConfigRollout, 
 			st.Phase, st.Message, st.Progress = scorev1b1.RolloutCompleted, fmt.Sprintf("Applied at once: %v.", err), "-"
 		})
 	}
-	var workloads scorev1b1.WorkloadList
-	if err := ro.Client.List(ctx, &workloads); err != nil {
+	fleet, err := ro.fleet(ctx, current.Config.Rollout.OrderBy)
+	if err != nil {
 		return err
 	}
-	var affected []string
-	for i := range workloads.Items {
-		w := &workloads.Items[i]
-		if _, pinned := r.Spec.Pins[w.Namespace+"/"+w.Name]; !pinned && w.DeletionTimestamp.IsZero() && rollout.Affected(w, from.Selector, current.Selector, ro.Region) {
-			affected = append(affected, w.Namespace+"/"+w.Name)
-		}
-	}
-	waves := rollout.Assign(current.Config.Rollout.WaveSizes(), affected)
+	fleet.Pins = r.Spec.Pins
+	affected, waves := rollout.Waves(fleet, revisionOf(from), revisionOf(current))
 	return ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
-		st.Affected, st.Waves, st.Wave = int32(len(affected)), waves, 0
+		st.Affected, st.Waves, st.Wave, st.WaveStarted = int32(affected), waves, 0, &metav1.Time{Time: ro.now()}
 		st.Phase, st.Progress = scorev1b1.RolloutProgressing, progress(0, len(waves))
 		if len(waves) == 0 {
 			st.Phase, st.Message, st.Progress = scorev1b1.RolloutCompleted, "The change renders no Workload differently.", "-"
 		}
 	})
+}
+
+// fleet reads the Workloads a rollout is computed over, and their namespaces' labels when
+// the waves are ordered by one.
+func (ro *rollouts) fleet(ctx context.Context, order *orchconfig.RolloutOrder) (rollout.Fleet, error) {
+	var workloads scorev1b1.WorkloadList
+	if err := ro.Client.List(ctx, &workloads); err != nil {
+		return rollout.Fleet{}, err
+	}
+	f := rollout.Fleet{Region: ro.Region}
+	for i := range workloads.Items {
+		f.Workloads = append(f.Workloads, &workloads.Items[i])
+	}
+	if order == nil || order.NamespaceLabel == "" {
+		return f, nil
+	}
+	// Read once, when the rollout starts: the waves are fixed then.
+	var namespaces metav1.PartialObjectMetadataList
+	namespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := ro.APIReader.List(ctx, &namespaces); err != nil {
+		return rollout.Fleet{}, fmt.Errorf("reading the namespaces' labels for the rollout's order: %w", err)
+	}
+	f.NamespaceLabels = map[string]map[string]string{}
+	for _, ns := range namespaces.Items {
+		f.NamespaceLabels[ns.Name] = ns.Labels
+	}
+	return f, nil
+}
+
+func revisionOf(l *configsource.Loaded) rollout.Revision {
+	return rollout.Revision{Config: l.Config, Selector: l.Selector}
 }
 
 func progress(wave, of int) string { return fmt.Sprintf("%d/%d", wave+1, of) }
@@ -263,14 +335,16 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 	case r.Status.Phase == scorev1b1.RolloutHalted && r.Spec.Retry > r.Status.Retried:
 		ro.event(r, corev1.EventTypeNormal, "Retried", "Wave %d is tried again.", r.Status.Wave+1)
 		return reconcile.Result{Requeue: true}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
-			st.Phase, st.Retried, st.BakeStarted, st.Message = scorev1b1.RolloutProgressing, r.Spec.Retry, nil, "Retried."
+			st.Phase, st.Retried, st.WaveStarted, st.BakeStarted, st.Message = scorev1b1.RolloutProgressing, r.Spec.Retry, &metav1.Time{Time: now}, nil, "Retried."
 			st.Waves[st.Wave].Failed = nil
 		})
 	case r.Status.Phase == scorev1b1.RolloutHalted:
 		return reconcile.Result{}, nil
 	case r.Spec.Paused:
+		// The bake stops: a wave resumed bakes for the whole bake time again.
 		return reconcile.Result{}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
-			st.Phase, st.Message = scorev1b1.RolloutPaused, fmt.Sprintf("Paused at wave %d.", st.Wave+1)
+			st.Phase, st.WaveStarted, st.BakeStarted = scorev1b1.RolloutPaused, nil, nil
+			st.Message = fmt.Sprintf("Paused at wave %d; its bake and progress deadline start again on resume.", st.Wave+1)
 		})
 	}
 	if int(r.Status.Wave) >= len(r.Status.Waves) {
@@ -278,15 +352,18 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 			st.Phase, st.Message = scorev1b1.RolloutCompleted, "Completed: no wave is left."
 		})
 	}
-	members, err := ro.members(ctx, slices.DeleteFunc(slices.Clone(r.Status.Waves[r.Status.Wave].Workloads), func(k string) bool { _, pinned := r.Spec.Pins[k]; return pinned }))
+	members, err := ro.members(ctx, revisionOf(current), slices.DeleteFunc(slices.Clone(r.Status.Waves[r.Status.Wave].Workloads), func(k string) bool { _, pinned := r.Spec.Pins[k]; return pinned }))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var started *time.Time
-	if r.Status.BakeStarted != nil {
-		started = &r.Status.BakeStarted.Time
+	var waveStarted, bakeStarted *time.Time
+	if r.Status.WaveStarted != nil {
+		waveStarted = &r.Status.WaveStarted.Time
 	}
-	v := rollout.Gate(r.Spec.To, members, started, now, *current.Config.Rollout)
+	if r.Status.BakeStarted != nil {
+		bakeStarted = &r.Status.BakeStarted.Time
+	}
+	v := rollout.Gate(r.Spec.To, members, waveStarted, bakeStarted, now, *current.Config.Rollout)
 	bake, _ := current.Config.Rollout.Durations()
 	wave, of := int(r.Status.Wave), len(r.Status.Waves)
 	switch {
@@ -300,12 +377,12 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 	case v.Pass && wave == of-1:
 		ro.event(r, corev1.EventTypeNormal, "Completed", "All %d waves passed: %d Workloads are rendered from %s.", of, r.Status.Affected, r.Spec.To)
 		return reconcile.Result{}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
-			st.Phase, st.BakeStarted, st.Message = scorev1b1.RolloutCompleted, nil, fmt.Sprintf("Completed: %d Workloads in %d waves.", st.Affected, of)
+			st.Phase, st.WaveStarted, st.BakeStarted, st.Message = scorev1b1.RolloutCompleted, nil, nil, fmt.Sprintf("Completed: %d Workloads in %d waves.", st.Affected, of)
 		})
 	case v.Pass:
 		ro.event(r, corev1.EventTypeNormal, "WavePassed", "Wave %d of %d passed; wave %d starts.", wave+1, of, wave+2)
 		return reconcile.Result{Requeue: true}, ro.setStatus(ctx, r, func(st *scorev1b1.ConfigRolloutStatus) {
-			st.Phase, st.Wave, st.BakeStarted, st.Progress = scorev1b1.RolloutProgressing, int32(wave+1), nil, progress(wave+1, of)
+			st.Phase, st.Wave, st.WaveStarted, st.BakeStarted, st.Progress = scorev1b1.RolloutProgressing, int32(wave+1), &metav1.Time{Time: now}, nil, progress(wave+1, of)
 			st.Message = fmt.Sprintf("Wave %d of %d started.", wave+2, of)
 		})
 	}
@@ -316,6 +393,9 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 		if v.Start || st.BakeStarted != nil {
 			st.Message = fmt.Sprintf("Wave %d of %d baking: each of its Workloads must be Ready for %s.", wave+1, of, bake)
 		}
+		if st.WaveStarted == nil {
+			st.WaveStarted = &metav1.Time{Time: now}
+		}
 		if v.Start {
 			st.BakeStarted = &metav1.Time{Time: now}
 		}
@@ -324,7 +404,11 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 }
 
 // members reads what the gate needs of a wave's Workloads; one deleted since is left out.
-func (ro *rollouts) members(ctx context.Context, keys []string) ([]rollout.Member, error) {
+func (ro *rollouts) members(ctx context.Context, to rollout.Revision, keys []string) ([]rollout.Member, error) {
+	gate, err := ro.gate(to.Config.Rollout.Gate)
+	if err != nil {
+		return nil, err
+	}
 	var out []rollout.Member
 	for _, key := range keys {
 		ns, name, _ := strings.Cut(key, "/")
@@ -336,6 +420,7 @@ func (ro *rollouts) members(ctx context.Context, keys []string) ([]rollout.Membe
 			return nil, err
 		}
 		m := rollout.Member{Key: key}
+		m.Bake, m.Deadline = rollout.Timing(w, to, ro.Region)
 		p := &scorev1b1.WorkloadPlan{}
 		switch err := ro.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); {
 		case err == nil:
@@ -347,9 +432,22 @@ func (ro *rollouts) members(ctx context.Context, keys []string) ([]rollout.Membe
 		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
 			m.Ready, m.Since = c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation, c.LastTransitionTime.Time
 		}
+		m.Ready = m.Ready && gate.Holds(p.Status.Objects, w)
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// gate is the policy's gate expression, compiled once per expression.
+func (ro *rollouts) gate(expr string) (*rollout.GateExpr, error) {
+	if ro.gateExpr != expr || (expr != "" && ro.compiledGate == nil) {
+		g, err := rollout.CompileGate(expr)
+		if err != nil {
+			return nil, err // validated with the config
+		}
+		ro.gateExpr, ro.compiledGate = expr, g
+	}
+	return ro.compiledGate, nil
 }
 
 // setStatus writes the rollout's status as change leaves it, when it changed.
@@ -405,6 +503,13 @@ func (ro *rollouts) prune(ctx context.Context, list []scorev1b1.ConfigRollout) e
 	}
 	for _, p := range plans.Items {
 		inUse[p.Spec.ConfigRevision] = true
+	}
+	var claims scorev1b1.ResourceClaimList
+	if err := ro.Client.List(ctx, &claims); err != nil {
+		return err
+	}
+	for _, c := range claims.Items {
+		inUse[c.Spec.ConfigRevision] = true
 	}
 	return ro.revisions.Prune(ctx, inUse)
 }

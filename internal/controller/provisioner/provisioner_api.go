@@ -105,9 +105,15 @@ func (r *Reconciler) releaseAPI(ctx context.Context, c *scorev1b1.ResourceClaim,
 	if !strings.HasPrefix(c.Status.Provisioner, "http+api://") {
 		return nil
 	}
-	loaded, ok := r.Config.Get()
-	if !ok {
-		return errors.New("waiting for the platform configuration to send the delete request")
+	loaded, err := r.configOf(ctx, c)
+	if errors.Is(err, errNotKept) {
+		loaded, err = nil, nil
+		if l, ok := r.Config.Get(); ok {
+			loaded = l // the definition by its URI, as it is now
+		}
+	}
+	if err != nil || loaded == nil {
+		return errors.Join(errors.New("waiting for the platform configuration to send the delete request"), err)
 	}
 	var def *orchconfig.Provisioner
 	for i := range loaded.Config.Provisioners {

@@ -97,6 +97,9 @@ type Reconciler struct {
 	phases phaseClock
 	// written tells a cached claim older than this controller's last status write.
 	written ownwrites.Tracker
+	// revisions reads the kept config revisions a rollout provisions claims from (nil: the
+	// current config only).
+	revisions *configsource.Revisions
 	// members are the registered member clusters; clusterChanged brings back the claims of
 	// one that started or stopped answering.
 	members        *clusters.Pool
@@ -161,8 +164,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // provision runs the matching definition and publishes the result.
 func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
-	loaded, ok := r.Config.Get()
-	if !ok {
+	loaded, err := r.configOf(ctx, c)
+	if errors.Is(err, errNotKept) {
+		// Not admitted by this process's config source yet (its notification brings every
+		// claim back), or no longer kept (the orchestrator keeps what a claim names).
+		setPhase(c, scorev1b1.ClaimPhasePending, "", fmt.Sprintf("Waiting for config revision %s.", c.Spec.ConfigRevision))
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if loaded == nil {
 		setPhase(c, scorev1b1.ClaimPhasePending, "", "Waiting for the platform configuration.")
 		return ctrl.Result{}, nil
 	}
@@ -179,6 +191,10 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	}
 	def, params := loaded.Config.Provisioners[served.Index], served.Params
 	c.Status.Provisioner = def.URI
+	c.Status.ConfigRevision = ""
+	if c.Spec.ConfigRevision != "" {
+		c.Status.ConfigRevision = loaded.Revision
+	}
 	strategy, err := provisioning.StrategyOf(def.URI)
 	if err != nil {
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s uses a strategy this controller does not run.", def.URI))

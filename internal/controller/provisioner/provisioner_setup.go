@@ -59,6 +59,7 @@ type Options struct {
 func Setup(mgr ctrl.Manager, store *configsource.Store, charts *templates.Source, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
 		EnableCmd: opts.EnableCmd, CmdLimits: opts.CmdLimits, APINamespace: opts.APINamespace, Charts: charts, Concurrency: opts.Concurrency, Shard: opts.Shard}
+	r.revisions = &configsource.Revisions{APIReader: mgr.GetAPIReader(), Namespace: opts.APINamespace, Store: store}
 	return r.SetupWithManager(mgr)
 }
 

@@ -2,13 +2,16 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
@@ -56,4 +59,49 @@ func (r *Reconciler) instanceNamespace(ctx context.Context, c *scorev1b1.Resourc
 		return "", fmt.Sprintf("Namespace %s may not share %s %s: the platform shares it only with namespaces it selects by label.", c.Namespace, c.Spec.Type, c.Spec.ID), nil
 	}
 	return "", "", nil
+}
+
+// errNotKept: the revision a claim names is no longer kept.
+var errNotKept = errors.New("the config revision is not kept")
+
+// configOf is the config a claim is provisioned from: the revision its spec names (a
+// rollout's), else the current one; nil before the first valid config. An instance several
+// claims share is provisioned from the revision its oldest claim names, so that claims that
+// disagree (a pinned Workload, or one created during a rollout) do not apply it in turn; a
+// rollout puts the sharers of an instance it changes in one wave.
+func (r *Reconciler) configOf(ctx context.Context, c *scorev1b1.ResourceClaim) (*configsource.Loaded, error) {
+	current, ok := r.Config.Get()
+	if !ok {
+		return nil, nil
+	}
+	revision := c.Spec.ConfigRevision
+	if c.Spec.ID != "" && c.Status.Instance != "" {
+		var sharers scorev1b1.ResourceClaimList
+		if err := r.Client.List(ctx, &sharers, client.MatchingFields{indexInstance: c.Status.Instance}); err != nil {
+			return nil, err
+		}
+		oldest := c
+		for i := range sharers.Items {
+			o := &sharers.Items[i]
+			if o.DeletionTimestamp.IsZero() && o.UID != c.UID && older(o, oldest) {
+				oldest = o
+			}
+		}
+		revision = oldest.Spec.ConfigRevision
+	}
+	if revision == "" || revision == current.Revision || r.revisions == nil {
+		return current, nil
+	}
+	l, err := r.revisions.Get(ctx, revision)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: %v", errNotKept, err)
+	}
+	return l, err
+}
+
+func older(a, b *scorev1b1.ResourceClaim) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 }
