@@ -110,7 +110,7 @@ func WaveOf(waves []scorev1b1.RolloutWave, key string) int {
 // back to From (the waves that passed before it keep To); an aborted one pins every Workload.
 // A Workload in no wave — the change does not affect it, or it was created since the rollout
 // began — keeps the revision it has, and a new one gets To, or From when the rollout is halted
-// or aborted.
+// or aborted. Before the rollout's waves are assigned every Workload gets From.
 func Choose(r *scorev1b1.ConfigRollout, key, current string) string {
 	if r == nil {
 		return ""
@@ -127,6 +127,10 @@ func Choose(r *scorev1b1.ConfigRollout, key, current string) string {
 	switch {
 	case r.Status.Phase == scorev1b1.RolloutCompleted:
 		return to
+	case r.Status.Phase == "":
+		// Created, its waves not assigned yet: nobody is reached. (A plan whose content an
+		// earlier revision did not change still names that one: it says nothing here.)
+		return from
 	case wave < 0 && (current == from || current == to):
 		return current
 	case wave < 0 && stopped:

@@ -69,6 +69,7 @@ func TestChoose(t *testing.T) {
 		want         string
 	}{
 		{"no rollout", nil, "a/one", from, ""},
+		{"waves not assigned yet: nobody is reached", r("", 0, false), "a/one", "sha256:older", from},
 		{"a reached wave", r(scorev1b1.RolloutProgressing, 1, false), "a/two", from, to},
 		{"an earlier wave", r(scorev1b1.RolloutProgressing, 1, false), "a/one", to, to},
 		{"a later wave waits", r(scorev1b1.RolloutProgressing, 1, false), "a/three", from, from},

@@ -96,7 +96,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 
 	// Selection, the plan and the claims' provisioning follow the revision a rollout gives
 	// the Workload; the mirror follows the current one.
-	render, inWave, err := r.renderFrom(ctx, s, loaded)
+	render, reached, err := r.renderFrom(ctx, s, loaded)
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if placed.Moved && s.plan != nil && r.Recorder != nil {
 		r.Recorder.Eventf(s.plan, nil, corev1.EventTypeNormal, "Placed", "Place", "Placed on cluster %s: cluster %s no longer fits (%s).", placed.Cluster, s.plan.Spec.Cluster, placed.Selector)
 	}
-	if err := r.ensurePlan(ctx, s, built.Spec, inWave); err != nil {
+	if err := r.ensurePlan(ctx, s, built.Spec, reached); err != nil {
 		return err
 	}
 	s.decide(workloadstatus.InputsValid(), claimsReady, r.runtimeCondition(s, mirrored))

@@ -119,10 +119,11 @@ func (r *Reconciler) listRollouts(ctx context.Context) ([]scorev1b1.ConfigRollou
 }
 
 // renderFrom is the config a Workload is rendered from: the current one, or the revision the
-// governing rollout gives it. inWave is true when the Workload is in one of the rollout's
-// waves: its plan then records the revision even when its content is the same (a change of
-// its claims' definitions alone), since the rollout's gate reads it there.
-func (r *Reconciler) renderFrom(ctx context.Context, s *scope, current *configsource.Loaded) (render *configsource.Loaded, inWave bool, err error) {
+// governing rollout gives it. reached is true when the Workload is in a wave the rollout has
+// reached (under way, passed, halted or aborted): its plan then records the revision even
+// when its content is the same (a change of its claims' definitions alone), since the
+// rollout's gate reads it there. A wave not reached yet keeps its plans as they are.
+func (r *Reconciler) renderFrom(ctx context.Context, s *scope, current *configsource.Loaded) (render *configsource.Loaded, reached bool, err error) {
 	if current.Config.Rollout == nil || r.revisions == nil {
 		return current, false, nil
 	}
@@ -136,12 +137,15 @@ func (r *Reconciler) renderFrom(ctx context.Context, s *scope, current *configso
 	}
 	key := s.workload.Namespace + "/" + s.workload.Name
 	revision := rollout.Choose(gov, key, planned)
-	inWave = gov != nil && !terminal(gov.Status.Phase) && rollout.WaveOf(gov.Status.Waves, key) >= 0
+	if gov != nil && gov.Status.Phase != scorev1b1.RolloutCompleted && gov.Status.Phase != scorev1b1.RolloutSuperseded {
+		wave := rollout.WaveOf(gov.Status.Waves, key)
+		reached = wave >= 0 && wave <= int(gov.Status.Wave)
+	}
 	if revision == "" || revision == current.Revision {
-		return current, inWave, nil
+		return current, reached, nil
 	}
 	render, err = r.revisions.Get(ctx, revision)
-	return render, inWave, err
+	return render, reached, err
 }
 
 // claimRevisions records in each desired claim the revision whose provisioner definitions
