@@ -183,18 +183,30 @@ type Verdict struct {
 // and Ready for the bake time since the bake started (or since it last became Ready, if
 // later). A member not so by the progress deadline, counted from the wave's start (nil: it
 // starts now), fails — one never rendered from to included (its dependency fails, its
-// template does not render).
+// template does not render); the bake waits for the members that have not failed.
 func Gate(to string, members []Member, waveStarted, bakeStarted *time.Time, now time.Time, policy orchconfig.RolloutPolicy) Verdict {
-	bake, deadline := policy.Durations()
 	wave := now
 	if waveStarted != nil {
 		wave = *waveStarted
 	}
+	timing := func(m Member) (time.Duration, time.Duration) {
+		bake, deadline := policy.Durations()
+		return max(bake, m.Bake), max(deadline, m.Deadline)
+	}
+	healthy := func(m Member) bool { return m.Revision == to && m.Ready && m.Settled }
+	v := Verdict{}
 	rendered := true
 	for _, m := range members {
+		if _, deadline := timing(m); !healthy(m) && !now.Before(wave.Add(deadline)) {
+			v.Failed = append(v.Failed, m.Key)
+			continue
+		}
 		rendered = rendered && m.Revision == to
 	}
-	v := Verdict{}
+	if len(v.Failed) > policy.FailureBudget {
+		v.Fail = true
+		return v
+	}
 	start := now
 	switch {
 	case rendered && bakeStarted != nil:
@@ -210,40 +222,29 @@ func Gate(to string, members []Member, waveStarted, bakeStarted *time.Time, now 
 		}
 	}
 	for _, m := range members {
-		bake, deadline := bake, deadline
-		if m.Bake > 0 || m.Deadline > 0 {
-			bake, deadline = max(bake, m.Bake), max(deadline, m.Deadline)
-		}
-		if m.Revision == to && m.Ready && m.Settled {
-			if !rendered {
-				pending++ // healthy; the bake waits for the rest of the wave
-				continue
-			}
+		bake, deadline := timing(m)
+		switch {
+		case slices.Contains(v.Failed, m.Key):
+			continue // within the budget
+		case healthy(m) && !rendered:
+			pending++ // the bake waits for the rest of the wave, whose deadlines wake it
+		case healthy(m):
 			passAt := start.Add(bake)
 			if m.Since.After(start) {
 				passAt = m.Since.Add(bake)
 			}
-			if !now.Before(passAt) {
-				continue
+			if now.Before(passAt) {
+				pending++
+				soonest(passAt.Sub(now))
 			}
+		default:
 			pending++
-			soonest(passAt.Sub(now))
-			continue
+			soonest(wave.Add(deadline).Sub(now))
 		}
-		if failAt := wave.Add(deadline); !now.Before(failAt) {
-			v.Failed = append(v.Failed, m.Key)
-			continue
-		} else {
-			soonest(failAt.Sub(now))
-		}
-		pending++
 	}
-	switch {
-	case len(v.Failed) > policy.FailureBudget:
-		v.Fail = true
-	case pending == 0:
+	if pending == 0 {
 		v.Pass = true
-	default:
+	} else {
 		v.After = next
 	}
 	return v

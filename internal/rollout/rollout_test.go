@@ -124,6 +124,9 @@ func TestGate(t *testing.T) {
 			return v.Fail && slices.Equal(v.Failed, []string{"a/bad"})
 		}},
 		{"within the failure budget", []Member{ready("a/one", at(-time.Hour)), notReady}, &start, at(2 * time.Minute), 1, func(v Verdict) bool { return !v.Fail && v.Pass }},
+		{"one never rendered, within the budget: the bake starts for the rest", []Member{{Key: "a/one", Revision: "sha256:from"}, ready("a/two", at(-time.Hour))}, nil, at(2 * time.Minute), 1, func(v Verdict) bool {
+			return v.Start && !v.Fail && slices.Equal(v.Failed, []string{"a/one"}) && v.After == 30*time.Second
+		}},
 		{"a member's longer bake", []Member{ready("a/one", at(-time.Hour)), {Key: "a/db", Revision: to, Settled: true, Ready: true, Since: at(-time.Hour), Bake: 5 * time.Minute}}, &start, at(time.Minute), 0, func(v Verdict) bool {
 			return !v.Pass && v.After == 4*time.Minute
 		}},
@@ -136,5 +139,14 @@ func TestGate(t *testing.T) {
 		if v := Gate(to, tc.members, &start, tc.started, tc.now, p); !tc.check(v) {
 			t.Errorf("%s: %+v", tc.name, v)
 		}
+	}
+	// The deadline counts from the wave's start, not the bake's.
+	waveAt, bakeAt := t0, at(time.Minute)
+	if v := Gate(to, []Member{ready("a/one", at(-time.Hour)), {Key: "a/late", Revision: to, Settled: true}}, &waveAt, &bakeAt, at(2*time.Minute), policy); !v.Fail {
+		t.Errorf("not Ready two minutes after its wave started, one after its bake: %+v", v)
+	}
+	// Without a wave start (after a pause), it starts now.
+	if v := Gate(to, []Member{{Key: "a/one", Revision: "sha256:from"}}, nil, nil, at(time.Hour), policy); v.Fail || v.After != 2*time.Minute {
+		t.Errorf("no wave start: %+v", v)
 	}
 }

@@ -324,10 +324,18 @@ func revisionOf(l *configsource.Loaded) rollout.Revision {
 func progress(wave, of int) string { return fmt.Sprintf("%d/%d", wave+1, of) }
 
 // advance takes an active rollout one step: the platform engineer's instructions first, then
-// the gate of the wave under way.
+// the gate of the wave under way, under the policy of the revision it rolls out (a newer one
+// may be waiting behind it).
 func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, current *configsource.Loaded) (reconcile.Result, error) {
+	to, err := ro.revisions.Get(ctx, r.Spec.To)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if to.Config.Rollout == nil {
+		to = current // cannot be: a rollout is started only for a revision with a policy
+	}
 	if r.Status.Phase == "" {
-		return reconcile.Result{}, ro.initialize(ctx, r, current)
+		return reconcile.Result{}, ro.initialize(ctx, r, to)
 	}
 	now := ro.now()
 	switch {
@@ -356,7 +364,7 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 			st.Phase, st.Message = scorev1b1.RolloutCompleted, "Completed: no wave is left."
 		})
 	}
-	members, err := ro.members(ctx, revisionOf(current), slices.DeleteFunc(slices.Clone(r.Status.Waves[r.Status.Wave].Workloads), func(k string) bool { _, pinned := r.Spec.Pins[k]; return pinned }))
+	members, err := ro.members(ctx, revisionOf(to), slices.DeleteFunc(slices.Clone(r.Status.Waves[r.Status.Wave].Workloads), func(k string) bool { _, pinned := r.Spec.Pins[k]; return pinned }))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -367,8 +375,8 @@ func (ro *rollouts) advance(ctx context.Context, r *scorev1b1.ConfigRollout, cur
 	if r.Status.BakeStarted != nil {
 		bakeStarted = &r.Status.BakeStarted.Time
 	}
-	v := rollout.Gate(r.Spec.To, members, waveStarted, bakeStarted, now, *current.Config.Rollout)
-	bake, _ := current.Config.Rollout.Durations()
+	v := rollout.Gate(r.Spec.To, members, waveStarted, bakeStarted, now, *to.Config.Rollout)
+	bake, _ := to.Config.Rollout.Durations()
 	wave, of := int(r.Status.Wave), len(r.Status.Waves)
 	switch {
 	case v.Fail:

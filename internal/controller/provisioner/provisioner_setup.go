@@ -99,6 +99,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&scorev1b1.ResourceClaim{}).
 		// A changed or deleted claim goes ahead of the backlog.
 		Watches(&scorev1b1.ResourceClaim{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
+		// A shared instance follows its oldest claim's revision (configOf): when a claim
+		// names another, the other claims of its instance are provisioned again.
+		Watches(&scorev1b1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(r.sharers), builder.WithPredicates(revisionChanged)).
 		Owns(&corev1.Secret{}).
 		// Templates may see every Workload's ports (.WorkloadServices): a spec change of any
 		// Workload requeues the claims of its namespace that can. Unchanged results write nothing.

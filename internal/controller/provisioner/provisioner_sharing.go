@@ -9,6 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
@@ -75,9 +78,10 @@ func (r *Reconciler) configOf(ctx context.Context, c *scorev1b1.ResourceClaim) (
 		return nil, nil
 	}
 	revision := c.Spec.ConfigRevision
-	if c.Spec.ID != "" && c.Status.Instance != "" {
+	if c.Spec.ID != "" {
+		// The instance as the claim knows it (on its first pass: in its own namespace).
 		var sharers scorev1b1.ResourceClaimList
-		if err := r.Client.List(ctx, &sharers, client.MatchingFields{indexInstance: c.Status.Instance}); err != nil {
+		if err := r.Client.List(ctx, &sharers, client.MatchingFields{indexInstance: claimIdentity(c).Hash()}); err != nil {
 			return nil, err
 		}
 		oldest := c
@@ -97,6 +101,34 @@ func (r *Reconciler) configOf(ctx context.Context, c *scorev1b1.ResourceClaim) (
 		return nil, fmt.Errorf("%w: %v", errNotKept, err)
 	}
 	return l, err
+}
+
+// revisionChanged passes a claim whose spec names another config revision, or that went.
+var revisionChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.(*scorev1b1.ResourceClaim).Spec.ConfigRevision != e.ObjectNew.(*scorev1b1.ResourceClaim).Spec.ConfigRevision
+	},
+}
+
+// sharers are the other claims of a claim's instance.
+func (r *Reconciler) sharers(ctx context.Context, o client.Object) []reconcile.Request {
+	c := o.(*scorev1b1.ResourceClaim)
+	if c.Spec.ID == "" {
+		return nil
+	}
+	var list scorev1b1.ResourceClaimList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexInstance: claimIdentity(c).Hash()}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, other := range list.Items {
+		if other.UID != c.UID {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&other)})
+		}
+	}
+	return out
 }
 
 func older(a, b *scorev1b1.ResourceClaim) bool {
