@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -75,7 +76,7 @@ func affected(w *scorev1b1.Workload, from, to Revision, region string) (bool, []
 	a, b := from.Selector.Select(selection.Input{Workload: w, Region: region}), to.Selector.Select(selection.Input{Workload: w, Region: region})
 	changed := a.OK != b.OK || a.Profile != b.Profile || !sameBackend(a.Backend, b.Backend)
 	var instances []string
-	for _, key := range sortedKeys(w.Spec.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(w.Spec.Resources)) {
 		c := claimOf(w, key)
 		if provisionermatch.Same(from.Config, to.Config, c) {
 			continue
@@ -118,15 +119,6 @@ func claimOf(w *scorev1b1.Workload, key string) provisionermatch.Claim {
 	}
 	c.Params, _ = values.Object(res.Params)
 	return c
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // order is a Workload's place among the orderBy values: its index, or after the last.
