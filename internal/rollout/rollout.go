@@ -189,10 +189,8 @@ func Gate(to string, members []Member, waveStarted, bakeStarted *time.Time, now 
 	if waveStarted != nil {
 		wave = *waveStarted
 	}
-	timing := func(m Member) (time.Duration, time.Duration) {
-		bake, deadline := policy.Durations()
-		return max(bake, m.Bake), max(deadline, m.Deadline)
-	}
+	bake, deadline := policy.Durations()
+	timing := func(m Member) (time.Duration, time.Duration) { return max(bake, m.Bake), max(deadline, m.Deadline) }
 	healthy := func(m Member) bool { return m.Revision == to && m.Ready && m.Settled }
 	v := Verdict{}
 	rendered := true

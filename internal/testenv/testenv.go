@@ -11,6 +11,7 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -29,6 +30,15 @@ import (
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// BuildCommand builds the repository's cmd/<name> into dir and returns the binary's path.
+func BuildCommand(dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(RepoRoot(), "cmd", name)).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
+	}
+	return bin, nil
 }
 
 // Scheme holds the built-in kinds, CRDs and the score.dev kinds.

@@ -81,9 +81,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(state)
-	scorectl = filepath.Join(state, "scorectl")
-	if out, err := exec.Command("go", "build", "-o", scorectl, filepath.Join(root, "cmd", "scorectl")).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building scorectl: %v\n%s", err, out)
+	if scorectl, err = testenv.BuildCommand(state, "scorectl"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	pid := fmt.Sprint(os.Getpid())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,22 +78,17 @@ func (r *Reconciler) configOf(ctx context.Context, c *scorev1b1.ResourceClaim) (
 	if !ok {
 		return nil, nil
 	}
-	revision := c.Spec.ConfigRevision
-	if c.Spec.ID != "" {
-		// The instance as the claim knows it (on its first pass: in its own namespace).
-		var sharers scorev1b1.ResourceClaimList
-		if err := r.Client.List(ctx, &sharers, client.MatchingFields{indexInstance: claimIdentity(c).Hash()}); err != nil {
-			return nil, err
-		}
-		oldest := c
-		for i := range sharers.Items {
-			o := &sharers.Items[i]
-			if o.DeletionTimestamp.IsZero() && o.UID != c.UID && older(o, oldest) {
-				oldest = o
-			}
-		}
-		revision = oldest.Spec.ConfigRevision
+	sharers, err := r.sharersOf(ctx, c)
+	if err != nil {
+		return nil, err
 	}
+	oldest := c
+	for i := range sharers {
+		if o := &sharers[i]; o.DeletionTimestamp.IsZero() && older(o, oldest) {
+			oldest = o
+		}
+	}
+	revision := oldest.Spec.ConfigRevision
 	if revision == "" || revision == current.Revision || r.revisions == nil {
 		return current, nil
 	}
@@ -112,21 +108,25 @@ var revisionChanged = predicate.Funcs{
 	},
 }
 
-// sharers are the other claims of a claim's instance.
-func (r *Reconciler) sharers(ctx context.Context, o client.Object) []reconcile.Request {
-	c := o.(*scorev1b1.ResourceClaim)
+// sharersOf are the other claims of a claim's instance (none without an id), as the claim
+// knows its instance (on its first pass: in its own namespace).
+func (r *Reconciler) sharersOf(ctx context.Context, c *scorev1b1.ResourceClaim) ([]scorev1b1.ResourceClaim, error) {
 	if c.Spec.ID == "" {
-		return nil
+		return nil, nil
 	}
 	var list scorev1b1.ResourceClaimList
 	if err := r.Client.List(ctx, &list, client.MatchingFields{indexInstance: claimIdentity(c).Hash()}); err != nil {
-		return nil
+		return nil, err
 	}
-	var out []reconcile.Request
-	for _, other := range list.Items {
-		if other.UID != c.UID {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&other)})
-		}
+	return slices.DeleteFunc(list.Items, func(o scorev1b1.ResourceClaim) bool { return o.UID == c.UID }), nil
+}
+
+// sharers requeues the other claims of a claim's instance.
+func (r *Reconciler) sharers(ctx context.Context, o client.Object) []reconcile.Request {
+	list, _ := r.sharersOf(ctx, o.(*scorev1b1.ResourceClaim)) // a cache read; nothing to requeue on error
+	out := make([]reconcile.Request, 0, len(list))
+	for i := range list {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list[i])})
 	}
 	return out
 }
