@@ -116,7 +116,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				return !reflect.DeepEqual(placeable(e.ObjectOld), placeable(e.ObjectNew))
 			}})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: urgency.FairQueue}).
 		Complete(r)
 }
 

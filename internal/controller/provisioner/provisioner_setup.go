@@ -113,7 +113,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.clusterChanged, &handler.EnqueueRequestForObject{})).
 		// A plan that leaves a cluster lets a moved claim release its instance there.
 		Watches(&scorev1b1.WorkloadPlan{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPlan), builder.WithPredicates(clustersChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: urgency.FairQueue}).
 		Build(r)
 	if err != nil {
 		return err

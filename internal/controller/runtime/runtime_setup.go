@@ -97,7 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A claim's outputs Secret rewritten (rotation) or replaced changes the pods'
 		// secrets revision. Metadata only: the runtime caches no secret values.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(planOfOutputs), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: urgency.FairQueue})
 	r.clusterChanged = make(chan event.GenericEvent)
 	r.members = &clusters.Pool{Name: "cluster", Namespace: r.Namespace, Hub: r.Client, UserAgent: mgr.GetConfig().UserAgent,
 		Scope: scorev1b1.LabelWorkload, Changed: r.bringBack, Publish: true}
