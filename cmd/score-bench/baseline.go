@@ -12,7 +12,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -46,6 +52,8 @@ type baselineResult struct {
 	// Phase has the writes from the first create until all were healthy: Bench the plain
 	// client's, Cluster the cluster's own (pods, bindings, volumes, endpoints, events).
 	Phase phase `json:"phase"`
+	// Timeline is when the steps of the work happened, from the first create.
+	Timeline []milestone `json:"timeline"`
 }
 
 // baselineObjects renders the Workloads of kinds offline, in baselineNS, and returns what the
@@ -111,9 +119,19 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: baselineNS}}); err != nil {
 		return nil, err
 	}
+	all := append(slices.Clone(stages[0]), stages[1]...)
+	tracker := newHealthTracker(all, judge)
+	// Watched from before the first create, as our controllers watch what they apply: the
+	// wait costs the API server one watch per kind, not a listing of every object each second.
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	if err := s.watchBaseline(watchCtx, tracker); err != nil {
+		return nil, err
+	}
 	if _, err := s.auditSince(); err != nil {
 		return nil, err
 	}
+	s.steps = stepTimes{}
 	res := &baselineResult{}
 	start := time.Now()
 	for _, stage := range stages {
@@ -125,16 +143,18 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 		res.Stages = append(res.Stages, len(stage))
 	}
 	res.CreateSeconds = time.Since(start).Seconds()
-	if err := s.waitHealthy(ctx, append(stages[0], stages[1]...), judge); err != nil {
+	if err := poll(ctx, s.o.timeout, 100*time.Millisecond, tracker.waiting); err != nil {
 		return nil, err
 	}
 	res.AllReadySeconds = time.Since(start).Seconds()
+	stopWatching()
 	logf(s.log, "baseline: all healthy after %.1fs; deleting its namespace", res.AllReadySeconds)
 	writes, err := s.auditSince()
 	if err != nil {
 		return nil, err
 	}
 	res.Phase = phaseOf(writes.summary(), time.Since(start))
+	res.Timeline, s.steps = s.steps.timeline(start), nil
 
 	if err := s.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: baselineNS}}); err != nil {
 		return nil, err
@@ -158,42 +178,102 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 	return res, err
 }
 
-// waitHealthy lists the objects' kinds in baselineNS every second until every object exists
-// and is Current by judge (the runtime's and provisioner's judgement).
-func (s *runState) waitHealthy(ctx context.Context, objects []*unstructured.Unstructured, judge *health.Checker) error {
-	want := map[schema.GroupVersionKind]map[string]bool{}
+// watchBaseline starts a watch of each of the tracker's kinds in baselineNS, feeding every
+// object it sees to the tracker, and returns once each has listed what exists.
+func (s *runState) watchBaseline(ctx context.Context, tracker *healthTracker) error {
+	c, err := cache.New(s.cfg, cache.Options{Scheme: s.c.Scheme(), DefaultNamespaces: map[string]cache.Config{baselineNS: {}}})
+	if err != nil {
+		return err
+	}
+	for _, gvk := range tracker.kinds() {
+		o := &unstructured.Unstructured{}
+		o.SetGroupVersionKind(gvk)
+		inf, err := c.GetInformer(ctx, o)
+		if err != nil {
+			return err
+		}
+		see := func(obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				tracker.observe(u)
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    see,
+			UpdateFunc: func(_, obj any) { see(obj) },
+		}); err != nil {
+			return err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the baseline's watches did not sync")
+	}
+	return nil
+}
+
+// healthTracker knows, for the objects it waits for, whether each was last seen healthy by
+// judge (the runtime's and provisioner's judgement). Objects are named by kind and name.
+type healthTracker struct {
+	judge *health.Checker
+
+	mu      sync.Mutex
+	healthy map[schema.GroupVersionKind]map[string]bool
+	example map[schema.GroupVersionKind]map[string]string
+}
+
+func newHealthTracker(objects []*unstructured.Unstructured, judge *health.Checker) *healthTracker {
+	t := &healthTracker{judge: judge, healthy: map[schema.GroupVersionKind]map[string]bool{}, example: map[schema.GroupVersionKind]map[string]string{}}
 	for _, o := range objects {
 		gvk := o.GroupVersionKind()
-		if want[gvk] == nil {
-			want[gvk] = map[string]bool{}
+		if t.healthy[gvk] == nil {
+			t.healthy[gvk] = map[string]bool{}
+			t.example[gvk] = map[string]string{}
 		}
-		want[gvk][o.GetName()] = true
+		t.healthy[gvk][o.GetName()] = false
 	}
-	return poll(ctx, s.o.timeout, time.Second, func() (string, error) {
-		waiting, example := 0, ""
-		for gvk, names := range want {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			if err := s.c.List(ctx, list, client.InNamespace(baselineNS)); err != nil {
-				return "", err
+	return t
+}
+
+func (t *healthTracker) kinds() []schema.GroupVersionKind {
+	return slices.SortedFunc(maps.Keys(t.healthy), func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+}
+
+// observe judges o, if it is one of the objects waited for.
+func (t *healthTracker) observe(o *unstructured.Unstructured) {
+	gvk, name := o.GroupVersionKind(), o.GetName()
+	state, msg := t.judge.Judge(o)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	names := t.healthy[gvk]
+	if _, ok := names[name]; !ok {
+		return
+	}
+	names[name] = state == scorev1b1.HealthCurrent
+	t.example[gvk][name] = fmt.Sprintf("%s %s", state, msg)
+}
+
+// waiting says how many objects are not healthy yet, with one of them, or "" when none is.
+func (t *healthTracker) waiting() (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	waiting, example := 0, ""
+	for _, gvk := range t.kinds() {
+		for name, healthy := range t.healthy[gvk] {
+			if healthy {
+				continue
 			}
-			healthy := 0
-			for i := range list.Items {
-				o := &list.Items[i]
-				if !names[o.GetName()] {
-					continue
+			waiting++
+			if example == "" {
+				why := t.example[gvk][name]
+				if why == "" {
+					why = "not seen yet"
 				}
-				if state, msg := judge.Judge(o); state == scorev1b1.HealthCurrent {
-					healthy++
-				} else if example == "" {
-					example = fmt.Sprintf("%s %s: %s %s", gvk.Kind, o.GetName(), state, msg)
-				}
+				example = fmt.Sprintf("%s %s: %s", gvk.Kind, name, why)
 			}
-			waiting += len(names) - healthy
 		}
-		if waiting > 0 {
-			return fmt.Sprintf("the baseline: %d objects not healthy (%s)", waiting, example), nil
-		}
-		return "", nil
-	})
+	}
+	if waiting > 0 {
+		return fmt.Sprintf("the baseline: %d objects not healthy (%s)", waiting, example), nil
+	}
+	return "", nil
 }

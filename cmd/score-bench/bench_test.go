@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestParseAudit(t *testing.T) {
 		`{"stage":"ResponseComplete","verb":"get","userAgent":"score-bench","objectRef":{"resource":"workloads"},"responseStatus":{"code":200}}`,
 	}
 	segment := strings.Join(lines, "\n") + "\n" + `{"stage":"Respon` // a line still being written
-	counts, used, err := parseAudit([]byte(segment), map[string]bool{"bench-probe": true})
+	counts, used, err := parseAudit([]byte(segment), map[string]bool{"bench-probe": true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,5 +120,42 @@ func TestParseProc(t *testing.T) {
 	}
 	if u.CPUSeconds != 18 || u.PeakRSSMiB != 200 {
 		t.Fatalf("got %+v, want 18 CPU s and 200 MiB", u)
+	}
+}
+
+// The timeline: each step is marked by its writes (a StatefulSet created by the plain client or
+// applied by the provisioner, a claim bound by the volume controller, a pod of each kind bound
+// to a node), timed from the phase's start; a failed write marks nothing.
+func TestTimeline(t *testing.T) {
+	line := func(second int, verb, agent, resource, sub, name string, code int) string {
+		return fmt.Sprintf(`{"stage":"ResponseComplete","stageTimestamp":"2026-11-26T06:00:%02d.000000Z","verb":%q,"userAgent":%q,"objectRef":{"resource":%q,"subresource":%q,"namespace":"bench","name":%q},"responseStatus":{"code":%d}}`,
+			second, verb, agent, resource, sub, name, code)
+	}
+	lines := []string{
+		line(1, "create", "score-bench", "statefulsets", "", "db-a", 201),
+		line(2, "patch", "score-controllers/provisioner", "statefulsets", "", "db-b", 201),
+		line(3, "patch", "score-controllers/provisioner", "statefulsets", "", "db-b", 200), // not a creation
+		line(4, "update", "kube-controller-manager/v1.37.1", "persistentvolumeclaims", "status", "data-db-a-0", 200),
+		line(5, "update", "kube-controller-manager/v1.37.1", "persistentvolumeclaims", "status", "data-db-b-0", 409),
+		line(6, "create", "kube-scheduler/v1.37.1", "pods", "binding", "db-a-0", 201),
+		line(8, "create", "kube-scheduler/v1.37.1", "pods", "binding", "web-7d9f8c6b5-x2x9q", 201),
+	}
+	for i, l := range lines {
+		lines[i] = strings.Replace(l, `"resource":"statefulsets"`, `"resource":"statefulsets","apiGroup":"apps"`, 1)
+	}
+	steps := stepTimes{}
+	if _, _, err := parseAudit([]byte(strings.Join(lines, "\n")+"\n"), nil, steps); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+	got := steps.timeline(start)
+	want := []milestone{
+		{Step: "StatefulSets created", Count: 2, HalfSeconds: 1, AllSeconds: 2},
+		{Step: "volume claims bound", Count: 1, HalfSeconds: 4, AllSeconds: 4},
+		{Step: "database pods scheduled", Count: 1, HalfSeconds: 6, AllSeconds: 6},
+		{Step: "application pods scheduled", Count: 1, HalfSeconds: 8, AllSeconds: 8},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("timeline\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Who sent a request, as the API server's audit log tells by the user agent.
@@ -122,13 +123,15 @@ func (c requestCounts) writes() int {
 
 // auditEvent is what the benchmark reads of an audit.k8s.io/v1 Event.
 type auditEvent struct {
-	Stage     string `json:"stage"`
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
+	Stage          string    `json:"stage"`
+	StageTimestamp time.Time `json:"stageTimestamp"`
+	Verb           string    `json:"verb"`
+	UserAgent      string    `json:"userAgent"`
+	ObjectRef      *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 		APIGroup    string `json:"apiGroup"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
@@ -163,8 +166,9 @@ func agentWho(agent string) (who, name string) {
 
 // parseAudit counts the completed write requests of an audit log segment, skipping those in
 // the namespaces skip names. It returns the counts and how many bytes it consumed (whole
-// lines only, so the next segment starts at a line).
-func parseAudit(segment []byte, skip map[string]bool) (writeCounts, int, error) {
+// lines only, so the next segment starts at a line). It records the writes that mark a step of
+// the work in steps, when steps is not nil.
+func parseAudit(segment []byte, skip map[string]bool, steps stepTimes) (writeCounts, int, error) {
 	out := writeCounts{}
 	used := 0
 	for used < len(segment) {
@@ -197,6 +201,7 @@ func parseAudit(segment []byte, skip map[string]bool) (writeCounts, int, error) 
 			code = ev.ResponseStatus.Code
 		}
 		out[writeKey{Who: who, Agent: agent, Verb: ev.Verb, Resource: res, Code: code}]++
+		steps.record(auditWrite{who: who, agent: agent, verb: ev.Verb, resource: res, name: ev.ObjectRef.Name, code: code}, ev.StageTimestamp)
 	}
 	return out, used, nil
 }

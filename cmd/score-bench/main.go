@@ -11,6 +11,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -75,6 +76,7 @@ type options struct {
 	controllerArgs string
 	profileDir     string
 	profileSeconds int
+	profileAfter   time.Duration
 	members        int
 	rollout        time.Duration
 	rolloutChange  string
@@ -96,8 +98,9 @@ func main() {
 	flag.IntVar(&o.shards, "shards", 1, "run the three controllers this many times, each set owning a shard of the Workloads (the first the unlabelled ones, the others score.dev/shard=s1, s2 ...); the Workloads are spread over them in turn")
 	flag.BoolVar(&o.baseline, "baseline", true, "before the controllers start, create the objects they would apply for the same N (rendered offline) with a plain client, and time them to healthy: the same work without the control plane")
 	flag.StringVar(&o.controllerArgs, "controller-args", "", "extra score-controllers flags for every controller, space-separated")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller (the first seconds of the load) and heap profiles (at all Ready) here")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller and of the API server (the first seconds of the load, or from --profile-after) and heap profiles (at all Ready) here")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 30, "length of the CPU profiles")
+	flag.DurationVar(&o.profileAfter, "profile-after", 0, "how long into the load the CPU profiles start")
 	flag.IntVar(&o.members, "members", 0, "run the Workloads on this many member clusters of their own (every backend placing on them, Spread), the hub keeping claims, plans and dependencies; counts each member's writes (implies --baseline=false)")
 	flag.DurationVar(&o.rollout, "rollout", 0, "after the steady state, give the config a rollout policy (waves 1, 10%, 50%, 100%) with this bake time, change every backend's values, and time the change through every wave, counting writes (0: no rollout)")
 	flag.StringVar(&o.rolloutChange, "rollout-change", "values", "what --rollout changes: values (every backend's replicas) or provisioners (a label on the first object of every provisioner definition's manifests: the instances change)")
@@ -195,20 +198,24 @@ type runState struct {
 	// claimsAt is when each Workload was first seen with ClaimsReady true.
 	claimsAt map[string]time.Time
 	exists   atomic.Int64
+	// steps records when the steps of the work happened, during the phase that keeps a
+	// timeline (the baseline, the load); nil otherwise.
+	steps stepTimes
 }
 
-// auditSince counts the writes the hub logged since the last call.
-func (s *runState) auditSince() (writeCounts, error) { return countSince(s.audit) }
+// auditSince counts the writes the hub logged since the last call, recording the steps of the
+// work in s.steps while a phase keeps a timeline.
+func (s *runState) auditSince() (writeCounts, error) { return countSince(s.audit, s.steps) }
 
 // countSince counts the writes an audit log gained since the last call.
-func countSince(a *auditLog) (writeCounts, error) {
+func countSince(a *auditLog, steps stepTimes) (writeCounts, error) {
 	segs, err := a.segments()
 	if err != nil {
 		return nil, err
 	}
 	out := writeCounts{}
 	for i, seg := range segs {
-		counts, used, err := parseAudit(seg, map[string]bool{probeNS: true})
+		counts, used, err := parseAudit(seg, map[string]bool{probeNS: true}, steps)
 		if i == len(segs)-1 {
 			a.consumed(used)
 		}
@@ -384,6 +391,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	}
 
 	// The load.
+	s.steps = stepTimes{}
 	if _, err := s.membersSince(0); err != nil {
 		return res, err
 	}
@@ -398,22 +406,41 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	probeDone := make(chan struct{})
 	go func() { defer close(probeDone); loadTimings = p.run(ctx, "load") }()
 	if o.profileDir != "" {
-		go s.profile(ctx, "cpu", fmt.Sprintf("/debug/pprof/profile?seconds=%d", o.profileSeconds))
+		if err := clusterPprof(ctx, s.c); err != nil {
+			return res, err
+		}
+		go func() {
+			if sleep(ctx, o.profileAfter) == nil {
+				s.profile(ctx, "cpu", fmt.Sprintf("/debug/pprof/profile?seconds=%d", o.profileSeconds))
+			}
+		}()
 	}
 	logf(log, "creating %d Workloads (mix %s, rate %v/s)", o.n, o.mix, o.rate)
 	if err := s.create(ctx, kinds); err != nil {
 		return res, err
 	}
 	res.CreateSeconds = time.Since(loadStart).Seconds()
-	if err := s.waitAllReady(ctx, loadStart); err != nil {
-		return res, err
+	// A run that reaches its timeout still reports the load as far as it went (the Ready
+	// ones' percentiles, the writes, the CPU, the probe's timings under the load), and stops.
+	unfinished := s.waitAllReady(ctx, loadStart)
+	if unfinished != nil && ctx.Err() != nil {
+		return res, unfinished
 	}
-	allReady := time.Since(loadStart)
-	res.AllReadySeconds = allReady.Seconds()
-	logf(log, "all %d Ready after %s", o.n, allReady.Round(time.Millisecond))
+	elapsed := time.Since(loadStart)
+	if unfinished != nil {
+		res.Unfinished = unfinished.Error()
+		logf(log, "the load did not finish: %v", unfinished)
+	} else {
+		res.AllReadySeconds = elapsed.Seconds()
+		logf(log, "all %d Ready after %s", o.n, elapsed.Round(time.Millisecond))
+	}
 	var lat, toClaims, claimsToReady []time.Duration
 	s.mu.Lock()
+	res.Ready = len(s.readyAt)
 	for name, c := range s.created {
+		if _, ok := s.readyAt[name]; !ok {
+			continue
+		}
 		lat = append(lat, s.readyAt[name].Sub(c))
 		if at, ok := s.claimsAt[name]; ok {
 			toClaims = append(toClaims, at.Sub(c))
@@ -430,13 +457,14 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		s.profile(ctx, "heap", "/debug/pprof/heap")
 	}
 	// Late news (endpoints, rollouts settling) belongs to the load.
-	if err := sleep(ctx, 10*time.Second); err != nil {
+	if err := sleep(ctx, 10*time.Second); unfinished == nil && err != nil {
 		return res, err
 	}
 	load, err := s.auditSince()
 	if err != nil {
 		return res, err
 	}
+	res.Timeline, s.steps = s.steps.timeline(loadStart), nil
 	after, err := s.apiMetrics(ctx)
 	if err != nil {
 		return res, err
@@ -450,15 +478,20 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.EventsPerWorkload = float64(res.Load.Writes.OursEvents) / float64(o.n)
 	res.AllWritesPerWorkload = float64(res.Load.Writes.total()) / float64(o.n)
 	res.FloorSeconds = float64(res.Load.Writes.total()) / res.FloorPerSecond
-	res.FloorMultiple = res.AllReadySeconds / res.FloorSeconds
+	// Unfinished, the multiples are of the time the load ran: lower bounds.
+	res.FloorMultiple = elapsed.Seconds() / res.FloorSeconds
 	if res.Baseline != nil {
-		res.BaselineMultiple = res.AllReadySeconds / res.Baseline.AllReadySeconds
+		res.BaselineMultiple = elapsed.Seconds() / res.Baseline.AllReadySeconds
 	}
 	res.UsageLoad = s.usageSince(usage0)
 	res.ClusterUsageLoad = map[string]procUsage{}
 	for name, u := range clusterUsage(s.k.Dir) {
 		u.CPUSeconds -= cluster0[name].CPUSeconds
 		res.ClusterUsageLoad[name] = u
+	}
+
+	if unfinished != nil {
+		return res, unfinished
 	}
 
 	// One more Workload, with N present.
@@ -752,32 +785,47 @@ func (s *runState) usageSince(base map[string]procUsage) map[string]procUsage {
 	return out
 }
 
-// profile saves a pprof profile of every controller.
+// profile saves a pprof profile of every controller and of the hub's API server.
 func (s *runState) profile(ctx context.Context, kind, path string) {
 	if err := os.MkdirAll(s.o.profileDir, 0o755); err != nil {
 		logf(s.log, "profile: %v", err)
 		return
 	}
-	var wg sync.WaitGroup
+	type target struct {
+		name, url string
+		client    *http.Client
+	}
+	var targets []target
 	for _, p := range s.ctrls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprofAddr+path, nil)
-			resp, err := http.DefaultClient.Do(req)
+		targets = append(targets, target{p.name, "http://" + p.pprofAddr + path, http.DefaultClient})
+	}
+	if hc, err := rest.HTTPClientFor(s.cfg); err == nil {
+		targets = append(targets, target{"kube-apiserver", strings.TrimSuffix(s.cfg.Host, "/") + path, hc})
+	} else {
+		logf(s.log, "profile kube-apiserver: %v", err)
+	}
+	anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // a local throwaway cluster's self-signed serving certificates
+	for name, port := range clusterSecurePorts(s.k.Dir) {
+		targets = append(targets, target{name, "https://127.0.0.1:" + port + path, anonymous})
+	}
+	var wg sync.WaitGroup
+	for _, t := range targets {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
+			resp, err := t.client.Do(req)
 			if err != nil {
-				logf(s.log, "profile %s: %v", p.name, err)
+				logf(s.log, "profile %s: %v", t.name, err)
 				return
 			}
 			defer resp.Body.Close()
-			f, err := os.Create(filepath.Join(s.o.profileDir, fmt.Sprintf("%s-%s-n%d.pprof", p.name, kind, s.o.n)))
+			f, err := os.Create(filepath.Join(s.o.profileDir, fmt.Sprintf("%s-%s-n%d.pprof", t.name, kind, s.o.n)))
 			if err != nil {
-				logf(s.log, "profile %s: %v", p.name, err)
+				logf(s.log, "profile %s: %v", t.name, err)
 				return
 			}
 			defer f.Close()
 			_, _ = io.Copy(f, resp.Body)
-		}()
+		})
 	}
 	wg.Wait()
 }

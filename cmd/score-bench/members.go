@@ -77,7 +77,7 @@ func (s *runState) startMembers(ctx context.Context, root, dir string, pods, vol
 func (s *runState) membersSince(seconds float64) ([]memberPhase, error) {
 	var out []memberPhase
 	for _, m := range s.members {
-		counts, err := countSince(m.audit)
+		counts, err := countSince(m.audit, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -30,6 +30,13 @@ type result struct {
 	// CreateSeconds is how long creating the N took; AllReadySeconds until all were Ready.
 	CreateSeconds   float64 `json:"createSeconds"`
 	AllReadySeconds float64 `json:"allReadySeconds"`
+	// Unfinished says why the load ended before all were Ready (the run's timeout), with
+	// Ready of the N Ready then: the percentiles are the Ready ones', the multiples those
+	// of the time the load ran (lower bounds), and the run stops after the load.
+	Unfinished string `json:"unfinished,omitempty"`
+	Ready      int    `json:"ready"`
+	// Timeline is when the steps of the work happened during the load, from its start.
+	Timeline []milestone `json:"timeline"`
 	// FloorSeconds is every write of the load at the floor's rate; FloorMultiple is
 	// AllReadySeconds over it.
 	FloorSeconds  float64 `json:"floorSeconds"`
@@ -136,13 +143,35 @@ func (r *result) print(w io.Writer) {
 	if r.Unrelated > 0 {
 		row("objects not ours present", "%d", r.Unrelated)
 	}
-	row("all Ready", "%.1f s (created in %.1f s)", r.AllReadySeconds, r.CreateSeconds)
-	row("writes at the floor", "%.1f s (%d writes); all Ready = %.2f× that", r.FloorSeconds, r.Load.Writes.total(), r.FloorMultiple)
+	allReady := "all Ready = "
+	if r.Unfinished != "" {
+		row("NOT FINISHED", "%s (created in %.1f s); the figures below are the load's so far", r.Unfinished, r.CreateSeconds)
+		allReady = "the load ran at least "
+	} else {
+		row("all Ready", "%.1f s (created in %.1f s)", r.AllReadySeconds, r.CreateSeconds)
+	}
+	row("writes at the floor", "%.1f s (%d writes); %s%.2f× that", r.FloorSeconds, r.Load.Writes.total(), allReady, r.FloorMultiple)
 	if b := r.Baseline; b != nil {
-		row("baseline: same objects, plain client", "%d objects (%v by stage) healthy in %.1f s (created in %.1f s); all Ready = %.2f× that",
-			b.Objects, b.Stages, b.AllReadySeconds, b.CreateSeconds, r.BaselineMultiple)
+		row("baseline: same objects, plain client", "%d objects (%v by stage) healthy in %.1f s (created in %.1f s); %s%.2f× that",
+			b.Objects, b.Stages, b.AllReadySeconds, b.CreateSeconds, allReady, r.BaselineMultiple)
 		row("  its writes", "bench %d, cluster %d (%.1f per Workload); ours did %d with the cluster's %d (%.1f per Workload)",
 			b.Phase.Writes.Bench, b.Phase.Writes.Cluster, float64(b.Phase.Writes.total())/float64(r.N), r.Load.Writes.Ours+r.Load.Writes.OursEvents, r.Load.Writes.Cluster, r.AllWritesPerWorkload)
+	}
+	var base []milestone
+	if r.Baseline != nil {
+		base = r.Baseline.Timeline
+	}
+	if len(r.Timeline) > 0 {
+		row("steps of the work", "count: half done by, all done by (from the first create; the baseline's beside)")
+	}
+	for _, m := range r.Timeline {
+		line := fmt.Sprintf("%d: half by %.1f s, all by %.1f s", m.Count, m.HalfSeconds, m.AllSeconds)
+		for _, b := range base {
+			if b.Step == m.Step {
+				line += fmt.Sprintf(" (baseline %d: %.1f s, %.1f s)", b.Count, b.HalfSeconds, b.AllSeconds)
+			}
+		}
+		row("  "+m.Step, "%s", line)
 	}
 	row("create→Ready p50/p95/p99", "%.1f / %.1f / %.1f s (p99/p50 %.2f)", r.P50, r.P95, r.P99, ratio(r.P99, r.P50))
 	row("  of which", "create→ClaimsReady p50/p99 %.1f / %.1f s; ClaimsReady→Ready p50/p99 %.1f / %.1f s", r.ClaimsP50, r.ClaimsP99, r.RuntimeP50, r.RuntimeP99)
@@ -153,19 +182,27 @@ func (r *result) print(w io.Writer) {
 		row("  member "+m.Name, "our writes %d (%.1f per Workload of the run; events %d, rejected %d), the member's own %d",
 			m.Writes.Ours, m.OursPerWorkload, m.Writes.OursEvents, m.Writes.OursRejected, m.Writes.Cluster)
 	}
-	for _, t := range []struct {
+	type named struct {
 		name string
 		t    timings
-	}{{"timings, empty cluster", r.TimingsEmpty}, {"timings, under load", r.TimingsLoaded}, {fmt.Sprintf("timings, %d present", r.N), r.TimingsFull}} {
+	}
+	probes := []named{{"timings, empty cluster", r.TimingsEmpty}, {"timings, under load", r.TimingsLoaded}}
+	phases := []struct {
+		name string
+		p    phase
+	}{{"restart with N Ready", r.Restart}, {"steady state", r.Steady}}
+	if r.Unfinished != "" {
+		phases = nil // the run stopped after the load
+	} else {
+		probes = append(probes, named{fmt.Sprintf("timings, %d present", r.N), r.TimingsFull})
+	}
+	for _, t := range probes {
 		row(t.name, "create→Ready %.2f s; status %.2f s (30), endpoint %.2f s (60), error %.2f s (15), recovery %.2f s (30) %s",
 			t.t.CreateToReady, t.t.Status, t.t.Endpoint, t.t.Error, t.t.Recovery, t.t.Failed)
 	}
 	idle := r.idleClusterPerMinute()
 	row("idle baseline", "cluster %.0f writes/min; our leases %d in %.0f s", idle, r.Idle.Writes.OursLeases, r.Idle.Seconds)
-	for _, p := range []struct {
-		name string
-		p    phase
-	}{{"restart with N Ready", r.Restart}, {"steady state", r.Steady}} {
+	for _, p := range phases {
 		row(p.name, "ours %d writes, %d events, %d rejected (+%d lease writes); cluster %d (%+.0f over idle) in %.0f s",
 			p.p.Writes.Ours, p.p.Writes.OursEvents, p.p.Writes.OursRejected, p.p.Writes.OursLeases, p.p.Writes.Cluster,
 			float64(p.p.Writes.Cluster)-idle*p.p.Seconds/60, p.p.Seconds)
