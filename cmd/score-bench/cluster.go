@@ -15,8 +15,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -220,49 +218,6 @@ func clusterUsage(dir string) map[string]procUsage {
 		if u, err := parseProc(string(stat), string(status)); err == nil {
 			prev := out[name]
 			out[name] = procUsage{CPUSeconds: prev.CPUSeconds + u.CPUSeconds, PeakRSSMiB: max(prev.PeakRSSMiB, u.PeakRSSMiB)}
-		}
-	}
-	return out
-}
-
-// clusterPprof lets the cluster's kube-controller-manager and kube-scheduler be profiled:
-// they authorize /debug/pprof through the API server, and the benchmark reaches them
-// anonymously (they are configured with no client CA). A throwaway cluster's rule: the
-// benchmark's cluster only.
-func clusterPprof(ctx context.Context, c client.Client) error {
-	const name = "score-bench-pprof"
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/debug/pprof", "/debug/pprof/*"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:anonymous"}}}
-	for _, o := range []client.Object{role, binding} {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-	return nil
-}
-
-// clusterSecurePorts finds the secure ports of the cluster's kube-controller-manager and
-// kube-scheduler in dir from their command lines.
-func clusterSecurePorts(dir string) map[string]string {
-	out := map[string]string{}
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), dir) {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		name := filepath.Base(args[0])
-		if name != "kube-controller-manager" && name != "kube-scheduler" {
-			continue
-		}
-		for _, a := range args[1:] {
-			if port, ok := strings.CutPrefix(a, "--secure-port="); ok {
-				out[name] = port
-			}
 		}
 	}
 	return out

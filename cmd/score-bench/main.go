@@ -11,7 +11,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -406,9 +405,6 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	probeDone := make(chan struct{})
 	go func() { defer close(probeDone); loadTimings = p.run(ctx, "load") }()
 	if o.profileDir != "" {
-		if err := clusterPprof(ctx, s.c); err != nil {
-			return res, err
-		}
 		go func() {
 			if sleep(ctx, o.profileAfter) == nil {
 				s.profile(ctx, "cpu", fmt.Sprintf("/debug/pprof/profile?seconds=%d", o.profileSeconds))
@@ -803,10 +799,6 @@ func (s *runState) profile(ctx context.Context, kind, path string) {
 		targets = append(targets, target{"kube-apiserver", strings.TrimSuffix(s.cfg.Host, "/") + path, hc})
 	} else {
 		logf(s.log, "profile kube-apiserver: %v", err)
-	}
-	anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // a local throwaway cluster's self-signed serving certificates
-	for name, port := range clusterSecurePorts(s.k.Dir) {
-		targets = append(targets, target{name, "https://127.0.0.1:" + port + path, anonymous})
 	}
 	var wg sync.WaitGroup
 	for _, t := range targets {

@@ -32,6 +32,7 @@ func created(resource string) func(auditWrite) bool {
 func statefulSetPod(name string) bool { return strings.HasSuffix(name, "-0") }
 
 var steps = []step{
+	{"claims created", created("resourceclaims.score.dev")},
 	{"StatefulSets created", created("statefulsets.apps")},
 	{"volume claims bound", func(w auditWrite) bool {
 		return w.agent == "kube-controller-manager" && w.verb == "update" && w.resource == "persistentvolumeclaims/status" && w.code == 200
@@ -39,6 +40,7 @@ var steps = []step{
 	{"database pods scheduled", func(w auditWrite) bool {
 		return w.resource == "pods/binding" && w.code == 201 && statefulSetPod(w.name)
 	}},
+	{"plans created", created("workloadplans.score.dev")},
 	{"Deployments created", created("deployments.apps")},
 	{"application pods scheduled", func(w auditWrite) bool {
 		return w.resource == "pods/binding" && w.code == 201 && !statefulSetPod(w.name)
