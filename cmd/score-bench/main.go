@@ -416,11 +416,15 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return res, err
 	}
 	res.CreateSeconds = time.Since(loadStart).Seconds()
-	// A run that reaches its timeout still reports the load as far as it went (the Ready
-	// ones' percentiles, the writes, the CPU, the probe's timings under the load), and stops.
+	// A run that reaches its timeout, or is interrupted (SIGINT, SIGTERM), still reports the
+	// load as far as it went (the Ready ones' percentiles, the writes, the CPU, the probe's
+	// timings under the load), and stops.
 	unfinished := s.waitAllReady(ctx, loadStart)
 	if unfinished != nil && ctx.Err() != nil {
-		return res, unfinished
+		s.mu.Lock()
+		unfinished = fmt.Errorf("interrupted with %d of %d Ready after %s", len(s.readyAt), o.n, time.Since(loadStart).Round(time.Second))
+		s.mu.Unlock()
+		ctx = context.WithoutCancel(ctx)
 	}
 	elapsed := time.Since(loadStart)
 	if unfinished != nil {
