@@ -211,45 +211,47 @@ func (s *runState) watchBaseline(ctx context.Context, tracker *healthTracker) er
 	return nil
 }
 
-// healthTracker knows, for the objects it waits for, whether each was last seen healthy by
-// judge (the runtime's and provisioner's judgement). Objects are named by kind and name.
+// healthTracker knows, for the objects it waits for, why each is not healthy by judge (the
+// runtime's and provisioner's judgement) as last seen, or that it is.
 type healthTracker struct {
 	judge *health.Checker
 
-	mu      sync.Mutex
-	healthy map[schema.GroupVersionKind]map[string]bool
-	example map[schema.GroupVersionKind]map[string]string
+	mu sync.Mutex
+	// unhealthy holds, by kind and name, what keeps an object from being healthy: "" once it
+	// was last seen healthy.
+	unhealthy map[schema.GroupVersionKind]map[string]string
 }
 
 func newHealthTracker(objects []*unstructured.Unstructured, judge *health.Checker) *healthTracker {
-	t := &healthTracker{judge: judge, healthy: map[schema.GroupVersionKind]map[string]bool{}, example: map[schema.GroupVersionKind]map[string]string{}}
+	t := &healthTracker{judge: judge, unhealthy: map[schema.GroupVersionKind]map[string]string{}}
 	for _, o := range objects {
 		gvk := o.GroupVersionKind()
-		if t.healthy[gvk] == nil {
-			t.healthy[gvk] = map[string]bool{}
-			t.example[gvk] = map[string]string{}
+		if t.unhealthy[gvk] == nil {
+			t.unhealthy[gvk] = map[string]string{}
 		}
-		t.healthy[gvk][o.GetName()] = false
+		t.unhealthy[gvk][o.GetName()] = "not seen yet"
 	}
 	return t
 }
 
 func (t *healthTracker) kinds() []schema.GroupVersionKind {
-	return slices.SortedFunc(maps.Keys(t.healthy), func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+	return slices.SortedFunc(maps.Keys(t.unhealthy), func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
 }
 
 // observe judges o, if it is one of the objects waited for.
 func (t *healthTracker) observe(o *unstructured.Unstructured) {
 	gvk, name := o.GroupVersionKind(), o.GetName()
-	state, msg := t.judge.Judge(o)
+	why := ""
+	if state, msg := t.judge.Judge(o); state != scorev1b1.HealthCurrent {
+		why = fmt.Sprintf("%s %s", state, msg)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	names := t.healthy[gvk]
-	if _, ok := names[name]; !ok {
-		return
+	if names := t.unhealthy[gvk]; names != nil {
+		if _, ok := names[name]; ok {
+			names[name] = why
+		}
 	}
-	names[name] = state == scorev1b1.HealthCurrent
-	t.example[gvk][name] = fmt.Sprintf("%s %s", state, msg)
 }
 
 // waiting says how many objects are not healthy yet, with one of them, or "" when none is.
@@ -258,16 +260,12 @@ func (t *healthTracker) waiting() (string, error) {
 	defer t.mu.Unlock()
 	waiting, example := 0, ""
 	for _, gvk := range t.kinds() {
-		for name, healthy := range t.healthy[gvk] {
-			if healthy {
+		for name, why := range t.unhealthy[gvk] {
+			if why == "" {
 				continue
 			}
 			waiting++
 			if example == "" {
-				why := t.example[gvk][name]
-				if why == "" {
-					why = "not seen yet"
-				}
 				example = fmt.Sprintf("%s %s: %s", gvk.Kind, name, why)
 			}
 		}

@@ -201,7 +201,7 @@ func parseAudit(segment []byte, skip map[string]bool, steps stepTimes) (writeCou
 			code = ev.ResponseStatus.Code
 		}
 		out[writeKey{Who: who, Agent: agent, Verb: ev.Verb, Resource: res, Code: code}]++
-		steps.record(auditWrite{who: who, agent: agent, verb: ev.Verb, resource: res, name: ev.ObjectRef.Name, code: code}, ev.StageTimestamp)
+		steps.record(auditWrite{agent: agent, verb: ev.Verb, resource: res, name: ev.ObjectRef.Name, code: code}, ev.StageTimestamp)
 	}
 	return out, used, nil
 }

@@ -17,8 +17,8 @@ type step struct {
 
 // auditWrite is what a step is recognised by.
 type auditWrite struct {
-	who, agent, verb, resource, name string
-	code                             int
+	agent, verb, resource, name string
+	code                        int
 }
 
 func created(resource string) func(auditWrite) bool {
