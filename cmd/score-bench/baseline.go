@@ -54,6 +54,11 @@ type baselineResult struct {
 	Phase phase `json:"phase"`
 	// Timeline is when the steps of the work happened, from the first create.
 	Timeline []milestone `json:"timeline"`
+	// ClusterUsage is the cluster's processes' CPU from the first create until all were
+	// healthy, and ClientCPUSeconds the plain client's (this process's): on a machine the
+	// cluster saturates, the time to healthy follows the CPU the work costs.
+	ClusterUsage     map[string]procUsage `json:"clusterUsage"`
+	ClientCPUSeconds float64              `json:"clientCpuSeconds"`
 }
 
 // baselineObjects renders the Workloads of kinds offline, in baselineNS, and returns what the
@@ -133,6 +138,7 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 	}
 	s.steps = stepTimes{}
 	res := &baselineResult{}
+	cluster0, client0 := clusterUsage(s.k.Dir), selfCPUSeconds()
 	start := time.Now()
 	for _, stage := range stages {
 		err := createAll(ctx, s.c, len(stage), func(i int) client.Object { return stage[i-1].DeepCopy() })
@@ -147,6 +153,7 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 		return nil, err
 	}
 	res.AllReadySeconds = time.Since(start).Seconds()
+	res.ClusterUsage, res.ClientCPUSeconds = clusterUsageSince(s.k.Dir, cluster0), selfCPUSeconds()-client0
 	stopWatching()
 	logf(s.log, "baseline: all healthy after %.1fs; deleting its namespace", res.AllReadySeconds)
 	writes, err := s.auditSince()

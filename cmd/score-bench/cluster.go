@@ -146,6 +146,27 @@ func (p *controller) usage() (procUsage, error) {
 	return parseProc(string(stat), string(status))
 }
 
+// clusterUsageSince is clusterUsage with the CPU seconds of base subtracted.
+func clusterUsageSince(dir string, base map[string]procUsage) map[string]procUsage {
+	out := clusterUsage(dir)
+	for name, u := range out {
+		u.CPUSeconds -= base[name].CPUSeconds
+		out[name] = u
+	}
+	return out
+}
+
+// selfCPUSeconds is this process's CPU time so far (0 when /proc cannot tell).
+func selfCPUSeconds() float64 {
+	stat, err1 := os.ReadFile("/proc/self/stat")
+	status, err2 := os.ReadFile("/proc/self/status")
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	u, _ := parseProc(string(stat), string(status))
+	return u.CPUSeconds
+}
+
 // parseProc reads CPU seconds (clock ticks of 1/100 s) and VmHWM from /proc files.
 func parseProc(stat, status string) (procUsage, error) {
 	// The command name (field 2) may hold spaces; the fields after it are plain.

@@ -484,11 +484,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		res.BaselineMultiple = elapsed.Seconds() / res.Baseline.AllReadySeconds
 	}
 	res.UsageLoad = s.usageSince(usage0)
-	res.ClusterUsageLoad = map[string]procUsage{}
-	for name, u := range clusterUsage(s.k.Dir) {
-		u.CPUSeconds -= cluster0[name].CPUSeconds
-		res.ClusterUsageLoad[name] = u
-	}
+	res.ClusterUsageLoad = clusterUsageSince(s.k.Dir, cluster0)
 
 	if unfinished != nil {
 		return res, unfinished

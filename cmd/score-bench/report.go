@@ -156,6 +156,12 @@ func (r *result) print(w io.Writer) {
 			b.Objects, b.Stages, b.AllReadySeconds, b.CreateSeconds, allReady, r.BaselineMultiple)
 		row("  its writes", "bench %d, cluster %d (%.1f per Workload); ours did %d with the cluster's %d (%.1f per Workload)",
 			b.Phase.Writes.Bench, b.Phase.Writes.Cluster, float64(b.Phase.Writes.total())/float64(r.N), r.Load.Writes.Ours+r.Load.Writes.OursEvents, r.Load.Writes.Cluster, r.AllWritesPerWorkload)
+		if b.ClusterUsage != nil {
+			baseCPU, loadCPU := cpuSeconds(b.ClusterUsage)+b.ClientCPUSeconds, cpuSeconds(r.ClusterUsageLoad)+cpuSeconds(r.UsageLoad)
+			row("  its CPU", "cluster %.0f s + the plain client %.1f s = %.0f CPU s in %.1f s (%.2f cores busy); the load: cluster %.0f s + ours %.0f s = %.0f CPU s in %.1f s (%.2f cores): %.2f× the CPU",
+				cpuSeconds(b.ClusterUsage), b.ClientCPUSeconds, baseCPU, b.Phase.Seconds, baseCPU/b.Phase.Seconds,
+				cpuSeconds(r.ClusterUsageLoad), cpuSeconds(r.UsageLoad), loadCPU, r.Load.Seconds, loadCPU/r.Load.Seconds, loadCPU/baseCPU)
+		}
 	}
 	var base []milestone
 	if r.Baseline != nil {
@@ -250,4 +256,13 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// cpuSeconds is the CPU time of every process of u together.
+func cpuSeconds(u map[string]procUsage) float64 {
+	var total float64
+	for _, p := range u {
+		total += p.CPUSeconds
+	}
+	return total
 }
