@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -92,6 +93,25 @@ func (w *Watcher) Get(ctx context.Context, apiServer client.Reader, key client.O
 		return nil
 	}
 	return apiServer.Get(ctx, key, u)
+}
+
+// Lookup reads an object from the watch's cache alone, its absence included: found says
+// whether the cache holds it, and watched is false (nothing read) while the kind's watch does
+// not deliver events. It is for objects that carry the cache's mark from their first write
+// and whose writes carry their own precondition — a create that fails when the object
+// exists, an update at the version read — so that a cache a moment behind makes the write
+// fail instead of taking anything over. Applied objects are read with Get.
+func (w *Watcher) Lookup(ctx context.Context, key client.ObjectKey, u *unstructured.Unstructured) (found, watched bool, err error) {
+	if !w.watched(u.GroupVersionKind()) {
+		return false, false, nil
+	}
+	switch err := w.Cache.Get(ctx, key, u); {
+	case apierrors.IsNotFound(err):
+		return false, true, nil
+	case err != nil:
+		return false, true, err
+	}
+	return true, true, nil
 }
 
 func (w *Watcher) watched(gvk schema.GroupVersionKind) bool {

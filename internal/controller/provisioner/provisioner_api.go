@@ -125,7 +125,7 @@ func (r *Reconciler) releaseAPI(ctx context.Context, c *scorev1b1.ResourceClaim,
 		ctrl.LoggerFrom(ctx).Info("No delete request to send; the external dependency stays", "provisioner", c.Status.Provisioner)
 		return nil
 	}
-	st, err := r.loadState(ctx, id)
+	st, err := r.loadState(ctx, id, readsShared(*def))
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,17 @@ package provisioner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -29,16 +35,69 @@ type instanceState struct {
 	stateSecret, sharedSecret *corev1.Secret
 }
 
-func (r *Reconciler) loadState(ctx context.Context, id provisioning.Identity) (instanceState, error) {
-	var st instanceState
+// loadState reads the instance's state, and the namespace's shared state when shared (the
+// definition may read or write it, readsShared).
+func (r *Reconciler) loadState(ctx context.Context, id provisioning.Identity, shared bool) (instanceState, error) {
+	st := instanceState{Shared: map[string]any{}}
 	var err error
-	if st.State, st.stateSecret, err = r.readJSONSecret(ctx, id.Namespace, id.StateSecretName()); err != nil {
+	if st.State, st.stateSecret, err = r.readState(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.StateSecretName()}); err != nil {
 		return st, err
+	}
+	if !shared {
+		return st, nil
 	}
 	if st.Shared, st.sharedSecret, err = r.readJSONSecret(ctx, id.Namespace, sharedStateSecret); err != nil {
 		return st, err
 	}
 	return st, nil
+}
+
+// namesShared matches a template that names the shared state (.Shared, index . "Shared"), not
+// the word in a comment.
+var namesShared = regexp.MustCompile(`\.Shared\b|"Shared"`)
+
+// readsShared reports whether a definition may read or write the namespace's shared state: a
+// template:// definition with a shared template, or whose templates name .Shared or hand on
+// their whole data. Any other strategy receives the whole data, and may. The shared state
+// Secret carries no label our caches select, so reading it is a request to the API server, on
+// every pass over every claim of a definition that never looks at it (make bench).
+func readsShared(d orchconfig.Provisioner) bool {
+	if !strings.HasPrefix(d.URI, "template://") || strings.TrimSpace(d.Shared) != "" {
+		return true
+	}
+	for _, tpl := range []string{d.Init, d.State, d.Outputs, d.Manifests} {
+		if namesShared.MatchString(tpl) || wholeData.MatchString(tpl) {
+			return true
+		}
+	}
+	return false
+}
+
+// readState reads an instance's state Secret from the provisioned objects' cache, its absence
+// included, once that cache watches Secrets: a state Secret carries the instance label the
+// cache selects from its creation, and saveState writes on a precondition, so a cache a
+// moment behind (or a Secret that lost its label) makes the write fail; the state Secrets in
+// races are read from the API server on the next pass. It was one of the API server reads a
+// pass over a new claim waits for (make bench).
+func (r *Reconciler) readState(ctx context.Context, key client.ObjectKey) (map[string]any, *corev1.Secret, error) {
+	if r.applier != nil && !r.raced.take(key) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		found, watched, err := r.applier.Watcher.Lookup(ctx, key, u)
+		switch {
+		case err != nil:
+			return nil, nil, fmt.Errorf("reading state %s: %w", key.Name, err)
+		case watched && !found:
+			return map[string]any{}, nil, nil
+		case watched:
+			s := &corev1.Secret{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+				return nil, nil, fmt.Errorf("reading state %s: %w", key.Name, err)
+			}
+			return decodeState(s)
+		}
+	}
+	return r.readJSONSecret(ctx, key.Namespace, key.Name)
 }
 
 func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string) (map[string]any, *corev1.Secret, error) {
@@ -49,6 +108,12 @@ func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string)
 		}
 		return nil, nil, fmt.Errorf("reading state %s: %w", name, err)
 	}
+	return decodeState(s)
+}
+
+// decodeState is the JSON a state Secret holds.
+func decodeState(s *corev1.Secret) (map[string]any, *corev1.Secret, error) {
+	name := s.Name
 	m := map[string]any{}
 	if raw := s.Data["state.json"]; len(raw) > 0 {
 		if err := json.Unmarshal(raw, &m); err != nil {
@@ -66,8 +131,16 @@ func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string)
 // before the other wrote gets a conflict and provisions again from the state written, and
 // never replaces credentials another claim has already published.
 func (r *Reconciler) saveState(ctx context.Context, id provisioning.Identity, prev instanceState, res provisioning.Result) error {
-	if !values.SameJSON(prev.State, res.State) {
-		if err := r.writeJSONSecret(ctx, id.Namespace, id.StateSecretName(), prev.stateSecret, res.State, map[string]string{scorev1b1.LabelInstance: id.Hash()}); err != nil {
+	// Written also when the Secret lost its label: readState takes its absence from a cache
+	// that selects by it.
+	unlabelled := prev.stateSecret != nil && prev.stateSecret.Labels[scorev1b1.LabelInstance] != id.Hash()
+	if !values.SameJSON(prev.State, res.State) || unlabelled {
+		key := client.ObjectKey{Namespace: id.Namespace, Name: id.StateSecretName()}
+		err := r.writeJSONSecret(ctx, key.Namespace, key.Name, prev.stateSecret, res.State, map[string]string{scorev1b1.LabelInstance: id.Hash()})
+		if errors.Is(err, errStateRaced) {
+			r.raced.add(key)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -95,12 +168,45 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 	} else {
 		s := read.DeepCopy()
 		s.Data = map[string][]byte{"state.json": raw}
+		for k, v := range labels {
+			metav1.SetMetaDataLabel(&s.ObjectMeta, k, v)
+		}
 		err = r.Client.Update(ctx, s)
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
-		return fmt.Errorf("state %s was written by another claim of the instance since it was read; provisioning again from it: %w", name, err)
+		return fmt.Errorf("state %s %w; provisioning again from what it holds: %w", name, errStateRaced, err)
 	}
 	return err
+}
+
+// errStateRaced is a state write that found the Secret other than it was read.
+var errStateRaced = errors.New("is not as it was read (another claim of the instance wrote it, or the cache was behind)")
+
+// stateRaces are the state Secrets whose last write found them other than read (another claim
+// of the instance wrote first, or the cache did not hold them): readState reads each from the
+// API server on the next pass, which takes it off: the failed write requeues its claim, so an
+// entry lasts until that pass.
+type stateRaces struct {
+	mu   sync.Mutex
+	keys map[client.ObjectKey]bool
+}
+
+func (s *stateRaces) add(key client.ObjectKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = map[client.ObjectKey]bool{}
+	}
+	s.keys[key] = true
+}
+
+// take reports whether key raced, and forgets it.
+func (s *stateRaces) take(key client.ObjectKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raced := s.keys[key]
+	delete(s.keys, key)
+	return raced
 }
 
 // templateData gathers what score-k8s passes to templates: the claim, the instance's state,

@@ -439,6 +439,53 @@ func TestRetainRebindsToTheSameData(t *testing.T) {
 	}
 }
 
+// The provisioner reads a state Secret from its cache of provisioned objects, absence
+// included. One the cache does not hold (here its instance label removed) makes the first
+// write of a new claim's state fail; the next pass reads it from the API server: the instance
+// keeps its credentials, and the Secret gets its label back, whether the definition's state
+// changes on every run (kv counts its runs) or not (isolated-kv, written for the label alone).
+func TestStateTheCacheDoesNotHoldIsKept(t *testing.T) {
+	for _, typ := range []string{"kv", "isolated-kv"} {
+		t.Run(typ, func(t *testing.T) {
+			ns := testenv.Namespace(t, env.Client)
+			_, password := boundThenDeleted(t, newClaim(ns, "api-db-1", "api", "db", typ, "", scorev1b1.DeprovisionRetain))
+			var secrets corev1.SecretList
+			if err := env.Client.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			var state *corev1.Secret
+			for i := range secrets.Items {
+				if _, ok := secrets.Items[i].Data["state.json"]; ok && secrets.Items[i].Name != "score-provisioner-shared-state" {
+					state = &secrets.Items[i]
+				}
+			}
+			if state == nil || state.Labels[scorev1b1.LabelInstance] == "" {
+				t.Fatalf("no labelled state Secret in %s", ns)
+			}
+			delete(state.Labels, scorev1b1.LabelInstance)
+			if err := env.Client.Update(ctx, state); err != nil {
+				t.Fatal(err)
+			}
+
+			again := newClaim(ns, "api-db-2", "api", "db", typ, "", scorev1b1.DeprovisionRetain)
+			testenv.Create(t, env.Client, again)
+			again = waitPhase(t, again, scorev1b1.ClaimPhaseBound)
+			if got := secretValue(t, ns, again.Status.SecretRef.Name, "password"); got != password {
+				t.Fatalf("the instance's credentials were replaced: the state Secret the cache did not hold was taken as absent")
+			}
+			testenv.Eventually(t, 10*time.Second, "the state Secret labelled again", func() error {
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(state), state); err != nil {
+					return err
+				}
+				if state.Labels[scorev1b1.LabelInstance] != again.Status.Instance {
+					return fmt.Errorf("labels %v, want %s=%s", state.Labels, scorev1b1.LabelInstance, again.Status.Instance)
+				}
+				return nil
+			})
+		})
+	}
+}
+
 // A claim reset: the claim deleted and created again under the same name before the garbage
 // collector removed the old claim's outputs Secret (this API server has no garbage collector,
 // so it never does). The new claim takes the Secret over, so that the collector, when it runs,
