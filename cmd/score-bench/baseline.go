@@ -153,7 +153,7 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 		return nil, err
 	}
 	res.AllReadySeconds = time.Since(start).Seconds()
-	res.ClusterUsage, res.ClientCPUSeconds = clusterUsageSince(s.k.Dir, cluster0), selfCPUSeconds()-client0
+	res.ClusterUsage, res.ClientCPUSeconds = cpuSince(clusterUsage(s.k.Dir), cluster0), selfCPUSeconds()-client0
 	stopWatching()
 	logf(s.log, "baseline: all healthy after %.1fs; deleting its namespace", res.AllReadySeconds)
 	writes, err := s.auditSince()

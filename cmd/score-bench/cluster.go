@@ -132,38 +132,37 @@ type procUsage struct {
 	PeakRSSMiB float64 `json:"peakRssMiB"`
 }
 
-// usage reads /proc/PID/stat (utime+stime) and /proc/PID/status (VmHWM).
+// usage reads the controller's process from /proc.
 func (p *controller) usage() (procUsage, error) {
-	pid := p.cmd.Process.Pid
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return readProc(fmt.Sprintf("/proc/%d", p.cmd.Process.Pid))
+}
+
+// readProc reads a process's CPU and peak RSS from its /proc directory: stat (utime+stime)
+// and status (VmHWM).
+func readProc(dir string) (procUsage, error) {
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
 		return procUsage{}, err
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return procUsage{}, err
 	}
 	return parseProc(string(stat), string(status))
 }
 
-// clusterUsageSince is clusterUsage with the CPU seconds of base subtracted.
-func clusterUsageSince(dir string, base map[string]procUsage) map[string]procUsage {
-	out := clusterUsage(dir)
-	for name, u := range out {
+// cpuSince is now with the CPU seconds of base subtracted, process by process.
+func cpuSince(now, base map[string]procUsage) map[string]procUsage {
+	for name, u := range now {
 		u.CPUSeconds -= base[name].CPUSeconds
-		out[name] = u
+		now[name] = u
 	}
-	return out
+	return now
 }
 
 // selfCPUSeconds is this process's CPU time so far (0 when /proc cannot tell).
 func selfCPUSeconds() float64 {
-	stat, err1 := os.ReadFile("/proc/self/stat")
-	status, err2 := os.ReadFile("/proc/self/status")
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	u, _ := parseProc(string(stat), string(status))
+	u, _ := readProc("/proc/self")
 	return u.CPUSeconds
 }
 
@@ -231,12 +230,7 @@ func clusterUsage(dir string) map[string]procUsage {
 		if name == "score-controllers" || name == "score-bench" {
 			continue
 		}
-		stat, err1 := os.ReadFile(filepath.Join(p, "stat"))
-		status, err2 := os.ReadFile(filepath.Join(p, "status"))
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		if u, err := parseProc(string(stat), string(status)); err == nil {
+		if u, err := readProc(p); err == nil {
 			prev := out[name]
 			out[name] = procUsage{CPUSeconds: prev.CPUSeconds + u.CPUSeconds, PeakRSSMiB: max(prev.PeakRSSMiB, u.PeakRSSMiB)}
 		}

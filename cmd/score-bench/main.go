@@ -484,7 +484,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		res.BaselineMultiple = elapsed.Seconds() / res.Baseline.AllReadySeconds
 	}
 	res.UsageLoad = s.usageSince(usage0)
-	res.ClusterUsageLoad = clusterUsageSince(s.k.Dir, cluster0)
+	res.ClusterUsageLoad = cpuSince(clusterUsage(s.k.Dir), cluster0)
 
 	if unfinished != nil {
 		return res, unfinished
@@ -773,12 +773,7 @@ func (s *runState) usage() map[string]procUsage {
 
 // usageSince is each controller's CPU since base (CPU seconds subtracted) and its peak RSS.
 func (s *runState) usageSince(base map[string]procUsage) map[string]procUsage {
-	out := s.usage()
-	for name, u := range out {
-		u.CPUSeconds -= base[name].CPUSeconds
-		out[name] = u
-	}
-	return out
+	return cpuSince(s.usage(), base)
 }
 
 // profile saves a pprof profile of every controller and of the hub's API server.

@@ -113,11 +113,10 @@ func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string)
 
 // decodeState is the JSON a state Secret holds.
 func decodeState(s *corev1.Secret) (map[string]any, *corev1.Secret, error) {
-	name := s.Name
 	m := map[string]any{}
 	if raw := s.Data["state.json"]; len(raw) > 0 {
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, nil, fmt.Errorf("state %s is not JSON: %w", name, err)
+			return nil, nil, fmt.Errorf("state %s is not JSON: %w", s.Name, err)
 		}
 	}
 	return m, s, nil
