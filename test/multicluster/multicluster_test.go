@@ -9,6 +9,7 @@ package multicluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -494,13 +495,38 @@ func TestPlacement(t *testing.T) {
 			return d.Spec.Template.Labels[scorev1b1.LabelSecretsRevision]
 		}
 		rolledFrom := revision()
-		// A value added on the hub (by another field manager: the provisioner keeps its own)
-		// reaches the member, and rolls the pods there.
-		patch := client.MergeFrom(hubSecret.DeepCopy())
-		hubSecret.Data["rotated"] = []byte("1")
-		if err := hub.Patch(ctx, hubSecret, patch); err != nil {
+		// The password rotated by hand: written into the instance's state on the hub, then a
+		// reconcile requested (the state is the provisioner's memory, not a watched input).
+		// The provisioner renders the database's Secret on eu and the outputs on the hub from
+		// it; the outputs reach the member and roll the pods there. (A value written into the
+		// outputs Secret itself is drift the provisioner puts back.)
+		states := &corev1.SecretList{}
+		if err := hub.List(ctx, states, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelInstance: claim(t, ns).Status.Instance}); err != nil || len(states.Items) != 1 {
+			t.Fatalf("the instance's state Secret on the hub: %d found, %v", len(states.Items), err)
+		}
+		state := map[string]any{}
+		if err := json.Unmarshal(states.Items[0].Data["state.json"], &state); err != nil || state["password"] == nil {
+			t.Fatalf("the state %s: %v, password set: %t", states.Items[0].Name, err, state["password"] != nil)
+		}
+		state["password"] = "rotated-by-the-platform"
+		raw, err := json.Marshal(state)
+		if err != nil {
 			t.Fatal(err)
 		}
+		states.Items[0].Data["state.json"] = raw
+		if err := hub.Update(ctx, &states.Items[0]); err != nil {
+			t.Fatal(err)
+		}
+		mustCLI(t, "reconcile", "web", "-n", ns)
+		testenv.Eventually(t, time.Minute, "the rotated outputs on the hub", func() error {
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(hubSecret), hubSecret); err != nil {
+				return err
+			}
+			if string(hubSecret.Data["password"]) != "rotated-by-the-platform" {
+				return errors.New("the password is not the rotated one yet")
+			}
+			return nil
+		})
 		testenv.Eventually(t, time.Minute, "the rotated outputs on eu", sameData(hubSecret.Data))
 		testenv.Eventually(t, time.Minute, "the pods on eu rolled", func() error {
 			if now := revision(); now == rolledFrom {
