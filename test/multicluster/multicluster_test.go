@@ -75,6 +75,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// Before the first client: controller-runtime prints a stack trace for a logger used unset.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	root := testenv.RepoRoot()
 	state, err := os.MkdirTemp("", "score-multicluster-")
 	if err != nil {
@@ -156,7 +158,6 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "keeping redis on the hub:", err)
 		return 1
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	// A member that stops answering is noticed within seconds here.
 	clusters.ProbeInterval = 2 * time.Second
 	if err := startControllers(hubConfig); err != nil {
