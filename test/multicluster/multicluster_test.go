@@ -496,11 +496,12 @@ func TestPlacement(t *testing.T) {
 			return d.Spec.Template.Labels[scorev1b1.LabelSecretsRevision]
 		}
 		rolledFrom := revision()
-		// The password rotated by hand: written into the instance's state on the hub, then a
-		// reconcile requested (the state is the provisioner's memory, not a watched input).
-		// The provisioner renders the database's Secret on eu and the outputs on the hub from
-		// it; the outputs reach the member and roll the pods there. (A value written into the
-		// outputs Secret itself is drift the provisioner puts back.)
+		// New outputs, as a provisioner that rotates a password publishes them: the password
+		// changed in the instance's state on the hub, then a reconcile requested (the state is
+		// the provisioner's memory, not a watched input). The provisioner renders the outputs
+		// from it; they reach the member and roll the pods there. (A value written into the
+		// outputs Secret itself is drift the provisioner puts back. The simulated database has
+		// no data to re-key: this is not how a real database's password is rotated.)
 		states := &corev1.SecretList{}
 		if err := hub.List(ctx, states, client.InNamespace(ns), client.MatchingLabels{scorev1b1.LabelInstance: claim(t, ns).Status.Instance}); err != nil || len(states.Items) != 1 {
 			t.Fatalf("the instance's state Secret on the hub: %d found, %v", len(states.Items), err)
