@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +160,38 @@ func TestTimeline(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("timeline\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A controller whose process has exited, and a cluster program running at the start of the
+// load that no longer is, end the wait; a running controller, one never started, and a
+// program that was not running at the start do not.
+func TestExited(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	gone := &controller{name: "provisioner", controllers: "provisioner", bin: script("loses-lease", "echo starting; echo 'leader election lost'; exit 1"), dir: dir}
+	running := &controller{name: "runtime", controllers: "runtime", bin: script("runs", "exec sleep 60"), dir: dir}
+	for _, p := range []*controller{gone, running} {
+		if err := p.start("kubeconfig"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer running.stop()
+	<-gone.exited
+	atStart := map[string]procUsage{"kube-apiserver": {}, "kube-controller-manager": {}, "etcd": {}}
+	now := map[string]procUsage{"kube-apiserver": {}, "etcd": {}, "kube-scheduler": {}}
+	got := exited([]*controller{gone, running, {name: "orchestrator"}}, atStart, now)
+	want := []string{"the provisioner (leader election lost)", "kube-controller-manager"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("exited: %q, want %q", got, want)
+	}
+	if got := exited([]*controller{running}, atStart, atStart); len(got) != 0 {
+		t.Fatalf("nothing exited, got %q", got)
 	}
 }

@@ -215,6 +215,44 @@ func waitLeaders(ctx context.Context, c client.Client, since time.Time, ctrls []
 	return nil
 }
 
+// clusterPrograms are the simulated cluster's long-running processes.
+var clusterPrograms = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
+
+// exited names the run's processes that are gone: the controllers that exited (with the last
+// line of their log) and the cluster's programs running at the start (clusterAtStart) that no
+// longer are (clusterNow).
+func exited(ctrls []*controller, clusterAtStart, clusterNow map[string]procUsage) []string {
+	var out []string
+	for _, p := range ctrls {
+		select {
+		case <-p.exited: // a nil channel (never started) is not ready
+			out = append(out, fmt.Sprintf("the %s (%s)", p.name, lastLine(filepath.Join(p.dir, "score-"+p.name+".log"))))
+		default:
+		}
+	}
+	for _, name := range clusterPrograms {
+		_, was := clusterAtStart[name]
+		if _, is := clusterNow[name]; was && !is {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// lastLine is the last line of a file, at most 300 bytes of it.
+func lastLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	line := lines[len(lines)-1]
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return line
+}
+
 // clusterUsage reads the CPU and peak RSS of the cluster's own processes (those whose command
 // line names the benchmark's directory), by program name.
 func clusterUsage(dir string) map[string]procUsage {

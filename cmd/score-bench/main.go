@@ -416,10 +416,10 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		return res, err
 	}
 	res.CreateSeconds = time.Since(loadStart).Seconds()
-	// A run that reaches its timeout, or is interrupted (SIGINT, SIGTERM), still reports the
-	// load as far as it went (the Ready ones' percentiles, the writes, the CPU, the probe's
-	// timings under the load), and stops.
-	unfinished := s.waitAllReady(ctx, loadStart)
+	// A run that reaches its timeout, loses a process, or is interrupted (SIGINT, SIGTERM),
+	// still reports the load as far as it went (the Ready ones' percentiles, the writes, the
+	// CPU, the probe's timings under the load), and stops.
+	unfinished := s.waitAllReady(ctx, loadStart, cluster0)
 	if unfinished != nil && ctx.Err() != nil {
 		s.mu.Lock()
 		unfinished = fmt.Errorf("interrupted with %d of %d Ready after %s", len(s.readyAt), o.n, time.Since(loadStart).Round(time.Second))
@@ -707,8 +707,12 @@ func (s *runState) deleteAll(ctx context.Context) error {
 	return nil
 }
 
-// waitAllReady waits until every created Workload has been seen Ready.
-func (s *runState) waitAllReady(ctx context.Context, since time.Time) error {
+// waitAllReady waits until every created Workload has been seen Ready. It gives up at once
+// when a process the load needs has exited (clusterAtStart: the cluster's processes when the
+// load started): a controller that lost its lease, or kube-controller-manager, exits as made
+// to, and here nothing restarts it (in a cluster the kubelet would), so the load could only
+// wait out its timeout.
+func (s *runState) waitAllReady(ctx context.Context, since time.Time, clusterAtStart map[string]procUsage) error {
 	deadline := since.Add(s.o.timeout)
 	last := time.Now()
 	for {
@@ -721,6 +725,10 @@ func (s *runState) waitAllReady(ctx context.Context, since time.Time) error {
 		if time.Since(last) > 10*time.Second {
 			logf(s.log, "%d/%d Ready after %s", ready, s.o.n, time.Since(since).Round(time.Second))
 			last = time.Now()
+			if gone := exited(s.ctrls, clusterAtStart, clusterUsage(s.k.Dir)); len(gone) > 0 {
+				return fmt.Errorf("%d of %d Ready after %s, when %s had exited; nothing restarts a process here (a controller exits when it loses its lease, as on a machine busy with other work)",
+					ready, s.o.n, time.Since(since).Round(time.Second), strings.Join(gone, "; "))
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d Ready after %s", ready, s.o.n, s.o.timeout)
