@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -569,12 +570,16 @@ func TestPlacement(t *testing.T) {
 		}
 		// A change of the Workload reaches eu through the new credentials, its database's
 		// objects are judged there still, and nothing restarted.
-		w := &scorev1b1.Workload{}
-		if err := hub.Get(ctx, key, w); err != nil {
-			t.Fatal(err)
-		}
-		testenv.WithVar("ROTATED", "yes")(w)
-		if err := hub.Update(ctx, w); err != nil {
+		// (Read again on a conflict: the controllers may still be writing the Workload's
+		// status after the previous step's rollout.)
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			w := &scorev1b1.Workload{}
+			if err := hub.Get(ctx, key, w); err != nil {
+				return err
+			}
+			testenv.WithVar("ROTATED", "yes")(w)
+			return hub.Update(ctx, w)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, 2*time.Minute, "the change on eu", func() error {
