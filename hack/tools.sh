@@ -165,6 +165,13 @@ score-k8s)
 esac
 
 mkdir -p "$dir" "$root/bin"
+# One build at a time per cache: two clones (or a session's worktrees) building at once would
+# share the throwaway modules and the .tmp outputs, and one would fail or link a half-written
+# binary. The second waits, then finds the binaries built.
+if command -v flock >/dev/null; then
+	exec 9>"$dir.lock"
+	flock 9 || { log "cannot lock $dir.lock"; exit 1; }
+fi
 build_kubernetes
 build_etcd
 build_kwok
