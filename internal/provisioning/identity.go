@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // DefaultClass is the class of a resource that names none, as in score-k8s.
@@ -39,15 +40,30 @@ func (i Identity) Uid() string { return fmt.Sprintf("%s.%s#%s", i.Type, i.Class,
 
 // Hash is a short, stable digest of the identity, usable in names and labels.
 func (i Identity) Hash() string {
-	sum := sha256.Sum256([]byte(i.scope() + i.Namespace + "/" + i.Uid()))
+	sum := sha256.Sum256([]byte(i.digestInput()))
 	return hex.EncodeToString(sum[:])[:16]
+}
+
+// digestInput is what the identity's digests are taken of. A Workload's own resource has the
+// derived id "<workload>.<key>", which a typed id may spell too (Score's id pattern admits
+// dots, and score-k8s's uid does not tell them apart): a typed id with a dot is digested under
+// the prefix "id:", which no derived input can start with (they start with a namespace or
+// "cluster/"), so no id a tenant writes reaches another Workload's private instance. A typed
+// id without a dot can never equal a derived one, which always has one; its digest, like a
+// derived id's, stays that of earlier versions, so their instances keep their identity.
+func (i Identity) digestInput() string {
+	in := i.scope() + i.Namespace + "/" + i.Uid()
+	if i.Shared && strings.Contains(i.ID, ".") {
+		in = "id:" + in
+	}
+	return in
 }
 
 // Guid is a stable UUID-shaped id of the instance. score-k8s draws it at random once and keeps
 // it; here it is derived from the identity, so a re-created or shared claim gets the same one
 // and the objects named after it are the same objects.
 func (i Identity) Guid() string {
-	sum := sha256.Sum256([]byte("guid/" + i.scope() + i.Namespace + "/" + i.Uid()))
+	sum := sha256.Sum256([]byte("guid/" + i.digestInput()))
 	h := hex.EncodeToString(sum[:16])
 	// version 4 and variant bits, so it reads as a UUID
 	return fmt.Sprintf("%s-%s-4%s-%x%s-%s", h[0:8], h[8:12], h[13:16], 8|(hexNibble(h[16])&3), h[17:20], h[20:32])

@@ -159,3 +159,39 @@ func TestIdentityPerCluster(t *testing.T) {
 		t.Fatalf("the resource uid is the same everywhere: %q %q", eu.Uid(), hub.Uid())
 	}
 }
+
+// A resource's named id can never reach the instance another Workload's resource owns without
+// an id: the derived id "<workload>.<key>" and a typed id of the same text are two instances
+// (issue 35: `id: owner.db` bound to the Workload owner's private database).
+func TestNamedIDCannotReachADerivedIdentity(t *testing.T) {
+	private := NewIdentity("team", "owner", "db", "postgres", "", "")
+	typed := NewIdentity("team", "thief", "xx", "postgres", "", "owner.db")
+	if private.Uid() != typed.Uid() {
+		t.Fatalf("the score-k8s uids are the same text (%q, %q); this test needs them to be", private.Uid(), typed.Uid())
+	}
+	for name, pair := range map[string][2]string{
+		"hash":  {private.Hash(), typed.Hash()},
+		"guid":  {private.Guid(), typed.Guid()},
+		"state": {private.StateSecretName(), typed.StateSecretName()},
+	} {
+		if pair[0] == pair[1] {
+			t.Errorf("the %s of a typed id equals a Workload's private instance's: %s", name, pair[0])
+		}
+	}
+	// On a member cluster too.
+	private.Cluster, typed.Cluster = "eu", "eu"
+	if private.Hash() == typed.Hash() {
+		t.Error("on a member cluster, a typed id reaches a private instance")
+	}
+	// Ids without a dot cannot equal a derived one (which always has one): their digests stay
+	// those of earlier versions, so an upgrade keeps their instances.
+	sum := sha256.Sum256([]byte("team/postgres.default#main-db"))
+	if got, want := NewIdentity("team", "web", "db", "postgres", "", "main-db").Hash(), hex.EncodeToString(sum[:])[:16]; got != want {
+		t.Errorf("the digest of an id without a dot changed: %s, was %s", got, want)
+	}
+	sum = sha256.Sum256([]byte("team/postgres.default#owner.db"))
+	private.Cluster = ""
+	if want := hex.EncodeToString(sum[:])[:16]; private.Hash() != want {
+		t.Errorf("the digest of a private instance changed: %s, was %s", private.Hash(), want)
+	}
+}
