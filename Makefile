@@ -67,6 +67,7 @@ FUZZ_TARGETS := \
 	./internal/orchconfig:FuzzParse \
 	./internal/placeholder:FuzzSubstitute \
 	./internal/values:FuzzCompose \
+	./internal/planner:FuzzBuildPlan \
 	./internal/values:FuzzNormalize \
 	./internal/render:FuzzRenderLiteral \
 	./internal/mirror:FuzzValidateURL \

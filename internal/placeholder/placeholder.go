@@ -10,8 +10,52 @@ import (
 	"strings"
 )
 
-// pattern is score-go's placeholder expression (framework/substitution.go).
-var pattern = regexp.MustCompile(`\$((?:\$?{([^}]*)})|\$)`)
+// scanner finds score-go's placeholder expressions (framework/substitution.go's
+// `\$((?:\$?{([^}]*)})|\$)`, leftmost first) without a regular expression: linear in the
+// string, whatever it holds, and allocating nothing per match.
+type scanner struct {
+	s string
+	// closeAt is the index of the first "}" at or after the last position close searched from
+	// (-1: none), once known; positions only grow, so finding every closing brace is linear
+	// in all.
+	closeAt int
+	known   bool
+}
+
+// close returns the index of the first "}" at or after i, or -1. i never decreases from one
+// call to the next.
+func (sc *scanner) close(i int) int {
+	if sc.known && (sc.closeAt == -1 || sc.closeAt >= i) {
+		return sc.closeAt
+	}
+	sc.known, sc.closeAt = true, -1
+	if j := strings.IndexByte(sc.s[i:], '}'); j >= 0 {
+		sc.closeAt = i + j
+	}
+	return sc.closeAt
+}
+
+// next finds the first expression at or after from: [start, end) is the whole match; for
+// "$$" and "$${...}" escaped is true (the match minus its first "$" is literal text), else
+// [cs, ce) is a placeholder's content. ok is false when there is none.
+func (sc *scanner) next(from int) (start, end, cs, ce int, escaped, ok bool) {
+	s := sc.s
+	for i := from; i < len(s)-1; i++ {
+		if s[i] != '$' {
+			continue
+		}
+		switch {
+		case s[i+1] == '$' && i+2 < len(s) && s[i+2] == '{' && sc.close(i+3) >= 0:
+			return i, sc.close(i+3) + 1, 0, 0, true, true
+		case s[i+1] == '{' && sc.close(i+2) >= 0:
+			c := sc.close(i + 2)
+			return i, c + 1, i + 2, c, false, true
+		case s[i+1] == '$':
+			return i, i + 2, 0, 0, true, true
+		}
+	}
+	return 0, 0, 0, 0, false, false
+}
 
 // wellFormed is score-go's rule for a placeholder's content (loader/validate.go), with "\."
 // allowed inside a part.
@@ -72,15 +116,19 @@ func Parse(s string) ([]Part, error) {
 	var parts []Part
 	var lit strings.Builder
 	last := 0
-	for _, m := range pattern.FindAllStringSubmatchIndex(s, -1) {
-		lit.WriteString(s[last:m[0]])
-		last = m[1]
-		whole := s[m[0]:m[1]]
-		if strings.HasPrefix(s[m[2]:m[3]], "$") {
-			lit.WriteString(whole[1:]) // "$$" → "$", "$${x}" → "${x}"
+	sc := scanner{s: s}
+	for {
+		start, end, cs, ce, escaped, ok := sc.next(last)
+		if !ok {
+			break
+		}
+		lit.WriteString(s[last:start])
+		last = end
+		if escaped {
+			lit.WriteString(s[start+1 : end]) // "$$" → "$", "$${x}" → "${x}"
 			continue
 		}
-		ref, err := parseRef(s[m[4]:m[5]])
+		ref, err := parseRef(s[cs:ce])
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +182,45 @@ func Refs(s string) ([]Ref, error) {
 	return refs, nil
 }
 
+// MaxExpanded is the most bytes one object derived from a Workload may hold once its
+// placeholders are substituted: its plan, or the params of all its claims together. A
+// Workload is the API server's to bound (etcd keeps objects up to 1.5 MiB), but substitution
+// multiplies it: a placeholder of 20 bytes may stand for a 256 KiB annotation, so a Workload
+// of a few kilobytes could ask for gigabytes. 1 MiB leaves a plan room under etcd's limit.
+const MaxExpanded = 1 << 20
+
+// TooLarge refuses a substitution that would produce more than its budget allowed.
+type TooLarge struct{ Limit int }
+
+func (e *TooLarge) Error() string {
+	size := fmt.Sprintf("%d KiB", e.Limit>>10)
+	if e.Limit%(1<<20) == 0 {
+		size = fmt.Sprintf("%d MiB", e.Limit>>20)
+	}
+	return "the workload's placeholders expand to more than " + size + ", the most a workload may expand to"
+}
+
+// Budget is how many bytes substitution may still produce; a nil Budget is unbounded. Every
+// producer of expanded text spends from it before it writes, so the bound is met before the
+// memory is taken.
+type Budget struct{ limit, left int }
+
+// NewBudget is a budget of limit bytes.
+func NewBudget(limit int) *Budget { return &Budget{limit: limit, left: limit} }
+
+// Spend takes n bytes, or refuses with *TooLarge once the budget would be overdrawn (and every
+// later call too).
+func (b *Budget) Spend(n int) error {
+	if b == nil {
+		return nil
+	}
+	b.left -= n
+	if b.left < 0 {
+		return &TooLarge{Limit: b.limit}
+	}
+	return nil
+}
+
 // Lookup resolves a placeholder to a value. ok is false when the value is not (yet) known.
 type Lookup func(Ref) (value any, ok bool)
 
@@ -149,23 +236,30 @@ func (e *Unresolved) Error() string {
 // Substitute resolves every placeholder in s. Non-string values are written as JSON, as
 // score-go does. The first unknown placeholder is returned as an *Unresolved error.
 func Substitute(s string, lookup Lookup) (string, error) {
+	return SubstituteWithin(s, lookup, nil)
+}
+
+// SubstituteWithin is Substitute spending what it writes from budget: *TooLarge once the
+// budget is spent.
+func SubstituteWithin(s string, lookup Lookup, budget *Budget) (string, error) {
 	parts, err := Parse(s)
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		if p.Ref == nil {
-			b.WriteString(p.Literal)
-			continue
+		str := p.Literal
+		if p.Ref != nil {
+			v, ok := lookup(*p.Ref)
+			if !ok {
+				return "", &Unresolved{Ref: *p.Ref}
+			}
+			if str, err = Stringify(v); err != nil {
+				return "", fmt.Errorf("placeholder ${%s}: %w", p.Ref.Raw, err)
+			}
 		}
-		v, ok := lookup(*p.Ref)
-		if !ok {
-			return "", &Unresolved{Ref: *p.Ref}
-		}
-		str, err := Stringify(v)
-		if err != nil {
-			return "", fmt.Errorf("placeholder ${%s}: %w", p.Ref.Raw, err)
+		if err := budget.Spend(len(str)); err != nil {
+			return "", err
 		}
 		b.WriteString(str)
 	}
@@ -202,9 +296,10 @@ func MapStrings(v any, f func(string) (string, error)) (any, error) {
 	}
 }
 
-// SubstituteValue resolves placeholders in every string inside v (maps and lists are copied).
-func SubstituteValue(v any, lookup Lookup) (any, error) {
-	return MapStrings(v, func(s string) (string, error) { return Substitute(s, lookup) })
+// SubstituteValue resolves placeholders in every string inside v (maps and lists are copied),
+// spending from budget.
+func SubstituteValue(v any, lookup Lookup, budget *Budget) (any, error) {
+	return MapStrings(v, func(s string) (string, error) { return SubstituteWithin(s, lookup, budget) })
 }
 
 // RefsInValue returns every placeholder in the strings inside v.

@@ -133,8 +133,45 @@ func TestRefsInValue(t *testing.T) {
 	if len(refs) != 2 {
 		t.Fatalf("got %v", refs)
 	}
-	sub, err := SubstituteValue(map[string]any{"host": "${resources.dns.host}", "n": 1}, lookupFrom(values))
+	sub, err := SubstituteValue(map[string]any{"host": "${resources.dns.host}", "n": 1}, lookupFrom(values), nil)
 	if err != nil || !reflect.DeepEqual(sub, map[string]any{"host": "app.example.com", "n": 1}) {
 		t.Fatalf("got %v, %v", sub, err)
+	}
+}
+
+// A budget refuses the substitution that would overdraw it, before the text is written, and
+// every later one; a nil budget is unbounded.
+func TestSubstituteWithinBudget(t *testing.T) {
+	lookup := func(Ref) (any, bool) { return strings.Repeat("v", 10), true }
+	for _, tc := range []struct {
+		name    string
+		limit   int
+		inputs  []string
+		refused int // the index of the first refused input; -1 none
+	}{
+		{"exactly the budget", 24, []string{"${metadata.a}-${metadata.a}", "abc"}, -1},
+		{"one byte over", 24, []string{"${metadata.a}-${metadata.a}", "abcd"}, 1},
+		{"literals count too", 3, []string{"abcd"}, 0},
+		{"a literal alone over it", 10, []string{strings.Repeat("x", 11), ""}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBudget(tc.limit)
+			refused := -1
+			for i, in := range tc.inputs {
+				_, err := SubstituteWithin(in, lookup, b)
+				var tooLarge *TooLarge
+				if errors.As(err, &tooLarge) && refused < 0 {
+					refused = i
+				} else if err != nil && refused < 0 {
+					t.Fatal(err)
+				}
+			}
+			if refused != tc.refused {
+				t.Fatalf("refused at %d, want %d", refused, tc.refused)
+			}
+		})
+	}
+	if out, err := SubstituteWithin(strings.Repeat("${metadata.a}", 1000), lookup, nil); err != nil || len(out) != 10000 {
+		t.Fatalf("a nil budget bounds: %d, %v", len(out), err)
 	}
 }

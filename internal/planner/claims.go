@@ -110,6 +110,7 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 	w := in.Workload
 	order := dependencyOrder(w)
 	meta := Metadata(w)
+	budget := placeholder.NewBudget(placeholder.MaxExpanded) // the params of all the claims together
 	out := make([]DesiredClaim, 0, len(order))
 	for _, key := range order {
 		res := w.Spec.Resources[key]
@@ -118,7 +119,7 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
 		}
 		d := DesiredClaim{Key: key, Name: ClaimName(w.Name, key, res.Type)}
-		resolved, waiting, err := resolveParams(params, meta, in.Observed)
+		resolved, waiting, err := resolveParams(params, meta, in.Observed, budget)
 		if err != nil {
 			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
 		}
@@ -159,7 +160,7 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 // resolveParams substitutes metadata and the non-secret outputs of ready claims. Outputs of
 // claims not yet ready are waited for; a secret output may not flow into params, because a
 // claim's spec is not a Secret.
-func resolveParams(params, meta map[string]any, observed map[string]ClaimView) (map[string]any, []string, error) {
+func resolveParams(params, meta map[string]any, observed map[string]ClaimView, budget *placeholder.Budget) (map[string]any, []string, error) {
 	refs, err := placeholder.RefsInValue(params)
 	if err != nil {
 		return nil, nil, err
@@ -185,7 +186,7 @@ func resolveParams(params, meta map[string]any, observed map[string]ClaimView) (
 			return placeholder.LookupPath(meta, r.Path)
 		}
 		return placeholder.LookupPath(observed[r.Resource()].Outputs, r.Path[1:])
-	})
+	}, budget)
 	if err != nil {
 		var un *placeholder.Unresolved
 		if errors.As(err, &un) {

@@ -49,6 +49,16 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 	add := func(field, format string, args ...any) {
 		out = append(out, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
+	// What the strings expand to, told early and by field: the text of each and the metadata
+	// its placeholders stand for (BuildPlan and DesiredClaims hold the exact bound, outputs
+	// included).
+	expanded, metaSize := 0, map[string]int{}
+	grow := func(field string, n int) {
+		if expanded <= placeholder.MaxExpanded && expanded+n > placeholder.MaxExpanded {
+			add(field, "%s", Sentence((&placeholder.TooLarge{Limit: placeholder.MaxExpanded}).Error()))
+		}
+		expanded += n
+	}
 	checkRefs := func(field string, refs []placeholder.Ref, err error, wholeAllowed bool) {
 		if err != nil {
 			add(field, "%s", Sentence(err.Error()))
@@ -57,9 +67,18 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 		for _, r := range refs {
 			switch r.Root {
 			case placeholder.RootMetadata:
-				if _, ok := placeholder.LookupPath(meta, r.Path); !ok {
+				v, ok := placeholder.LookupPath(meta, r.Path)
+				if !ok {
 					add(field, "The placeholder ${%s} names metadata the workload does not have.", r.Raw)
+					continue
 				}
+				size, known := metaSize[r.Raw]
+				if !known {
+					str, _ := placeholder.Stringify(v)
+					size = len(str)
+					metaSize[r.Raw] = size
+				}
+				grow(field, size)
 			case placeholder.RootResources:
 				if _, ok := w.Spec.Resources[r.Resource()]; !ok {
 					add(field, "The placeholder ${%s} names resource %q, which is not declared.", r.Raw, r.Resource())
@@ -75,14 +94,19 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 		base := "spec.containers." + cname
 		for i, a := range c.Command {
 			refs, err := placeholder.Refs(a)
-			checkRefs(fmt.Sprintf("%s.command[%d]", base, i), refs, err, false)
+			field := fmt.Sprintf("%s.command[%d]", base, i)
+			grow(field, len(a))
+			checkRefs(field, refs, err, false)
 		}
 		for i, a := range c.Args {
 			refs, err := placeholder.Refs(a)
-			checkRefs(fmt.Sprintf("%s.args[%d]", base, i), refs, err, false)
+			field := fmt.Sprintf("%s.args[%d]", base, i)
+			grow(field, len(a))
+			checkRefs(field, refs, err, false)
 		}
 		for _, k := range values.SortedKeys(c.Variables) {
 			refs, err := placeholder.Refs(c.Variables[k])
+			grow(base+".variables."+k, len(c.Variables[k]))
 			checkRefs(base+".variables."+k, refs, err, false)
 		}
 		for _, target := range values.SortedKeys(c.Files) {
@@ -94,6 +118,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 			}
 			if f.Content != nil && (f.NoExpand == nil || !*f.NoExpand) {
 				refs, err := placeholder.Refs(*f.Content)
+				grow(field+".content", len(*f.Content))
 				checkRefs(field+".content", refs, err, false)
 			}
 		}
@@ -119,6 +144,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 	if cycle := beforeCycle(w); cycle != "" {
 		add("spec.containers", "The before relationships form a cycle: %s.", cycle)
 	}
+	expanded = 0 // the params of all the claims have a budget of their own, as in DesiredClaims
 	for _, key := range values.SortedKeys(w.Spec.Resources) {
 		res := w.Spec.Resources[key]
 		field := "spec.resources." + key

@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
@@ -35,7 +36,7 @@ type PlanResult struct {
 // hold placeholders, where outputs stay references. Same input, same plan.
 func BuildPlan(in PlanInput) (PlanResult, error) {
 	w := in.Workload
-	b := &builder{meta: Metadata(w), claims: in.Claims}
+	b := &builder{meta: Metadata(w), claims: in.Claims, budget: placeholder.NewBudget(placeholder.MaxExpanded)}
 
 	outputs := map[string]any{}
 	for _, key := range values.SortedKeys(w.Spec.Resources) {
@@ -65,6 +66,9 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 	raw, err := json.Marshal(composed)
 	if err != nil {
 		return PlanResult{}, fmt.Errorf("encoding values: %w", err)
+	}
+	if err := b.budget.Spend(len(raw)); err != nil {
+		return PlanResult{}, err
 	}
 	spec := &scorev1b1.WorkloadPlanSpec{
 		WorkloadRef:                scorev1b1.LocalWorkloadRef{Name: w.Name, UID: string(w.UID)},
@@ -97,6 +101,9 @@ type builder struct {
 	claims     map[string]ClaimView
 	unresolved map[string]bool
 	err        error
+	// budget bounds the text the plan holds, and the runtime inlines from it, once metadata
+	// and non-secret outputs are substituted: the plan's values and every literal part.
+	budget *placeholder.Budget
 }
 
 func (b *builder) container(w *scorev1b1.Workload, name string) scorev1b1.ContainerProjection {
@@ -171,25 +178,40 @@ func (b *builder) value(s string) scorev1b1.ValueProjection {
 	}
 }
 
-// parts substitutes metadata into literals and keeps outputs as references.
+// parts substitutes metadata into literals and keeps outputs as references. Adjacent
+// literals are written into one builder, so composing is linear in what it writes, and every
+// write is spent from the budget first.
 func (b *builder) parts(s string) []scorev1b1.ValuePart {
+	if b.err != nil {
+		return nil // refused already: no more work for this plan
+	}
 	parsed, err := placeholder.Parse(s)
 	if err != nil {
 		b.fail(err)
 		return nil
 	}
 	var out []scorev1b1.ValuePart
-	appendLiteral := func(l string) {
-		if n := len(out); n > 0 && out[n-1].Literal != nil {
-			out[n-1].Literal = ptr.To(*out[n-1].Literal + l)
-			return
+	var lit strings.Builder
+	literal := func(l string) bool {
+		if err := b.budget.Spend(len(l)); err != nil {
+			b.fail(err)
+			return false
 		}
-		out = append(out, scorev1b1.ValuePart{Literal: ptr.To(l)})
+		lit.WriteString(l)
+		return true
+	}
+	flush := func() {
+		if lit.Len() > 0 {
+			out = append(out, scorev1b1.ValuePart{Literal: ptr.To(lit.String())})
+			lit.Reset()
+		}
 	}
 	for _, p := range parsed {
 		switch {
 		case p.Ref == nil:
-			appendLiteral(p.Literal)
+			if !literal(p.Literal) {
+				return nil
+			}
 		case p.Ref.Root == placeholder.RootMetadata:
 			v, ok := placeholder.LookupPath(b.meta, p.Ref.Path)
 			if !ok {
@@ -201,14 +223,47 @@ func (b *builder) parts(s string) []scorev1b1.ValuePart {
 				b.fail(err)
 				continue
 			}
-			appendLiteral(str)
+			if !literal(str) {
+				return nil
+			}
 		default:
 			ref := scorev1b1.OutputRef{ClaimKey: p.Ref.Resource(), OutputKey: p.Ref.Output()}
 			b.checkOutput(ref)
+			if err := b.budget.Spend(b.inlined(ref) + referenceSize(ref)); err != nil {
+				b.fail(err)
+				return nil
+			}
+			flush()
 			out = append(out, scorev1b1.ValuePart{From: &ref})
 		}
 	}
+	flush()
 	return out
+}
+
+// referenceSize is about what a reference part adds to the plan's JSON, so that a string of
+// many short references is bounded by the plan's size, not only by what the runtime inlines.
+func referenceSize(ref scorev1b1.OutputRef) int {
+	return len(`{"from":{"claimKey":"","outputKey":""}},`) + len(ref.ClaimKey) + len(ref.OutputKey)
+}
+
+// inlined is the size of the text the runtime writes for a reference: a non-secret output's
+// value, which it inlines (a secret one is a reference to a Secret, bounded where its value
+// is read).
+func (b *builder) inlined(ref scorev1b1.OutputRef) int {
+	c, ok := b.claims[ref.ClaimKey]
+	if !ok || c.isSecret(ref.OutputKey) {
+		return 0
+	}
+	v, found := placeholder.LookupPath(c.Outputs, splitOutput(ref.OutputKey))
+	if !found {
+		return 0
+	}
+	str, err := placeholder.Stringify(v)
+	if err != nil {
+		return 0
+	}
+	return len(str)
 }
 
 // checkOutput notes a reference whose output is not published.
@@ -236,6 +291,9 @@ func (b *builder) fail(err error) {
 
 // splitOutput splits a dotted output key as placeholders are split.
 func splitOutput(key string) []string {
+	if !strings.ContainsAny(key, `\{}$`) {
+		return strings.Split(key, ".") // what the placeholder would parse to, without parsing it
+	}
 	refs, err := placeholder.Refs("${resources.x." + key + "}")
 	if err != nil || len(refs) != 1 {
 		return []string{key}

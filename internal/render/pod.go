@@ -52,12 +52,15 @@ type projector struct {
 	name   string
 	claims map[string]scorev1b1.PlanClaim
 	pod    Pod
+	// budget bounds the text the pod's values and files are composed into, as the planner
+	// bounds the plan: it is what the plan held, plus the secret values only this side reads.
+	budget *placeholder.Budget
 }
 
 // ProjectPod builds the pod of a plan for a Workload named name. secret reads the secret
 // outputs that files are composed with.
 func ProjectPod(name string, spec *scorev1b1.WorkloadPlanSpec, secret SecretValue) (Pod, error) {
-	p := &projector{spec: spec, name: name, secret: secret, claims: map[string]scorev1b1.PlanClaim{},
+	p := &projector{spec: spec, name: name, secret: secret, claims: map[string]scorev1b1.PlanClaim{}, budget: placeholder.NewBudget(placeholder.MaxExpanded),
 		pod: Pod{FilesConfigMap: map[string]any{}, FilesBinary: map[string]any{}, FilesSecret: map[string]any{}}}
 	if spec.Values != nil {
 		if err := json.Unmarshal(spec.Values.Raw, &p.values); err != nil {
@@ -276,27 +279,33 @@ func (p *projector) compose(name string, v scorev1b1.ValueProjection) (string, [
 	parts := v.Parts
 	switch {
 	case v.Value != nil:
-		return escapeRefs(*v.Value), nil, nil
+		s := escapeRefs(*v.Value)
+		return s, nil, p.budget.Spend(len(s))
 	case v.From != nil:
 		parts = []scorev1b1.ValuePart{{From: v.From}}
 	}
 	var b strings.Builder
 	var helpers []map[string]any
 	for i, part := range parts {
+		var s string
 		switch {
 		case part.Literal != nil:
-			b.WriteString(escapeRefs(*part.Literal))
+			s = escapeRefs(*part.Literal)
 		case part.From != nil && p.isSecret(*part.From):
 			helper := "SCORE_SECRET_" + strings.ToUpper(nonEnvChars.ReplaceAllString(name, "_")) + "_" + strconv.Itoa(i)
 			helpers = append(helpers, map[string]any{"name": helper, "valueFrom": p.secretKeyRef(*part.From)})
-			b.WriteString("$(" + helper + ")")
+			s = "$(" + helper + ")"
 		case part.From != nil:
-			s, err := p.plainOutput(*part.From)
+			out, err := p.plainOutput(*part.From)
 			if err != nil {
 				return "", nil, err
 			}
-			b.WriteString(escapeRefs(s))
+			s = escapeRefs(out)
 		}
+		if err := p.budget.Spend(len(s)); err != nil {
+			return "", nil, err
+		}
+		b.WriteString(s)
 	}
 	return b.String(), helpers, nil
 }
@@ -373,22 +382,24 @@ func (p *projector) file(container string, f scorev1b1.FileProjection) (map[stri
 func (p *projector) fileText(f scorev1b1.FileProjection) (string, error) {
 	var b strings.Builder
 	for _, part := range f.Parts {
+		var s string
+		var err error
 		switch {
 		case part.Literal != nil:
-			b.WriteString(*part.Literal)
+			s = *part.Literal
 		case part.From != nil && p.isSecret(*part.From):
-			s, err := p.secret(*part.From)
-			if err != nil {
+			if s, err = p.secret(*part.From); err != nil {
 				return "", fmt.Errorf("file %s: %w", f.Target, err)
 			}
-			b.WriteString(s)
 		case part.From != nil:
-			s, err := p.plainOutput(*part.From)
-			if err != nil {
+			if s, err = p.plainOutput(*part.From); err != nil {
 				return "", err
 			}
-			b.WriteString(s)
 		}
+		if err := p.budget.Spend(len(s)); err != nil {
+			return "", fmt.Errorf("file %s: %w", f.Target, err)
+		}
+		b.WriteString(s)
 	}
 	return b.String(), nil
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
 )
 
 func templateFile(t testing.TB, name string) Template {
@@ -416,5 +418,27 @@ func TestQuantitiesAreCanonical(t *testing.T) {
 		if cpu := got["limits"].(map[string]any)["cpu"]; cpu != want {
 			t.Errorf("%s rendered as %v, want %s", in, cpu, want)
 		}
+	}
+}
+
+// What the runtime writes into a pod from a plan is bounded as the planner bounds the plan:
+// a file that names a large secret output many times is refused, before the text is built
+// (issue 35; the planner cannot see a secret's size).
+func TestSecretFileExpansionIsBounded(t *testing.T) {
+	var parts []scorev1b1.ValuePart
+	for range 400 {
+		parts = append(parts, scorev1b1.ValuePart{From: &scorev1b1.OutputRef{ClaimKey: "db", OutputKey: "password"}})
+	}
+	c := mainContainer()
+	c.Files = append(c.Files, scorev1b1.FileProjection{Target: "/etc/app/big", Secret: true, Parts: parts})
+	big := strings.Repeat("s", 60<<10)
+	_, err := Render(Input{Workload: "web", Namespace: "ns", Spec: plan(values, c), Template: templateFile(t, "web-service.yaml"),
+		SecretValue: func(scorev1b1.OutputRef) (string, error) { return big, nil }})
+	var tooLarge *placeholder.TooLarge
+	if !errors.As(err, &tooLarge) {
+		t.Fatalf("want a refusal for the size, got %v", err)
+	}
+	if strings.Contains(err.Error(), big[:64]) {
+		t.Fatal("the refusal carries the secret value")
 	}
 }
