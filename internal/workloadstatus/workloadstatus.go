@@ -118,6 +118,7 @@ const (
 	msgClaimsWaiting        = "Waiting for %d of %d dependencies: %s."
 	msgDeleting             = "Deleting; waiting for dependencies to be released: %s."
 	msgNamespaceDeleting    = "The namespace is being deleted; nothing more is deployed in it."
+	msgTooLarge             = "The workload is larger than the platform accepts once its values are composed; make it smaller."
 )
 
 // InputsValid says the specification is valid.
@@ -133,6 +134,12 @@ func SpecInvalid(first string, more int) Condition {
 		msg += "."
 	}
 	return Condition{metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msg}
+}
+
+// TooLarge says an object derived from the workload was refused for its size: it stays
+// refused until the workload changes.
+func TooLarge() Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msgTooLarge}
 }
 
 // Selection reports a selection failure with the selection's own neutral message.

@@ -134,6 +134,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			s.namespaceDeleting = true
 			return ctrl.Result{}, nil
 		}
+		if errors.Is(err, errTooLarge) {
+			ctrl.LoggerFrom(ctx).Info("The API server refused an object derived from the Workload for its size", "error", err.Error())
+			s.specInvalid(workloadstatus.TooLarge().Message, 0)
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	// A pass that completed hands a reconcile request on to the claims and the plan.

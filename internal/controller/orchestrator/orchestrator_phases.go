@@ -280,6 +280,20 @@ func (r *Reconciler) passOnReconcileRequest(ctx context.Context, s *scope) error
 // errDenied marks a write the API server refused; returning it retries with backoff.
 var errDenied = errors.New("the API server refused a write")
 
+// errTooLarge marks a derived object the API server refused for its size: it stays refused
+// until the Workload changes, so it is the Workload's SpecInvalid and not retried. The
+// planner's bound (placeholder.MaxExpanded) keeps plans and claims below the API server's
+// limit; this is what remains when a Workload still outgrows it.
+var errTooLarge = errors.New("the API server refused a derived object for its size")
+
+// refusedSize wraps err with errTooLarge when the API server refused the object for its size.
+func refusedSize(err error) error {
+	if apierrors.IsRequestEntityTooLargeError(err) {
+		return fmt.Errorf("%w: %w", errTooLarge, err)
+	}
+	return err
+}
+
 func deniedError(reason scorev1b1.Reason) error {
 	return fmt.Errorf("%w (%s); retrying with backoff", errDenied, reason)
 }
@@ -452,7 +466,7 @@ func (r *Reconciler) createClaim(ctx context.Context, w *scorev1b1.Workload, d p
 		if apierrors.IsAlreadyExists(err) {
 			return "", nil // the cache is behind; the watch brings the claim
 		}
-		return "", fmt.Errorf("creating claim %s: %w", d.Name, err)
+		return "", fmt.Errorf("creating claim %s: %w", d.Name, refusedSize(err))
 	}
 	r.memory.created(w.UID, "claim", d.Name, r.now())
 	return "", nil
@@ -466,7 +480,7 @@ func (r *Reconciler) updateClaim(ctx context.Context, existing *scorev1b1.Resour
 		if reason, denied := apidenial.Classify(err); denied {
 			return reason, nil
 		}
-		return "", fmt.Errorf("updating claim %s: %w", c.Name, err)
+		return "", fmt.Errorf("updating claim %s: %w", c.Name, refusedSize(err))
 	}
 	return "", nil
 }
@@ -616,7 +630,7 @@ func (r *Reconciler) deniedOr(s *scope, err error, what string) error {
 		s.denied = reason
 		return nil
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return fmt.Errorf("%s: %w", what, refusedSize(err))
 }
 
 // reconcileDelete releases every claim per its policy and removes the finalizer only when
