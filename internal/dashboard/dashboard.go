@@ -17,7 +17,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -58,9 +57,8 @@ type Server struct {
 	// kind across the whole scope, serves every page from one watch per kind.
 	c      client.WithWatch
 	shared sharedCache
-
-	mu     sync.Mutex
-	rights map[accessKey]accessAnswer
+	// rights are the API server's recent answers about what the user may do.
+	rights *rightsCache
 }
 
 // New connects with opts.Config, decides the scope with the user's rights, starts the shared
@@ -69,22 +67,32 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Config == nil {
 		return nil, errors.New("dashboard: no client configuration")
 	}
-	if opts.Coalesce == 0 {
-		opts.Coalesce = 150 * time.Millisecond
-	}
 	sch := scheme.New()
 	c, err := client.NewWithWatch(opts.Config, client.Options{Scheme: sch})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
+	s, err := newServer(opts, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startCache(ctx, sch); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer builds the handler around c, without the shared cache: until startCache fills it,
+// every read goes to c.
+func newServer(opts Options, c client.WithWatch) (*Server, error) {
+	if opts.Coalesce == 0 {
+		opts.Coalesce = 150 * time.Millisecond
+	}
 	pages, err := template.New("").Funcs(template.FuncMap{"short": short, "stamp": stamp}).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, c: c, pages: pages, mux: http.NewServeMux(), rights: map[accessKey]accessAnswer{}}
-	if err := s.startCache(ctx, sch); err != nil {
-		return nil, err
-	}
+	s := &Server{opts: opts, c: c, pages: pages, mux: http.NewServeMux(), rights: newRightsCache(time.Now)}
 	static, _ := fs.Sub(assets, "assets/static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.fleetPage)

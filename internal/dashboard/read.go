@@ -24,35 +24,19 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/why"
 )
 
-// rightsTTL is how long an answer about the user's rights is trusted: a RoleBinding granted or
-// removed shows within it.
-const rightsTTL = 30 * time.Second
-
-type accessKey struct{ verb, group, resource, namespace, name string }
-
-type accessAnswer struct {
-	allowed bool
-	at      time.Time
-}
-
 // can asks the API server whether the user may verb the resource (a SelfSubjectAccessReview,
 // which every authenticated user may create); an error answers no.
 func (s *Server) can(ctx context.Context, verb, group, resource, namespace, name string) bool {
 	k := accessKey{verb, group, resource, namespace, name}
-	s.mu.Lock()
-	a, ok := s.rights[k]
-	s.mu.Unlock()
-	if ok && time.Since(a.at) < rightsTTL {
-		return a.allowed
+	if allowed, ok := s.rights.get(k); ok {
+		return allowed
 	}
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: namespace, Name: name}}}
 	if err := s.c.Create(ctx, review); err != nil {
 		return false
 	}
-	s.mu.Lock()
-	s.rights[k] = accessAnswer{review.Status.Allowed, time.Now()}
-	s.mu.Unlock()
+	s.rights.put(k, review.Status.Allowed)
 	return review.Status.Allowed
 }
 
