@@ -17,10 +17,14 @@ import (
 )
 
 func TestEventSplitsLinesIntoDataFields(t *testing.T) {
-	got := string(event("update", "<p>a</p>\n<p>b</p>"))
-	want := "event: update\ndata: <p>a</p>\ndata: <p>b</p>\n\n"
-	if got != want {
-		t.Fatalf("got %q, want %q", got, want)
+	for data, want := range map[string]string{
+		"<p>a</p>\n<p>b</p>":   "event: update\ndata: <p>a</p>\ndata: <p>b</p>\n\n",
+		"a\rb\r\nc\n\rd":       "event: update\ndata: a\ndata: b\ndata: c\ndata: \ndata: d\n\n",
+		"x\revent: y\rdata: z": "event: update\ndata: x\ndata: event: y\ndata: data: z\n\n",
+	} {
+		if got := string(event("update", data)); got != want {
+			t.Errorf("event(%q) = %q, want %q", data, got, want)
+		}
 	}
 }
 

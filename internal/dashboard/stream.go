@@ -89,16 +89,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, in interest, bui
 	}
 }
 
-// event is one server-sent event; each line of data is its own data field.
+// event is one server-sent event; each line of data is its own data field. A line ends at CRLF,
+// CR or LF, as the browser reads the stream: splitting at LF alone would let a CR in the data (a
+// status message is the Workload owner's to write) end a line early and start a field of its own.
 func event(name, data string) []byte {
 	var b strings.Builder
 	b.WriteString("event: " + name + "\n")
-	for _, line := range strings.Split(data, "\n") {
+	for _, line := range strings.Split(lineEnds.Replace(data), "\n") {
 		b.WriteString("data: " + line + "\n")
 	}
 	b.WriteString("\n")
 	return []byte(b.String())
 }
+
+// lineEnds makes every line end of an event stream an LF.
+var lineEnds = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
 // watch keeps one watch open until ctx ends and signals changed on every event. A watch the API
 // server ends is opened again without a resource version: its first events announce what
