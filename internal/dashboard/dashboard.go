@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -39,10 +40,19 @@ type Options struct {
 	DefaultNamespace string
 	// The Orchestrator Config's ConfigMap, for the decision trace, and the orchestrator's region.
 	ConfigNamespace, ConfigName, ConfigKey, Region string
-	// AllowedHosts are the Host headers served; empty serves any. A server bound to loopback
-	// serves only its own names, so that a web page elsewhere cannot read the cluster through
-	// it by DNS rebinding (kubectl proxy's --accept-hosts).
+	// AllowedHosts are Host headers served as written, and AcceptHosts patterns of the host
+	// names served (HostPatterns); a server answers to nothing else, so that a web page elsewhere
+	// cannot read the cluster through it by DNS rebinding (kubectl proxy's --accept-hosts). A
+	// server bound to loopback answers to its own names (LoopbackHosts); one off loopback, to
+	// the names its user gave.
 	AllowedHosts []string
+	AcceptHosts  []*regexp.Regexp
+	// Token, when set, is asked of every request (CheckToken says which tokens will do): in the
+	// address once (?token=, answered with a cookie and the address without it), then in the
+	// cookie, or as a bearer token. A server off loopback needs one.
+	Token string
+	// MaxStreams bounds the live pages served at once (default DefaultMaxStreams).
+	MaxStreams int
 	// Coalesce is how long a stream waits after a change for the ones that follow it before it
 	// renders again (default 150 ms).
 	Coalesce time.Duration
@@ -59,6 +69,10 @@ type Server struct {
 	shared sharedCache
 	// rights are the API server's recent answers about what the user may do.
 	rights *rightsCache
+	// token admits requests when the server has one (nil: it has none).
+	token *tokenGuard
+	// streams holds a place for each stream open, up to MaxStreams.
+	streams chan struct{}
 }
 
 // New connects with opts.Config, decides the scope with the user's rights, starts the shared
@@ -85,20 +99,32 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 // newServer builds the handler around c, without the shared cache: until startCache fills it,
 // every read goes to c.
 func newServer(opts Options, c client.WithWatch) (*Server, error) {
+	if len(opts.AllowedHosts) == 0 && len(opts.AcceptHosts) == 0 {
+		return nil, errors.New("dashboard: no host name to answer to")
+	}
+	if opts.Token != "" {
+		if err := CheckToken(opts.Token); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Coalesce == 0 {
 		opts.Coalesce = 150 * time.Millisecond
+	}
+	if opts.MaxStreams == 0 {
+		opts.MaxStreams = DefaultMaxStreams
 	}
 	pages, err := template.New("").Funcs(template.FuncMap{"short": short, "stamp": stamp}).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, c: c, pages: pages, mux: http.NewServeMux(), rights: newRightsCache(time.Now)}
+	s := &Server{opts: opts, c: c, pages: pages, mux: http.NewServeMux(), rights: newRightsCache(time.Now),
+		token: newTokenGuard(opts.Token), streams: make(chan struct{}, opts.MaxStreams)}
 	static, _ := fs.Sub(assets, "assets/static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.fleetPage)
-	s.mux.HandleFunc("GET /stream/fleet", s.fleetStream)
+	s.mux.HandleFunc("GET /stream/fleet", s.streamGuard(s.fleetStream))
 	s.mux.HandleFunc("GET /workloads/{namespace}/{name}", s.workloadPage)
-	s.mux.HandleFunc("GET /stream/workloads/{namespace}/{name}", s.workloadStream)
+	s.mux.HandleFunc("GET /stream/workloads/{namespace}/{name}", s.streamGuard(s.workloadStream))
 	return s, nil
 }
 
@@ -120,25 +146,27 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ServeHTTP serves the pages, refusing a Host it does not answer to.
+// ServeHTTP serves the pages to a request for a host name the server answers to, carrying its
+// token when it has one.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if len(s.opts.AllowedHosts) > 0 && !contains(s.opts.AllowedHosts, r.Host) {
-		http.Error(w, "this dashboard answers only to "+strings.Join(s.opts.AllowedHosts, ", "), http.StatusForbidden)
+	// Set before any refusal: every answer, an error page too, forbids framing.
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	if !s.answersTo(r.Host) {
+		msg := "this dashboard answers only to " + strings.Join(s.opts.AllowedHosts, ", ")
+		if len(s.opts.AcceptHosts) > 0 {
+			msg = "this dashboard answers only to the host names its --accept-hosts names"
+		}
+		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	s.mux.ServeHTTP(w, r)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+	if s.token != nil && !s.token.admit(w, r) {
+		return
 	}
-	return false
+	s.mux.ServeHTTP(w, r)
 }
 
 // page is the layout's data: a title, the controls above the live region, the region's first

@@ -73,8 +73,7 @@ func TestHostsAndLoopback(t *testing.T) {
 			t.Errorf("IsLoopback(%q) = %v", host, !want)
 		}
 	}
-	s := &Server{opts: Options{AllowedHosts: LoopbackHosts("8001")}, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	s, _ := testServer(t, Options{AllowedHosts: LoopbackHosts("8001")})
 	for host, want := range map[string]int{"localhost:8001": http.StatusOK, "127.0.0.1:8001": http.StatusOK, "[::1]:8001": http.StatusOK,
 		"localhost:9999": http.StatusForbidden, "rebound.example:8001": http.StatusForbidden} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)

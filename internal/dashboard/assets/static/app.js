@@ -37,7 +37,11 @@
   var updates = 0;
   var source = new EventSource(live.dataset.stream);
   source.addEventListener("open", function () { setState("live"); });
-  source.addEventListener("error", function () { setState("reconnecting"); });
+  // The browser reconnects by itself, unless the server refused the stream (the dashboard
+  // restarted with another token, or serves as many live pages as it may): then only a reload does.
+  source.addEventListener("error", function () {
+    setState(source.readyState === EventSource.CLOSED ? "stopped: reload" : "reconnecting");
+  });
   source.addEventListener("update", function (e) {
     live.innerHTML = e.data;
     updates++;
