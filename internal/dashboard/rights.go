@@ -25,7 +25,8 @@ type accessAnswer struct {
 
 // rightsCache keeps the API server's answers about the user's rights for rightsTTL, so that a
 // page rendered again after every change does not ask again each time. It holds at most
-// maxRights answers, and none older than rightsTTL past the next answer it keeps.
+// maxRights answers; expired ones are dropped when another is kept (at most once per
+// rightsTTL, so that keeping an answer does not walk them all each time) and when read.
 type rightsCache struct {
 	now func() time.Time
 
