@@ -147,6 +147,12 @@ func (s *served) sent() string {
 // loopback and answering only to its names, as the command does.
 func serve(t *testing.T, kubeconfig string) *served {
 	t.Helper()
+	return serveWith(t, kubeconfig, nil)
+}
+
+// serveWith is serve with the options changed by change, which is given the port.
+func serveWith(t *testing.T, kubeconfig string, change func(opts *dashboard.Options, port string)) *served {
+	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -172,8 +178,14 @@ func serve(t *testing.T, kubeconfig string) *served {
 	ns := raw.Contexts[raw.CurrentContext].Namespace
 	dctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	srv, err := dashboard.New(dctx, dashboard.Options{Config: cfg, DefaultNamespace: ns, ConfigNamespace: "score-system", ConfigName: "orchestrator-config",
-		ConfigKey: "config.yaml", AllowedHosts: dashboard.LoopbackHosts(port)})
+	opts := dashboard.Options{Config: cfg, DefaultNamespace: ns, ConfigNamespace: "score-system", ConfigName: "orchestrator-config",
+		ConfigKey: "config.yaml", AllowedHosts: dashboard.LoopbackHosts(port)}
+	s.url = "http://localhost:" + port
+	if change != nil {
+		change(&opts, port)
+		s.url = "http://127.0.0.1:" + port
+	}
+	srv, err := dashboard.New(dctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +196,6 @@ func serve(t *testing.T, kubeconfig string) *served {
 	h.Listener = ln
 	h.Start()
 	t.Cleanup(h.Close)
-	s.url = "http://localhost:" + port
 	return s
 }
 
@@ -425,6 +436,39 @@ func TestDashboard(t *testing.T) {
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("a request for host %s got %s", req.Host, resp.Status)
 		}
+	})
+
+	t.Run("off loopback, the printed address lets the browser in and its live pages carry the token", func(t *testing.T) {
+		// As scorectl dashboard --address ... --accept-hosts serves: the host names given, a
+		// token drawn at start. The browser reaches it by its address, 127.0.0.1.
+		token := dashboard.NewToken()
+		hosts, err := dashboard.HostPatterns([]string{`127\.0\.0\.1`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := serveWith(t, adminKubeconfig, func(opts *dashboard.Options, _ string) {
+			opts.AllowedHosts, opts.AcceptHosts, opts.Token = nil, hosts, token
+		})
+		resp, err := http.Get(off.url + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a request without the token got %s", resp.Status)
+		}
+		octx := browser(t)
+		// "live" means the stream's request carried the cookie: a refused stream is not opened again
+		do(t, octx, time.Minute, chromedp.Navigate(off.url+"/?token="+token), waitJS(row+`?.dataset.ready === "True"`),
+			waitJS(`document.getElementById("live-state").dataset.state === "live"`))
+		if href := eval[string](t, octx, `location.href`); href != off.url+"/" {
+			t.Fatalf("the address bar shows %s: the token stayed in it", href)
+		}
+		if cookies := eval[string](t, octx, `document.cookie`); cookies != "" {
+			t.Fatalf("a script can read the cookie: %q", cookies)
+		}
+		do(t, octx, time.Minute, chromedp.Navigate(off.url+"/workloads/team-a/web"), waitJS(`document.getElementById("workload")?.dataset.ready === "True"`),
+			waitJS(`document.getElementById("live-state").dataset.state === "live"`))
 	})
 
 	t.Run("no Secret value is ever sent and no Secret is read", func(t *testing.T) {
