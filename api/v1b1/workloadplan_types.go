@@ -275,6 +275,10 @@ type AppliedObject struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
+	// UID is the object's as it was applied: it is deleted (pruned, released) only while it is
+	// still that object, never another one created under its name since.
+	// +optional
+	UID string `json:"uid,omitempty"`
 	// Health is Current, InProgress, Failed or Unknown (kstatus, or the config's health
 	// rule for the kind).
 	// +optional

@@ -35,6 +35,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -212,7 +214,7 @@ func established(crd *unstructured.Unstructured) bool {
 
 // Applied is the inventory entry of an object.
 func Applied(u *unstructured.Unstructured, health, message string) scorev1b1.AppliedObject {
-	return scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Health: health, Message: message}
+	return scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Health: health, Message: message}
 }
 
 // Key identifies an inventory entry: cluster (when not the hub), group, kind, namespace and
@@ -271,7 +273,11 @@ func (a *Applier) Prune(ctx context.Context, previous, current []scorev1b1.Appli
 
 // Delete deletes an inventory object (in the background: its dependants follow) and reports
 // whether it still existed. It is addressed by group and kind, with whatever version the
-// cluster serves now; a kind no longer served has no objects left.
+// cluster serves now; a kind no longer served has no objects left. An entry that records the
+// object's UID deletes that object only (a precondition the API server checks): another
+// object created under the name since — by a tenant, or by another owner after ours went —
+// is not ours, is left alone and reported gone. An entry from before UIDs were recorded is
+// deleted by name.
 func (a *Applier) Delete(ctx context.Context, o scorev1b1.AppliedObject) (bool, error) {
 	gv, err := schema.ParseGroupVersion(o.APIVersion)
 	if err != nil {
@@ -288,9 +294,15 @@ func (a *Applier) Delete(ctx context.Context, o scorev1b1.AppliedObject) (bool, 
 	u.SetGroupVersionKind(mapping.GroupVersionKind)
 	u.SetNamespace(o.Namespace)
 	u.SetName(o.Name)
-	switch err := a.Client.Delete(ctx, u, client.PropagationPolicy("Background")); {
+	opts := []client.DeleteOption{client.PropagationPolicy("Background")}
+	if o.UID != "" {
+		opts = append(opts, client.Preconditions{UID: ptr.To(types.UID(o.UID))})
+	}
+	switch err := a.Client.Delete(ctx, u, opts...); {
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
 		return false, nil
+	case o.UID != "" && apierrors.IsConflict(err):
+		return false, nil // the UID precondition: another object has the name now
 	case err != nil:
 		return false, fmt.Errorf("deleting %s %s: %w", o.Kind, o.Name, err)
 	}

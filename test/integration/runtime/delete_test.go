@@ -1,0 +1,79 @@
+package runtime
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+)
+
+// Issue 35, item 8: objects were deleted by name, with no UID precondition, so an inventory
+// entry whose object went and whose name another owner (a tenant, another Workload) took since
+// deleted that owner's object on the next prune or release. An entry records the UID it was
+// applied as, and deletes that object only.
+func TestAnObjectReplacedUnderItsNameIsNotDeleted(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	a := &apply.Applier{Client: env.Client, FieldManager: scorev1b1.FieldManagerRuntime}
+	marks := apply.PlanMarks(&scorev1b1.WorkloadPlan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: scorev1b1.WorkloadPlanSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "web", UID: "u-web"}}})
+	configMap := func(name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("ConfigMap")
+		u.SetName(name)
+		u.SetNamespace(ns)
+		return u
+	}
+	res, err := a.Apply(ctx, []*unstructured.Unstructured{configMap("pruned"), configMap("released")}, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.Objects {
+		if o.UID == "" {
+			t.Fatalf("the inventory entry of %s records no UID", o.Name)
+		}
+	}
+	// Ours went; a tenant's took each name.
+	tenants := map[string]*corev1.ConfigMap{}
+	for _, o := range res.Objects {
+		if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.Name}}); err != nil {
+			t.Fatal(err)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.Name}, Data: map[string]string{"owner": "tenant"}}
+		testenv.Create(t, env.Client, cm)
+		tenants[o.Name] = cm
+	}
+	if err := a.Prune(ctx, res.Objects[:1], nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	remaining, err := a.Release(ctx, res.Objects[1:], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(remaining) != 0 {
+		t.Errorf("the release waits for %v, which is not ours", remaining)
+	}
+	for name, cm := range tenants {
+		live := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), live); err != nil {
+			t.Errorf("the tenant's ConfigMap %s: %v", name, err)
+		} else if live.UID != cm.UID {
+			t.Errorf("the tenant's ConfigMap %s was replaced", name)
+		}
+	}
+	// An entry from before UIDs were recorded is still deleted by name.
+	legacy := res.Objects[0]
+	legacy.UID = ""
+	if _, err := a.Release(ctx, []scorev1b1.AppliedObject{legacy}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: legacy.Name}, &corev1.ConfigMap{}); err == nil {
+		t.Error("an entry without a UID was not deleted")
+	}
+}
