@@ -309,12 +309,22 @@ func (a *Applier) Delete(ctx context.Context, o scorev1b1.AppliedObject) (bool, 
 	return true, nil
 }
 
-// Release deletes the objects of an inventory that inUse does not keep, and names those that
-// still existed ("Kind name"): the caller waits for them to go. Each kind is watched before
-// its objects are deleted, so their deletion brings the caller back even in a process that
-// never applied the kind (a controller restarted in the middle of a release).
-func (a *Applier) Release(ctx context.Context, objs []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) ([]string, error) {
-	var remaining []string
+// Released is what Release did with an inventory.
+type Released struct {
+	// Remaining names the objects that still existed when deleted ("Kind name"): the caller
+	// waits for them to go.
+	Remaining []string
+	// Kept are the entries inUse kept: another consumer's still, so not deleted. What goes
+	// with the instance (its state) must stay while any is kept.
+	Kept []scorev1b1.AppliedObject
+}
+
+// Release deletes the objects of an inventory that inUse does not keep, and says what it did.
+// Each kind is watched before its objects are deleted, so their deletion brings the caller
+// back even in a process that never applied the kind (a controller restarted in the middle of
+// a release).
+func (a *Applier) Release(ctx context.Context, objs []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) (Released, error) {
+	var out Released
 	for _, o := range objs {
 		if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil {
 			if mapping, err := a.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}); err == nil {
@@ -324,21 +334,22 @@ func (a *Applier) Release(ctx context.Context, objs []scorev1b1.AppliedObject, i
 		if inUse != nil {
 			used, err := inUse(o)
 			if err != nil {
-				return nil, err
+				return Released{}, err
 			}
 			if used {
+				out.Kept = append(out.Kept, o)
 				continue
 			}
 		}
 		existed, err := a.Delete(ctx, o)
 		if err != nil {
-			return nil, err
+			return Released{}, err
 		}
 		if existed {
-			remaining = append(remaining, o.Kind+" "+o.Name)
+			out.Remaining = append(out.Remaining, o.Kind+" "+o.Name)
 		}
 	}
-	return remaining, nil
+	return out, nil
 }
 
 // IsRefusal reports whether err refuses the set for good until its input changes (a kind or

@@ -68,12 +68,15 @@ type Released struct {
 	Abandoned map[string]int
 	// Deleted counts, by cluster, the entries deleted (or being deleted).
 	Deleted map[string]int
+	// Kept counts, by cluster, the entries inUse kept (another consumer's still): nothing that
+	// goes with them (an instance's state there) may be deleted.
+	Kept map[string]int
 }
 
 // Release deletes objs, each on its cluster (hub on the hub), sparing those inUse says another
 // still uses; see Released for what happens on clusters that do not answer or are gone.
 func (p *Pool) Release(ctx context.Context, hub *apply.Applier, objs []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) (Released, error) {
-	out := Released{Abandoned: map[string]int{}, Deleted: map[string]int{}}
+	out := Released{Abandoned: map[string]int{}, Deleted: map[string]int{}, Kept: map[string]int{}}
 	var order []string
 	byCluster := map[string][]scorev1b1.AppliedObject{}
 	for _, o := range objs {
@@ -93,7 +96,7 @@ func (p *Pool) Release(ctx context.Context, hub *apply.Applier, objs []scorev1b1
 			out.Waiting = append(out.Waiting, list...)
 			continue
 		}
-		remaining, err := t.Applier.Release(ctx, list, inUse)
+		released, err := t.Applier.Release(ctx, list, inUse)
 		if err != nil {
 			if cluster != "" && p.Failed(t.Member, "", err) {
 				out.Waiting = append(out.Waiting, list...)
@@ -101,8 +104,15 @@ func (p *Pool) Release(ctx context.Context, hub *apply.Applier, objs []scorev1b1
 			}
 			return out, err
 		}
-		out.Remaining = append(out.Remaining, remaining...)
-		out.Deleted[cluster] += len(list)
+		out.Remaining = append(out.Remaining, released.Remaining...)
+		// Count what was done: an entry kept for another consumer was not deleted, and what
+		// goes with the instance must not be deleted as though it were.
+		if kept := len(released.Kept); kept > 0 {
+			out.Kept[cluster] += kept
+		}
+		if deleted := len(list) - len(released.Kept); deleted > 0 {
+			out.Deleted[cluster] += deleted
+		}
 	}
 	return out, nil
 }

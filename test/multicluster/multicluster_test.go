@@ -782,6 +782,91 @@ func TestPlacement(t *testing.T) {
 		}
 	})
 
+	// Issue 35, item 5: a tenant moves its own Workload off a member with its profile
+	// annotation. Its claim released the member's instance, whose objects the claim that stays
+	// still used and were kept, yet the release counted them as deleted and the instance's state
+	// there went: the consumer that stayed drew new credentials the running database does not
+	// accept.
+	t.Run("one consumer of a shared instance moves away: the instance and its state stay for the other", func(t *testing.T) {
+		const shared = "team-shared"
+		testenv.Create(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shared}})
+		for _, name := range []string{"stays", "leaves"} {
+			testenv.Create(t, hub, testenv.Workload(shared, name, testenv.WithPort("http", 80), testenv.WithResource("db", "postgres", testenv.ResourceID("orders"))))
+		}
+		for _, name := range []string{"stays", "leaves"} {
+			ready(t, client.ObjectKey{Namespace: shared, Name: name}, 4*time.Minute)
+		}
+		claimOf := func(workload string) *scorev1b1.ResourceClaim {
+			t.Helper()
+			var claims scorev1b1.ResourceClaimList
+			if err := hub.List(ctx, &claims, client.InNamespace(shared), client.MatchingLabels{scorev1b1.LabelWorkload: workload}); err != nil || len(claims.Items) != 1 {
+				t.Fatalf("the claims of %s: %d, %v", workload, len(claims.Items), err)
+			}
+			return &claims.Items[0]
+		}
+		stays := claimOf("stays")
+		if stays.Status.InstanceCluster != "eu" || claimOf("leaves").Status.Instance != stays.Status.Instance {
+			t.Fatalf("not one instance on eu: %q on %q, %q", stays.Status.Instance, stays.Status.InstanceCluster, claimOf("leaves").Status.Instance)
+		}
+		stateOf := func() *corev1.Secret {
+			t.Helper()
+			var list corev1.SecretList
+			if err := hub.List(ctx, &list, client.InNamespace(shared), client.MatchingLabels{scorev1b1.LabelInstance: stays.Status.Instance}); err != nil || len(list.Items) != 1 {
+				t.Fatalf("the instance's state: %d Secrets, %v", len(list.Items), err)
+			}
+			return &list.Items[0]
+		}
+		state := stateOf()
+		outputs := &corev1.Secret{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: shared, Name: stays.Status.SecretRef.Name}, outputs); err != nil {
+			t.Fatal(err)
+		}
+
+		// The tenant takes its Workload to a profile that runs on the hub.
+		leaves := &scorev1b1.Workload{}
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := hub.Get(ctx, client.ObjectKey{Namespace: shared, Name: "leaves"}, leaves); err != nil {
+				return err
+			}
+			leaves.Annotations = map[string]string{scorev1b1.AnnotationProfile: "stateful-service"}
+			return hub.Update(ctx, leaves)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 3*time.Minute, "the leaving Workload's claim off eu, its old instance released", func() error {
+			c := claimOf("leaves")
+			if c.Status.InstanceCluster != "" || c.Status.Phase != scorev1b1.ClaimPhaseBound {
+				return fmt.Errorf("its claim: %s on %q", c.Status.Phase, c.Status.InstanceCluster)
+			}
+			for _, o := range c.Status.Resources {
+				if o.Cluster == "eu" {
+					return fmt.Errorf("it still lists %s %s on eu", o.Kind, o.Name)
+				}
+			}
+			return nil
+		})
+		ready(t, client.ObjectKey{Namespace: shared, Name: "leaves"}, 3*time.Minute)
+		// A later pass of the claim that stays, which would draw new credentials had its
+		// state gone.
+		mustCLI(t, "reconcile", "stays", "-n", shared)
+		if after := stateOf(); after.UID != state.UID || after.ResourceVersion != state.ResourceVersion {
+			t.Fatalf("the instance's state on eu was replaced or rewritten: %s@%s → %s@%s", state.UID, state.ResourceVersion, after.UID, after.ResourceVersion)
+		}
+		afterOutputs := &corev1.Secret{}
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(outputs), afterOutputs); err != nil || afterOutputs.ResourceVersion != outputs.ResourceVersion {
+			t.Fatalf("the staying consumer's credentials were rewritten: %v", err)
+		}
+		if n := len(databaseOn(t, eu.c, shared)); n != 1 {
+			t.Fatalf("%d databases of the shared instance on eu, want 1", n)
+		}
+		ready(t, client.ObjectKey{Namespace: shared, Name: "stays"}, time.Minute)
+		for _, name := range []string{"stays", "leaves"} {
+			if err := hub.Delete(ctx, &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: shared, Name: name}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
 	t.Run("a move when labels change: created on the new cluster, then deleted from the old", func(t *testing.T) {
 		relabel(t, "eu", map[string]string{"region": "eu"})
 		relabel(t, "us", map[string]string{"region": "us", "env": "prod"})

@@ -124,6 +124,14 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 	}
 	for cluster, n := range released.Deleted {
 		r.event(c, corev1.EventTypeNormal, "Moved", "Delete", "Deleted %d objects of the instance from %s: the workload moved to %s.", n, clusters.Name(cluster), clusters.Name(c.Status.InstanceCluster))
+	}
+	for _, cluster := range clusters.Of(leave) {
+		// The state goes with the instance there, once nothing of it is left for another
+		// claim: a consumer that stays would otherwise draw new credentials the running
+		// instance does not accept.
+		if released.Deleted[cluster] == 0 || released.Kept[cluster] > 0 {
+			continue
+		}
 		if err := r.deleteState(ctx, identityOn(c, cluster)); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -52,12 +53,12 @@ func TestAnObjectReplacedUnderItsNameIsNotDeleted(t *testing.T) {
 	if err := a.Prune(ctx, res.Objects[:1], nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	remaining, err := a.Release(ctx, res.Objects[1:], nil)
+	released, err := a.Release(ctx, res.Objects[1:], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(remaining) != 0 {
-		t.Errorf("the release waits for %v, which is not ours", remaining)
+	if len(released.Remaining) != 0 {
+		t.Errorf("the release waits for %v, which is not ours", released.Remaining)
 	}
 	for name, cm := range tenants {
 		live := &corev1.ConfigMap{}
@@ -75,5 +76,36 @@ func TestAnObjectReplacedUnderItsNameIsNotDeleted(t *testing.T) {
 	}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: legacy.Name}, &corev1.ConfigMap{}); err == nil {
 		t.Error("an entry without a UID was not deleted")
+	}
+}
+
+// Issue 35, item 5: a release that kept an object for another consumer counted it as
+// deleted, and a moved claim then deleted the instance's state on the cluster it left, from
+// under the consumer that stayed. What Release reports is what it did.
+func TestAReleaseCountsWhatItKept(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	a := &apply.Applier{Client: env.Client, FieldManager: scorev1b1.FieldManagerProvisioner}
+	var objs []*unstructured.Unstructured
+	for _, name := range []string{"shared", "own"} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("ConfigMap")
+		u.SetName(name)
+		objs = append(objs, u)
+	}
+	res, err := a.Apply(ctx, objs, apply.InstanceMarks(ns, "0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pool *clusters.Pool // the hub only
+	released, err := pool.Release(ctx, a, res.Objects, func(o scorev1b1.AppliedObject) (bool, error) { return o.Name == "shared", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if released.Deleted[""] != 1 || released.Kept[""] != 1 {
+		t.Fatalf("deleted %v, kept %v: want one of each on the hub", released.Deleted, released.Kept)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shared"}, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("the kept object: %v", err)
 	}
 }
