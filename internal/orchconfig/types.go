@@ -2,7 +2,11 @@
 // whole-document validator. It is pure: no API client, no clock, no file system.
 package orchconfig
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // APIVersion and Kind identify an Orchestrator Config document.
 const (
@@ -55,6 +59,64 @@ type Config struct {
 	// Rollout takes each change of this config to the fleet in health-gated waves; without
 	// it a change reaches every Workload at once.
 	Rollout *RolloutPolicy `json:"rollout,omitempty" yaml:"rollout,omitempty"`
+
+	// Hostnames are the host names each namespace's Workloads may claim through a param a
+	// provisioner definition marks as a host name (hostnameParams: the catalog route's host).
+	// A host name is allowed when a rule that selects the claim's namespace lists a domain it
+	// matches. With no rules, any host name is allowed: set them when teams share a Gateway.
+	Hostnames []HostnameRule `json:"hostnames,omitempty" yaml:"hostnames,omitempty"`
+}
+
+// HostnameRule admits host names for the namespaces it selects.
+type HostnameRule struct {
+	// NamespaceSelector selects namespaces by their labels, or by name with namespaces;
+	// absent, the rule selects every namespace (with "{namespace}" in its domains, each its
+	// own).
+	NamespaceSelector *Selector `json:"namespaceSelector,omitempty" yaml:"namespaceSelector,omitempty"`
+	// Domains are host names ("shop.example.com") and wildcards ("*.shop.example.com": any
+	// name under it, not the name itself); "{namespace}" in one stands for the claim's
+	// namespace ("*.{namespace}.apps.example.com").
+	Domains []string `json:"domains" yaml:"domains"`
+}
+
+// HostnameAllowed says whether a claim in namespace (with labels) may use host, and, when
+// not, the domains the namespace may use (none when no rule selects it). Without rules every
+// host name is allowed.
+func (c *Config) HostnameAllowed(namespace string, labels map[string]string, host string) (bool, []string) {
+	if len(c.Hostnames) == 0 {
+		return true, nil
+	}
+	var domains []string
+	for _, r := range c.Hostnames {
+		if sel := r.NamespaceSelector; sel != nil {
+			if len(sel.Namespaces) > 0 && !slices.Contains(sel.Namespaces, namespace) {
+				continue
+			}
+			if !sel.MatchesLabels(labels) {
+				continue
+			}
+		}
+		for _, d := range r.Domains {
+			d = strings.ReplaceAll(d, HostnameNamespace, namespace)
+			if domainMatches(d, host) {
+				return true, nil
+			}
+			domains = append(domains, d)
+		}
+	}
+	return false, domains
+}
+
+// HostnameNamespace stands for the claim's namespace in a hostname rule's domain.
+const HostnameNamespace = "{namespace}"
+
+// domainMatches reports whether host is the domain d, or under it when d is a wildcard.
+func domainMatches(d, host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if suffix, ok := strings.CutPrefix(d, "*."); ok {
+		return strings.HasSuffix(host, "."+suffix) && len(host) > len(suffix)+1
+	}
+	return host == d
 }
 
 // RolloutPolicy is how a config change reaches the fleet: the Workloads it renders or
@@ -342,6 +404,11 @@ type Provisioner struct {
 	// Rollout lengthens the rollout policy's bake time and progress deadline for the
 	// Workloads whose claims this definition serves.
 	Rollout *RolloutTiming `json:"rollout,omitempty" yaml:"rollout,omitempty"`
+
+	// HostnameParams are the params that hold a host name the instance claims on a shared
+	// entry point (a route's host): each is checked against the config's hostnames rules for
+	// the claim's namespace before anything is provisioned.
+	HostnameParams []string `json:"hostnameParams,omitempty" yaml:"hostnameParams,omitempty"`
 }
 
 // The locations of a provisioner's instances.

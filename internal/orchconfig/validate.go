@@ -48,6 +48,7 @@ func Validate(cfg *Config) []FieldError {
 	v.dependencies(cfg)
 	v.rollout(cfg.Rollout)
 	v.health(cfg)
+	v.hostnames(cfg)
 	for i, k := range cfg.AllowedKinds {
 		if !allowedKindPattern.MatchString(k) {
 			v.fail(fmt.Sprintf("allowedKinds[%d]", i), "%q must be Kind or Kind.group, e.g. Deployment.apps", k)
@@ -456,6 +457,36 @@ func (v *validator) dependencies(cfg *Config) {
 	case "", DeployWhenClaimsReady, DeployWhenOutputsAvailable:
 	default:
 		v.fail("dependencies.deployWhen", "is %q; it must be %s or %s", cfg.Dependencies.DeployWhen, DeployWhenClaimsReady, DeployWhenOutputsAvailable)
+	}
+}
+
+// hostnameDomain is a hostname rule's domain: a lower-case DNS name, optionally a wildcard
+// ("*." first), whose labels may be "{namespace}".
+var hostnameDomain = regexp.MustCompile(`^(\*\.)?(([a-z0-9]([-a-z0-9]*[a-z0-9])?|\{namespace\})\.)*([a-z0-9]([-a-z0-9]*[a-z0-9])?|\{namespace\})$`)
+
+// hostnames checks the hostname rules (domains that are names or wildcards, selectors that
+// select) and that every definition's hostnameParams names a param.
+func (v *validator) hostnames(cfg *Config) {
+	for i, r := range cfg.Hostnames {
+		path := fmt.Sprintf("hostnames[%d]", i)
+		if r.NamespaceSelector != nil {
+			v.selector(path+".namespaceSelector", *r.NamespaceSelector)
+		}
+		if len(r.Domains) == 0 {
+			v.fail(path+".domains", "a rule admits at least one domain")
+		}
+		for j, d := range r.Domains {
+			if !hostnameDomain.MatchString(d) {
+				v.fail(fmt.Sprintf("%s.domains[%d]", path, j), "%q must be a lower-case host name or a wildcard (*.example.com); {namespace} stands for the claim's namespace", d)
+			}
+		}
+	}
+	for i, p := range cfg.Provisioners {
+		for j, param := range p.HostnameParams {
+			if strings.TrimSpace(param) == "" {
+				v.fail(fmt.Sprintf("provisioners[%d].hostnameParams[%d]", i, j), "must name a param")
+			}
+		}
 	}
 }
 

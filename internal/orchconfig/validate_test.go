@@ -74,6 +74,21 @@ func TestValidate(t *testing.T) {
 		{"helm values that do not parse", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "helm://dev/redis", Type: "redis", Helm: &HelmChart{Chart: "oci://registry.example.internal/charts/redis@sha256:" + strings.Repeat("c", 64), Release: "r", Values: "{{ .State"}}}
 		}, "provisioners[0].helm.values", "does not parse"},
+		{"a hostname rule without domains", func(c *Config) {
+			c.Hostnames = []HostnameRule{{NamespaceSelector: &Selector{MatchLabels: map[string]string{"team": "a"}}}}
+		}, "hostnames[0].domains", "at least one domain"},
+		{"a hostname rule's domain that is not a name", func(c *Config) {
+			c.Hostnames = []HostnameRule{{Domains: []string{"*.{namespace}.dev.local", "Shop.example.com/x"}}}
+		}, "hostnames[0].domains[1]", "lower-case host name or a wildcard"},
+		{"a hostname rule's wildcard in the middle", func(c *Config) {
+			c.Hostnames = []HostnameRule{{Domains: []string{"shop.*.example.com"}}}
+		}, "hostnames[0].domains[0]", "lower-case host name or a wildcard"},
+		{"a hostname rule's empty selector", func(c *Config) {
+			c.Hostnames = []HostnameRule{{NamespaceSelector: &Selector{}, Domains: []string{"shop.example.com"}}}
+		}, "hostnames[0].namespaceSelector", "a selector needs"},
+		{"an empty hostname param", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/route", Type: "route", HostnameParams: []string{""}}}
+		}, "provisioners[0].hostnameParams[0]", "must name a param"},
 		{"sharing with an empty selector", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared"}}}
 		}, "provisioners[0].sharing.namespaceSelector", "must select namespaces by labels"},
@@ -435,5 +450,46 @@ func apiProvisioner() Provisioner {
 			Timeout:     "5m",
 			Delete:      &APIRequest{URL: "https://api.acme.test/dbs/{{ .State.created.id }}"},
 		},
+	}
+}
+
+// A namespace may claim a host name only under a domain a rule that selects it admits: by
+// labels, by name, or every namespace its own with {namespace}. Without rules, any.
+func TestHostnameAllowed(t *testing.T) {
+	cfg := &Config{Hostnames: []HostnameRule{
+		{Domains: []string{"*.{namespace}.apps.example.com"}},
+		{NamespaceSelector: &Selector{MatchLabels: map[string]string{"team": "shop"}}, Domains: []string{"shop.example.com", "*.shop.example.com"}},
+		{NamespaceSelector: &Selector{Namespaces: []string{"edge"}}, Domains: []string{"example.com"}},
+	}}
+	shop := map[string]string{"team": "shop"}
+	for _, tc := range []struct {
+		name, namespace, host string
+		labels                map[string]string
+		want                  bool
+	}{
+		{"its own subdomain", "team-a", "web.team-a.apps.example.com", nil, true},
+		{"deeper in its own subdomain", "team-a", "a.b.team-a.apps.example.com", nil, true},
+		{"another namespace's subdomain", "team-b", "web.team-a.apps.example.com", nil, false},
+		{"the wildcard's own name is not under it", "team-a", "team-a.apps.example.com", nil, false},
+		{"a suffix that is not a label boundary", "team-a", "evilteam-a.apps.example.com", nil, false},
+		{"a team's domain, selected by label", "checkout", "shop.example.com", shop, true},
+		{"under a team's domain", "checkout", "api.shop.example.com", shop, true},
+		{"a team's domain from a namespace without the label", "team-a", "shop.example.com", nil, false},
+		{"a name selected by namespace", "edge", "example.com", nil, true},
+		{"case and a trailing dot", "team-a", "WEB.team-a.apps.example.com.", nil, true},
+		{"another's apex", "team-a", "example.com", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, domains := cfg.HostnameAllowed(tc.namespace, tc.labels, tc.host)
+			if got != tc.want {
+				t.Fatalf("allowed %v, want %v (domains %v)", got, tc.want, domains)
+			}
+			if !got && (len(domains) == 0 || !strings.Contains(strings.Join(domains, " "), tc.namespace+".apps.example.com")) {
+				t.Fatalf("the refusal names %v", domains)
+			}
+		})
+	}
+	if ok, _ := (&Config{}).HostnameAllowed("any", nil, "anything.example.com"); !ok {
+		t.Fatal("without rules, any host name is allowed")
 	}
 }

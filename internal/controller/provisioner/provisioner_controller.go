@@ -218,6 +218,13 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, denied)
 		return ctrl.Result{}, nil
 	}
+	if denied, err := r.hostnameDenied(ctx, c, def, params, loaded.Config); err != nil || denied != "" {
+		if denied != "" {
+			// Terminal until the namespace's labels or the config change; both are watched.
+			setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPolicyViolation, denied)
+		}
+		return ctrl.Result{}, err
+	}
 	c.Status.InstanceNamespace = home
 	cluster := instanceCluster(c, def)
 	if cluster != "" && r.members.Pending(ctx, cluster) {

@@ -107,7 +107,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Workload requeues the claims of its namespace that can. Unchanged results write nothing.
 		Watches(&scorev1b1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.claimsInNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allClaims))).
-		// A namespace's labels decide whether its claims may share across namespaces.
+		// A namespace's labels decide whether its claims may share across namespaces, and which
+		// host names they may claim.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfNamespace), builder.WithPredicates(predicate.LabelChangedPredicate{}), builder.OnlyMetadata).
 		// A member cluster that starts or stops answering brings back the claims placed there.
 		WatchesRawSource(source.Channel(r.clusterChanged, &handler.EnqueueRequestForObject{})).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,18 +52,66 @@ func (r *Reconciler) instanceNamespace(ctx context.Context, c *scorev1b1.Resourc
 	if c.Namespace == sh.Namespace {
 		return "", "", nil // the sharing namespace's own claims share in place
 	}
-	ns := &metav1.PartialObjectMetadata{} // its labels are all that is read: the watch's cache holds no more
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
-		return "", "", fmt.Errorf("reading namespace %s: %w", c.Namespace, err)
+	labels, err := r.namespaceLabels(ctx, c.Namespace)
+	if err != nil {
+		return "", "", err
 	}
-	if sh.NamespaceSelector.MatchesLabels(ns.Labels) {
+	if sh.NamespaceSelector.MatchesLabels(labels) {
 		return sh.Namespace, "", nil
 	}
 	if sh.Otherwise == orchconfig.SharingDeny {
 		return "", fmt.Sprintf("Namespace %s may not share %s %s: the platform shares it only with namespaces it selects by label.", c.Namespace, c.Spec.Type, c.Spec.ID), nil
 	}
 	return "", "", nil
+}
+
+// namespaceLabels reads a namespace's labels, which the platform's rules select on.
+func (r *Reconciler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	ns := &metav1.PartialObjectMetadata{} // its labels are all that is read: the watch's cache holds no more
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	return ns.Labels, nil
+}
+
+// hostnameDenied says why a claim may not have a host name that a param its definition marks
+// (hostnameParams) holds, "" when it may: the config's hostnames rules for its namespace. The
+// decision is made on the claim's namespace, not on anything the Workload says.
+func (r *Reconciler) hostnameDenied(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, params map[string]any, cfg *orchconfig.Config) (string, error) {
+	if len(cfg.Hostnames) == 0 {
+		return "", nil
+	}
+	var labels map[string]string
+	read := false
+	for _, param := range def.HostnameParams {
+		v, ok := params[param]
+		if !ok {
+			continue
+		}
+		hosts, isList := v.([]any)
+		if !isList {
+			hosts = []any{v}
+		}
+		for _, h := range hosts {
+			if !read {
+				var err error
+				if labels, err = r.namespaceLabels(ctx, c.Namespace); err != nil {
+					return "", err
+				}
+				read = true
+			}
+			host := fmt.Sprint(h)
+			if ok, domains := cfg.HostnameAllowed(c.Namespace, labels, host); !ok {
+				admitted := "no host name"
+				if len(domains) > 0 {
+					admitted = strings.Join(domains, ", ")
+				}
+				return fmt.Sprintf("Namespace %s may not use host name %s: the platform admits %s there.", c.Namespace, host, admitted), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // errNotKept: the revision a claim names is no longer kept.

@@ -203,11 +203,20 @@ provisioners:
       host: {{ .State.observed.host }}
       password: {{ .State.observed.password }}
     expected_outputs: [host, password]
+  - uri: template://test/host-route
+    type: host-route
+    hostnameParams: [host]
+    outputs: |
+      url: http://{{ .Params.host }}
 classes:
   - {type: classed, name: standard, default: true, params: {size: medium}}
   - type: classed
     name: big
     params: {size: large, tier: gold}
+hostnames:
+  - domains: ["*.{namespace}.apps.test"]
+  - namespaceSelector: {matchLabels: {team: shop}}
+    domains: [shop.test]
 `
 
 var (
@@ -565,7 +574,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, app-service, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, invalid-object, isolated-kv, kv, missing-output, port-of, service, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, app-service, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, host-route, invalid-object, isolated-kv, kv, missing-output, port-of, service, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
