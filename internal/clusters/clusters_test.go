@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -21,16 +22,19 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
 
-const kubeconfig = `apiVersion: v1
+// kubeconfig is a registration's kubeconfig with two contexts and the user's credentials
+// inline; user replaces its user entry.
+func kubeconfig(user string) string {
+	return `apiVersion: v1
 kind: Config
 clusters:
 - name: a
-  cluster: {server: "https://a.example:6443"}
+  cluster: {server: "https://a.example:6443", certificate-authority-data: ` + base64.StdEncoding.EncodeToString([]byte("the-ca")) + `}
 - name: b
   cluster: {server: "https://b.example:6443"}
 users:
 - name: u
-  user: {token: t0k}
+  user: ` + user + `
 contexts:
 - name: a
   context: {cluster: a, user: u}
@@ -38,17 +42,59 @@ contexts:
   context: {cluster: b, user: u}
 current-context: a
 `
+}
 
+// withCluster is kubeconfig with cluster a's entry replaced.
+func withCluster(cluster string) string {
+	return strings.Replace(kubeconfig("{token: t0k}"), `{server: "https://a.example:6443", certificate-authority-data: `+base64.StdEncoding.EncodeToString([]byte("the-ca"))+`}`, cluster, 1)
+}
+
+// The connection a registration holds: inline credentials over verified TLS only. Anything
+// that would run code (exec, auth-provider), read a file on the controllers' disk (tokenFile,
+// certificate and key paths) or weaken TLS (insecure-skip-tls-verify without the
+// registration's insecure flag, proxy-url, plain http) is refused with a message that names the
+// field and carries no value of the registration.
 func TestConfig(t *testing.T) {
+	pem := base64.StdEncoding.EncodeToString
 	for _, tc := range []struct {
-		name, host, token, err string
-		data                   map[string]string
+		name     string
+		data     map[string]string
+		host     string
+		token    string
+		ca, cert string
+		insecure bool
+		refused  string // a part of the message; the error is ErrRefused
+		invalid  string // a part of the message of a registration that is not refused but unusable
 	}{
-		{name: "kubeconfig, current context", data: map[string]string{KeyKubeconfig: kubeconfig}, host: "https://a.example:6443", token: "t0k"},
-		{name: "kubeconfig, named context", data: map[string]string{KeyKubeconfig: kubeconfig, KeyContext: "b"}, host: "https://b.example:6443", token: "t0k"},
-		{name: "server and token", data: map[string]string{KeyServer: "https://m:6443", KeyToken: "abc", KeyCA: "x"}, host: "https://m:6443", token: "abc"},
-		{name: "nothing", data: map[string]string{KeyServer: "https://m:6443"}, err: "holds neither"},
-		{name: "a context that does not exist", data: map[string]string{KeyKubeconfig: kubeconfig, KeyContext: "c"}, err: "cluster m"},
+		{name: "kubeconfig, current context", data: map[string]string{KeyKubeconfig: kubeconfig("{token: t0k}")}, host: "https://a.example:6443", token: "t0k", ca: "the-ca"},
+		{name: "kubeconfig, named context", data: map[string]string{KeyKubeconfig: kubeconfig("{token: t0k}"), KeyContext: "b"}, host: "https://b.example:6443", token: "t0k"},
+		{name: "kubeconfig, client certificate inline", data: map[string]string{KeyKubeconfig: kubeconfig("{client-certificate-data: " + pem([]byte("the-cert")) + ", client-key-data: " + pem([]byte("the-key")) + "}")},
+			host: "https://a.example:6443", ca: "the-ca", cert: "the-cert"},
+		{name: "server and token", data: map[string]string{KeyServer: "https://m:6443", KeyToken: "abc", KeyCA: "x"}, host: "https://m:6443", token: "abc", ca: "x"},
+		{name: "server and token, the system's roots", data: map[string]string{KeyServer: "https://m:6443", KeyToken: "abc"}, host: "https://m:6443", token: "abc"},
+		{name: "insecure by the registration's flag", data: map[string]string{KeyServer: "https://m:6443", KeyToken: "abc", KeyCA: "x", KeyInsecure: "true"}, host: "https://m:6443", token: "abc", insecure: true},
+		{name: "insecure-skip-tls-verify with the flag", data: map[string]string{KeyKubeconfig: withCluster(`{server: "https://a.example:6443", insecure-skip-tls-verify: true}`), KeyInsecure: "true"},
+			host: "https://a.example:6443", token: "t0k", insecure: true},
+
+		{name: "an exec plugin", data: map[string]string{KeyKubeconfig: kubeconfig("{exec: {apiVersion: client.authentication.k8s.io/v1, command: /tmp/steal, interactiveMode: Never}}")}, refused: "exec"},
+		{name: "an auth provider", data: map[string]string{KeyKubeconfig: kubeconfig("{auth-provider: {name: oidc, config: {idp-issuer-url: https://x}}}")}, refused: "auth-provider"},
+		{name: "a token file", data: map[string]string{KeyKubeconfig: kubeconfig("{tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}")}, refused: "tokenFile"},
+		{name: "a client certificate path", data: map[string]string{KeyKubeconfig: kubeconfig("{client-certificate: /etc/cert.pem, client-key-data: " + pem([]byte("k")) + "}")}, refused: "client-certificate"},
+		{name: "a client key path", data: map[string]string{KeyKubeconfig: kubeconfig("{client-certificate-data: " + pem([]byte("c")) + ", client-key: /etc/key.pem}")}, refused: "client-key"},
+		{name: "a CA path", data: map[string]string{KeyKubeconfig: withCluster(`{server: "https://a.example:6443", certificate-authority: /etc/ca.pem}`)}, refused: "certificate-authority"},
+		{name: "insecure-skip-tls-verify without the flag", data: map[string]string{KeyKubeconfig: withCluster(`{server: "https://a.example:6443", insecure-skip-tls-verify: true}`)}, refused: "insecure-skip-tls-verify"},
+		{name: "a proxy", data: map[string]string{KeyKubeconfig: withCluster(`{server: "https://a.example:6443", proxy-url: "http://proxy:3128"}`)}, refused: "proxy-url"},
+		{name: "a user name and password", data: map[string]string{KeyKubeconfig: kubeconfig("{username: admin, password: hunter2}")}, refused: "password"},
+		{name: "impersonation", data: map[string]string{KeyKubeconfig: kubeconfig("{token: t0k, as: system:admin}")}, refused: "impersonat"},
+		{name: "plain http", data: map[string]string{KeyServer: "http://m:6443", KeyToken: "abc"}, refused: "https"},
+		{name: "a password in the server URL", data: map[string]string{KeyServer: "https://admin:hunter2@m:6443", KeyToken: "abc"}, refused: "user information"},
+		{name: "no credentials", data: map[string]string{KeyKubeconfig: kubeconfig("{}")}, refused: "no credentials"},
+		{name: "a certificate without its key", data: map[string]string{KeyKubeconfig: kubeconfig("{client-certificate-data: " + pem([]byte("c")) + "}")}, refused: "client-key-data"},
+
+		{name: "nothing", data: map[string]string{KeyServer: "https://m:6443"}, invalid: "holds neither"},
+		{name: "a context that does not exist", data: map[string]string{KeyKubeconfig: kubeconfig("{token: t0k}"), KeyContext: "c"}, invalid: `context "c"`},
+		{name: "a kubeconfig that does not parse", data: map[string]string{KeyKubeconfig: "users: [{token: hunter2"}, invalid: "does not parse"},
+		{name: "an insecure flag that is not a boolean", data: map[string]string{KeyServer: "https://m:6443", KeyToken: "abc", KeyInsecure: "yes"}, invalid: KeyInsecure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Data: map[string][]byte{}}
@@ -56,14 +102,29 @@ func TestConfig(t *testing.T) {
 				s.Data[k] = []byte(v)
 			}
 			cfg, err := Config(s)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err %v, want %q", err, tc.err)
+			if want := tc.refused + tc.invalid; want != "" {
+				if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "cluster m") {
+					t.Fatalf("err %v, want one naming cluster m and %q", err, want)
+				}
+				if refused := errors.Is(err, ErrRefused); refused != (tc.refused != "") {
+					t.Fatalf("refused %t: %v", refused, err)
+				}
+				for _, secret := range []string{"hunter2", "t0k", "abc", "/tmp/steal", "/var/run/secrets"} {
+					if strings.Contains(err.Error(), secret) {
+						t.Fatalf("the message carries %q: %v", secret, err)
+					}
 				}
 				return
 			}
-			if err != nil || cfg.Host != tc.host || cfg.BearerToken != tc.token {
-				t.Fatalf("%v %+v", err, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Host != tc.host || cfg.BearerToken != tc.token || string(cfg.CAData) != tc.ca || string(cfg.CertData) != tc.cert || cfg.Insecure != tc.insecure {
+				t.Fatalf("host %q token %q ca %q cert %q insecure %t", cfg.Host, cfg.BearerToken, cfg.CAData, cfg.CertData, cfg.Insecure)
+			}
+			// Nothing of what the controllers would read from disk or run is left to client-go.
+			if cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.BearerTokenFile != "" || cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.Proxy != nil || cfg.Username != "" || cfg.Password != "" {
+				t.Fatalf("a config that reads files or runs code: %+v", cfg)
 			}
 		})
 	}
@@ -161,6 +222,24 @@ func TestMemberRoleShipped(t *testing.T) {
 	for _, want := range []string{"apps/deployments", "/services", "/secrets", "apps/statefulsets", "/persistentvolumeclaims", "networking.k8s.io/networkpolicies"} {
 		if !may[want] {
 			t.Errorf("the member role may not apply %s: %+v", want, role.Rules)
+		}
+	}
+}
+
+// What a failed request to a member is published as: the kind of failure, never the server's
+// answer (a hostile server echoes the credentials it was sent) nor the request's URL.
+func TestDescribe(t *testing.T) {
+	echoed := apierrors.NewGenericServerResponse(http.StatusInternalServerError, "get", schema.GroupResource{}, "", "you sent Bearer s3cret", 0, true)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{echoed, "500 Internal Server Error"},
+		{fmt.Errorf("applying Deployment web: %w", apierrors.NewServiceUnavailable("etcd said s3cret")), "503 Service Unavailable"},
+		{&url.Error{Op: "Get", URL: "https://admin:s3cret@m:6443/version?token=s3cret", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, "dial tcp: connection refused"},
+	} {
+		if got := describe(tc.err); got != tc.want || strings.Contains(got, "s3cret") {
+			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -189,6 +189,8 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 		err = mem.start(p.ctx, cfg, p.Hub.Scheme(), p.Scope, p.NewApplier)
 	}
 	if err != nil {
+		// Config's errors carry no value of the registration; client-go's say which setting
+		// failed (a certificate that does not parse).
 		mem.status.Message = "The registration cannot be used: " + err.Error()
 	}
 	return mem
@@ -242,7 +244,30 @@ func probe(mem *Member) Status {
 		}
 		err = verr
 	}
-	return Status{Message: "The API server does not answer: " + err.Error()}
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return Status{Message: "The API server refuses the registration's credentials (expired or revoked): rotate them with scorectl cluster add."}
+	case errors.As(err, &status):
+		return Status{Message: "The API server answers " + describe(err) + "."}
+	}
+	return Status{Message: "The API server does not answer: " + describe(err) + "."}
+}
+
+// describe says why a request to a member failed, for score-clusters and the plans: the kind
+// of failure, never the server's answer (which may echo what was sent, a credential
+// included) nor the request's URL.
+func describe(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := int(status.Status().Code)
+		return fmt.Sprintf("%d %s", code, http.StatusText(code))
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return err.Error()
 }
 
 // forget lets go of a cluster no longer registered; it reports whether it was known.
@@ -303,7 +328,7 @@ func (p *Pool) Failed(mem *Member, namespace string, err error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if mem.status.Reachable {
-		mem.status.Reachable, mem.status.Message = false, "A request failed: "+err.Error()
+		mem.status.Reachable, mem.status.Message = false, "A request failed: "+describe(err)+"."
 	}
 	return true
 }
