@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
@@ -40,12 +41,20 @@ func newClusterAddCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "add NAME --kubeconfig MEMBER_KUBECONFIG [--context C] --label k=v ...",
 		Short: "Register a member cluster: create the controllers' least-privilege identity there, its token on the hub",
-		Long: `Creates, on the member (--kubeconfig, --context), the namespace score-system, the
-ServiceAccount score-runtime, the ClusterRole score-runtime-member (the runtime's and the provisioner's rules for the
-objects it applies, and namespaces get/create) bound to it, and a long-lived token for it; then
-writes the registration Secret NAME on the hub (--hub-kubeconfig, --hub-context) with the
-member's server, CA and that token, labelled with --label. Run it again to rotate the token or
-change the labels: the runtime picks the new Secret up without a restart.`,
+		Long: `Creates, on the member (--kubeconfig, --context; Kubernetes 1.30 or later), the
+controllers' identity confined to the namespaces the hub places into: the namespace
+score-system, the ServiceAccount score-runtime, the ClusterRole score-runtime-member (get and
+create namespaces, create RoleBindings, bind score-runtime-member-namespace) bound to it, the
+ClusterRole score-runtime-member-namespace (the runtime's and the provisioner's rules for the
+objects they apply, bound in each namespace when the hub first places into it), the admission
+policy score-runtime-member (namespaces only created labelled score.dev/placed=true, rights
+only granted in such namespaces) and a token valid for a year, bound to a Secret
+score-runtime-token-* there. Then it writes the registration Secret NAME on the hub
+(--hub-kubeconfig, --hub-context) with the member's server, CA and that token, labelled with
+--label. A Secret NAME that is not a registration is refused, never overwritten.
+
+Run it again to rotate the token (the previous one is revoked once the new one is on the hub)
+or change the labels: the controllers pick the new Secret up without a restart.`,
 		Example: `  scorectl cluster add eu-1 --kubeconfig eu-1.kubeconfig --label region=eu --label tier=gold`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -143,7 +152,7 @@ publishes), not what this machine can reach.`,
 }
 
 func newClusterRemoveCommand() *cobra.Command {
-	var flags clusterFlags
+	var flags, member clusterFlags
 	var namespace string
 	var abandon bool
 	cmd := &cobra.Command{
@@ -153,8 +162,15 @@ func newClusterRemoveCommand() *cobra.Command {
 backend's cluster selector, or the cluster's labels with kubectl label secret) so they move
 first. --abandon removes it anyway: the runtime lets go of everything it applied there (left
 running, no longer managed) and the Workloads are placed again where their selector allows.
-This is the way to let go of a cluster that will never answer again.`,
+This is the way to let go of a cluster that will never answer again.
+
+Before the registration is deleted its token is revoked on the member: the Secret the token
+is bound to is deleted there, with the token itself (its identity may delete that one Secret),
+or with --member-kubeconfig (the member's administrator) when this machine cannot reach the
+member as the controllers do. A token that cannot be revoked keeps the registration, unless
+--abandon, which removes it anyway and says how to revoke the token on the member.`,
 		Example: `  scorectl cluster remove eu-1
+  scorectl cluster remove eu-1 --member-kubeconfig eu-1.kubeconfig
   scorectl cluster remove eu-1 --abandon   # a cluster that is gone for good`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -177,17 +193,52 @@ This is the way to let go of a cluster that will never answer again.`,
 			if s.Labels[scorev1b1.LabelSecretType] != scorev1b1.SecretTypeCluster {
 				return fmt.Errorf("secret %s/%s is not a cluster registration", namespace, args[0])
 			}
+			revokeErr := revokeToken(ctx, s, member)
+			switch err := revokeErr; {
+			case errors.Is(err, clusters.ErrNotRevocable):
+				// Written by hand or by an older scorectl: nothing here can revoke it.
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the token of cluster %s is not revoked: %v; on the member, %s\n", args[0], err, revokeByHand(s))
+			case err != nil && !abandon:
+				return fmt.Errorf("cluster %s is kept: its token could not be revoked on the member (%w); pass --member-kubeconfig to revoke it as the member's administrator, or --abandon to remove the registration anyway", args[0], err)
+			case err != nil:
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the token of cluster %s is not revoked (%v): on the member, %s\n", args[0], err, revokeByHand(s))
+			}
 			if err := c.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s removed\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s removed%s\n", args[0], map[bool]string{true: ", its token revoked"}[revokeErr == nil])
 			return nil
 		},
 	}
 	flags.bind(cmd, false)
 	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the hub namespace the controllers run in")
-	cmd.Flags().BoolVar(&abandon, "abandon", false, "remove even though Workloads run there: their objects there are let go of")
+	cmd.Flags().BoolVar(&abandon, "abandon", false, "remove even though Workloads run there (their objects there are let go of), or its token cannot be revoked")
+	cmd.Flags().StringVar(&member.kubeconfig, "member-kubeconfig", "", "revoke the token as the member's administrator (default: as the token itself, at the registration's server)")
+	cmd.Flags().StringVar(&member.context, "member-context", "", "the member kubeconfig's context")
 	return cmd
+}
+
+// revokeToken revokes a registration's token on its member (see clusters.Revoke), as
+// member's kubeconfig when one is given.
+func revokeToken(ctx context.Context, registration *corev1.Secret, member clusterFlags) error {
+	var cfg *rest.Config
+	if member.kubeconfig != "" {
+		var err error
+		if cfg, _, err = member.restConfig(); err != nil {
+			return fmt.Errorf("the member: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return clusters.Revoke(ctx, registration, cfg)
+}
+
+// revokeByHand says how to revoke a registration's token on the member.
+func revokeByHand(registration *corev1.Secret) string {
+	if name := registration.Annotations[clusters.AnnotationTokenSecret]; name != "" {
+		return fmt.Sprintf("kubectl -n %s delete secret %s", clusters.MemberNamespace, name)
+	}
+	return fmt.Sprintf("delete the token's Secret, or the ServiceAccount %s/%s (which revokes all its tokens)", clusters.MemberNamespace, clusters.MemberServiceAccount)
 }
 
 // placedCounts counts the plans placed on each cluster, or holding objects there ("" the hub).

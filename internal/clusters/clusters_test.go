@@ -143,22 +143,27 @@ func TestDigestAndLabels(t *testing.T) {
 	}
 }
 
-func TestMemberRole(t *testing.T) {
-	role, err := MemberRole([]byte(`apiVersion: rbac.authorization.k8s.io/v1
+func TestMemberRoles(t *testing.T) {
+	cluster, namespaced, err := MemberRoles([]byte(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: score-runtime}
 rules:
 - {apiGroups: [score.dev], resources: [workloadplans], verbs: [get, list, watch]}
 - {apiGroups: [events.k8s.io], resources: [events], verbs: [create]}
 - {apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, create, update, patch, delete]}
+- {apiGroups: [""], resources: [namespaces], verbs: [get, list, watch]}
+- {apiGroups: [""], resources: [secrets, namespaces], verbs: [get]}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(role.Rules) != 2 || role.Rules[0].APIGroups[0] != "apps" || role.Rules[1].Resources[0] != "namespaces" {
-		t.Fatalf("rules %+v", role.Rules)
+	if len(namespaced.Rules) != 2 || namespaced.Rules[0].APIGroups[0] != "apps" || !slices.Equal(namespaced.Rules[1].Resources, []string{"secrets"}) {
+		t.Fatalf("the namespace role's rules %+v", namespaced.Rules)
 	}
-	if _, err := MemberRole([]byte(`rules: [{apiGroups: [score.dev], resources: [x], verbs: [get]}]`)); err == nil {
+	if namespaced.Name != MemberNamespaceRoleName || cluster.Name != MemberRoleName {
+		t.Fatalf("names %s, %s", namespaced.Name, cluster.Name)
+	}
+	if _, _, err := MemberRoles([]byte(`rules: [{apiGroups: [score.dev], resources: [x], verbs: [get]}]`)); err == nil {
 		t.Fatal("a role with nothing to apply was accepted")
 	}
 }
@@ -195,21 +200,25 @@ func TestUnanswered(t *testing.T) {
 	}
 }
 
-// The identity on a member may do what the runtime and the provisioner apply there: the
-// shipped roles of both, merged, and never a score.dev kind.
-func TestMemberRoleShipped(t *testing.T) {
+// The identity on a member may do, in a namespace placed into, what the runtime and the
+// provisioner apply there: the shipped roles of both, merged, and never a score.dev kind nor
+// anything cluster-scoped. Across the cluster it may only place into a namespace: get and
+// create namespaces, create RoleBindings and bind the namespace role — no Secret, no
+// Deployment, no Job outside the namespaces placed into (the admission policy confines the
+// rest; the member test proves both on an API server).
+func TestMemberRolesShipped(t *testing.T) {
 	roles, err := HubRoles(os.DirFS("../.."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	role, err := MemberRole(roles...)
+	cluster, namespaced, err := MemberRoles(roles...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	may := map[string]bool{}
-	for _, r := range role.Rules {
-		if slices.Contains(r.APIGroups, scorev1b1.GroupVersion.Group) {
-			t.Fatalf("a score.dev rule on a member: %+v", r)
+	for _, r := range namespaced.Rules {
+		if slices.Contains(r.APIGroups, scorev1b1.GroupVersion.Group) || slices.Contains(r.Resources, "namespaces") {
+			t.Fatalf("a score.dev or cluster-scoped rule in the namespace role: %+v", r)
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
@@ -221,8 +230,31 @@ func TestMemberRoleShipped(t *testing.T) {
 	}
 	for _, want := range []string{"apps/deployments", "/services", "/secrets", "apps/statefulsets", "/persistentvolumeclaims", "networking.k8s.io/networkpolicies"} {
 		if !may[want] {
-			t.Errorf("the member role may not apply %s: %+v", want, role.Rules)
+			t.Errorf("the namespace role may not apply %s: %+v", want, namespaced.Rules)
 		}
+	}
+	for _, r := range cluster.Rules {
+		for _, res := range r.Resources {
+			switch res {
+			case "namespaces", "rolebindings":
+				if slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "create" }) {
+					t.Errorf("the cluster role may %v %s", r.Verbs, res)
+				}
+			case "clusterroles":
+				if !slices.Equal(r.Verbs, []string{"bind"}) || !slices.Equal(r.ResourceNames, []string{MemberNamespaceRoleName}) {
+					t.Errorf("the cluster role may %v clusterroles %v", r.Verbs, r.ResourceNames)
+				}
+			default:
+				t.Errorf("the cluster role grants %v on %s across the cluster", r.Verbs, res)
+			}
+		}
+	}
+}
+
+func TestPodSecurityLabels(t *testing.T) {
+	got := PodSecurityLabels(map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn-version": "latest", "team": "a", "kubernetes.io/metadata.name": "x"})
+	if len(got) != 2 || got["pod-security.kubernetes.io/enforce"] != "restricted" || got["pod-security.kubernetes.io/warn-version"] != "latest" {
+		t.Fatalf("%v", got)
 	}
 }
 

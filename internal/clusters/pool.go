@@ -1,9 +1,10 @@
 package clusters
 
 // The member clusters as a controller that applies there sees them: per registered cluster a
-// client, a cache of the controller's own objects there (scoped to its identity label, as on
-// the hub), an applier whose watches bring the controller's objects back, and the result of
-// the last probe. A registration is reconciled like any object: a new connection digest
+// client, per namespace placed into there a cache of the controller's own objects (scoped to
+// that namespace, where the identity has rights, and to the controller's identity label, as on
+// the hub) with an applier whose watches bring the controller's objects back, and the result
+// of the last probe. A registration is reconciled like any object: a new connection digest
 // reconnects (credentials rotated without a restart), a deleted one lets the cluster go.
 // Whether a cluster answers is probed every ProbeInterval — nothing on the hub changes when a
 // remote API server stops answering, so no watch can tell — and a change calls Changed, which
@@ -19,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -65,12 +67,16 @@ type Pool struct {
 	Namespace string
 	// Hub is the hub's client: the status is written through it.
 	Hub client.Client
+	// HubReader reads the hub's namespaces, whose Pod Security labels a namespace created on
+	// a member copies (the API server: read once per namespace placed); nil: Hub.
+	HubReader client.Reader
 	// UserAgent is the process's, which its requests to members carry too.
 	UserAgent string
 	// Scope is the label the controller marks its objects with: each member's cache holds
 	// those only.
 	Scope string
-	// NewApplier makes a cluster's applier, its watches in the controller.
+	// NewApplier makes the applier of a namespace of a cluster, its watches in the
+	// controller (ca is scoped to the namespace).
 	NewApplier func(cluster string, c client.Client, ca cache.Cache) *apply.Applier
 	// Changed is called when a cluster starts or stops answering, or is let go of.
 	Changed func(ctx context.Context, cluster string)
@@ -89,9 +95,8 @@ type Pool struct {
 
 // Member is one registered cluster.
 type Member struct {
-	Name    string
-	Client  client.Client
-	Applier *apply.Applier
+	Name   string
+	Client client.Client
 
 	digest string
 	cfg    *rest.Config
@@ -99,8 +104,17 @@ type Member struct {
 	// status is the last probe's result; probed is set once there was one.
 	status Status
 	probed bool
-	// namespaces holds the namespaces known to exist there.
-	namespaces sync.Map
+	// hub reads the hub's namespaces.
+	hub client.Reader
+	// newApplier makes the applier of one namespace there.
+	newApplier func(namespace string) (*apply.Applier, error)
+
+	mu sync.Mutex
+	// appliers are the namespaces' appliers, made on first use and kept while connected.
+	appliers map[string]*apply.Applier
+	// placed holds the namespaces known to be placed into: they exist, carry LabelPlaced, and
+	// grant the identity its rights.
+	placed sync.Map
 }
 
 // Setup adds the registration controller and the members' lifetime to mgr.
@@ -178,7 +192,11 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 		ctrl.LoggerFrom(ctx).Info("Cluster connection changed: reconnecting", "cluster", s.Name)
 		old.stop()
 	}
-	mem := &Member{Name: s.Name, digest: digest, stop: func() {}}
+	hub := p.HubReader
+	if hub == nil {
+		hub = p.Hub
+	}
+	mem := &Member{Name: s.Name, digest: digest, stop: func() {}, hub: hub}
 	if p.byName == nil {
 		p.byName = map[string]*Member{}
 	}
@@ -196,8 +214,8 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 	return mem
 }
 
-// start makes the member's client, cache and applier; the cache runs until ctx ends or the
-// member is let go.
+// start makes the member's client and the way to make a namespace's applier; their caches
+// run until ctx ends or the member is let go.
 func (mem *Member) start(ctx context.Context, cfg *rest.Config, scheme *kruntime.Scheme, scope string, newApplier func(string, client.Client, cache.Cache) *apply.Applier) error {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -217,16 +235,40 @@ func (mem *Member) start(ctx context.Context, cfg *rest.Config, scheme *kruntime
 	if err != nil {
 		return err
 	}
-	ca, err := cache.New(cfg, cache.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
-		DefaultLabelSelector: apply.OwnLabelSelector(scope), DefaultTransform: cache.TransformStripManagedFields()})
-	if err != nil {
-		return err
-	}
 	cctx, cancel := context.WithCancel(ctx)
-	go func() { _ = ca.Start(cctx) }()
+	mem.newApplier = func(namespace string) (*apply.Applier, error) {
+		// One namespace's cache: a list or watch across the cluster, whatever its label
+		// selector, reads every object of the kind (every Secret), and the identity has no
+		// right to it.
+		ca, err := cache.New(cfg, cache.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
+			DefaultNamespaces:    map[string]cache.Config{namespace: {}},
+			DefaultLabelSelector: apply.OwnLabelSelector(scope), DefaultTransform: cache.TransformStripManagedFields()})
+		if err != nil {
+			return nil, fmt.Errorf("the cache of namespace %s on cluster %s: %w", namespace, mem.Name, err)
+		}
+		go func() { _ = ca.Start(cctx) }()
+		return newApplier(mem.Name, c, ca), nil
+	}
 	mem.cfg, mem.Client, mem.stop = cfg, c, cancel
-	mem.Applier = newApplier(mem.Name, c, ca)
 	return nil
+}
+
+// applierIn returns the applier of a namespace of the member.
+func (mem *Member) applierIn(namespace string) (*apply.Applier, error) {
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if a := mem.appliers[namespace]; a != nil {
+		return a, nil
+	}
+	a, err := mem.newApplier(namespace)
+	if err != nil {
+		return nil, err
+	}
+	if mem.appliers == nil {
+		mem.appliers = map[string]*apply.Applier{}
+	}
+	mem.appliers[namespace] = a
+	return a, nil
 }
 
 // probe asks the cluster's API server for its version.
@@ -295,7 +337,7 @@ func (p *Pool) Get(name string) (*Member, error) {
 	switch {
 	case mem == nil:
 		return nil, fmt.Errorf("cluster %s is %w", name, ErrNotRegistered)
-	case !mem.status.Reachable || mem.Applier == nil:
+	case !mem.status.Reachable || mem.Client == nil:
 		return nil, fmt.Errorf("cluster %s does not answer: %s", name, mem.status.Message)
 	}
 	return mem, nil
@@ -321,7 +363,7 @@ func (p *Pool) Pending(ctx context.Context, name string) bool {
 // Failed records a failed request to the cluster: one that got no answer (Unanswered) marks
 // it unreachable until the next probe says whether it answers again, and is reported true.
 func (p *Pool) Failed(mem *Member, namespace string, err error) bool {
-	mem.namespaces.Delete(namespace) // it may be what is missing
+	mem.placed.Delete(namespace) // it, or the identity's rights there, may be what is missing
 	if !Unanswered(err) {
 		return false
 	}
@@ -377,25 +419,72 @@ func (p *Pool) publish(ctx context.Context) error {
 	return p.Hub.Patch(ctx, want, client.Apply, client.FieldOwner(scorev1b1.FieldManagerRuntime), client.ForceOwnership)
 }
 
-// EnsureNamespace creates the namespace on the member when it does not exist; it is never
-// deleted there (other objects may live in it).
+// ErrNotPlaceable is a namespace of a member that exists without LabelPlaced: one the hub's
+// controllers did not create and the platform did not open to them. It is left alone.
+var ErrNotPlaceable = fmt.Errorf("it exists there without the label %s=true, and the hub places only into namespaces it created or that the platform labelled", LabelPlaced)
+
+// EnsureNamespace makes the namespace ready to place into on the member: created when it does
+// not exist (labelled LabelPlaced, with the hub namespace's Pod Security labels), and the
+// identity's rights granted there (NamespaceBinding). An existing namespace without
+// LabelPlaced is ErrNotPlaceable. The namespace is never deleted there (other objects may live
+// in it), nor relabelled: a later change of the hub namespace's labels is not copied.
 func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
-	if _, ok := mem.namespaces.Load(name); ok {
+	if _, ok := mem.placed.Load(name); ok {
 		return nil
 	}
 	ns := &corev1.Namespace{}
 	err := mem.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
 	if apierrors.IsNotFound(err) {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err = mem.Client.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
-			err = nil
-		}
+		ns, err = mem.createNamespace(ctx, name)
 	}
 	if err != nil {
 		return fmt.Errorf("the namespace %s on cluster %s: %w", name, mem.Name, err)
 	}
-	mem.namespaces.Store(name, true)
+	if ns.Labels[LabelPlaced] != "true" {
+		return fmt.Errorf("the namespace %s on cluster %s: %w (kubectl label namespace %s %s=true, on the member)", name, mem.Name, ErrNotPlaceable, name, LabelPlaced)
+	}
+	switch err := mem.Client.Create(ctx, NamespaceBinding(name)); {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		mem.placed.Store(name, true)
+	case apierrors.IsForbidden(err):
+		// A registration written by hand with an identity of another kind may not create
+		// RoleBindings: its rights are its own, and what it applies next is judged by them.
+		// Not remembered, so that it is tried again. (The policy's refusals are Invalid, not
+		// Forbidden, and are not passed over.)
+	default:
+		return fmt.Errorf("the rights in namespace %s on cluster %s: %w", name, mem.Name, err)
+	}
 	return nil
+}
+
+// createNamespace creates a namespace on the member, labelled LabelPlaced and with the hub
+// namespace's Pod Security labels: a Workload runs under the same pod security on a member as
+// on the hub.
+func (mem *Member) createNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	hub := &corev1.Namespace{}
+	if err := mem.hub.Get(ctx, client.ObjectKey{Name: name}, hub); err != nil {
+		return nil, fmt.Errorf("reading its labels on the hub: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: PodSecurityLabels(hub.Labels)}}
+	ns.Labels[LabelPlaced] = "true"
+	if err := mem.Client.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
+		return ns, mem.Client.Get(ctx, client.ObjectKey{Name: name}, ns) // created meanwhile: judged as found
+	} else if err != nil {
+		return nil, err
+	}
+	return ns, nil
+}
+
+// PodSecurityLabels are the Pod Security admission labels (pod-security.kubernetes.io/*) of
+// labels.
+func PodSecurityLabels(labels map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		if strings.HasPrefix(k, "pod-security.kubernetes.io/") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Unanswered reports whether err is a request that got no answer from the API server (as

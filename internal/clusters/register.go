@@ -2,23 +2,44 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
+
+// TokenLifetime is how long a registration's token is valid (unless the member's API server
+// caps it lower): `scorectl cluster add` again, within it, rotates it.
+const TokenLifetime = 365 * 24 * 3600
+
+// legacyTokenSecret is the token Secret registrations written before tokens were bound to
+// their own Secret hold the token of: a rotation revokes it.
+const legacyTokenSecret = "score-runtime-token"
+
+// ErrNotRegistration is a Secret of the registration's name that is not a registration:
+// never overwritten.
+var ErrNotRegistration = errors.New("not a cluster registration")
+
+// ErrNotRevocable is a registration whose token is not bound to a Secret the registration
+// names (written by hand, or by an older `scorectl cluster add`): it is revoked on the member.
+var ErrNotRevocable = errors.New("the registration does not name the Secret its token is bound to")
 
 // Registration is a member cluster to register.
 type Registration struct {
@@ -30,112 +51,235 @@ type Registration struct {
 	// Labels are the cluster's labels.
 	Labels map[string]string
 	// Roles are the hub roles of the controllers that apply on members
-	// (config/rbac/runtime/role.yaml, config/rbac/provisioner/role.yaml), MemberRole's input.
+	// (config/rbac/runtime/role.yaml, config/rbac/provisioner/role.yaml), MemberRoles' input.
 	Roles [][]byte
 }
 
-// Register creates the runtime's least-privilege identity on the member (member: an identity
-// there that may create RBAC) and writes, or rewrites, the registration Secret on the hub
-// with the member's server, CA and the identity's token. It says whether it "registered" or
-// "updated" the cluster.
+// Register creates or updates the controllers' identity on the member (member: an identity
+// there that may create RBAC and admission policies) and writes, or rewrites, the
+// registration Secret on the hub with the member's server, CA and a new token for the
+// identity; the token the registration held before is then revoked, so that running it again
+// rotates the credentials. A Secret of that name that is not a registration is refused
+// (ErrNotRegistration) before anything changes. It says whether it "registered" or "updated"
+// the cluster.
 func Register(ctx context.Context, member *rest.Config, hub client.Client, r Registration) (string, error) {
+	secret := &corev1.Secret{}
+	op := "updated"
+	switch err := hub.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, secret); {
+	case apierrors.IsNotFound(err):
+		op, secret = "registered", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}}
+	case err != nil:
+		return "", err
+	case secret.Labels[scorev1b1.LabelSecretType] != scorev1b1.SecretTypeCluster:
+		return "", fmt.Errorf("secret %s/%s is %w (it lacks the label %s=%s): it is not overwritten; choose another cluster name",
+			r.Namespace, r.Name, ErrNotRegistration, scorev1b1.LabelSecretType, scorev1b1.SecretTypeCluster)
+	}
 	mc, err := kubernetes.NewForConfig(member)
 	if err != nil {
 		return "", err
 	}
-	token, err := memberIdentity(ctx, mc, r.Roles)
+	c, err := client.New(member, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
-		return "", fmt.Errorf("creating the runtime's identity on the member: %w", err)
+		return "", err
+	}
+	if err := memberIdentity(ctx, c, r.Roles); err != nil {
+		return "", fmt.Errorf("creating the controllers' identity on the member: %w", err)
+	}
+	anchor, token, err := newToken(ctx, mc)
+	if err != nil {
+		return "", fmt.Errorf("a token for the controllers' identity on the member: %w", err)
+	}
+	if err := waitConfined(ctx, member, token); err != nil {
+		return "", errors.Join(err, revoke(ctx, mc, anchor))
 	}
 	ca := member.CAData
 	if len(ca) == 0 && member.CAFile != "" {
 		if ca, err = os.ReadFile(member.CAFile); err != nil {
-			return "", err
+			return "", errors.Join(err, revoke(ctx, mc, anchor))
 		}
 	}
 	server := r.Server
 	if server == "" {
 		server = member.Host
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}}
-	op := "updated"
-	err = hub.Get(ctx, client.ObjectKeyFromObject(secret), secret)
-	if apierrors.IsNotFound(err) {
-		op = "registered"
-	} else if err != nil {
-		return "", err
-	}
+	previous := secret.Annotations[AnnotationTokenSecret]
 	secret.Labels = map[string]string{scorev1b1.LabelSecretType: scorev1b1.SecretTypeCluster}
 	for k, v := range r.Labels {
 		secret.Labels[k] = v
 	}
+	if secret.Annotations == nil {
+		secret.Annotations = map[string]string{}
+	}
+	secret.Annotations[AnnotationTokenSecret] = anchor
 	secret.Type = corev1.SecretTypeOpaque
 	secret.Data = map[string][]byte{KeyServer: []byte(server), KeyCA: ca, KeyToken: []byte(token)}
+	if member.Insecure {
+		// The member's own kubeconfig skips verification: so does the registration, said
+		// where the controllers read it.
+		secret.Data[KeyInsecure] = []byte(strconv.FormatBool(true))
+	}
 	if op == "registered" {
 		err = hub.Create(ctx, secret)
 	} else {
-		err = hub.Update(ctx, secret)
+		err = hub.Update(ctx, secret) // at the version read: a concurrent change is a conflict
 	}
 	if err != nil {
-		return "", fmt.Errorf("registering on the hub: %w", err)
+		return "", errors.Join(fmt.Errorf("registering on the hub: %w", err), revoke(ctx, mc, anchor))
+	}
+	if err := allowSelfRevoke(ctx, c, anchor); err != nil {
+		return op, fmt.Errorf("the cluster is %s; letting its identity revoke its own token: %w", op, err)
+	}
+	// The previous token stops working: its Secret is deleted (a registration written before
+	// tokens were bound to one of their own: the identity's legacy token Secret).
+	if previous == "" {
+		previous = legacyTokenSecret
+	}
+	if previous != anchor && (previous == legacyTokenSecret || strings.HasPrefix(previous, MemberTokenPrefix)) {
+		// (Only a token Secret: the annotation is the hub's data, not a licence to delete
+		// anything else there.)
+		if err := revoke(ctx, mc, previous); err != nil {
+			return op, fmt.Errorf("the cluster is %s with a new token; the previous one (Secret %s/%s on the member) could not be revoked: %w", op, MemberNamespace, previous, err)
+		}
 	}
 	return op, nil
 }
 
-// memberIdentity creates the runtime's namespace, ServiceAccount, ClusterRole and binding on
-// the member, and returns a long-lived token for it.
-func memberIdentity(ctx context.Context, mc kubernetes.Interface, hubRoles [][]byte) (string, error) {
-	role, err := MemberRole(hubRoles...)
-	if err != nil {
-		return "", err
+// Revoke revokes a registration's token on its member by deleting the Secret the token is
+// bound to (AnnotationTokenSecret): as the registration's own identity, which may delete that
+// Secret (MemberSelfRoleName), or as member when it is not nil (an identity of the member's
+// administrator). A registration that names no such Secret is ErrNotRevocable.
+func Revoke(ctx context.Context, registration *corev1.Secret, member *rest.Config) error {
+	name := registration.Annotations[AnnotationTokenSecret]
+	if name == "" {
+		return ErrNotRevocable
 	}
-	ns := MemberNamespace
-	if _, err := mc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: MemberServiceAccount}}
-	if _, err := mc.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
-	}
-	if _, err := mc.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
-		_, err = mc.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-		if err != nil {
-			return "", err
+	if member == nil {
+		var err error
+		if member, err = Config(registration); err != nil {
+			return err
 		}
-	} else if err != nil {
-		return "", err
 	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: MemberRoleName},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: MemberRoleName},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: MemberServiceAccount}}}
-	if _, err := mc.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
+	mc, err := kubernetes.NewForConfig(member)
+	if err != nil {
+		return err
 	}
-	// A token Secret, filled by the member's token controller: what Argo CD registers.
-	tokenSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: MemberTokenSecret,
-		Annotations: map[string]string{corev1.ServiceAccountNameKey: MemberServiceAccount}}, Type: corev1.SecretTypeServiceAccountToken}
-	if _, err := mc.CoreV1().Secrets(ns).Create(ctx, tokenSecret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
+	return revoke(ctx, mc, name)
+}
+
+// revoke deletes the Secret a token is bound to, in MemberNamespace; one already gone is
+// revoked.
+func revoke(ctx context.Context, mc kubernetes.Interface, name string) error {
+	if err := mc.CoreV1().Secrets(MemberNamespace).Delete(ctx, name, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+		return err
 	}
-	var token string
-	poll, cancel := context.WithTimeout(ctx, 20*time.Second)
+	return nil
+}
+
+// memberIdentity creates or updates the identity's namespace, ServiceAccount, roles,
+// bindings and admission policy on the member.
+func memberIdentity(ctx context.Context, c client.Client, hubRoles [][]byte) error {
+	cluster, namespaced, err := MemberRoles(hubRoles...)
+	if err != nil {
+		return err
+	}
+	policy, policyBinding := MemberPolicy()
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: MemberNamespace, Name: MemberServiceAccount}
+	for _, o := range []client.Object{
+		// Not labelled LabelPlaced: the identity's own namespace is never placed into.
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: MemberNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: MemberNamespace, Name: MemberServiceAccount}},
+	} {
+		if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+	}
+	objs := []client.Object{
+		namespaced, cluster,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: MemberRoleName},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: MemberRoleName}, Subjects: []rbacv1.Subject{subject}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: MemberNamespace, Name: MemberSelfRoleName},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: MemberSelfRoleName}, Subjects: []rbacv1.Subject{subject}},
+	}
+	for _, o := range objs {
+		if err := createOrUpdate(ctx, c, o); err != nil {
+			return err
+		}
+	}
+	for _, o := range []client.Object{policy, policyBinding} {
+		if err := createOrUpdate(ctx, c, o); meta.IsNoMatchError(err) {
+			return fmt.Errorf("the member does not serve ValidatingAdmissionPolicy (Kubernetes 1.30 or later), which confines the identity to the namespaces the hub places into: %w", err)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitConfined waits until the member's admission policy confines the new token: a
+// policy takes a moment to be enforced after it is created, and the token must not reach the
+// hub before. It asks, as the token and without writing anything (a dry run), for a
+// RoleBinding in the identity's own namespace, which is not labelled LabelPlaced: the answer
+// must be the policy's refusal.
+func waitConfined(ctx context.Context, member *rest.Config, token string) error {
+	cfg := rest.AnonymousClientConfig(member)
+	cfg.BearerToken = token
+	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	var last error
+	poll, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err = wait.PollUntilContextCancel(poll, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		s, err := mc.CoreV1().Secrets(ns).Get(ctx, MemberTokenSecret, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		token = string(s.Data[corev1.ServiceAccountTokenKey])
-		return token != "", nil
-	})
-	if err == nil {
-		return token, nil
+	if err := wait.PollUntilContextCancel(poll, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = c.Create(ctx, NamespaceBinding(MemberNamespace), client.DryRunAll)
+		// The policy answers Invalid, which RBAC never does: a Forbidden is RBAC (the
+		// identity's bindings not in effect yet either), a success no policy at all.
+		return apierrors.IsInvalid(last), nil
+	}); err != nil {
+		return fmt.Errorf("the member's admission policy %s does not confine the identity (a RoleBinding outside the namespaces placed into was answered %v): is its ValidatingAdmissionPolicy admission plugin off?", MemberRoleName, last)
 	}
-	// No token controller filled it (a cluster without one): a bound token of a year.
-	tr, err := mc.CoreV1().ServiceAccounts(ns).CreateToken(ctx, MemberServiceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(365 * 24 * 3600))}}, metav1.CreateOptions{})
+	return nil
+}
+
+// allowSelfRevoke lets the identity delete the Secret its current token is bound to, and
+// nothing else in its namespace.
+func allowSelfRevoke(ctx context.Context, c client.Client, anchor string) error {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: MemberNamespace, Name: MemberSelfRoleName},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"delete"}, ResourceNames: []string{anchor}}}}
+	return createOrUpdate(ctx, c, role)
+}
+
+// createOrUpdate creates o, or replaces what an object of its name holds with it (at the
+// version read).
+func createOrUpdate(ctx context.Context, c client.Client, o client.Object) error {
+	err := c.Create(ctx, o)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	current := o.DeepCopyObject().(client.Object)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(o), current); err != nil {
+		return err
+	}
+	o.SetResourceVersion(current.GetResourceVersion())
+	return c.Update(ctx, o)
+}
+
+// newToken creates a Secret in MemberNamespace and a token of the identity bound to it:
+// deleting the Secret revokes the token (the API server checks the bound object on every
+// request). It returns the Secret's name and the token.
+func newToken(ctx context.Context, mc kubernetes.Interface) (string, string, error) {
+	anchor, err := mc.CoreV1().Secrets(MemberNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{GenerateName: MemberTokenPrefix,
+		Annotations: map[string]string{"score.dev/purpose": "The hub's controllers' token is bound to this Secret: deleting it revokes the token."}},
+		Type: corev1.SecretTypeOpaque}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("no token for the ServiceAccount: %w", err)
+		return "", "", err
 	}
-	return tr.Status.Token, nil
+	tr, err := mc.CoreV1().ServiceAccounts(MemberNamespace).CreateToken(ctx, MemberServiceAccount, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(int64(TokenLifetime)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: anchor.Name, UID: anchor.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", "", errors.Join(err, revoke(ctx, mc, anchor.Name))
+	}
+	return anchor.Name, tr.Status.Token, nil
 }

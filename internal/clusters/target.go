@@ -23,9 +23,10 @@ func (t Target) Where() string {
 	return " on cluster " + t.Cluster
 }
 
-// Target returns where objects of cluster go (hub applies on the hub), or why they cannot go
-// there now.
-func (p *Pool) Target(cluster string, hub *apply.Applier) (Target, error) {
+// Target returns where objects of namespace on cluster go (hub applies on the hub), or why
+// they cannot go there now. On a member, objects go through their namespace's applier: the
+// identity's rights and the caches are per namespace there.
+func (p *Pool) Target(cluster, namespace string, hub *apply.Applier) (Target, error) {
 	if cluster == "" {
 		return Target{Applier: hub}, nil
 	}
@@ -33,7 +34,11 @@ func (p *Pool) Target(cluster string, hub *apply.Applier) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	return Target{Cluster: cluster, Applier: mem.Applier, Member: mem}, nil
+	a, err := mem.applierIn(namespace)
+	if err != nil {
+		return Target{}, err
+	}
+	return Target{Cluster: cluster, Applier: a, Member: mem}, nil
 }
 
 // Tag records in an inventory the cluster its objects are in.
@@ -77,17 +82,23 @@ type Released struct {
 // still uses; see Released for what happens on clusters that do not answer or are gone.
 func (p *Pool) Release(ctx context.Context, hub *apply.Applier, objs []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) (Released, error) {
 	out := Released{Abandoned: map[string]int{}, Deleted: map[string]int{}, Kept: map[string]int{}}
-	var order []string
-	byCluster := map[string][]scorev1b1.AppliedObject{}
+	// By cluster, and on a member by namespace (each its own applier there).
+	type where struct{ cluster, namespace string }
+	var order []where
+	byPlace := map[where][]scorev1b1.AppliedObject{}
 	for _, o := range objs {
-		if _, ok := byCluster[o.Cluster]; !ok {
-			order = append(order, o.Cluster)
+		w := where{cluster: o.Cluster}
+		if o.Cluster != "" {
+			w.namespace = o.Namespace
 		}
-		byCluster[o.Cluster] = append(byCluster[o.Cluster], o)
+		if _, ok := byPlace[w]; !ok {
+			order = append(order, w)
+		}
+		byPlace[w] = append(byPlace[w], o)
 	}
-	for _, cluster := range order {
-		list := byCluster[cluster]
-		t, err := p.Target(cluster, hub)
+	for _, w := range order {
+		cluster, list := w.cluster, byPlace[w]
+		t, err := p.Target(cluster, w.namespace, hub)
 		switch {
 		case errors.Is(err, ErrNotRegistered):
 			out.Abandoned[cluster] += len(list)
@@ -98,7 +109,7 @@ func (p *Pool) Release(ctx context.Context, hub *apply.Applier, objs []scorev1b1
 		}
 		released, err := t.Applier.Release(ctx, list, inUse)
 		if err != nil {
-			if cluster != "" && p.Failed(t.Member, "", err) {
+			if cluster != "" && p.Failed(t.Member, w.namespace, err) {
 				out.Waiting = append(out.Waiting, list...)
 				continue
 			}

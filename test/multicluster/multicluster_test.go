@@ -22,14 +22,11 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
@@ -408,7 +405,8 @@ func TestPlacement(t *testing.T) {
 	})
 
 	ns := "team-a"
-	testenv.Create(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	// Its Pod Security labels go with it to the member (warn only: nothing refused here).
+	testenv.Create(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"pod-security.kubernetes.io/warn": "baseline"}}})
 	web := testenv.Workload(ns, "web", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres"))
 	testenv.Create(t, hub, web)
 	key := client.ObjectKeyFromObject(web)
@@ -540,34 +538,15 @@ func TestPlacement(t *testing.T) {
 		ready(t, key, 2*time.Minute)
 	})
 
-	t.Run("credentials rotated by replacing the Secret: reconnected without a restart", func(t *testing.T) {
-		// A new identity on eu, bound to the same role; the registration takes its token, and
-		// the old identity is deleted, which revokes every token it had.
-		cs, err := kubernetes.NewForConfig(eu.config(t))
-		if err != nil {
-			t.Fatal(err)
+	t.Run("credentials rotated by cluster add again: the old token refused, reconnected without a restart", func(t *testing.T) {
+		// The registration gets a new token; the one it held is revoked on eu once the new
+		// one is on the hub.
+		old := registrationToken(t, "eu")
+		mustCLI(t, "cluster", "add", "eu", "--kubeconfig", eu.cluster.Kubeconfig(), "--hub-kubeconfig", hubKube, "--label", "env=prod", "--label", "region=eu")
+		if registrationToken(t, "eu") == old {
+			t.Fatal("cluster add again kept the token")
 		}
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: clusters.MemberNamespace, Name: "score-rotated"}}
-		testenv.Create(t, eu.c, sa)
-		testenv.Create(t, eu.c, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "score-rotated"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusters.MemberRoleName},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: sa.Namespace, Name: sa.Name}}})
-		tr, err := cs.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg := &corev1.Secret{}
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: "eu"}, reg); err != nil {
-			t.Fatal(err)
-		}
-		reg.Data[clusters.KeyToken] = []byte(tr.Status.Token)
-		if err := hub.Update(ctx, reg); err != nil {
-			t.Fatal(err)
-		}
-		old := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: clusters.MemberNamespace, Name: clusters.MemberServiceAccount}}
-		if err := eu.c.Delete(ctx, old); err != nil {
-			t.Fatal(err)
-		}
+		refusedBy(t, eu, old)
 		// A change of the Workload reaches eu through the new credentials, its database's
 		// objects are judged there still, and nothing restarted.
 		// (Read again on a conflict: the controllers may still be writing the Workload's
@@ -598,6 +577,65 @@ func TestPlacement(t *testing.T) {
 		if c := claim(t, ns); c.Status.Phase != scorev1b1.ClaimPhaseBound {
 			t.Fatalf("the claim after the rotation: %s %s", c.Status.Phase, c.Status.Message)
 		}
+	})
+
+	t.Run("the controllers' identity on a member reaches only the namespaces placed into", func(t *testing.T) {
+		// The Workload's namespace on eu: created by the controllers, labelled so, with the
+		// hub namespace's Pod Security labels.
+		nsOnEU := &corev1.Namespace{}
+		if err := eu.c.Get(ctx, client.ObjectKey{Name: ns}, nsOnEU); err != nil {
+			t.Fatal(err)
+		}
+		if nsOnEU.Labels[clusters.LabelPlaced] != "true" || nsOnEU.Labels["pod-security.kubernetes.io/warn"] != "baseline" {
+			t.Fatalf("the namespace on eu is labelled %v", nsOnEU.Labels)
+		}
+		// As the identity (impersonated by eu's administrator): nothing outside.
+		cfg := eu.config(t)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + clusters.MemberNamespace + ":" + clusters.MemberServiceAccount}
+		identity, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := identity.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")); !apierrors.IsForbidden(err) {
+			t.Errorf("the identity lists the Secrets of kube-system: %v", err)
+		}
+		d := availableOn(t, eu, ns, "web").DeepCopy()
+		d.ObjectMeta = metav1.ObjectMeta{Namespace: "default", Name: "miner"}
+		if err := identity.Create(ctx, d); !apierrors.IsForbidden(err) {
+			t.Errorf("the identity creates a Deployment in default: %v", err)
+		}
+		if err := identity.Get(ctx, client.ObjectKey{Namespace: ns, Name: plan(t, ns, "web").Spec.Claims[0].SecretName}, &corev1.Secret{}); err != nil {
+			t.Errorf("the identity cannot read the outputs where it placed: %v", err)
+		}
+	})
+
+	t.Run("a namespace on the member the platform did not label is refused, then placed into once labelled", func(t *testing.T) {
+		cns := "team-c"
+		testenv.Create(t, eu.c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cns}})
+		testenv.Create(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cns}})
+		w := testenv.Workload(cns, "web", testenv.WithPort("http", 80))
+		testenv.Create(t, hub, w)
+		wkey := client.ObjectKeyFromObject(w)
+		testenv.WaitForCondition(t, hub, wkey, scorev1b1.ConditionReady, metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied)
+		if m := plan(t, cns, "web").Status.Message; !strings.Contains(m, clusters.LabelPlaced) {
+			t.Fatalf("the plan does not say why: %q", m)
+		}
+		if err := eu.c.Get(ctx, wkey, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("a Deployment in the unlabelled namespace on eu: %v", err)
+		}
+		unlabelled := &corev1.Namespace{}
+		if err := eu.c.Get(ctx, client.ObjectKey{Name: cns}, unlabelled); err != nil {
+			t.Fatal(err)
+		}
+		unlabelled.Labels[clusters.LabelPlaced] = "true"
+		if err := eu.c.Update(ctx, unlabelled); err != nil {
+			t.Fatal(err)
+		}
+		ready(t, wkey, 3*time.Minute)
+		if err := hub.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitGone(t, hub, &scorev1b1.WorkloadPlan{ObjectMeta: metav1.ObjectMeta{Namespace: cns, Name: "web"}})
 	})
 
 	t.Run("mid-rollout, the member's API server and the controllers killed: nothing lost, nothing twice", func(t *testing.T) {
@@ -956,5 +994,41 @@ func TestPlacement(t *testing.T) {
 		if _, ok := clusters.Decode(cm)["us"]; ok {
 			t.Fatalf("us still published: %v", cm.Data)
 		}
+	})
+
+	t.Run("cluster remove revokes the registration's token on the member", func(t *testing.T) {
+		token := registrationToken(t, "eu")
+		if out := mustCLI(t, "cluster", "remove", "eu"); !strings.Contains(out, "its token revoked") {
+			t.Fatalf("cluster remove eu: %s", out)
+		}
+		refusedBy(t, eu, token)
+	})
+}
+
+// registrationToken is the token a registration holds on the hub.
+func registrationToken(t *testing.T, name string) string {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return string(s.Data[clusters.KeyToken])
+}
+
+// refusedBy waits until the member refuses token: authentication fails (401), as against a
+// refusal of rights (403).
+func refusedBy(t *testing.T, m *member, token string) {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(m.config(t))
+	cfg.BearerToken = token
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the member refuses the old token", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Name: clusters.MemberNamespace}, &corev1.Namespace{}); !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("the member answered %v", err)
+		}
+		return nil
 	})
 }

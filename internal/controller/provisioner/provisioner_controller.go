@@ -230,7 +230,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	if cluster != "" && r.members.Pending(ctx, cluster) {
 		return ctrl.Result{}, nil // the cluster's first probe brings the claim back
 	}
-	tgt, err := r.members.Target(cluster, r.applier)
+	tgt, err := r.members.Target(cluster, identityOn(c, cluster).Namespace, r.applier)
 	if err != nil {
 		unreachable(c, err)
 		return ctrl.Result{}, nil // the cluster's registration or its next answer brings the claim back
@@ -315,7 +315,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		if denial, denied := apidenial.Classify(err); denied {
 			reason = denial
 		}
-		if errors.Is(err, apply.ErrNotAllowed) {
+		if errors.Is(err, apply.ErrNotAllowed) || errors.Is(err, clusters.ErrNotPlaceable) {
 			reason = scorev1b1.ReasonPermissionDenied
 		}
 		setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))

@@ -53,6 +53,7 @@ import (
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // Reconciler reconciles WorkloadPlans of runtime class kubernetes.
 type Reconciler struct {
@@ -149,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	p.Status.Phase = scorev1b1.PlanPhasePlanning
 
-	tgt, err := r.members.Target(p.Spec.Cluster, r.applier)
+	tgt, err := r.members.Target(p.Spec.Cluster, p.Namespace, r.applier)
 	if err != nil {
 		r.clusterUnreachable(p, err)
 		return ctrl.Result{}, nil // the cluster's registration or its next answer brings the plan back
@@ -168,7 +169,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if err := r.hold(ctx, p); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); err != nil {
+		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); errors.Is(err, clusters.ErrNotPlaceable) {
+			// Retried with backoff: the platform's label on the member's namespace lifts it,
+			// and nothing on the hub watches that.
+			r.fail(p, scorev1b1.ReasonPermissionDenied, err.Error())
+			return ctrl.Result{}, fmt.Errorf("placing on cluster %s refused, retrying with backoff: %w", tgt.Cluster, err)
+		} else if reason, denied := apidenial.Classify(err); denied {
+			r.fail(p, reason, fmt.Sprintf("The API server refused placing on cluster %s: %v", tgt.Cluster, err))
+			return ctrl.Result{}, fmt.Errorf("placing on cluster %s refused, retrying with backoff: %w", tgt.Cluster, err)
+		} else if err != nil {
 			return r.remoteFailed(p, tgt, err)
 		}
 	}

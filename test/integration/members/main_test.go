@@ -1,5 +1,7 @@
 // Package members tests member-cluster registrations on a real kube-apiserver and etcd: the
-// runtime's pool of connections reading hostile registrations on the hub.
+// runtime's pool of connections reading hostile registrations on the hub, and the identity
+// `scorectl cluster add` creates on a member (a second API server of its own), confined to
+// the namespaces the hub places into.
 package members
 
 import (
@@ -39,7 +41,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		// The runtime's pool, as the runtime sets it up, publishing score-clusters.
-		pool = &clusters.Pool{Name: "cluster", Namespace: controlPlane, Hub: mgr.GetClient(), UserAgent: "members-test",
+		pool = &clusters.Pool{Name: "cluster", Namespace: controlPlane, Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), UserAgent: "members-test",
 			Scope: scorev1b1.LabelWorkload, Publish: true, Changed: func(context.Context, string) {},
 			NewApplier: func(_ string, c client.Client, _ cache.Cache) *apply.Applier {
 				return &apply.Applier{Client: c, FieldManager: scorev1b1.FieldManagerRuntime}
