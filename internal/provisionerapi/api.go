@@ -1,9 +1,9 @@
-// Package provisionerapi is the pure part of the http+api:// strategy: it renders the
-// definition's templated requests, reads readiness from a response, and keeps the strategy's
-// progress (the create response, the latest status response, when it started, how many polls)
-// as the instance's state, which the controller stores in the state Secret like any
-// provisioner's. The controller makes at most one request per reconcile and comes back after
-// Backoff, so waiting for an external API never holds a worker.
+// Package provisionerapi is the http+api:// strategy without Kubernetes: it renders the
+// definition's templated requests, sends them (Send), reads readiness from a response, and
+// keeps the strategy's progress (the create response, the latest status response, when it
+// started, how many polls) as the instance's state, which the controller stores in the state
+// Secret like any provisioner's. The controller makes at most one request per reconcile and
+// comes back after Backoff, so waiting for an external API never holds a worker.
 package provisionerapi
 
 import (

@@ -1,14 +1,10 @@
 package provisioner
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -24,9 +20,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
-
-// maxAPIResponse bounds what an http+api:// response may hold.
-const maxAPIResponse = 1 << 20
 
 // provisionAPI takes an http+api:// instance one step: create it, or poll its status once
 // when the next poll is due, then publish it when ready. It never waits in the reconcile: a
@@ -141,7 +134,7 @@ func (r *Reconciler) releaseAPI(ctx context.Context, c *scorev1b1.ResourceClaim,
 		return err
 	}
 	_, err = r.callAPI(ctx, def.API, *def.API.Delete, "DELETE", data)
-	var se *apiStatusError
+	var se *provisionerapi.StatusError
 	if errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusGone) {
 		err = nil
 	}
@@ -151,30 +144,11 @@ func (r *Reconciler) releaseAPI(ctx context.Context, c *scorev1b1.ResourceClaim,
 	return err
 }
 
-// apiStatusError is a response outside 2xx.
-type apiStatusError struct {
-	Method, URL string
-	Code        int
-}
-
-func (e *apiStatusError) Error() string {
-	return fmt.Sprintf("%s %s answered %d %s", e.Method, e.URL, e.Code, http.StatusText(e.Code))
-}
-
-// callAPI renders and sends one request, with the credentials header, and decodes the JSON
-// object it answers (an empty body is an empty object). Neither the credentials nor the
-// response appear in its errors.
+// callAPI renders one request, adds the credentials header, and sends it (provisionerapi.Send).
 func (r *Reconciler) callAPI(ctx context.Context, a *orchconfig.API, tpl orchconfig.APIRequest, method string, data provisioning.Data) (map[string]any, error) {
 	req, err := provisionerapi.Render(tpl, method, data)
 	if err != nil {
 		return nil, err
-	}
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, strings.NewReader(req.Body))
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range req.Headers {
-		hreq.Header.Set(k, v)
 	}
 	if cr := a.Credentials; cr != nil {
 		s := &corev1.Secret{}
@@ -189,37 +163,9 @@ func (r *Reconciler) callAPI(ctx context.Context, a *orchconfig.API, tpl orchcon
 		if header == "" {
 			header = "Authorization"
 		}
-		hreq.Header.Set(header, cr.Prefix+string(v))
+		req.Headers[header] = cr.Prefix + string(v)
 	}
-	hc := r.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	resp, err := hc.Do(hreq)
-	if err != nil {
-		var ue *url.Error // says the method and URL again
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%s %s: reading the answer: %w", req.Method, req.URL, err)
-	case len(raw) > maxAPIResponse:
-		return nil, fmt.Errorf("%s %s answered more than %d bytes", req.Method, req.URL, maxAPIResponse)
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return nil, &apiStatusError{Method: req.Method, URL: req.URL, Code: resp.StatusCode}
-	}
-	body := map[string]any{}
-	if len(bytes.TrimSpace(raw)) > 0 {
-		if err := json.Unmarshal(raw, &body); err != nil {
-			return nil, fmt.Errorf("%s %s did not answer a JSON object", req.Method, req.URL)
-		}
-	}
-	return body, nil
+	return provisionerapi.Send(ctx, r.HTTPClient, req)
 }
 
 func (r *Reconciler) clock() clock.PassiveClock {
