@@ -15,6 +15,7 @@ import (
 
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
+	"github.com/score-orchestrator/score-orchestrator/internal/urltemplate"
 )
 
 var (
@@ -396,7 +397,9 @@ func (v *validator) apiRequest(path string, r *APIRequest) {
 	if strings.TrimSpace(r.URL) == "" {
 		v.fail(path+".url", "a url is required")
 	}
-	v.parses(path+".url", r.URL)
+	if err := urltemplate.Check(r.URL); strings.TrimSpace(r.URL) != "" && err != nil {
+		v.fail(path+".url", "template does not parse: %v", err)
+	}
 	v.parses(path+".body", r.Body)
 	for _, k := range sortedKeys(r.Headers) {
 		v.parses(path+".headers."+k, r.Headers[k])

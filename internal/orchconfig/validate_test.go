@@ -239,6 +239,11 @@ func TestValidate(t *testing.T) {
 			p.API.Status.URL = "https://x/{{ .State.created.id"
 			c.Provisioners = append(c.Provisioners, p)
 		}, "provisioners[1].api.status.url", "does not parse"},
+		{"api url template whose values could land in two parts", func(c *Config) {
+			p := apiProvisioner()
+			p.API.Status.URL = "https://x/{{ if .Params.q }}?q={{ end }}{{ .Params.q }}"
+			c.Provisioners = append(c.Provisioners, p)
+		}, "provisioners[1].api.status.url", "the branches of an if end in different parts of the url (query and path)"},
 		{"api bad method", func(c *Config) {
 			p := apiProvisioner()
 			p.API.Create.Method = "FETCH"

@@ -14,11 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
+	"github.com/score-orchestrator/score-orchestrator/internal/urltemplate"
 )
 
 // Defaults of the api block.
@@ -80,19 +82,24 @@ type Request struct {
 }
 
 // Render evaluates a request's templates over data. The URL must be https: credentials and
-// secret outputs travel on it.
+// secret outputs travel on it. Every value the URL template prints is escaped for the part of
+// the URL it lands in (urltemplate): a tenant's params are data there, never a path segment,
+// a query parameter or a host of their own.
 func Render(req orchconfig.APIRequest, defaultMethod string, data provisioning.Data) (Request, error) {
 	out := Request{Method: req.Method, Headers: map[string]string{}}
 	if out.Method == "" {
 		out.Method = defaultMethod
 	}
-	var err error
-	if out.URL, err = render("url", req.URL, data); err != nil {
+	t, err := urltemplate.Parse("url", req.URL, "missingkey=zero")
+	if err != nil {
+		return Request{}, fmt.Errorf("url template does not parse: %w", err)
+	}
+	if out.URL, err = execute("url", t, data); err != nil {
 		return Request{}, err
 	}
 	u, err := url.Parse(strings.TrimSpace(out.URL))
 	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return Request{}, fmt.Errorf("the url %q is not an https:// url", out.URL)
+		return Request{}, fmt.Errorf("the url %s is not an https:// url", Redact(strings.TrimSpace(out.URL)))
 	}
 	out.URL = u.String()
 	if out.Body, err = render("body", req.Body, data); err != nil {
@@ -111,6 +118,10 @@ func render(name, text string, data provisioning.Data) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s template does not parse: %w", name, err)
 	}
+	return execute(name, t, data)
+}
+
+func execute(name string, t *template.Template, data provisioning.Data) (string, error) {
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {
 		return "", fmt.Errorf("%s template failed: %w", name, err)

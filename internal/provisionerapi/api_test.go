@@ -1,6 +1,7 @@
 package provisionerapi
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,57 @@ func TestSecretOutputs(t *testing.T) {
 	SecretOutputs([]string{"password", "keys", "absent"}, plain, secret)
 	if len(plain) != 1 || plain["host"] != "h" || secret["password"] != "p" || secret["keys"] != `["a"]` {
 		t.Fatalf("plain %v secret %v", plain, secret)
+	}
+}
+
+// A value a tenant gives (params, and anything else the data holds) lands in a URL as data:
+// it cannot change the URL's host, add path segments or a query, or start a fragment.
+func TestRenderEscapesValuesForWhereTheyLand(t *testing.T) {
+	const tpl = "https://{{ .Params.region }}.api.example/v1/dbs/{{ .Params.name }}/users?owner={{ .Params.owner }}&tag={{ .Params.tag | lower }}"
+	cases := []struct {
+		name                   string
+		region, db, owner, tag string
+		wantErr                string
+		wantRawSegment         string
+	}{
+		{name: "plain values", region: "eu", db: "orders", owner: "team-a", tag: "gold", wantRawSegment: "orders"},
+		{name: "a slash and a fragment in a path segment", region: "eu", db: "a/b#frag", owner: "o", tag: "t", wantRawSegment: "a%2Fb%23frag"},
+		{name: "a query in a path segment", region: "eu", db: "x?admin=true", owner: "o", tag: "t", wantRawSegment: "x%3Fadmin%3Dtrue"},
+		{name: "path parameters", region: "eu", db: "x;jsessionid=1", owner: "o", tag: "t", wantRawSegment: "x%3Bjsessionid%3D1"},
+		{name: "an escape escaped", region: "eu", db: "%2e%2e", owner: "o", tag: "t", wantRawSegment: "%252e%252e"},
+		{name: "a traversal", region: "eu", db: "../admin?x=", owner: "o", tag: "t", wantErr: "may not be . or .."},
+		{name: "a dot-segment", region: "eu", db: "..", owner: "o", tag: "t", wantErr: "may not be . or .."},
+		{name: "a dot-segment behind a backslash", region: "eu", db: `a\..\b`, owner: "o", tag: "t", wantErr: "may not be . or .."},
+		{name: "another query parameter", region: "eu", db: "d", owner: "x&admin=true", tag: "t", wantRawSegment: "d"},
+		{name: "a fragment in the query", region: "eu", db: "d", owner: "o", tag: "a b+c#d", wantRawSegment: "d"},
+		{name: "another host", region: "evil.example#", db: "d", owner: "o", tag: "t", wantErr: "only letters, digits and hyphens"},
+		{name: "another domain", region: "attacker.example", db: "d", owner: "o", tag: "t", wantErr: "only letters, digits and hyphens"},
+		{name: "userinfo", region: "x@attacker", db: "d", owner: "o", tag: "t", wantErr: "only letters, digits and hyphens"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data := provisioning.Data{Params: map[string]any{"region": tc.region, "name": tc.db, "owner": tc.owner, "tag": tc.tag}}
+			got, err := Render(orchconfig.APIRequest{URL: tpl}, "GET", data)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, %v; want an error saying %q", got.URL, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := url.Parse(got.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			segments := strings.Split(u.EscapedPath(), "/")
+			if u.Host != tc.region+".api.example" || len(segments) != 5 || segments[1] != "v1" || segments[2] != "dbs" || segments[3] != tc.wantRawSegment || segments[4] != "users" {
+				t.Fatalf("url %s: host or path changed", got.URL)
+			}
+			if u.Fragment != "" || len(u.Query()) != 2 || u.Query().Get("owner") != tc.owner || u.Query().Get("tag") != strings.ToLower(tc.tag) {
+				t.Fatalf("url %s: query or fragment changed", got.URL)
+			}
+		})
 	}
 }
