@@ -191,6 +191,10 @@ type ResourceClaimStatus struct {
 	Resources []AppliedObject `json:"resources,omitempty"`
 }
 
+// OutputsSecretName is the name of the Secret, in a claim's namespace, that holds the secret
+// outputs of the claim named claim. The provisioner writes it only while the claim controls it.
+func OutputsSecretName(claim string) string { return claim + "-outputs" }
+
 // OutputsSecretRef names a Secret and the output keys it holds.
 type OutputsSecretRef struct {
 	// +kubebuilder:validation:MinLength=1

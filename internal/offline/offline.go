@@ -208,7 +208,7 @@ func secretName(c Claim) string {
 	if len(c.SecretKeys) == 0 {
 		return ""
 	}
-	return c.Name + "-outputs"
+	return scorev1b1.OutputsSecretName(c.Name)
 }
 
 // provision runs a claim's provisioner with the strategies the provisioner controller runs.

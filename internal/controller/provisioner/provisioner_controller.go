@@ -392,7 +392,7 @@ func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, de
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		c.Status.SecretRef = &scorev1b1.OutputsSecretRef{Name: outputsSecretName(c), Keys: keys}
+		c.Status.SecretRef = &scorev1b1.OutputsSecretRef{Name: scorev1b1.OutputsSecretName(c.Name), Keys: keys}
 	}
 	c.Status.Resources = applied
 
@@ -460,8 +460,6 @@ func setPhase(c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase, reason sco
 	}
 }
 
-func outputsSecretName(c *scorev1b1.ResourceClaim) string { return c.Name + "-outputs" }
-
 // readSecretKey reads, with get, a key of an existing Secret a provisioner's outputs refer to.
 func readSecretKey(ctx context.Context, get func(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error, namespace string, ref provisioning.SecretRef) (string, error) {
 	s := &corev1.Secret{}
@@ -487,7 +485,7 @@ func readSecretKey(ctx context.Context, get func(context.Context, client.ObjectK
 // behind, or a Secret not ours); only then is the API server asked. Asking it first was one
 // of the reads a pass over a new claim waited for (make bench).
 func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.ResourceClaim, secret map[string]string) error {
-	key := client.ObjectKey{Namespace: c.Namespace, Name: outputsSecretName(c)}
+	key := client.ObjectKey{Namespace: c.Namespace, Name: scorev1b1.OutputsSecretName(c.Name)}
 	data := map[string][]byte{}
 	for k, v := range secret {
 		data[k] = []byte(v)
