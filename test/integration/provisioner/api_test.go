@@ -3,6 +3,7 @@ package provisioner
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,6 +23,13 @@ import (
 
 // apiToken is the credential the controller reads from score-system/api-token.
 const apiToken = "s3cret-token"
+
+// urlPassword and urlToken are secrets the api-url-secrets definition puts into its URL: a
+// password in the userinfo, a token in the query.
+const (
+	urlPassword = "url-pass-0451"
+	urlToken    = "url-token-0451"
+)
 
 // fakeAPIClient trusts the fake API's certificate; set by startFakeAPI.
 var fakeAPIClient *http.Client
@@ -76,6 +85,10 @@ func (a *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodDelete && a.phases[id] != "":
 		delete(a.phases, id)
 		w.WriteHeader(http.StatusNoContent)
+	case r.URL.Path == "/answer/500":
+		w.WriteHeader(http.StatusInternalServerError)
+	case r.URL.Path == "/answer/garbage":
+		_, _ = w.Write([]byte("<html>not JSON</html>"))
 	default:
 		w.WriteHeader(http.StatusNotFound)
 	}
@@ -172,5 +185,53 @@ func TestExternalAPIFailures(t *testing.T) {
 				t.Fatalf("status %s: %s", c.Status.Reason, c.Status.Message)
 			}
 		})
+	}
+}
+
+// closedAddress is a loopback host and port where nothing listens.
+func closedAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
+// A URL's userinfo and query values are secrets the platform put there: a request that gets
+// no answer, a non-2xx answer or one that is not JSON fails the claim, and neither secret
+// reaches the claim's status or its events (issue 35, item 7).
+func TestExternalAPIErrorsKeepURLSecrets(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	cases := []struct {
+		answer, message string
+	}{
+		{"none", "connection refused"},
+		{"500", "/answer/500?token=redacted&region=redacted answered 500 Internal Server Error"},
+		{"garbage", "/answer/garbage?token=redacted&region=redacted did not answer a JSON object"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.answer, func(t *testing.T) {
+			c := newClaim(ns, "w-"+tc.answer, "w", tc.answer, "api-url-secrets", "", scorev1b1.DeprovisionDelete)
+			c.Spec.Params = jsonRaw(`{"answer":"` + tc.answer + `"}`)
+			testenv.Create(t, env.Client, c)
+			c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
+			status, _ := json.Marshal(c.Status)
+			if strings.Contains(string(status), urlPassword) || strings.Contains(string(status), urlToken) {
+				t.Fatalf("a secret of the URL reached the claim's status: %s", status)
+			}
+			if !strings.Contains(c.Status.Message, tc.message) {
+				t.Fatalf("message %q does not say %q", c.Status.Message, tc.message)
+			}
+		})
+	}
+	var events eventsv1.EventList
+	if err := env.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if strings.Contains(e.Note, urlPassword) || strings.Contains(e.Note, urlToken) {
+			t.Fatalf("a secret of the URL reached an event: %s", e.Note)
+		}
 	}
 }

@@ -30,7 +30,8 @@ import (
 )
 
 // configTemplate is the config; %[1]s is the built command provisioner, %[2]s the script,
-// %[3]s the fake external API's base URL, %[4]s the digest of the helm provisioner's chart.
+// %[3]s the fake external API's base URL, %[4]s the digest of the helm provisioner's chart,
+// %[5]s the fake API's host and port, %[6]s a host and port where nothing answers.
 const configTemplate = `apiVersion: score.dev/v1b1
 kind: OrchestratorConfig
 allowMutableRefs: true
@@ -208,6 +209,14 @@ provisioners:
     hostnameParams: [host]
     outputs: |
       url: http://{{ .Params.host }}
+  - uri: http+api://test/url-secrets
+    type: api-url-secrets
+    api:
+      credentials:
+        secretRef: {name: api-token, key: token}
+        prefix: "Bearer "
+      create:
+        url: 'https://apiuser:` + urlPassword + `@{{ if eq .Params.answer "none" }}%[6]s{{ else }}%[5]s{{ end }}/answer/{{ .Params.answer }}?token=` + urlToken + `&region=eu'
 classes:
   - {type: classed, name: standard, default: true, params: {size: medium}}
   - type: classed
@@ -252,7 +261,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	document := fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL, testenv.Digest(chart))
+	nowhere, err := closedAddress()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	document := fmt.Sprintf(configTemplate, "/"+strings.TrimPrefix(goBin, "/"), "/"+strings.TrimPrefix(script, "/"), api.server.URL, testenv.Digest(chart),
+		strings.TrimPrefix(api.server.URL, "https://"), nowhere)
 	services, err := catalogServices()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -574,7 +589,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, app-service, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, host-route, invalid-object, isolated-kv, kv, missing-output, port-of, service, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, api-url-secrets, app-service, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, host-route, invalid-object, isolated-kv, kv, missing-output, port-of, service, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},
