@@ -34,10 +34,38 @@ const (
 // Phases of an instance's progress.
 const (
 	PhaseCreating = ""        // nothing created yet
+	PhaseSending  = "Sending" // one pass is sending the create request (CreateDue)
 	PhasePending  = "Pending" // created, not yet ready
 	PhaseReady    = "Ready"
 	PhaseFailed   = "Failed"
 )
+
+// SendWindow is how long the claims of an instance wait for the outcome of a create request
+// another pass is sending: a request lasts RequestTimeout at most, so a Sending state older
+// than this was left by a pass that stopped before recording the outcome (a restart).
+const SendWindow = 2 * RequestTimeout
+
+// CreateDue says whether a pass sends the create request now: when nothing was created, or
+// when the pass that was sending it has not recorded its outcome within SendWindow. Otherwise
+// it waits for that outcome, at most for the duration returned.
+//
+// A pass that sends records PhaseSending first, on top of the state it read: of the claims of
+// one instance that read the same state, one records it and the others find the state
+// changed, read it again, and wait. So one create request is sent per instance, across
+// workers, shards and restarts; only a pass that stopped between sending and recording
+// leaves a request whose outcome is unknown, sent again after SendWindow.
+func CreateDue(s State, now time.Time) (bool, time.Duration) {
+	switch s.Phase {
+	case PhaseCreating:
+		return true, 0
+	case PhaseSending:
+		if left := SendWindow - now.Sub(s.Since); left > 0 {
+			return false, left
+		}
+		return true, 0
+	}
+	return false, 0
+}
 
 // State is the strategy's progress, kept as the instance's state. Templates see it as .State:
 // .State.created and .State.observed are the response bodies.

@@ -185,3 +185,29 @@ func TestRenderEscapesValuesForWhereTheyLand(t *testing.T) {
 		})
 	}
 }
+
+func TestCreateDue(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name     string
+		state    State
+		at       time.Duration
+		due      bool
+		waitLeft time.Duration
+	}{
+		{"nothing created", State{}, 0, true, 0},
+		{"another pass is sending", State{Phase: PhaseSending, Since: start}, time.Second, false, SendWindow - time.Second},
+		{"the pass that was sending stopped", State{Phase: PhaseSending, Since: start}, SendWindow, true, 0},
+		{"created", State{Phase: PhasePending, Since: start}, time.Hour, false, 0},
+		{"ready", State{Phase: PhaseReady}, 0, false, 0},
+		{"failed", State{Phase: PhaseFailed}, 0, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			due, wait := CreateDue(tc.state, start.Add(tc.at))
+			if due != tc.due || wait != tc.waitLeft {
+				t.Fatalf("got %v %s, want %v %s", due, wait, tc.due, tc.waitLeft)
+			}
+		})
+	}
+}

@@ -35,12 +35,26 @@ func (r *Reconciler) provisionAPI(ctx context.Context, c *scorev1b1.ResourceClai
 	interval, _ := provisionerapi.Settings(a)
 	next := progress
 	switch {
-	case progress.Phase == provisionerapi.PhaseCreating:
+	case progress.Phase == provisionerapi.PhaseCreating || progress.Phase == provisionerapi.PhaseSending:
+		due, wait := provisionerapi.CreateDue(progress, now)
+		if !due {
+			// Another claim of the instance is sending the create request; its outcome, in the
+			// state, is read on a later pass.
+			setPhase(c, scorev1b1.ClaimPhaseBinding, "", fmt.Sprintf("Waiting for %s: another claim of the instance is creating it.", def.URI))
+			c.Status.ObservedGeneration = c.Generation
+			return ctrl.Result{RequeueAfter: min(wait, interval)}, nil
+		}
+		// Recorded before sending, on top of the state as read: of the claims of the instance
+		// that read it, this write succeeds for one, which sends the request (CreateDue).
+		if err := r.saveState(ctx, id, &st, provisioning.Result{State: provisionerapi.State{Phase: provisionerapi.PhaseSending, Since: now}.Map()}); err != nil {
+			return ctrl.Result{}, err
+		}
 		body, err := r.callAPI(ctx, a, a.Create, "POST", data)
 		if err != nil {
-			// Nothing was created: retried with backoff.
+			// Nothing was created: the state says so again (or, if that write fails, the
+			// Sending state lapses after SendWindow), and the request is retried with backoff.
 			setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
-			return ctrl.Result{}, reconcileErr(err)
+			return ctrl.Result{}, errors.Join(reconcileErr(err), r.saveState(ctx, id, &st, provisioning.Result{State: provisionerapi.State{}.Map()}))
 		}
 		ctrl.LoggerFrom(ctx).Info("Created through the API", "provisioner", def.URI)
 		next = provisionerapi.State{Phase: provisionerapi.PhasePending, Created: body, Since: now, Message: "created"}
@@ -61,7 +75,7 @@ func (r *Reconciler) provisionAPI(ctx context.Context, c *scorev1b1.ResourceClai
 		}
 		next.Next = now.Add(provisionerapi.Backoff(interval, next.Polls))
 	}
-	if err := r.saveState(ctx, id, st, provisioning.Result{State: next.Map()}); err != nil {
+	if err := r.saveState(ctx, id, &st, provisioning.Result{State: next.Map()}); err != nil {
 		return ctrl.Result{}, err
 	}
 	c.Status.ObservedGeneration = c.Generation

@@ -266,7 +266,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		}
 		return ctrl.Result{}, reconcileErr(err)
 	}
-	if err := r.saveState(ctx, id, state, res); err != nil {
+	if err := r.saveState(ctx, id, &state, res); err != nil {
 		return ctrl.Result{}, err
 	}
 	if c.Status.Phase != scorev1b1.ClaimPhaseBound {

@@ -128,44 +128,51 @@ func decodeState(s *corev1.Secret) (map[string]any, *corev1.Secret, error) {
 // Claims sharing an instance provision it concurrently: each writes on top of the state it
 // read (created if it read none, updated at the version it read), so the one that read
 // before the other wrote gets a conflict and provisions again from the state written, and
-// never replaces credentials another claim has already published.
-func (r *Reconciler) saveState(ctx context.Context, id provisioning.Identity, prev instanceState, res provisioning.Result) error {
+// never replaces credentials another claim has already published. st becomes what was
+// written, so that a later write of the same pass is made on top of it.
+func (r *Reconciler) saveState(ctx context.Context, id provisioning.Identity, st *instanceState, res provisioning.Result) error {
 	// Written also when the Secret lost its label: readState takes its absence from a cache
 	// that selects by it.
-	unlabelled := prev.stateSecret != nil && prev.stateSecret.Labels[scorev1b1.LabelInstance] != id.Hash()
-	if !values.SameJSON(prev.State, res.State) || unlabelled {
+	unlabelled := st.stateSecret != nil && st.stateSecret.Labels[scorev1b1.LabelInstance] != id.Hash()
+	if !values.SameJSON(st.State, res.State) || unlabelled {
 		key := client.ObjectKey{Namespace: id.Namespace, Name: id.StateSecretName()}
-		err := r.writeJSONSecret(ctx, key.Namespace, key.Name, prev.stateSecret, res.State, map[string]string{scorev1b1.LabelInstance: id.Hash()})
+		written, err := r.writeJSONSecret(ctx, key.Namespace, key.Name, st.stateSecret, res.State, map[string]string{scorev1b1.LabelInstance: id.Hash()})
 		if errors.Is(err, errStateRaced) {
 			r.raced.add(key)
 		}
 		if err != nil {
 			return err
 		}
+		st.State, st.stateSecret = res.State, written
 	}
 	if len(res.Shared) > 0 {
-		merged := provisioning.PatchMap(prev.Shared, res.Shared)
-		if !values.SameJSON(prev.Shared, merged) {
-			if err := r.writeJSONSecret(ctx, id.Namespace, sharedStateSecret, prev.sharedSecret, merged, nil); err != nil {
+		merged := provisioning.PatchMap(st.Shared, res.Shared)
+		if !values.SameJSON(st.Shared, merged) {
+			written, err := r.writeJSONSecret(ctx, id.Namespace, sharedStateSecret, st.sharedSecret, merged, nil)
+			if err != nil {
 				return err
 			}
+			st.Shared, st.sharedSecret = merged, written
 		}
 	}
 	return nil
 }
 
 // writeJSONSecret creates the Secret name when read was nil, else updates read at its
-// version: AlreadyExists and Conflict say another writer came first.
-func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string, read *corev1.Secret, v map[string]any, labels map[string]string) error {
+// version, and returns the Secret written: AlreadyExists and Conflict say another writer came
+// first.
+func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string, read *corev1.Secret, v map[string]any, labels map[string]string) (*corev1.Secret, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var s *corev1.Secret
 	if read == nil {
-		err = r.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{"state.json": raw}})
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"state.json": raw}}
+		err = r.Client.Create(ctx, s)
 	} else {
-		s := read.DeepCopy()
+		s = read.DeepCopy()
 		s.Data = map[string][]byte{"state.json": raw}
 		for k, v := range labels {
 			metav1.SetMetaDataLabel(&s.ObjectMeta, k, v)
@@ -173,9 +180,12 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 		err = r.Client.Update(ctx, s)
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
-		return fmt.Errorf("state %s %w; provisioning again from what it holds: %w", name, errStateRaced, err)
+		return nil, fmt.Errorf("state %s %w; provisioning again from what it holds: %w", name, errStateRaced, err)
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // errStateRaced is a state write that found the Secret other than it was read.

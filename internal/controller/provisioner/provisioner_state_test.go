@@ -47,10 +47,10 @@ func TestStateIsWrittenOnTopOfWhatWasRead(t *testing.T) {
 					t.Fatal(err)
 				}
 				b, _ := r.loadState(ctx, id, true)
-				if err := r.saveState(ctx, id, a, tc.res(p+"-a")); err != nil {
+				if err := r.saveState(ctx, id, &a, tc.res(p+"-a")); err != nil {
 					t.Fatalf("round %d: %v", round, err)
 				}
-				if err := r.saveState(ctx, id, b, tc.res(p+"-b")); !conflict(err) {
+				if err := r.saveState(ctx, id, &b, tc.res(p+"-b")); !conflict(err) {
 					t.Fatalf("round %d: a write over state read before another write: %v, want a conflict", round, err)
 				}
 				if got := tc.read()["password"]; got != p+"-a" {

@@ -44,12 +44,14 @@ type fakeAPI struct {
 	phases map[string]string
 	auth   []string // the Authorization header of every request
 	calls  []string // "<method> <path>"
+	// creates counts the create requests per database name (an instance's Guid).
+	creates map[string]int
 }
 
 var api *fakeAPI
 
 func startFakeAPI() *fakeAPI {
-	api = &fakeAPI{phases: map[string]string{}}
+	api = &fakeAPI{phases: map[string]string{}, creates: map[string]int{}}
 	api.server = httptest.NewTLSServer(http.HandlerFunc(api.serve))
 	fakeAPIClient = api.server.Client()
 	fakeAPIClient.Timeout = 5 * time.Second
@@ -73,6 +75,7 @@ func (a *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
+		a.creates[in.Name]++
 		id = "db-" + in.Name[:8]
 		a.phases[id] = map[string]string{"ok": "creating", "never": "creating", "fail": "error"}[in.Mode]
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": id})
@@ -98,6 +101,13 @@ func (a *fakeAPI) setPhase(id, phase string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.phases[id] = phase
+}
+
+// createsOf is how many create requests the database name received.
+func (a *fakeAPI) createsOf(name string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.creates[name]
 }
 
 func (a *fakeAPI) called(call string) bool {
@@ -233,5 +243,47 @@ func TestExternalAPIErrorsKeepURLSecrets(t *testing.T) {
 		if strings.Contains(e.Note, urlPassword) || strings.Contains(e.Note, urlToken) {
 			t.Fatalf("a secret of the URL reached an event: %s", e.Note)
 		}
+	}
+}
+
+// Claims of one instance (one id, one namespace) provisioned at once send one create request:
+// the claim whose pass first records that it is sending it sends it, the others wait for its
+// outcome and bind to the same external dependency (issue 35, item 8).
+func TestExternalAPISharedInstanceIsCreatedOnce(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	const n = 8
+	claims := make([]*scorev1b1.ResourceClaim, n)
+	for i := range claims {
+		w := fmt.Sprintf("w%d", i)
+		claims[i] = newClaim(ns, w+"-db", w, "db", "api-db", "orders", scorev1b1.DeprovisionDelete)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, c := range claims {
+		wg.Go(func() { errs <- env.Client.Create(ctx, c) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := provisioning.NewIdentity(ns, "", "", "api-db", "", "orders")
+	dbID := "db-" + id.Guid()[:8]
+	for _, c := range claims {
+		waitClaim(t, c, "waits for the API", func(c *scorev1b1.ResourceClaim) bool {
+			return strings.Contains(c.Status.Message, `status.phase is "creating"`)
+		})
+	}
+	api.setPhase(dbID, "ready")
+	for _, c := range claims {
+		c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+		if got := secretValue(t, ns, c.Status.SecretRef.Name, "password"); got != "pw-"+dbID {
+			t.Fatalf("claim %s bound to %q, want the one instance's password", c.Name, got)
+		}
+	}
+	if got := api.createsOf(id.Guid()); got != 1 {
+		t.Fatalf("%d create requests for one instance, want 1", got)
 	}
 }
