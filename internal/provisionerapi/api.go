@@ -45,9 +45,10 @@ const (
 // than this was left by a pass that stopped before recording the outcome (a restart).
 const SendWindow = 2 * RequestTimeout
 
-// CreateDue says whether a pass sends the create request now: when nothing was created, or
-// when the pass that was sending it has not recorded its outcome within SendWindow. Otherwise
-// it waits for that outcome, at most for the duration returned.
+// CreateDue says whether a pass sends the create request now: when nothing was created and
+// no failed request's wait (Next) is running, or when the pass that was sending it has not
+// recorded its outcome within SendWindow. Otherwise it waits, for the duration returned at
+// most.
 //
 // A pass that sends records PhaseSending first, on top of the state it read: of the claims of
 // one instance that read the same state, one records it and the others find the state
@@ -57,6 +58,9 @@ const SendWindow = 2 * RequestTimeout
 func CreateDue(s State, now time.Time) (bool, time.Duration) {
 	switch s.Phase {
 	case PhaseCreating:
+		if now.Before(s.Next) {
+			return false, s.Next.Sub(now)
+		}
 		return true, 0
 	case PhaseSending:
 		if left := SendWindow - now.Sub(s.Since); left > 0 {
@@ -77,8 +81,12 @@ type State struct {
 	Since    time.Time      `json:"since,omitzero"`
 	Polls    int            `json:"polls,omitempty"`
 	// Next is when the next request may be made: a reconcile that comes earlier (any watch
-	// event does) waits for it instead of polling.
+	// event does) waits for it instead of polling, or instead of sending a failed create
+	// request again.
 	Next time.Time `json:"next,omitzero"`
+	// Attempts counts the create requests that failed; the wait before the next one doubles
+	// with it (CreateFailed).
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // StateFrom reads the progress from an instance's state.
@@ -198,6 +206,15 @@ func Judge(when *orchconfig.APIReadyWhen, body map[string]any) (phase, value str
 		return PhaseFailed, value
 	}
 	return PhasePending, value
+}
+
+// CreateFailed is the progress after a create request failed at now (nothing was created): no
+// phase again, the failure's message, and the next attempt after the poll interval doubled
+// per failed attempt (Backoff). The time is kept in the state rather than in the controller's
+// retry backoff: writing the state wakes the instance's claims, which then wait for it.
+func CreateFailed(s State, a *orchconfig.API, message string, now time.Time) State {
+	interval, _ := Settings(a)
+	return State{Message: message, Attempts: s.Attempts + 1, Next: now.Add(Backoff(interval, s.Attempts))}
 }
 
 // Settings are the api block's poll interval and timeout, with their defaults.

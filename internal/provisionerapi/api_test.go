@@ -196,6 +196,8 @@ func TestCreateDue(t *testing.T) {
 		waitLeft time.Duration
 	}{
 		{"nothing created", State{}, 0, true, 0},
+		{"a failed create request, before its next attempt", State{Attempts: 1, Next: start.Add(2 * time.Second)}, time.Second, false, time.Second},
+		{"a failed create request, at its next attempt", State{Attempts: 1, Next: start.Add(2 * time.Second)}, 2 * time.Second, true, 0},
 		{"another pass is sending", State{Phase: PhaseSending, Since: start}, time.Second, false, SendWindow - time.Second},
 		{"the pass that was sending stopped", State{Phase: PhaseSending, Since: start}, SendWindow, true, 0},
 		{"created", State{Phase: PhasePending, Since: start}, time.Hour, false, 0},
@@ -209,5 +211,18 @@ func TestCreateDue(t *testing.T) {
 				t.Fatalf("got %v %s, want %v %s", due, wait, tc.due, tc.waitLeft)
 			}
 		})
+	}
+}
+
+func TestCreateFailed(t *testing.T) {
+	api := &orchconfig.API{PollInterval: "1s"}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sending := State{Phase: PhaseSending, Since: now.Add(-time.Second), Attempts: 2}
+	got := CreateFailed(sending, api, "POST https://api.example/dbs answered 500 Internal Server Error", now)
+	if got.Phase != PhaseCreating || got.Attempts != 3 || !got.Next.Equal(now.Add(4*time.Second)) || got.Created != nil || got.Message == "" {
+		t.Fatalf("got %+v", got)
+	}
+	if due, _ := CreateDue(got, now.Add(3*time.Second)); due {
+		t.Fatal("sent again before its wait")
 	}
 }

@@ -37,24 +37,35 @@ func (r *Reconciler) provisionAPI(ctx context.Context, c *scorev1b1.ResourceClai
 	switch {
 	case progress.Phase == provisionerapi.PhaseCreating || progress.Phase == provisionerapi.PhaseSending:
 		due, wait := provisionerapi.CreateDue(progress, now)
-		if !due {
+		switch {
+		case !due && progress.Phase == provisionerapi.PhaseSending:
 			// Another claim of the instance is sending the create request; its outcome, in the
 			// state, is read on a later pass.
 			setPhase(c, scorev1b1.ClaimPhaseBinding, "", fmt.Sprintf("Waiting for %s: another claim of the instance is creating it.", def.URI))
 			c.Status.ObservedGeneration = c.Generation
 			return ctrl.Result{RequeueAfter: min(wait, interval)}, nil
+		case !due:
+			// The last create request failed; it is sent again at the time the state keeps.
+			setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %s.", def.URI, progress.Message))
+			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		// Recorded before sending, on top of the state as read: of the claims of the instance
 		// that read it, this write succeeds for one, which sends the request (CreateDue).
-		if err := r.saveState(ctx, id, &st, provisioning.Result{State: provisionerapi.State{Phase: provisionerapi.PhaseSending, Since: now}.Map()}); err != nil {
+		sending := provisionerapi.State{Phase: provisionerapi.PhaseSending, Since: now, Attempts: progress.Attempts}
+		if err := r.saveState(ctx, id, &st, provisioning.Result{State: sending.Map()}); err != nil {
 			return ctrl.Result{}, err
 		}
 		body, err := r.callAPI(ctx, a, a.Create, "POST", data)
 		if err != nil {
-			// Nothing was created: the state says so again (or, if that write fails, the
-			// Sending state lapses after SendWindow), and the request is retried with backoff.
+			// Nothing was created. The state says when to send it again (if that write fails,
+			// the Sending state lapses after SendWindow); the instance's claims wait for it.
+			failed := provisionerapi.CreateFailed(sending, a, err.Error(), r.clock().Now())
+			ctrl.LoggerFrom(ctx).Info("The create request failed; it is sent again later", "provisioner", def.URI, "error", err.Error(), "attempts", failed.Attempts)
 			setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
-			return ctrl.Result{}, errors.Join(reconcileErr(err), r.saveState(ctx, id, &st, provisioning.Result{State: provisionerapi.State{}.Map()}))
+			if err := r.saveState(ctx, id, &st, provisioning.Result{State: failed.Map()}); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: max(failed.Next.Sub(now), time.Millisecond)}, nil
 		}
 		ctrl.LoggerFrom(ctx).Info("Created through the API", "provisioner", def.URI)
 		next = provisionerapi.State{Phase: provisionerapi.PhasePending, Created: body, Since: now, Message: "created"}
