@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -375,6 +376,14 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 // every expected one is there), Failed when an expected output is missing, else Bound.
 func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, plain map[string]any, secret map[string]string, applied []scorev1b1.AppliedObject) error {
 	if err := r.publishSecretOutputs(ctx, c, secret); err != nil {
+		var foreign *foreignOutputsSecret
+		if errors.As(err, &foreign) {
+			// Retried with backoff: the Secret's removal lifts it, and Secrets the claims do
+			// not control are not watched. What was applied stays listed, for the release.
+			c.Status.Outputs, c.Status.SecretRef, c.Status.Resources = nil, nil, applied
+			setPhase(c, scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, foreign.message())
+			return reconcileErr(err)
+		}
 		return err
 	}
 	c.Status.Outputs = nil
@@ -474,10 +483,10 @@ func readSecretKey(ctx context.Context, get func(context.Context, client.ObjectK
 }
 
 // publishSecretOutputs writes the secret outputs into the claim's outputs Secret, only when
-// they changed, and removes it when there are none. A Secret of that name left by an earlier
-// claim of the same name (a claim reset, before the garbage collector removed it) is taken
-// over: controlled by this claim, the collector leaves it, and the pods that read it are not
-// left without their values. A Secret of that name controlled by anything else is refused.
+// they changed, and removes it when there are none. It writes, removes or reads back only a
+// Secret the claim controls (ownsOutputsSecret); one of that name that it does not control —
+// a tenant's, unowned, or another object's — is left as it is, and refused
+// (*foreignOutputsSecret) when there are outputs to write.
 //
 // The Secret is read from the cache, its absence included: outputs Secrets carry the Workload
 // label the cache selects (taken-over ones get it), and one the cache does not hold is
@@ -512,18 +521,77 @@ func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.Reso
 	if err != nil {
 		return err
 	}
-	if owner := metav1.GetControllerOf(existing); owner != nil && (owner.Kind != "ResourceClaim" || owner.Name != c.Name) {
-		return fmt.Errorf("secret %s exists and is controlled by %s %s", key.Name, owner.Kind, owner.Name)
+	if !ownsOutputsSecret(c, existing) {
+		if len(secret) == 0 {
+			return nil // nothing to publish, and not ours to remove
+		}
+		return newForeignOutputsSecret(existing)
 	}
 	if len(secret) == 0 {
-		return client.IgnoreNotFound(r.Client.Delete(ctx, existing))
+		return client.IgnoreNotFound(r.Client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}))
 	}
 	if metav1.IsControlledBy(existing, c) && existing.Labels[scorev1b1.LabelWorkload] == s.Labels[scorev1b1.LabelWorkload] && equality.Semantic.DeepEqual(existing.Data, data) {
 		return nil
 	}
+	if !metav1.IsControlledBy(existing, c) {
+		// An earlier claim's, taken over: with this claim's metadata only, so nothing set on
+		// it by whoever made it (an annotation another tool acts on) stays on the credentials.
+		existing.Labels, existing.Annotations = nil, nil
+	}
 	existing.Data, existing.OwnerReferences = data, s.OwnerReferences
 	metav1.SetMetaDataLabel(&existing.ObjectMeta, scorev1b1.LabelWorkload, s.Labels[scorev1b1.LabelWorkload])
 	return r.Client.Update(ctx, existing)
+}
+
+// ownsOutputsSecret reports whether the Secret of a claim's outputs Secret name is the claim's
+// to write: controlled by the claim, or by an earlier claim of the same name (a claim reset,
+// before the garbage collector removed it: a name holds one claim at a time, so that claim is
+// gone). The new claim takes the latter over, so that the collector leaves it and the pods
+// that read it keep their values. Anything else — no controller at all, another kind's, a
+// Secret of another type — was not written by the provisioner, and is not taken over.
+func ownsOutputsSecret(c *scorev1b1.ResourceClaim, s *corev1.Secret) bool {
+	owner := metav1.GetControllerOf(s)
+	if owner == nil {
+		return false
+	}
+	if owner.UID == c.UID {
+		return true
+	}
+	gv, err := schema.ParseGroupVersion(owner.APIVersion)
+	return err == nil && gv.Group == scorev1b1.GroupVersion.Group && owner.Kind == "ResourceClaim" && owner.Name == c.Name &&
+		s.Type == corev1.SecretTypeOpaque
+}
+
+// foreignOutputsSecret is a Secret of a claim's outputs Secret name that the claim does not
+// control.
+type foreignOutputsSecret struct {
+	Name string
+	// Controller is the Secret's controller ("<Kind> <name>"), "" when it has none.
+	Controller string
+}
+
+func newForeignOutputsSecret(s *corev1.Secret) *foreignOutputsSecret {
+	e := &foreignOutputsSecret{Name: s.Name}
+	if owner := metav1.GetControllerOf(s); owner != nil {
+		e.Controller = owner.Kind + " " + owner.Name
+	}
+	return e
+}
+
+func (e *foreignOutputsSecret) Error() string {
+	return fmt.Sprintf("secret %s exists and was not created for this claim (%s)", e.Name, e.held())
+}
+
+// message is the claim's status message.
+func (e *foreignOutputsSecret) message() string {
+	return fmt.Sprintf("Secret %s exists and was not created for this claim (%s); it is left as it is and the claim's secret outputs are not written into it: remove or rename it.", e.Name, e.held())
+}
+
+func (e *foreignOutputsSecret) held() string {
+	if e.Controller == "" {
+		return "it has no controller"
+	}
+	return "it is controlled by " + e.Controller
 }
 
 // unhealthyObjects names the applied objects kstatus does not judge Current.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	provisionerctl "github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
@@ -533,6 +535,81 @@ func TestResetClaimTakesOverItsOutputsSecret(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A Secret named as a claim's outputs Secret that the claim does not control (one a tenant
+// created before the claim, with data and labels of their own; one another object controls)
+// is neither written, read back nor taken over: the claim fails with PermissionDenied and
+// says so, and the Secret stays as it was, no credential written into it (issue 35, item 8).
+// (isolated-kv, whose state does not change from run to run: kv's counts its runs, and each
+// write of it brings the claim back at once.)
+func TestOutputsSecretNotTheClaimsIsLeftAlone(t *testing.T) {
+	cases := []struct {
+		name   string
+		labels map[string]string
+		owner  []metav1.OwnerReference
+	}{
+		{"no owner, a label the provisioner does not select", map[string]string{"team": "tenant"}, nil},
+		{"no owner, the label the provisioner's cache selects", map[string]string{"team": "tenant", scorev1b1.LabelWorkload: "web"}, nil},
+		{"controlled by another object", nil, []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "tenant", UID: "uid-tenant", Controller: ptr.To(true)}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := testenv.Namespace(t, env.Client)
+			name := planner.ClaimName("web", "db", "isolated-kv") // as the orchestrator names the claim
+			tenant := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: scorev1b1.OutputsSecretName(name), Labels: tc.labels, OwnerReferences: tc.owner},
+				Data:       map[string][]byte{"password": []byte("the tenant's own"), "note": []byte("mine")},
+			}
+			testenv.Create(t, env.Client, tenant)
+			c := newClaim(ns, name, "web", "db", "isolated-kv", "", scorev1b1.DeprovisionDelete)
+			testenv.Create(t, env.Client, c)
+			c = waitPhase(t, c, scorev1b1.ClaimPhaseFailed)
+			want := "Secret " + tenant.Name + " exists and was not created for this claim"
+			if c.Status.Reason != scorev1b1.ReasonPermissionDenied || !strings.Contains(c.Status.Message, want) || c.Status.SecretRef != nil {
+				t.Fatalf("status %s %q, secretRef %+v; want PermissionDenied saying %q and no secretRef", c.Status.Reason, c.Status.Message, c.Status.SecretRef, want)
+			}
+			// The claim has answered (Failed, for its generation) after the pass that would
+			// have written the Secret.
+			got := &corev1.Secret{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tenant), got); err != nil {
+				t.Fatal(err)
+			}
+			if got.ResourceVersion != tenant.ResourceVersion || !reflect.DeepEqual(got.Data, tenant.Data) || !reflect.DeepEqual(got.OwnerReferences, tenant.OwnerReferences) || !reflect.DeepEqual(got.Labels, tenant.Labels) {
+				t.Fatalf("the Secret was changed: version %s (was %s), data keys %d, owners %+v, labels %v", got.ResourceVersion, tenant.ResourceVersion, len(got.Data), got.OwnerReferences, got.Labels)
+			}
+		})
+	}
+}
+
+// An earlier claim's outputs Secret is taken over (a claim reset), with this claim's metadata
+// only: a Secret made to look like one, with an annotation another tool would act on (copying
+// it elsewhere), carries none of it once the credentials are written into it.
+func TestTakenOverOutputsSecretKeepsOnlyTheClaimsMetadata(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	name := planner.ClaimName("web", "db", "isolated-kv")
+	earlier := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: scorev1b1.OutputsSecretName(name),
+			Labels:          map[string]string{scorev1b1.LabelWorkload: "web", "team": "tenant"},
+			Annotations:     map[string]string{"replicate-to": "tenant-elsewhere"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: scorev1b1.GroupVersion.String(), Kind: "ResourceClaim", Name: name, UID: "uid-earlier", Controller: ptr.To(true)}}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"password": []byte("old")},
+	}
+	testenv.Create(t, env.Client, earlier)
+	c := newClaim(ns, name, "web", "db", "isolated-kv", "", scorev1b1.DeprovisionDelete)
+	testenv.Create(t, env.Client, c)
+	c = waitPhase(t, c, scorev1b1.ClaimPhaseBound)
+	s := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), s); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(s, c) || len(s.OwnerReferences) != 1 || len(s.Annotations) != 0 || !reflect.DeepEqual(s.Labels, map[string]string{scorev1b1.LabelWorkload: "web"}) {
+		t.Fatalf("taken over with owners %+v, labels %v, annotations %v; want the claim's only", s.OwnerReferences, s.Labels, s.Annotations)
+	}
+	if string(s.Data["password"]) == "old" || len(s.Data["password"]) != 32 {
+		t.Fatal("the claim's password was not written")
+	}
 }
 
 func TestOrphanLeavesEverything(t *testing.T) {
