@@ -396,8 +396,7 @@ func (v *validator) apiRequest(path string, r *APIRequest) {
 	}
 	if strings.TrimSpace(r.URL) == "" {
 		v.fail(path+".url", "a url is required")
-	}
-	if err := urltemplate.Check(r.URL); strings.TrimSpace(r.URL) != "" && err != nil {
+	} else if err := urltemplate.Check(r.URL); err != nil {
 		v.fail(path+".url", "template does not parse: %v", err)
 	}
 	v.parses(path+".body", r.Body)

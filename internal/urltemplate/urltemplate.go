@@ -13,8 +13,7 @@
 //   - Before the path (scheme, userinfo, host and port), a value may hold only letters, digits
 //     and hyphens: it can name a label of the host (a region), not another host or domain.
 //
-// A value printed with no action of its own is missing: it prints "<no value>", escaped, as
-// text/template would print it. A template whose if or with branches end in different parts of
+// A missing value prints "<no value>", escaped, as text/template prints it. A template whose if or with branches end in different parts of
 // the URL, whose range body ends in another part than it starts in, or that calls another
 // template is refused: where its values land could not be told.
 package urltemplate
