@@ -45,15 +45,27 @@ type Process struct {
 	done  chan error
 }
 
-// Start runs replica of Deployment d (replica "" for a Deployment of one) from the
+// Start runs replica of Deployment d (replica "" for a Deployment of one) as Launch does, and
+// stops it when the test ends.
+func Start(t *testing.T, cfg *rest.Config, bin, dir string, d *appsv1.Deployment, replica string, env ...string) *Process {
+	t.Helper()
+	p, err := Launch(cfg, bin, dir, d, replica, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+	return p
+}
+
+// Launch runs replica of Deployment d (replica "" for a Deployment of one) from the
 // score-controllers binary bin, with its state (kubeconfig, log, OCI cache) in dir, and waits
-// until it answers /readyz. The process is stopped when the test ends.
+// until it answers /readyz; env are more NAME=value entries of its environment (a CA bundle it
+// must trust, say). The caller stops it.
 //
 // Its metrics and probe ports are free when chosen, but another process (a test package running
 // beside this one) may take one before the controller binds it; the controller then exits, and
 // is started again on other ports.
-func Start(t *testing.T, cfg *rest.Config, bin, dir string, d *appsv1.Deployment, replica string) *Process {
-	t.Helper()
+func Launch(cfg *rest.Config, bin, dir string, d *appsv1.Deployment, replica string, env ...string) (*Process, error) {
 	name := d.Name
 	if replica != "" {
 		name += "-" + replica
@@ -61,12 +73,12 @@ func Start(t *testing.T, cfg *rest.Config, bin, dir string, d *appsv1.Deployment
 	sa := d.Spec.Template.Spec.ServiceAccountName
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	tok, err := kube.CoreV1().ServiceAccounts(d.Namespace).CreateToken(context.Background(), sa,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("a token for %s: %v", sa, err)
+		return nil, fmt.Errorf("a token for %s: %w", sa, err)
 	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile, CertificateAuthorityData: cfg.CAData}
@@ -75,43 +87,53 @@ func Start(t *testing.T, cfg *rest.Config, bin, dir string, d *appsv1.Deployment
 	kc.CurrentContext = sa
 	kcPath := filepath.Join(dir, name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	args := append(slices.Clone(d.Spec.Template.Spec.Containers[0].Args),
 		"--kubeconfig="+kcPath, "--oci-cache-dir="+filepath.Join(dir, name+"-oci"))
 
 	for attempt := 1; ; attempt++ {
-		p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), ports: map[string]int{"metrics": freePort(t), "health": freePort(t)}, done: make(chan error, 1)}
-		p.start(t, bin, append(slices.Clone(args),
-			"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["metrics"]),
-			"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(p.ports["health"])))
-		err := p.waitReady(2 * time.Minute)
+		metrics, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		health, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), ports: map[string]int{"metrics": metrics, "health": health}, done: make(chan error, 1)}
+		if err := p.start(bin, env, append(slices.Clone(args),
+			"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics),
+			"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(health))); err != nil {
+			return nil, err
+		}
+		err = p.waitReady(2 * time.Minute)
 		if err == nil {
-			return p
+			return p, nil
 		}
+		_ = p.Stop(10 * time.Second)
 		if attempt < 3 && strings.Contains(p.LogTail(), "address already in use") {
-			t.Logf("%s: a port was taken before it bound it, starting it again: %v", name, err)
-			continue
+			continue // a port was taken before it bound it: on other ports
 		}
-		t.Fatalf("%s: %v\n%s", name, err, p.LogTail())
+		return nil, fmt.Errorf("%s: %w\n%s", name, err, p.LogTail())
 	}
 }
 
-func (p *Process) start(t *testing.T, bin string, args []string) {
-	t.Helper()
+func (p *Process) start(bin string, env, args []string) error {
 	logFile, err := os.Create(p.Log)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	p.cmd = exec.Command(bin, args...)
 	// Nothing of the test's environment (no KUBECONFIG): the token is its only credential.
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(p.Log)}
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(p.Log)}, env...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+		_ = logFile.Close()
+		return err
 	}
 	go func() { p.done <- p.cmd.Wait(); _ = logFile.Close() }()
-	t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+	return nil
 }
 
 // waitReady waits until the process answers /readyz; its exit is an error at once.
@@ -163,6 +185,21 @@ func (p *Process) Stop(grace time.Duration) error {
 		<-p.done
 		return fmt.Errorf("still running %s after SIGTERM", grace)
 	}
+}
+
+// RSS is the process's resident memory now, in bytes (VmRSS of /proc/PID/status).
+func (p *Process) RSS() (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/PID/status")
 }
 
 // Kill ends the process with SIGKILL, as a node going away does: no shutdown, no lease handed
@@ -229,14 +266,13 @@ func LogTails[M ~map[string]*Process](procs M) string {
 	return b.String()
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Audit is the API server's audit records of writes (a cluster started with AuditWrites).
