@@ -24,6 +24,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -860,14 +861,24 @@ func TestPlacement(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// The tenant takes its Workload to a profile that runs on the hub.
+		// The tenant, bound to score-workload-editor only, takes its Workload to a profile that
+		// runs on the hub.
+		testenv.Create(t, hub, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: shared, Name: "tenant-edits-workloads"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "score-workload-editor"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "tenant"}}})
+		as := rest.CopyConfig(hubCfg)
+		as.Impersonate = rest.ImpersonationConfig{UserName: "tenant", Groups: []string{"system:authenticated"}}
+		tenant, err := client.New(as, client.Options{Scheme: testenv.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		leaves := &scorev1b1.Workload{}
 		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := hub.Get(ctx, client.ObjectKey{Namespace: shared, Name: "leaves"}, leaves); err != nil {
+			if err := tenant.Get(ctx, client.ObjectKey{Namespace: shared, Name: "leaves"}, leaves); err != nil {
 				return err
 			}
 			leaves.Annotations = map[string]string{scorev1b1.AnnotationProfile: "stateful-service"}
-			return hub.Update(ctx, leaves)
+			return tenant.Update(ctx, leaves)
 		}); err != nil {
 			t.Fatal(err)
 		}
