@@ -232,17 +232,23 @@ func planRevision(t *testing.T, name string) string {
 }
 
 // renderedFrom records every Workload whose plan was ever written with revision, until stop.
+// Every revision each plan is written with is recorded from the watch's start, and revision
+// is asked when seen is called: a plan that moves to a revision and back before the test has
+// learnt which one it is (a rollout's first wave, halted at once) is still seen.
 func renderedFrom(t *testing.T, revision func() string) (seen func() []string, stop func()) {
 	t.Helper()
-	return watchNames(t, &scorev1b1.WorkloadPlanList{}, func(o client.Object) bool {
-		p, ok := o.(*scorev1b1.WorkloadPlan)
-		return ok && revision() != "" && p.Spec.ConfigRevision == revision()
-	})
+	return watchRevisions(t, &scorev1b1.WorkloadPlanList{}, func(o client.Object) string {
+		if p, ok := o.(*scorev1b1.WorkloadPlan); ok {
+			return p.Spec.ConfigRevision
+		}
+		return ""
+	}, revision)
 }
 
-// watchNames records the name of every object of the list's kind in the namespace ever seen
-// with match true, until stop.
-func watchNames(t *testing.T, list client.ObjectList, match func(client.Object) bool) (seen func() []string, stop func()) {
+// watchRevisions records, from now until stop, every revision (revisionOf) each object of the
+// list's kind in the namespace was seen with; seen names the objects ever seen with the
+// revision it then gives, in no order.
+func watchRevisions(t *testing.T, list client.ObjectList, revisionOf func(client.Object) string, revision func() string) (seen func() []string, stop func()) {
 	t.Helper()
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
@@ -254,24 +260,30 @@ func watchNames(t *testing.T, list client.ObjectList, match func(client.Object) 
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	names := map[string]bool{}
+	revisions := map[string]map[string]bool{} // name → revisions seen
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range watch.ResultChan() {
-			if o, ok := ev.Object.(client.Object); ok && match(o) {
+			if o, ok := ev.Object.(client.Object); ok {
 				mu.Lock()
-				names[o.GetName()] = true
+				if revisions[o.GetName()] == nil {
+					revisions[o.GetName()] = map[string]bool{}
+				}
+				revisions[o.GetName()][revisionOf(o)] = true
 				mu.Unlock()
 			}
 		}
 	}()
 	return func() []string {
+			want := revision()
 			mu.Lock()
 			defer mu.Unlock()
 			var out []string
-			for n := range names {
-				out = append(out, n)
+			for name, seen := range revisions {
+				if want != "" && seen[want] {
+					out = append(out, name)
+				}
 			}
 			return out
 		}, func() {
@@ -705,10 +717,12 @@ func redisClaims(t *testing.T) []scorev1b1.ResourceClaim {
 // provisionedFrom records every claim ever provisioned from revision, until stop.
 func provisionedFrom(t *testing.T, revision func() string) (seen func() []string, stop func()) {
 	t.Helper()
-	return watchNames(t, &scorev1b1.ResourceClaimList{}, func(o client.Object) bool {
-		cl, ok := o.(*scorev1b1.ResourceClaim)
-		return ok && revision() != "" && cl.Status.ConfigRevision == revision()
-	})
+	return watchRevisions(t, &scorev1b1.ResourceClaimList{}, func(o client.Object) string {
+		if cl, ok := o.(*scorev1b1.ResourceClaim); ok {
+			return cl.Status.ConfigRevision
+		}
+		return ""
+	}, revision)
 }
 
 // cacheState says where the redis claims and their Workloads are, for a failure's message.

@@ -126,13 +126,21 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 		r.event(c, corev1.EventTypeNormal, "Moved", "Delete", "Deleted %d objects of the instance from %s: the workload moved to %s.", n, clusters.Name(cluster), clusters.Name(c.Status.InstanceCluster))
 	}
 	for _, cluster := range clusters.Of(leave) {
-		// The state goes with the instance there, once nothing of it is left for another
-		// claim: a consumer that stays would otherwise draw new credentials the running
-		// instance does not accept.
-		if released.Deleted[cluster] == 0 || released.Kept[cluster] > 0 {
+		if released.Deleted[cluster]+released.Kept[cluster] == 0 {
+			continue // nothing released there: the cluster does not answer, or was let go of
+		}
+		// The state goes with the instance there, unless another claim is still bound to it
+		// (the consumer of a shared instance that stays): it would draw new credentials the
+		// running instance does not accept. Objects kept for another instance (a broker every
+		// topic uses) do not keep this instance's state.
+		old := identityOn(c, cluster)
+		if others, err := r.otherConsumers(ctx, c, old); err != nil || others > 0 {
+			if err != nil {
+				return nil, err
+			}
 			continue
 		}
-		if err := r.deleteState(ctx, identityOn(c, cluster)); err != nil {
+		if err := r.deleteState(ctx, old); err != nil {
 			return nil, err
 		}
 	}

@@ -59,8 +59,7 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 			// The state goes only with a claim that was bound to the instance: one released before
 			// the provisioner ever ran it has no state of its own, and the state of its identity
 			// may be a retained instance's, which the next claim of that identity binds to.
-			// Nor while another claim keeps objects of it (counted as kept, not deleted).
-			if c.Status.Instance != "" && released.Kept[id.Cluster] == 0 {
+			if c.Status.Instance != "" {
 				if err := r.deleteState(ctx, id); err != nil {
 					return ctrl.Result{}, err
 				}
