@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -173,30 +172,6 @@ func TestOfPlan(t *testing.T) {
 		{Cluster: "eu", Kind: "Deployment"}, {Cluster: "eu", Kind: "Service"}, {Kind: "Namespace"}, {Cluster: "us", Kind: "Deployment"}}}}
 	if got := OfPlan(p); strings.Join(got, ",") != "us,eu," {
 		t.Fatalf("%q, want us, eu and the hub", got)
-	}
-}
-
-// A request to a member that got no answer marks it unreachable; the API server's refusal
-// does not.
-func TestUnanswered(t *testing.T) {
-	gr := schema.GroupResource{Resource: "deployments"}
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{&url.Error{Op: "Get", URL: "https://127.0.0.1:1/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, true},
-		{fmt.Errorf("applying Deployment web: %w", &url.Error{Op: "Patch", URL: "https://m", Err: io.EOF}), true},
-		{errors.New("Deployment web targets namespace other; only objects in team may be created"), false},
-		{apierrors.NewServiceUnavailable("etcd"), true},
-		{apierrors.NewTimeoutError("slow", 1), true},
-		{apierrors.NewForbidden(gr, "web", errors.New("no")), false},
-		{apierrors.NewNotFound(gr, "web"), false},
-		{apierrors.NewGenericServerResponse(http.StatusGatewayTimeout, "get", gr, "web", "", 0, true), true},
-		{nil, false},
-	} {
-		if got := Unanswered(tc.err); got != tc.want {
-			t.Errorf("Unanswered(%v) = %v, want %v", tc.err, got, tc.want)
-		}
 	}
 }
 

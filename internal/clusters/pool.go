@@ -15,14 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 )
 
@@ -364,7 +362,7 @@ func (p *Pool) Pending(ctx context.Context, name string) bool {
 // it unreachable until the next probe says whether it answers again, and is reported true.
 func (p *Pool) Failed(mem *Member, namespace string, err error) bool {
 	mem.placed.Delete(namespace) // it, or the identity's rights there, may be what is missing
-	if !Unanswered(err) {
+	if !apierror.Unanswered(err) {
 		return false
 	}
 	p.mu.Lock()
@@ -485,20 +483,4 @@ func PodSecurityLabels(labels map[string]string) map[string]string {
 		}
 	}
 	return out
-}
-
-// Unanswered reports whether err is a request that got no answer from the API server (as
-// against the API server's refusal). A failure of our own making (a render refused, a kind
-// not allowed) is not one: marking the member unreachable for it would hold everything placed
-// there until the next probe.
-func Unanswered(err error) bool {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		code := status.Status().Code
-		return code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
-	}
-	var urlErr *url.Error
-	var netErr net.Error
-	return errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED)
 }

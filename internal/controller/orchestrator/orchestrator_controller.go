@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
@@ -124,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	if err := r.reconcileNormal(ctx, s); err != nil {
-		if apidenial.NamespaceTerminating(err) {
+		if apierror.NamespaceTerminating(err) {
 			// The namespace is being deleted, and the Workload with it: said once, and not
 			// retried (no PermissionDenied, no backoff); the Workload's deletion brings it back.
 			ctrl.LoggerFrom(ctx).V(1).Info("The namespace is being deleted; leaving the Workload to its deletion")

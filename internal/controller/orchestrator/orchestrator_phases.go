@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -457,10 +457,10 @@ func (r *Reconciler) createClaim(ctx context.Context, w *scorev1b1.Workload, d p
 	}
 	ctrl.LoggerFrom(ctx).Info("Creating claim", "claim", d.Name, "key", d.Key, "type", d.Spec.Type)
 	if err := r.Client.Create(ctx, c); err != nil {
-		if reason, denied := apidenial.Classify(err); denied {
+		if reason, denied := apierror.Reason(err); denied {
 			return reason, nil
 		}
-		if apidenial.NamespaceTerminating(err) {
+		if apierror.NamespaceTerminating(err) {
 			return "", err
 		}
 		if apierrors.IsAlreadyExists(err) {
@@ -477,7 +477,7 @@ func (r *Reconciler) updateClaim(ctx context.Context, existing *scorev1b1.Resour
 	c.Spec = spec
 	ctrl.LoggerFrom(ctx).Info("Updating claim", "claim", c.Name)
 	if err := r.Client.Update(ctx, c); err != nil {
-		if reason, denied := apidenial.Classify(err); denied {
+		if reason, denied := apierror.Reason(err); denied {
 			return reason, nil
 		}
 		return "", fmt.Errorf("updating claim %s: %w", c.Name, refusedSize(err))
@@ -626,7 +626,7 @@ func sameContent(a, b scorev1b1.WorkloadPlanSpec) bool {
 
 // deniedOr records an API denial as an abstract reason, or returns the error to retry.
 func (r *Reconciler) deniedOr(s *scope, err error, what string) error {
-	if reason, denied := apidenial.Classify(err); denied {
+	if reason, denied := apierror.Reason(err); denied {
 		s.denied = reason
 		return nil
 	}

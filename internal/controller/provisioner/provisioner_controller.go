@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
@@ -293,12 +293,12 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		unreachable(c, fmt.Errorf("cluster %s does not answer: %w", cluster, err))
 		return ctrl.Result{}, nil // its next answer brings the claim back
 	}
-	if err != nil && apidenial.NamespaceTerminating(err) {
+	if err != nil && apierror.NamespaceTerminating(err) {
 		// The instance's namespace is being deleted, and this claim with it: nothing to report
 		// or retry.
 		return ctrl.Result{}, nil
 	}
-	if err != nil && apidenial.Transient(err) {
+	if err != nil && apierror.Passing(err) {
 		// Not a failure of the claim: the API server was busy, unreachable or raced; retried
 		// with backoff, it clears by itself. A Bound claim stays Bound (its objects are there).
 		phase, reason := c.Status.Phase, c.Status.Reason
@@ -313,7 +313,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		// what lifts it (a quota raised, a CRD installed) is not something the provisioner
 		// watches.
 		reason := scorev1b1.ReasonClaimFailed
-		if denial, denied := apidenial.Classify(err); denied {
+		if denial, denied := apierror.Reason(err); denied {
 			reason = denial
 		}
 		if errors.Is(err, apply.ErrNotAllowed) || errors.Is(err, clusters.ErrNotPlaceable) {

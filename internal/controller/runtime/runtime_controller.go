@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apidenial"
+	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
@@ -174,7 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			// and nothing on the hub watches that.
 			r.fail(p, scorev1b1.ReasonPermissionDenied, err.Error())
 			return ctrl.Result{}, fmt.Errorf("placing on cluster %s refused, retrying with backoff: %w", tgt.Cluster, err)
-		} else if reason, denied := apidenial.Classify(err); denied {
+		} else if reason, denied := apierror.Reason(err); denied {
 			r.fail(p, reason, fmt.Sprintf("The API server refused placing on cluster %s: %v", tgt.Cluster, err))
 			return ctrl.Result{}, fmt.Errorf("placing on cluster %s refused, retrying with backoff: %w", tgt.Cluster, err)
 		} else if err != nil {
@@ -190,8 +190,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if err != nil {
 		var owned *apply.OwnedElsewhere
-		switch reason, denied := apidenial.Classify(err); {
-		case apidenial.NamespaceTerminating(err):
+		switch reason, denied := apierror.Reason(err); {
+		case apierror.NamespaceTerminating(err):
 			// The namespace is being deleted, and the plan with it: nothing to report or retry.
 			return ctrl.Result{}, nil
 		case errors.As(err, &owned):
