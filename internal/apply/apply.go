@@ -1,16 +1,16 @@
 // Package apply is the one way objects reach a cluster. The runtime applies what a backend
 // template rendered, the provisioner what a provisioner definition produced, and both through
-// it; the offline render prepares through the same pure step, so it shows exactly what the
-// controllers apply.
+// it; the offline render prepares through the same pure step (internal/prepare), so it shows
+// exactly what the controllers apply.
 //
-// An apply has a pure step, Prepare (kind allowed, namespace, identity labels and
-// annotations, owner reference, stage), and a cluster step, Applier.Apply: read what exists
+// An apply has a pure step, prepare.Prepare (kind allowed, namespace, identity labels and
+// annotations, owner reference, stage), and this cluster step, Applier.Apply: read what exists
 // (from the watch's cache where it holds the object), refuse an object that belongs to
 // another owner, start the kind's watch, server-side-apply in stages — definitions first,
 // waiting until each CustomResourceDefinition is Established before the objects of later
 // stages are applied — skip an apply that would change nothing, and judge each object's
 // health. The inventory it returns is keyed by group, kind, namespace and name, never by
-// version (Key), so an object a template moves to another served version of its kind is the
+// version (internal/inventory), so an object a template moves to another served version of its kind is the
 // same object; Prune deletes what an earlier inventory listed and the new one does not, with a
 // hook for objects another consumer still uses; KeepRuns keeps a run's history.
 //
@@ -28,8 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +39,8 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 )
 
 // Applier applies sets of objects into one cluster under one field manager.
@@ -105,8 +105,8 @@ func (r Result) Complete() bool { return len(r.Waiting) == 0 }
 // set (*OwnedElsewhere), so nothing is half-applied over someone else's object. It stops
 // after the definitions stage while a CustomResourceDefinition of the set is not Established
 // (Result.Waiting).
-func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, marks Marks) (Result, error) {
-	prepared, err := Prepare(Input{Objects: objs, Marks: marks, Scope: a.scope, Allowed: a.Allowed})
+func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, marks prepare.Marks) (Result, error) {
+	prepared, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: marks, Scope: a.scope, Allowed: a.Allowed})
 	if err != nil {
 		return Result{}, err
 	}
@@ -134,9 +134,9 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 			current = u
 		}
 		state, message := a.judge(current)
-		res.Objects = append(res.Objects, Applied(current, state, message))
+		res.Objects = append(res.Objects, inventory.Applied(current, state, message))
 		res.Live = append(res.Live, current)
-		if o.GroupVersionKind().GroupKind() == crdKind && !established(current) {
+		if o.GroupVersionKind().GroupKind() == prepare.CRDKind && !established(current) {
 			res.Waiting = append(res.Waiting, "CustomResourceDefinition "+current.GetName())
 		}
 	}
@@ -145,7 +145,7 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 
 // read returns the object as it exists (nil when it does not) and applies the marks' rules
 // for an existing object: refused when another owner's, keeping KeepLabel's value.
-func (a *Applier) read(ctx context.Context, o Object, marks Marks) (*unstructured.Unstructured, error) {
+func (a *Applier) read(ctx context.Context, o prepare.Object, marks prepare.Marks) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(o.GroupVersionKind())
 	err := a.Watcher.Get(ctx, a.Client, client.ObjectKeyFromObject(o), live)
@@ -185,7 +185,7 @@ func (a *Applier) scope(gvk schema.GroupVersionKind) (bool, error) {
 	mapping, err := a.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return false, fmt.Errorf("%w: %w", ErrNotServed, err)
+			return false, fmt.Errorf("%w: %w", prepare.ErrNotServed, err)
 		}
 		return false, err
 	}
@@ -212,47 +212,16 @@ func established(crd *unstructured.Unstructured) bool {
 	return false
 }
 
-// Applied is the inventory entry of an object.
-func Applied(u *unstructured.Unstructured, health, message string) scorev1b1.AppliedObject {
-	return scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Health: health, Message: message}
-}
-
-// Key identifies an inventory entry: cluster (when not the hub), group, kind, namespace and
-// name, never the version — the same object is served under every version of its kind.
-func Key(o scorev1b1.AppliedObject) string {
-	group := ""
-	if g, _, ok := strings.Cut(o.APIVersion, "/"); ok {
-		group = g
-	}
-	key := group + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name
-	if o.Cluster != "" {
-		key = o.Cluster + ":" + key
-	}
-	return key
-}
-
-// NotCurrent names the entries whose health is not Current, in order ("Kind name").
-func NotCurrent(objs []scorev1b1.AppliedObject) []string {
-	var out []string
-	for _, o := range objs {
-		if o.Health != scorev1b1.HealthCurrent {
-			out = append(out, o.Kind+" "+o.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Prune deletes what previous lists and current does not (by Key), once current was applied
 // completely; inUse, when set, keeps an object another consumer still lists. An object of a
 // kind no longer served is gone with its kind, and skipped.
 func (a *Applier) Prune(ctx context.Context, previous, current []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) error {
 	keep := make(map[string]bool, len(current))
 	for _, o := range current {
-		keep[Key(o)] = true
+		keep[inventory.Key(o)] = true
 	}
 	for _, o := range previous {
-		if keep[Key(o)] {
+		if keep[inventory.Key(o)] {
 			continue
 		}
 		if inUse != nil {
@@ -357,5 +326,5 @@ func (a *Applier) Release(ctx context.Context, objs []scorev1b1.AppliedObject, i
 // worth retrying.
 func IsRefusal(err error) bool {
 	var owned *OwnedElsewhere
-	return errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrNotServed) || errors.As(err, &owned)
+	return errors.Is(err, prepare.ErrNotAllowed) || errors.Is(err, prepare.ErrNotServed) || errors.As(err, &owned)
 }

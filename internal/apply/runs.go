@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 )
 
@@ -16,7 +18,7 @@ import (
 // the earlier runs with the same label that belong to the marks' owner stay, up to limit (the
 // current run included; 0 is runnable.DefaultHistoryLimit), and older ones are deleted. It
 // returns the kept earlier runs as inventory entries, Current: they are history.
-func (a *Applier) KeepRuns(ctx context.Context, run *unstructured.Unstructured, limit int, marks Marks) ([]scorev1b1.AppliedObject, error) {
+func (a *Applier) KeepRuns(ctx context.Context, run *unstructured.Unstructured, limit int, marks prepare.Marks) ([]scorev1b1.AppliedObject, error) {
 	of := run.GetLabels()[scorev1b1.LabelRunOf]
 	if of == "" {
 		return nil, nil
@@ -34,7 +36,7 @@ func (a *Applier) KeepRuns(ctx context.Context, run *unstructured.Unstructured, 
 	}
 	dropped := map[string]bool{}
 	for _, old := range runnable.Collect(runs, run.GetName(), limit) {
-		if _, err := a.Delete(ctx, Applied(old, "", "")); err != nil {
+		if _, err := a.Delete(ctx, inventory.Applied(old, "", "")); err != nil {
 			return nil, fmt.Errorf("deleting the earlier run: %w", err)
 		}
 		dropped[old.GetName()] = true
@@ -42,7 +44,7 @@ func (a *Applier) KeepRuns(ctx context.Context, run *unstructured.Unstructured, 
 	var history []scorev1b1.AppliedObject
 	for _, old := range runs {
 		if old.GetName() != run.GetName() && !dropped[old.GetName()] {
-			history = append(history, Applied(old, scorev1b1.HealthCurrent, "An earlier run, kept as history."))
+			history = append(history, inventory.Applied(old, scorev1b1.HealthCurrent, "An earlier run, kept as history."))
 		}
 	}
 	return history, nil

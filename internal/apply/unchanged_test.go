@@ -3,9 +3,11 @@ package apply
 import (
 	"testing"
 
-	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 )
 
 func obj(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }
@@ -56,8 +58,8 @@ func TestUnchanged(t *testing.T) {
 // side apply removes the field. Comparing the rendered fields alone would skip it. A Secret's
 // digest covers its key names, never its values.
 func TestDroppedFieldIsApplied(t *testing.T) {
-	prepare := func(u *unstructured.Unstructured) *unstructured.Unstructured {
-		objs, err := Prepare(Input{Objects: []*unstructured.Unstructured{u}, Marks: Marks{Namespace: "team"}, Scope: func(schema.GroupVersionKind) (bool, error) { return true, nil }})
+	prepared := func(u *unstructured.Unstructured) *unstructured.Unstructured {
+		objs, err := prepare.Prepare(prepare.Input{Objects: []*unstructured.Unstructured{u}, Marks: prepare.Marks{Namespace: "team"}, Scope: func(schema.GroupVersionKind) (bool, error) { return true, nil }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,17 +73,17 @@ func TestDroppedFieldIsApplied(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web"},
 			"spec": map[string]any{"template": map[string]any{"spec": spec}}}}
 	}
-	live := prepare(deployment(map[string]any{"disk": "ssd"}))
-	if !Unchanged(prepare(deployment(map[string]any{"disk": "ssd"})), live) {
+	live := prepared(deployment(map[string]any{"disk": "ssd"}))
+	if !Unchanged(prepared(deployment(map[string]any{"disk": "ssd"})), live) {
 		t.Fatal("the same render differs from what it applied")
 	}
-	if Unchanged(prepare(deployment(nil)), live) {
+	if Unchanged(prepared(deployment(nil)), live) {
 		t.Fatal("a render without the nodeSelector is taken as applied: the field would never be removed")
 	}
 	secret := func(value string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "data": map[string]any{"password": value}}}
 	}
-	a, b := prepare(secret("c2VjcmV0")), prepare(secret("b3RoZXI="))
+	a, b := prepared(secret("c2VjcmV0")), prepared(secret("b3RoZXI="))
 	if a.GetAnnotations()[scorev1b1.AnnotationApplied] != b.GetAnnotations()[scorev1b1.AnnotationApplied] {
 		t.Fatal("a Secret's digest depends on its values")
 	}

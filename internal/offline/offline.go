@@ -21,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
@@ -180,13 +180,13 @@ func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1
 	if err != nil {
 		return res, err
 	}
-	res.Objects, err = prepare(in, objs, apply.PlanMarks(res.Plan))
+	res.Objects, err = prepareFor(in, objs, prepare.PlanMarks(res.Plan))
 	return res, err
 }
 
-// prepare marks and orders objects as the applier does.
-func prepare(in Input, objs []*unstructured.Unstructured, marks apply.Marks) ([]*unstructured.Unstructured, error) {
-	prepared, err := apply.Prepare(apply.Input{Objects: objs, Marks: marks, Scope: apply.OfflineScope, Allowed: in.Config.KindAllowed})
+// prepareFor marks and orders objects as the applier does.
+func prepareFor(in Input, objs []*unstructured.Unstructured, marks prepare.Marks) ([]*unstructured.Unstructured, error) {
+	prepared, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: marks, Scope: prepare.OfflineScope, Allowed: in.Config.KindAllowed})
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 	if err != nil {
 		return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
 	}
-	c.Objects, err = prepare(in, objs, apply.InstanceMarks(id.Namespace, id.Hash()))
+	c.Objects, err = prepareFor(in, objs, prepare.InstanceMarks(id.Namespace, id.Hash()))
 	return c, err
 }
 

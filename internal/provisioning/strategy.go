@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 )
 
@@ -137,7 +137,7 @@ var ErrNotRunnable = errors.New("the provisioner cannot run")
 func (r Result) Objects() ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(r.Manifests))
 	for i, m := range r.Manifests {
-		u, err := apply.FromMap(m)
+		u, err := prepare.FromMap(m)
 		if err != nil {
 			return nil, fmt.Errorf("manifest %d: %w", i, err)
 		}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 )
 
 // Input is one rendering: a plan, the Workload it belongs to and the backend's template.
@@ -307,7 +307,7 @@ func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 		if !ok {
 			return nil, fmt.Errorf("the template's document %d is not an object: a manifest is a mapping with apiVersion, kind and metadata", i)
 		}
-		u, err := apply.FromMap(doc)
+		u, err := prepare.FromMap(doc)
 		if err != nil {
 			return nil, fmt.Errorf("document %d is not a Kubernetes object: %w", i, err)
 		}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
@@ -55,7 +55,7 @@ func assertRenderIsTheCluster(t *testing.T, ns string, names ...string) {
 		rendered := map[string]bool{}
 		check := func(objs []*unstructured.Unstructured, manager string) {
 			for _, want := range objs {
-				rendered[apply.Key(apply.Applied(want, "", ""))] = true
+				rendered[inventory.Key(inventory.Applied(want, "", ""))] = true
 				if diff := dryRunDiff(want, manager); diff != "" {
 					t.Errorf("%s: %s %s: the cluster holds other values in %s's fields: %s", name, want.GetKind(), want.GetName(), manager, diff)
 				}
@@ -67,10 +67,10 @@ func assertRenderIsTheCluster(t *testing.T, ns string, names ...string) {
 		}
 		var applied []string
 		for _, o := range inventoryOf(t, res) {
-			if !rendered[apply.Key(o)] {
+			if !rendered[inventory.Key(o)] {
 				t.Errorf("%s: the controllers applied %s %s, which the render does not produce", name, o.Kind, o.Name)
 			}
-			applied = append(applied, apply.Key(o))
+			applied = append(applied, inventory.Key(o))
 		}
 		if len(applied) != len(rendered) {
 			t.Errorf("%s: the render produces %d objects, the controllers applied %d: %v", name, len(rendered), len(applied), applied)
@@ -121,13 +121,13 @@ func inventoryOf(t *testing.T, res offline.Result) []scorev1b1.AppliedObject {
 	kept := out[:0]
 	seen := map[string]bool{}
 	for _, o := range out {
-		if o.Message == "An earlier run, kept as history." || seen[apply.Key(o)] {
+		if o.Message == "An earlier run, kept as history." || seen[inventory.Key(o)] {
 			continue
 		}
-		seen[apply.Key(o)] = true
+		seen[inventory.Key(o)] = true
 		kept = append(kept, o)
 	}
-	sort.Slice(kept, func(i, j int) bool { return apply.Key(kept[i]) < apply.Key(kept[j]) })
+	sort.Slice(kept, func(i, j int) bool { return inventory.Key(kept[i]) < inventory.Key(kept[j]) })
 	return kept
 }
 

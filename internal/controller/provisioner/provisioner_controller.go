@@ -34,8 +34,10 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
@@ -274,7 +276,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Provisioning.")
 	}
 
-	marks := apply.InstanceMarks(id.Namespace, id.Hash())
+	marks := prepare.InstanceMarks(id.Namespace, id.Hash())
 	objs, err := res.Objects()
 	var applied apply.Result
 	if err == nil && tgt.Member != nil {
@@ -316,7 +318,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		if denial, denied := apierror.Reason(err); denied {
 			reason = denial
 		}
-		if errors.Is(err, apply.ErrNotAllowed) || errors.Is(err, clusters.ErrNotPlaceable) {
+		if errors.Is(err, prepare.ErrNotAllowed) || errors.Is(err, clusters.ErrNotPlaceable) {
 			reason = scorev1b1.ReasonPermissionDenied
 		}
 		setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))
@@ -331,7 +333,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	if !applied.Complete() {
 		// Definitions applied, the rest waits for them to be served; their watch brings the
 		// claim back. Nothing is pruned: the run is not applied completely.
-		c.Status.Resources = apply.Union(c.Status.Resources, applied.Objects)
+		c.Status.Resources = inventory.Union(c.Status.Resources, applied.Objects)
 		setPhase(c, scorev1b1.ClaimPhaseBinding, "", "Waiting for "+strings.Join(applied.Waiting, ", ")+" to be established.")
 		return ctrl.Result{}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 )
 
@@ -20,7 +21,7 @@ var errRunFailed = errors.New("the run failed")
 // by the definition's success condition; the earlier runs are kept up to the history limit
 // (older ones deleted) and added to the inventory; once the run succeeded, its outputs are
 // read from it. A failed run is an error naming it (errRunFailed).
-func (r *Reconciler) judgeRun(ctx context.Context, a *apply.Applier, def orchconfig.Provisioner, applied *apply.Result, marks apply.Marks) (map[string]any, error) {
+func (r *Reconciler) judgeRun(ctx context.Context, a *apply.Applier, def orchconfig.Provisioner, applied *apply.Result, marks prepare.Marks) (map[string]any, error) {
 	if len(applied.Live) != 1 {
 		return nil, nil // the definitions of its stage are not served yet
 	}

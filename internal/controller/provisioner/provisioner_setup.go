@@ -19,21 +19,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // indexInstance indexes claims by the identity hash of the instance they claim.
 const indexInstance = "score.dev/instance"
 
-// indexResource indexes claims by the objects of their inventory (apply.Key).
+// indexResource indexes claims by the objects of their inventory (inventory.Key).
 const indexResource = "score.dev/resource"
 
 // indexInstanceNamespace indexes claims by the namespace of their instance, when the platform
@@ -77,7 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		c := o.(*scorev1b1.ResourceClaim)
 		keys := make([]string, 0, len(c.Status.Resources))
 		for _, r := range c.Status.Resources {
-			keys = append(keys, apply.Key(r))
+			keys = append(keys, inventory.Key(r))
 		}
 		return keys
 	}); err != nil {
@@ -184,7 +186,7 @@ func (r *Reconciler) claimsOf(ctx context.Context, o client.Object, cluster stri
 	gvk := o.GetObjectKind().GroupVersionKind()
 	// Cluster-wide: an instance shared across namespaces has consumers in several.
 	byLabel := r.listClaims(ctx, client.MatchingFields{indexInstance: hash})
-	byInventory := r.listClaims(ctx, client.MatchingFields{indexResource: apply.Key(scorev1b1.AppliedObject{Cluster: cluster, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})})
+	byInventory := r.listClaims(ctx, client.MatchingFields{indexResource: inventory.Key(scorev1b1.AppliedObject{Cluster: cluster, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})})
 	seen := map[reconcile.Request]bool{}
 	out := make([]reconcile.Request, 0, len(byLabel)+len(byInventory))
 	for _, req := range append(byLabel, byInventory...) {

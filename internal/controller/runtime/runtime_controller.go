@@ -32,7 +32,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
@@ -155,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.clusterUnreachable(p, err)
 		return ctrl.Result{}, nil // the cluster's registration or its next answer brings the plan back
 	}
-	marks := apply.PlanMarks(p)
+	marks := prepare.PlanMarks(p)
 	if tgt.Cluster != "" {
 		// No owner reference crosses clusters: the identity marks and the inventory carry
 		// ownership, and the plan is held before anything reaches the member. The outputs
@@ -186,7 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil && tgt.Cluster != "" && len(res.Objects) > 0 {
 		// What reached the member before the failure is listed, for a later prune or release.
 		previous, elsewhere := clusters.Split(p.Status.Objects, tgt.Cluster)
-		p.Status.Objects = append(apply.Union(previous, res.Objects), elsewhere...)
+		p.Status.Objects = append(inventory.Union(previous, res.Objects), elsewhere...)
 	}
 	if err != nil {
 		var owned *apply.OwnedElsewhere
@@ -197,7 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		case errors.As(err, &owned):
 			r.refuseConflict(ctx, p, before, owned)
 			return ctrl.Result{}, nil // the object's deletion brings the plan back (blocked)
-		case errors.Is(err, apply.ErrNotAllowed):
+		case errors.Is(err, prepare.ErrNotAllowed):
 			// Terminal until the template or the config changes; both are watched.
 			r.fail(p, scorev1b1.ReasonPermissionDenied, err.Error())
 			return ctrl.Result{}, nil
@@ -222,7 +224,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !res.Complete() {
 		// Definitions applied, the rest waits for them to be served; their watch brings the
 		// plan back. Nothing is pruned: the render is not applied completely.
-		p.Status.Objects = append(apply.Union(previous, res.Objects), elsewhere...)
+		p.Status.Objects = append(inventory.Union(previous, res.Objects), elsewhere...)
 		message := "Waiting for " + strings.Join(res.Waiting, ", ") + " to be established."
 		setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionFalse, scorev1b1.PlanReasonInProgress, message)
 		p.Status.Reason, p.Status.Message = "", message
@@ -240,7 +242,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := tgt.Applier.Prune(ctx, previous, applied, nil); err != nil {
 		return ctrl.Result{}, err
 	}
-	pending := apply.NotCurrent(applied)
+	pending := inventory.NotCurrent(applied)
 	if len(elsewhere) > 0 && len(pending) == 0 {
 		// A move: the earlier cluster's objects go once everything is healthy here.
 		if elsewhere, err = r.leave(ctx, p, elsewhere); err != nil {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 )
 
 // A plan that moved lists its objects on both clusters until the old ones are deleted; each
@@ -21,8 +21,8 @@ func TestInventoryAcrossClusters(t *testing.T) {
 	if len(on) != 0 || len(others) != 2 {
 		t.Fatalf("on us %v, elsewhere %v", on, others)
 	}
-	if apply.Key(deploy("eu")) == apply.Key(deploy("us")) || apply.Key(deploy("")) != "apps/Deployment/team/web" {
-		t.Fatalf("keys %q %q %q", apply.Key(deploy("eu")), apply.Key(deploy("us")), apply.Key(deploy("")))
+	if inventory.Key(deploy("eu")) == inventory.Key(deploy("us")) || inventory.Key(deploy("")) != "apps/Deployment/team/web" {
+		t.Fatalf("keys %q %q %q", inventory.Key(deploy("eu")), inventory.Key(deploy("us")), inventory.Key(deploy("")))
 	}
 	if got := planClusters(p); !slices.Equal(got, []string{"us", "eu"}) {
 		t.Fatalf("the plan's clusters %v, want [us eu] (the hub is not indexed)", got)

@@ -11,6 +11,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestAnObjectReplacedUnderItsNameIsNotDeleted(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
 	a := &apply.Applier{Client: env.Client, FieldManager: scorev1b1.FieldManagerRuntime}
-	marks := apply.PlanMarks(&scorev1b1.WorkloadPlan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+	marks := prepare.PlanMarks(&scorev1b1.WorkloadPlan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec: scorev1b1.WorkloadPlanSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "web", UID: "u-web"}}})
 	configMap := func(name string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -93,7 +94,7 @@ func TestAReleaseCountsWhatItKept(t *testing.T) {
 		u.SetName(name)
 		objs = append(objs, u)
 	}
-	res, err := a.Apply(ctx, objs, apply.InstanceMarks(ns, "0123456789abcdef"))
+	res, err := a.Apply(ctx, objs, prepare.InstanceMarks(ns, "0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}

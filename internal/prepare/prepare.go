@@ -1,4 +1,9 @@
-package apply
+// Package prepare is the pure step of an apply: an object's kind allowed (the config's
+// allowedKinds), its namespace (the owner's), its owner's identity labels and annotations and
+// controller reference, and its stage (definitions first). The runtime, the provisioner and
+// the offline render prepare through it, so the render shows exactly what the controllers
+// apply (internal/apply applies what it prepared).
+package prepare
 
 import (
 	"crypto/sha256"
@@ -109,7 +114,7 @@ const (
 // StageOf is the stage an object is applied in.
 func StageOf(u *unstructured.Unstructured) int {
 	switch u.GroupVersionKind().GroupKind() {
-	case crdKind, namespaceKind:
+	case CRDKind, namespaceKind:
 		return StageDefinitions
 	case schema.GroupKind{Kind: "ConfigMap"}, schema.GroupKind{Kind: "Secret"}, schema.GroupKind{Kind: "ServiceAccount"}:
 		return StageConfiguration
@@ -119,7 +124,9 @@ func StageOf(u *unstructured.Unstructured) int {
 }
 
 var (
-	crdKind       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+	// CRDKind is the kind whose objects later stages may need served: the applier waits until
+	// each is Established.
+	CRDKind       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 	namespaceKind = schema.GroupKind{Kind: "Namespace"}
 )
 
@@ -168,7 +175,7 @@ func Prepare(in Input) ([]Object, error) {
 func definedScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
 	out := map[schema.GroupKind]bool{}
 	for _, u := range objs {
-		if u.GroupVersionKind().GroupKind() != crdKind {
+		if u.GroupVersionKind().GroupKind() != CRDKind {
 			continue
 		}
 		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
@@ -276,4 +283,34 @@ func appliedDigest(u *unstructured.Unstructured, keep string) string {
 	b, _ := json.Marshal(c.Object)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// PlanMarks are the marks of what the runtime applies for a plan: in the plan's namespace,
+// labelled with its Workload's name, annotated with its Workload's UID (an object annotated
+// for another Workload, or not annotated, is never taken over) and controlled by the plan.
+// The offline render marks with the same function, with the UIDs it is given.
+func PlanMarks(p *scorev1b1.WorkloadPlan) Marks {
+	m := Marks{
+		Namespace:       p.Namespace,
+		Labels:          map[string]string{scorev1b1.LabelWorkload: p.Spec.WorkloadRef.Name},
+		Annotations:     map[string]string{scorev1b1.AnnotationWorkloadUID: p.Spec.WorkloadRef.UID},
+		OwnerAnnotation: scorev1b1.AnnotationWorkloadUID,
+		OwnerNameLabel:  scorev1b1.LabelWorkload,
+	}
+	if p.UID != "" {
+		m.Controller = &metav1.OwnerReference{APIVersion: scorev1b1.GroupVersion.String(), Kind: "WorkloadPlan", Name: p.Name, UID: p.UID}
+	}
+	return m
+}
+
+// InstanceMarks are the marks of what a provisioner applies for an instance: in the
+// instance's namespace, labelled with its identity hash. An existing object is taken over,
+// except that one labelled for another instance keeps that label: an object several
+// instances produce (the broker every topic of a namespace uses) stays the first one's.
+func InstanceMarks(namespace, instance string) Marks {
+	return Marks{
+		Namespace: namespace,
+		Labels:    map[string]string{scorev1b1.LabelInstance: instance},
+		KeepLabel: scorev1b1.LabelInstance,
+	}
 }

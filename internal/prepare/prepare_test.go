@@ -1,4 +1,4 @@
-package apply
+package prepare
 
 import (
 	"errors"
@@ -136,32 +136,6 @@ func TestPrepare(t *testing.T) {
 				t.Fatalf("prepared:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
-	}
-}
-
-func TestKeyIgnoresTheVersion(t *testing.T) {
-	a := scorev1b1.AppliedObject{APIVersion: "gateway.networking.k8s.io/v1beta1", Kind: "HTTPRoute", Namespace: "team", Name: "web"}
-	b := a
-	b.APIVersion = "gateway.networking.k8s.io/v1"
-	if Key(a) != Key(b) {
-		t.Fatalf("%s != %s", Key(a), Key(b))
-	}
-	core := scorev1b1.AppliedObject{APIVersion: "v1", Kind: "Service", Namespace: "team", Name: "web"}
-	if Key(core) != "/Service/team/web" {
-		t.Fatalf("core key %s", Key(core))
-	}
-}
-
-func TestUnionKeepsWhatEarlierRendersApplied(t *testing.T) {
-	entry := func(apiVersion, kind, name, health string) scorev1b1.AppliedObject {
-		return scorev1b1.AppliedObject{APIVersion: apiVersion, Kind: kind, Name: name, Health: health}
-	}
-	previous := []scorev1b1.AppliedObject{entry("example.test/v1alpha1", "Gizmo", "g", "Current"), entry("v1", "ConfigMap", "c", "Current")}
-	applied := []scorev1b1.AppliedObject{entry("apiextensions.k8s.io/v1", "CustomResourceDefinition", "gizmos", "InProgress"), entry("example.test/v1", "Gizmo", "g", "InProgress")}
-	got := Union(previous, applied)
-	want := []scorev1b1.AppliedObject{applied[1], previous[1], applied[0]}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("union %v, want %v", got, want)
 	}
 }
 
