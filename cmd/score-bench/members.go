@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
@@ -37,7 +37,7 @@ type memberPhase struct {
 
 // startMembers starts, grows and registers the members, and places every backend on them.
 func (s *runState) startMembers(ctx context.Context, root, dir string, pods, volumes int) error {
-	roles, err := clusters.HubRoles(os.DirFS(root))
+	roles, err := registration.HubRoles(os.DirFS(root))
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (s *runState) startMembers(ctx context.Context, root, dir string, pods, vol
 		if _, err := grow(ctx, m.c, pods+16); err != nil {
 			return err
 		}
-		if _, err := clusters.Register(ctx, cfg, s.c, clusters.Registration{Name: name, Namespace: "score-system", Labels: map[string]string{"bench": "member"}, Roles: roles}); err != nil {
+		if _, err := registration.Register(ctx, cfg, s.c, registration.Registration{Name: name, Namespace: "score-system", Labels: map[string]string{"bench": "member"}, Roles: roles}); err != nil {
 			return fmt.Errorf("registering member %s: %w", name, err)
 		}
 	}

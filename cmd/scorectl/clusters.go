@@ -19,6 +19,7 @@ import (
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 )
 
 func newClusterCommand() *cobra.Command {
@@ -76,11 +77,11 @@ or change the labels: the controllers pick the new Secret up without a restart.`
 			if err != nil {
 				return fmt.Errorf("the hub: %w", err)
 			}
-			roles, err := clusters.HubRoles(scoreorchestrator.Bundle)
+			roles, err := registration.HubRoles(scoreorchestrator.Bundle)
 			if err != nil {
 				return err
 			}
-			op, err := clusters.Register(ctx, mcfg, hc, clusters.Registration{Name: name, Namespace: namespace, Server: server, Labels: clusterLabels, Roles: roles})
+			op, err := registration.Register(ctx, mcfg, hc, registration.Registration{Name: name, Namespace: namespace, Server: server, Labels: clusterLabels, Roles: roles})
 			if err != nil {
 				return err
 			}
@@ -195,7 +196,7 @@ member as the controllers do. A token that cannot be revoked keeps the registrat
 			}
 			revokeErr := revokeToken(ctx, s, member)
 			switch err := revokeErr; {
-			case errors.Is(err, clusters.ErrNotRevocable):
+			case errors.Is(err, registration.ErrNotRevocable):
 				// Written by hand or by an older scorectl: nothing here can revoke it.
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the token of cluster %s is not revoked: %v; on the member, %s\n", args[0], err, revokeByHand(s))
 			case err != nil && !abandon:
@@ -218,9 +219,9 @@ member as the controllers do. A token that cannot be revoked keeps the registrat
 	return cmd
 }
 
-// revokeToken revokes a registration's token on its member (see clusters.Revoke), as
+// revokeToken revokes a registration's token on its member (see registration.Revoke), as
 // member's kubeconfig when one is given.
-func revokeToken(ctx context.Context, registration *corev1.Secret, member clusterFlags) error {
+func revokeToken(ctx context.Context, reg *corev1.Secret, member clusterFlags) error {
 	var cfg *rest.Config
 	if member.kubeconfig != "" {
 		var err error
@@ -230,15 +231,15 @@ func revokeToken(ctx context.Context, registration *corev1.Secret, member cluste
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	return clusters.Revoke(ctx, registration, cfg)
+	return registration.Revoke(ctx, reg, cfg)
 }
 
 // revokeByHand says how to revoke a registration's token on the member.
-func revokeByHand(registration *corev1.Secret) string {
-	if name := registration.Annotations[clusters.AnnotationTokenSecret]; name != "" {
-		return fmt.Sprintf("kubectl -n %s delete secret %s", clusters.MemberNamespace, name)
+func revokeByHand(reg *corev1.Secret) string {
+	if name := reg.Annotations[registration.AnnotationTokenSecret]; name != "" {
+		return fmt.Sprintf("kubectl -n %s delete secret %s", registration.MemberNamespace, name)
 	}
-	return fmt.Sprintf("delete the token's Secret, or the ServiceAccount %s/%s (which revokes all its tokens)", clusters.MemberNamespace, clusters.MemberServiceAccount)
+	return fmt.Sprintf("delete the token's Secret, or the ServiceAccount %s/%s (which revokes all its tokens)", registration.MemberNamespace, registration.MemberServiceAccount)
 }
 
 // placedCounts counts the plans placed on each cluster, or holding objects there ("" the hub).

@@ -1,35 +1,21 @@
-// Package clusters reads member cluster registrations: a Secret in the control plane's
-// namespace labelled score.dev/secret-type=cluster (Argo CD's and Istio's convention). The
-// Secret's name is the cluster's name and its other labels are the cluster's labels, which
-// placement selects on; its data is the connection, either a kubeconfig (key "kubeconfig",
-// with an optional "context") or a server URL, a CA bundle and a bearer token ("server",
-// "ca.crt", "token"), and an optional "insecure" flag. Replacing the data rotates the
-// credentials: the runtime notices the new digest and reconnects, without a restart.
-//
-// A registration is data, never code or a path: whoever may write a Secret in the control
-// plane's namespace must not be able to run a program inside the controllers, have them read a
-// file of their disk (their own ServiceAccount token, say) or send a credential anywhere but
-// over verified TLS. Config accepts inline credentials only, as Argo CD's cluster Secrets do.
+// Package clusters is what the control plane knows of its member clusters, without
+// connecting to them: a registration is a Secret in the control plane's namespace labelled
+// score.dev/secret-type=cluster (Argo CD's and Istio's convention), whose name is the cluster's
+// and whose other labels are the cluster's labels, which placement selects on; the status the
+// runtime publishes of each (the ConfigMap score-clusters); and inventories by cluster. It is
+// pure: reading a registration into a connection is registration's, connecting is members'.
 package clusters
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 )
 
 // The data keys of a registration.
@@ -44,10 +30,6 @@ const (
 	KeyInsecure = "insecure"
 )
 
-// ErrRefused is a registration the controllers will not use as it is: it would run code or
-// read a file inside them, or send its credentials without verified TLS.
-var ErrRefused = errors.New("refused")
-
 // Selector selects registration Secrets.
 var Selector = labels.SelectorFromSet(labels.Set{scorev1b1.LabelSecretType: scorev1b1.SecretTypeCluster})
 
@@ -60,174 +42,6 @@ func Labels(o metav1.Object) map[string]string {
 		}
 	}
 	return out
-}
-
-// NewCache is a cache of the registration Secrets of namespace, added to mgr (synced before
-// its controllers start): the runtime's, which connects to the clusters.
-func NewCache(mgr manager.Manager, namespace string) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
-		DefaultLabelSelector: Selector,
-		DefaultTransform:     cache.TransformStripManagedFields(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the cache of cluster registrations: %w", err)
-	}
-	return c, apply.AddCache(mgr, c)
-}
-
-// Config is the connection a registration Secret holds. It is built here, field by field,
-// from the kubeconfig's chosen context rather than by clientcmd's ClientConfig, which would
-// honour exec and auth-provider plugins, token, certificate and key files, proxies and
-// skipped verification: nothing in the result reads a file or runs a program. Errors name the
-// field at fault and never carry a value of the registration; they are published in
-// score-clusters.
-func Config(s *corev1.Secret) (*rest.Config, error) {
-	insecure, err := insecureFlag(s)
-	if err != nil {
-		return nil, err
-	}
-	var cfg *rest.Config
-	if kc := s.Data[KeyKubeconfig]; len(kc) > 0 {
-		cfg, err = fromKubeconfig(s.Name, kc, string(s.Data[KeyContext]), insecure)
-	} else {
-		cfg, err = fromKeys(s, insecure)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := checkServer(s.Name, cfg.Host); err != nil {
-		return nil, err
-	}
-	if insecure {
-		// client-go refuses a CA with skipped verification: the flag is the registration's
-		// explicit choice.
-		cfg.Insecure, cfg.CAData = true, nil
-	}
-	return cfg, nil
-}
-
-// insecureFlag reads the registration's "insecure" key: absent, "true" or "false".
-func insecureFlag(s *corev1.Secret) (bool, error) {
-	switch v, ok := s.Data[KeyInsecure]; {
-	case !ok, string(v) == "false":
-		return false, nil
-	case string(v) == "true":
-		return true, nil
-	}
-	return false, fmt.Errorf("cluster %s: the key %q must be \"true\" or \"false\"", s.Name, KeyInsecure)
-}
-
-// fromKeys is the connection of the keys server, ca.crt and token.
-func fromKeys(s *corev1.Secret, insecure bool) (*rest.Config, error) {
-	server, token := string(s.Data[KeyServer]), string(s.Data[KeyToken])
-	if server == "" || token == "" {
-		return nil, fmt.Errorf("cluster %s: the Secret holds neither %q nor %q and %q", s.Name, KeyKubeconfig, KeyServer, KeyToken)
-	}
-	return &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: s.Data[KeyCA]}}, nil
-}
-
-// fromKubeconfig is the connection of a kubeconfig's context (its current context when
-// context is empty), from inline data only.
-func fromKubeconfig(name string, data []byte, context string, insecure bool) (*rest.Config, error) {
-	// Load only decodes: it resolves no path and reads no file.
-	raw, err := clientcmd.Load(data)
-	if err != nil {
-		// The decoder's message may quote the document: it is not repeated.
-		return nil, fmt.Errorf("cluster %s: the kubeconfig does not parse (check it with kubectl config view --kubeconfig FILE)", name)
-	}
-	if context == "" {
-		context = raw.CurrentContext
-	}
-	kctx := raw.Contexts[context]
-	if kctx == nil {
-		return nil, fmt.Errorf("cluster %s: the kubeconfig has no context %q", name, context)
-	}
-	cluster, user := raw.Clusters[kctx.Cluster], raw.AuthInfos[kctx.AuthInfo]
-	if cluster == nil {
-		return nil, fmt.Errorf("cluster %s: the kubeconfig's context %q names no cluster it has", name, context)
-	}
-	if user == nil {
-		return nil, fmt.Errorf("cluster %s: the kubeconfig's context %q names no user it has: %w (no credentials)", name, context, ErrRefused)
-	}
-	if field := unsafeCluster(cluster, insecure); field != "" {
-		return nil, fmt.Errorf("cluster %s: the kubeconfig's %s is %w: %s", name, field, ErrRefused, inlineOnly)
-	}
-	if field := unsafeUser(user); field != "" {
-		return nil, fmt.Errorf("cluster %s: the kubeconfig's %s is %w: %s", name, field, ErrRefused, inlineOnly)
-	}
-	switch hasCert, hasKey := len(user.ClientCertificateData) > 0, len(user.ClientKeyData) > 0; {
-	case hasCert != hasKey:
-		return nil, fmt.Errorf("cluster %s: the kubeconfig's client-certificate-data and client-key-data go together: %w", name, ErrRefused)
-	case !hasCert && user.Token == "":
-		return nil, fmt.Errorf("cluster %s: the kubeconfig's user has no credentials (token, or client-certificate-data and client-key-data): %w", name, ErrRefused)
-	}
-	return &rest.Config{
-		Host:        cluster.Server,
-		BearerToken: user.Token,
-		TLSClientConfig: rest.TLSClientConfig{
-			ServerName: cluster.TLSServerName,
-			CAData:     cluster.CertificateAuthorityData,
-			CertData:   user.ClientCertificateData,
-			KeyData:    user.ClientKeyData,
-		},
-		DisableCompression: cluster.DisableCompression,
-	}, nil
-}
-
-// inlineOnly says what a registration may hold, after a refusal.
-const inlineOnly = "a registration holds inline credentials only (token, client-certificate-data and client-key-data, certificate-authority-data) and is reached over verified TLS, or with the registration's key \"insecure\" set to \"true\""
-
-// unsafeCluster names the first field of a kubeconfig's cluster that would read a file or
-// weaken TLS, or "".
-func unsafeCluster(c *clientcmdapi.Cluster, insecure bool) string {
-	switch {
-	case c.CertificateAuthority != "":
-		return "certificate-authority (a file of the controllers' disk)"
-	case c.ProxyURL != "":
-		return "proxy-url"
-	case c.InsecureSkipTLSVerify && !insecure:
-		return "insecure-skip-tls-verify"
-	}
-	return ""
-}
-
-// unsafeUser names the first field of a kubeconfig's user that would run code, read a file,
-// or act as someone else, or "".
-func unsafeUser(u *clientcmdapi.AuthInfo) string {
-	switch {
-	case u.Exec != nil:
-		return "exec plugin (a program run inside the controllers)"
-	case u.AuthProvider != nil:
-		return "auth-provider plugin"
-	case u.TokenFile != "":
-		return "tokenFile (a file of the controllers' disk)"
-	case u.ClientCertificate != "":
-		return "client-certificate (a file of the controllers' disk)"
-	case u.ClientKey != "":
-		return "client-key (a file of the controllers' disk)"
-	case u.Username != "" || u.Password != "":
-		return "username and password (basic authentication, which Kubernetes API servers no longer serve)"
-	case u.Impersonate != "" || u.ImpersonateUID != "" || len(u.ImpersonateGroups) > 0 || len(u.ImpersonateUserExtra) > 0:
-		return "impersonation (as, as-groups)"
-	}
-	return ""
-}
-
-// checkServer refuses a server URL that is not https or that carries user information (a
-// password in a URL reaches every message that quotes it).
-func checkServer(name, server string) error {
-	u, err := url.Parse(server)
-	switch {
-	case err != nil || u.Host == "":
-		return fmt.Errorf("cluster %s: the server is not a URL", name)
-	case u.User != nil:
-		return fmt.Errorf("cluster %s: the server URL carries user information: %w", name, ErrRefused)
-	case u.Scheme != "https":
-		return fmt.Errorf("cluster %s: the server URL is %s, not https: %w", name, u.Scheme, ErrRefused)
-	}
-	return nil
 }
 
 // Digest identifies a registration's connection data: a new digest is a new connection.

@@ -8,18 +8,12 @@ package clusters
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 )
@@ -73,24 +67,6 @@ func Placeable(statuses map[string]Status) []placement.Cluster {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-// NewStatusCache is a cache, added to mgr, of the one ConfigMap StatusConfigMap in namespace:
-// reading it through the manager's cache would have that cache hold every ConfigMap of the
-// cluster.
-func NewStatusCache(mgr manager.Manager, namespace string) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
-			Namespaces: map[string]cache.Config{namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", StatusConfigMap),
-		}},
-		DefaultTransform: cache.TransformStripManagedFields(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the cache of the clusters' status: %w", err)
-	}
-	return c, apply.AddCache(mgr, c)
 }
 
 // OfPlan are the clusters a plan is placed on or still holds objects on, its placement first;

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
@@ -55,7 +55,7 @@ func (e *Env) UpMembers(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("the hub (run dev up first): %w", err)
 	}
-	roles, err := clusters.HubRoles(e.Bundle)
+	roles, err := registration.HubRoles(e.Bundle)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (e *Env) UpMembers(ctx context.Context, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		op, err := clusters.Register(ctx, cfg, hub, clusters.Registration{Name: m.Name, Namespace: "score-system", Labels: m.Labels, Roles: roles})
+		op, err := registration.Register(ctx, cfg, hub, registration.Registration{Name: m.Name, Namespace: "score-system", Labels: m.Labels, Roles: roles})
 		if err != nil {
 			return fmt.Errorf("registering member %s: %w", m.Name, err)
 		}

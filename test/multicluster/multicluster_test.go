@@ -37,6 +37,8 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	memberpool "github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
@@ -158,7 +160,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	// A member that stops answering is noticed within seconds here.
-	clusters.ProbeInterval = 2 * time.Second
+	memberpool.ProbeInterval = 2 * time.Second
 	if err := startControllers(hubConfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -587,12 +589,12 @@ func TestPlacement(t *testing.T) {
 		if err := eu.c.Get(ctx, client.ObjectKey{Name: ns}, nsOnEU); err != nil {
 			t.Fatal(err)
 		}
-		if nsOnEU.Labels[clusters.LabelPlaced] != "true" || nsOnEU.Labels["pod-security.kubernetes.io/warn"] != "baseline" {
+		if nsOnEU.Labels[registration.LabelPlaced] != "true" || nsOnEU.Labels["pod-security.kubernetes.io/warn"] != "baseline" {
 			t.Fatalf("the namespace on eu is labelled %v", nsOnEU.Labels)
 		}
 		// As the identity (impersonated by eu's administrator): nothing outside.
 		cfg := eu.config(t)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + clusters.MemberNamespace + ":" + clusters.MemberServiceAccount}
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + registration.MemberNamespace + ":" + registration.MemberServiceAccount}
 		identity, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 		if err != nil {
 			t.Fatal(err)
@@ -618,7 +620,7 @@ func TestPlacement(t *testing.T) {
 		testenv.Create(t, hub, w)
 		wkey := client.ObjectKeyFromObject(w)
 		testenv.WaitForCondition(t, hub, wkey, scorev1b1.ConditionReady, metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied)
-		if m := plan(t, cns, "web").Status.Message; !strings.Contains(m, clusters.LabelPlaced) {
+		if m := plan(t, cns, "web").Status.Message; !strings.Contains(m, registration.LabelPlaced) {
 			t.Fatalf("the plan does not say why: %q", m)
 		}
 		if err := eu.c.Get(ctx, wkey, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
@@ -628,7 +630,7 @@ func TestPlacement(t *testing.T) {
 		if err := eu.c.Get(ctx, client.ObjectKey{Name: cns}, unlabelled); err != nil {
 			t.Fatal(err)
 		}
-		unlabelled.Labels[clusters.LabelPlaced] = "true"
+		unlabelled.Labels[registration.LabelPlaced] = "true"
 		if err := eu.c.Update(ctx, unlabelled); err != nil {
 			t.Fatal(err)
 		}
@@ -1037,7 +1039,7 @@ func refusedBy(t *testing.T, m *member, token string) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, time.Minute, "the member refuses the old token", func() error {
-		if err := c.Get(ctx, client.ObjectKey{Name: clusters.MemberNamespace}, &corev1.Namespace{}); !apierrors.IsUnauthorized(err) {
+		if err := c.Get(ctx, client.ObjectKey{Name: registration.MemberNamespace}, &corev1.Namespace{}); !apierrors.IsUnauthorized(err) {
 			return fmt.Errorf("the member answered %v", err)
 		}
 		return nil

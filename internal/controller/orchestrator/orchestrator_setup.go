@@ -22,6 +22,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
@@ -67,7 +68,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if concurrency < 1 {
 		concurrency = 4
 	}
-	status, err := clusters.NewStatusCache(mgr, r.Namespace)
+	status, err := members.NewStatusCache(mgr, r.Namespace)
 	if err != nil {
 		return err
 	}

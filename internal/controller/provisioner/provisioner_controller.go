@@ -32,6 +32,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
@@ -108,7 +109,7 @@ type Reconciler struct {
 	revisions *configsource.Revisions
 	// members are the registered member clusters; clusterChanged brings back the claims of
 	// one that started or stopped answering.
-	members        *clusters.Pool
+	members        *members.Pool
 	clusterChanged chan event.GenericEvent
 }
 
@@ -318,7 +319,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		if denial, denied := apierror.Reason(err); denied {
 			reason = denial
 		}
-		if errors.Is(err, prepare.ErrNotAllowed) || errors.Is(err, clusters.ErrNotPlaceable) {
+		if errors.Is(err, prepare.ErrNotAllowed) || errors.Is(err, members.ErrNotPlaceable) {
 			reason = scorev1b1.ReasonPermissionDenied
 		}
 		setPhase(c, scorev1b1.ClaimPhaseFailed, reason, fmt.Sprintf("Provisioner %s: %v.", def.URI, err))

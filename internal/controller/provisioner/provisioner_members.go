@@ -2,7 +2,7 @@ package provisioner
 
 // Instances next to their consumer: a claim whose Workload is placed on a member cluster
 // (spec.cluster) is provisioned there, through the provisioner's pool of connections
-// (clusters.Pool, its caches scoped to the instance label as on the hub), unless its
+// (members.Pool, its caches scoped to the instance label as on the hub), unless its
 // definition keeps it on the hub (location: Hub). The state and the outputs Secret stay on
 // the hub with the claim; the runtime copies the outputs Secret to the member. A claim whose
 // Workload moved provisions on the new cluster and keeps the old cluster's objects until the

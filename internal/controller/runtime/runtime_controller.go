@@ -29,6 +29,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
@@ -85,7 +86,7 @@ type Reconciler struct {
 	blocked blocked
 	// members are the registered member clusters; clusterChanged brings back the plans of one
 	// that started or stopped answering.
-	members        *clusters.Pool
+	members        *members.Pool
 	clusterChanged chan event.GenericEvent
 	// written tells a cached plan older than this controller's last status write.
 	written ownwrites.Tracker
@@ -171,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if err := r.hold(ctx, p); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); errors.Is(err, clusters.ErrNotPlaceable) {
+		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); errors.Is(err, members.ErrNotPlaceable) {
 			// Retried with backoff: the platform's label on the member's namespace lifts it,
 			// and nothing on the hub watches that.
 			r.fail(p, scorev1b1.ReasonPermissionDenied, err.Error())

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
 )
 
@@ -26,7 +26,7 @@ import (
 // balancer addresses, cluster DNS names), and the runtime's conditions (Healthy or
 // Provisioning; LBPending and IngressPending while the platform has not given an address)
 // for the orchestrator's mirror to normalise.
-func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, t clusters.Target, applied []*unstructured.Unstructured, state runtimeState) error {
+func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, t members.Target, applied []*unstructured.Unstructured, state runtimeState) error {
 	e := &scorev1b1.WorkloadExposure{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.WorkloadRef.Name}, e); err != nil {
 		return client.IgnoreNotFound(err) // the orchestrator registers it; its creation brings the plan back

@@ -1,7 +1,7 @@
 package runtime
 
 // The member clusters: a plan whose spec.cluster names a registered cluster is applied there,
-// through the runtime's pool of connections (clusters.Pool, its caches scoped to the Workload
+// through the runtime's pool of connections (members.Pool, its caches scoped to the Workload
 // label as on the hub), which also publishes the clusters' status in the ConfigMap
 // score-clusters for placement and `scorectl cluster list`.
 
@@ -23,6 +23,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 )
 
 // indexCluster indexes plans by the member clusters they are placed on or still hold objects
@@ -107,7 +108,7 @@ func (r *Reconciler) clusterUnreachable(p *scorev1b1.WorkloadPlan, err error) {
 
 // remoteFailed handles a failed request to a member: one that got no answer marks the cluster
 // unreachable (its probe brings the plan back); any other is retried with backoff.
-func (r *Reconciler) remoteFailed(p *scorev1b1.WorkloadPlan, t clusters.Target, err error) (ctrl.Result, error) {
+func (r *Reconciler) remoteFailed(p *scorev1b1.WorkloadPlan, t members.Target, err error) (ctrl.Result, error) {
 	if r.members.Failed(t.Member, p.Namespace, err) {
 		r.clusterUnreachable(p, fmt.Errorf("cluster %s does not answer: %w", t.Cluster, err))
 		return ctrl.Result{}, nil
@@ -144,7 +145,7 @@ func (r *Reconciler) event(p *scorev1b1.WorkloadPlan, typ, reason, action, forma
 // reachableOn reports whether a Service on a member has a ready endpoint, from the member's
 // cache of EndpointSlices (the EndpointSlice controller copies the Service's labels, the
 // Workload's among them, so the cache scoped to that label holds them).
-func reachableOn(ctx context.Context, t clusters.Target, namespace, service string) (bool, error) {
+func reachableOn(ctx context.Context, t members.Target, namespace, service string) (bool, error) {
 	gvk := discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
 	t.Applier.Watcher.Ensure(ctx, gvk)
 	list := &unstructured.UnstructuredList{}

@@ -17,7 +17,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -27,7 +27,7 @@ const controlPlane = "score-system"
 var (
 	env  *testenv.Env
 	ctx  = context.Background()
-	pool *clusters.Pool
+	pool *members.Pool
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		// The runtime's pool, as the runtime sets it up, publishing score-clusters.
-		pool = &clusters.Pool{Name: "cluster", Namespace: controlPlane, Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), UserAgent: "members-test",
+		pool = &members.Pool{Name: "cluster", Namespace: controlPlane, Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), UserAgent: "members-test",
 			Scope: scorev1b1.LabelWorkload, Publish: true, Changed: func(context.Context, string) {},
 			NewApplier: func(_ string, c client.Client, _ cache.Cache) *apply.Applier {
 				return &apply.Applier{Client: c, FieldManager: scorev1b1.FieldManagerRuntime}

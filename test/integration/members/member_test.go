@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
 
@@ -36,8 +38,8 @@ func asToken(t *testing.T, member *testenv.Env, token string) client.Client {
 	return c
 }
 
-// registration reads a registration Secret on the hub.
-func registration(t *testing.T, name string) *corev1.Secret {
+// registrationOf reads a registration Secret on the hub.
+func registrationOf(t *testing.T, name string) *corev1.Secret {
 	t.Helper()
 	s := &corev1.Secret{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: controlPlane, Name: name}, s); err != nil {
@@ -78,17 +80,17 @@ func deployment(ns, name string) *appsv1.Deployment {
 // registration is never overwritten, and `cluster remove` revokes the token with the token.
 func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 	member := testenv.StartForTest(t)
-	roles, err := clusters.HubRoles(os.DirFS(testenv.RepoRoot()))
+	roles, err := registration.HubRoles(os.DirFS(testenv.RepoRoot()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const name = "member"
-	reg := clusters.Registration{Name: name, Namespace: controlPlane, Labels: map[string]string{"env": "test"}, Roles: roles}
-	if op, err := clusters.Register(ctx, member.Config, env.Client, reg); err != nil || op != "registered" {
+	reg := registration.Registration{Name: name, Namespace: controlPlane, Labels: map[string]string{"env": "test"}, Roles: roles}
+	if op, err := registration.Register(ctx, member.Config, env.Client, reg); err != nil || op != "registered" {
 		t.Fatalf("registering: %q, %v", op, err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, registration(t, name)) })
-	token := string(registration(t, name).Data[clusters.KeyToken])
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, registrationOf(t, name)) })
+	token := string(registrationOf(t, name).Data[clusters.KeyToken])
 	identity := asToken(t, member, token)
 
 	// On the hub, the Workloads' namespace with its Pod Security labels; on the member, a
@@ -98,7 +100,7 @@ func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 	testenv.Create(t, member.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "db-password"}, StringData: map[string]string{"password": "theirs"}})
 
-	var mem *clusters.Member
+	var mem *members.Member
 	testenv.Eventually(t, time.Minute, "the runtime's pool reaches the member", func() error {
 		mem, err = pool.Get(name)
 		return err
@@ -112,7 +114,7 @@ func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 		if err := member.Client.Get(ctx, client.ObjectKey{Name: "team"}, ns); err != nil {
 			t.Fatal(err)
 		}
-		if ns.Labels[clusters.LabelPlaced] != "true" || ns.Labels[podSecurity] != "baseline" || ns.Labels["pod-security.kubernetes.io/warn"] != "restricted" || ns.Labels["team"] != "" {
+		if ns.Labels[registration.LabelPlaced] != "true" || ns.Labels[podSecurity] != "baseline" || ns.Labels["pod-security.kubernetes.io/warn"] != "restricted" || ns.Labels["team"] != "" {
 			t.Fatalf("the member's namespace labels: %v", ns.Labels)
 		}
 		if err := identity.Create(ctx, deployment("team", "web")); err != nil {
@@ -141,22 +143,22 @@ func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 		forbidden("creating a Job in kube-system", identity.Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "miner"},
 			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}))
 		forbidden("labelling another namespace", identity.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
-			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+clusters.LabelPlaced+`":"true"}}}`))))
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+registration.LabelPlaced+`":"true"}}}`))))
 
-		err := identity.Create(ctx, clusters.NamespaceBinding("other"))
+		err := identity.Create(ctx, registration.NamespaceBinding("other"))
 		forbidden("granting itself rights in another namespace", err)
-		if err == nil || !strings.Contains(err.Error(), clusters.LabelPlaced) {
+		if err == nil || !strings.Contains(err.Error(), registration.LabelPlaced) {
 			t.Errorf("the admission policy's message does not say why: %v", err)
 		}
-		toAnyone := clusters.NamespaceBinding("team")
+		toAnyone := registration.NamespaceBinding("team")
 		toAnyone.Name, toAnyone.Subjects = "anyone", []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:authenticated"}}
 		forbidden("granting its rights to everyone", identity.Create(ctx, toAnyone))
-		admin := clusters.NamespaceBinding("team")
+		admin := registration.NamespaceBinding("team")
 		admin.Name, admin.RoleRef.Name = "admin", "cluster-admin"
 		forbidden("binding cluster-admin", identity.Create(ctx, admin))
 		forbidden("creating an unlabelled namespace", identity.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled"}}))
 
-		if err := mem.EnsureNamespace(ctx, "other"); !errors.Is(err, clusters.ErrNotPlaceable) {
+		if err := mem.EnsureNamespace(ctx, "other"); !errors.Is(err, members.ErrNotPlaceable) {
 			t.Fatalf("placing into a namespace the platform did not label: %v", err)
 		}
 		forbidden("reading another namespace's Secret after the hub tried to place there", identity.Get(ctx, client.ObjectKey{Namespace: "other", Name: "db-password"}, &corev1.Secret{}))
@@ -171,22 +173,22 @@ func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 		testenv.Create(t, env.Client, plain)
 		other := reg
 		other.Name = "database"
-		if _, err := clusters.Register(ctx, member.Config, env.Client, other); !errors.Is(err, clusters.ErrNotRegistration) {
+		if _, err := registration.Register(ctx, member.Config, env.Client, other); !errors.Is(err, registration.ErrNotRegistration) {
 			t.Fatalf("registering over a Secret that is not a registration: %v", err)
 		}
-		if got := registration(t, "database"); string(got.Data["password"]) != "platform" || len(got.Labels) != 0 || got.ResourceVersion != plain.ResourceVersion {
+		if got := registrationOf(t, "database"); string(got.Data["password"]) != "platform" || len(got.Labels) != 0 || got.ResourceVersion != plain.ResourceVersion {
 			t.Fatalf("the Secret changed: %v %v", got.Labels, got.Data)
 		}
 	})
 
 	t.Run("cluster add again rotates the token: the old one is refused by the member", func(t *testing.T) {
-		before := registration(t, name)
-		if op, err := clusters.Register(ctx, member.Config, env.Client, reg); err != nil || op != "updated" {
+		before := registrationOf(t, name)
+		if op, err := registration.Register(ctx, member.Config, env.Client, reg); err != nil || op != "updated" {
 			t.Fatalf("registering again: %q, %v", op, err)
 		}
-		after := registration(t, name)
+		after := registrationOf(t, name)
 		rotated := string(after.Data[clusters.KeyToken])
-		if rotated == token || after.Annotations[clusters.AnnotationTokenSecret] == before.Annotations[clusters.AnnotationTokenSecret] {
+		if rotated == token || after.Annotations[registration.AnnotationTokenSecret] == before.Annotations[registration.AnnotationTokenSecret] {
 			t.Fatal("the token was not rotated")
 		}
 		refusedToken(t, member, token, "the old token refused")
@@ -197,7 +199,7 @@ func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 	})
 
 	t.Run("cluster remove revokes the token, with the token", func(t *testing.T) {
-		if err := clusters.Revoke(ctx, registration(t, name), nil); err != nil {
+		if err := registration.Revoke(ctx, registrationOf(t, name), nil); err != nil {
 			t.Fatal(err)
 		}
 		refusedToken(t, member, token, "the removed registration's token refused")

@@ -10,7 +10,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
 )
@@ -98,7 +98,7 @@ func TestAReleaseCountsWhatItKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pool *clusters.Pool // the hub only
+	var pool *members.Pool // the hub only
 	released, err := pool.Release(ctx, a, res.Objects, func(o scorev1b1.AppliedObject) (bool, error) { return o.Name == "shared", nil })
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package clusters
+package registration
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 )
 
 // TokenLifetime is how long a registration's token is valid (unless the member's API server
@@ -112,11 +113,11 @@ func Register(ctx context.Context, member *rest.Config, hub client.Client, r Reg
 	}
 	secret.Annotations[AnnotationTokenSecret] = anchor
 	secret.Type = corev1.SecretTypeOpaque
-	secret.Data = map[string][]byte{KeyServer: []byte(server), KeyCA: ca, KeyToken: []byte(token)}
+	secret.Data = map[string][]byte{clusters.KeyServer: []byte(server), clusters.KeyCA: ca, clusters.KeyToken: []byte(token)}
 	if member.Insecure {
 		// The member's own kubeconfig skips verification: so does the registration, said
 		// where the controllers read it.
-		secret.Data[KeyInsecure] = []byte(strconv.FormatBool(true))
+		secret.Data[clusters.KeyInsecure] = []byte(strconv.FormatBool(true))
 	}
 	if op == "registered" {
 		err = hub.Create(ctx, secret)

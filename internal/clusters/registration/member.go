@@ -1,4 +1,4 @@
-package clusters
+package registration
 
 // The controllers' identity on a member cluster, which `scorectl cluster add` creates there
 // (named after the runtime, its first user; the provisioner uses it too), confined to the

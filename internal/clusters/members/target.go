@@ -1,4 +1,4 @@
-package clusters
+package members
 
 import (
 	"context"
@@ -39,26 +39,6 @@ func (p *Pool) Target(cluster, namespace string, hub *apply.Applier) (Target, er
 		return Target{}, err
 	}
 	return Target{Cluster: cluster, Applier: a, Member: mem}, nil
-}
-
-// Tag records in an inventory the cluster its objects are in.
-func Tag(objs []scorev1b1.AppliedObject, cluster string) []scorev1b1.AppliedObject {
-	for i := range objs {
-		objs[i].Cluster = cluster
-	}
-	return objs
-}
-
-// Split divides an inventory into the entries on cluster and the others.
-func Split(objs []scorev1b1.AppliedObject, cluster string) (on, others []scorev1b1.AppliedObject) {
-	for _, o := range objs {
-		if o.Cluster == cluster {
-			on = append(on, o)
-		} else {
-			others = append(others, o)
-		}
-	}
-	return on, others
 }
 
 // Released is what Release did on each cluster.

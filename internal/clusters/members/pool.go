@@ -1,6 +1,4 @@
-package clusters
-
-// The member clusters as a controller that applies there sees them: per registered cluster a
+// Package members is the member clusters as a controller that applies there sees them: per registered cluster a
 // client, per namespace placed into there a cache of the controller's own objects (scoped to
 // that namespace, where the identity has rights, and to the controller's identity label, as on
 // the hub) with an applier whose watches bring the controller's objects back, and the result
@@ -9,7 +7,8 @@ package clusters
 // Whether a cluster answers is probed every ProbeInterval — nothing on the hub changes when a
 // remote API server stops answering, so no watch can tell — and a change calls Changed, which
 // brings back the controller's objects placed there. The runtime and the provisioner each
-// keep a pool; the runtime's publishes the clusters' status (StatusConfigMap).
+// keep a pool; the runtime's publishes the clusters' status (clusters.StatusConfigMap).
+package members
 
 import (
 	"context"
@@ -25,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -41,6 +41,8 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 )
 
 // ProbeInterval is how often each member cluster's API server is asked whether it answers;
@@ -78,7 +80,7 @@ type Pool struct {
 	NewApplier func(cluster string, c client.Client, ca cache.Cache) *apply.Applier
 	// Changed is called when a cluster starts or stops answering, or is let go of.
 	Changed func(ctx context.Context, cluster string)
-	// Publish writes the clusters' status into StatusConfigMap (the runtime's pool).
+	// Publish writes the clusters' status into clusters.StatusConfigMap (the runtime's pool).
 	Publish bool
 
 	// status reads the published status from its own cache; registry the registrations.
@@ -100,7 +102,7 @@ type Member struct {
 	cfg    *rest.Config
 	stop   context.CancelFunc
 	// status is the last probe's result; probed is set once there was one.
-	status Status
+	status clusters.Status
 	probed bool
 	// hub reads the hub's namespaces.
 	hub client.Reader
@@ -110,7 +112,7 @@ type Member struct {
 	mu sync.Mutex
 	// appliers are the namespaces' appliers, made on first use and kept while connected.
 	appliers map[string]*apply.Applier
-	// placed holds the namespaces known to be placed into: they exist, carry LabelPlaced, and
+	// placed holds the namespaces known to be placed into: they exist, carry registration.LabelPlaced, and
 	// grant the identity its rights.
 	placed sync.Map
 }
@@ -167,7 +169,7 @@ func (p *Pool) reconcile(ctx context.Context, name string) (reconcile.Result, er
 	}
 	mem := p.connect(ctx, s)
 	status := probe(mem)
-	status.Labels = Labels(s)
+	status.Labels = clusters.Labels(s)
 	p.mu.Lock()
 	before, first := mem.status, !mem.probed
 	mem.status, mem.probed = status, true
@@ -181,7 +183,7 @@ func (p *Pool) reconcile(ctx context.Context, name string) (reconcile.Result, er
 
 // connect returns the cluster's member, reconnecting when its connection changed.
 func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
-	digest := Digest(s)
+	digest := clusters.Digest(s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if old := p.byName[s.Name]; old != nil && old.digest == digest {
@@ -199,13 +201,13 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 		p.byName = map[string]*Member{}
 	}
 	p.byName[s.Name] = mem
-	cfg, err := Config(s)
+	cfg, err := registration.Config(s)
 	if err == nil {
 		cfg.UserAgent = p.UserAgent
 		err = mem.start(p.ctx, cfg, p.Hub.Scheme(), p.Scope, p.NewApplier)
 	}
 	if err != nil {
-		// Config's errors carry no value of the registration; client-go's say which setting
+		// registration.Config's errors carry no value of the registration; client-go's say which setting
 		// failed (a certificate that does not parse).
 		mem.status.Message = "The registration cannot be used: " + err.Error()
 	}
@@ -270,9 +272,9 @@ func (mem *Member) applierIn(namespace string) (*apply.Applier, error) {
 }
 
 // probe asks the cluster's API server for its version.
-func probe(mem *Member) Status {
+func probe(mem *Member) clusters.Status {
 	if mem.Client == nil {
-		return Status{Message: mem.status.Message}
+		return clusters.Status{Message: mem.status.Message}
 	}
 	cfg := rest.CopyConfig(mem.cfg)
 	cfg.Timeout = ProbeTimeout
@@ -280,18 +282,18 @@ func probe(mem *Member) Status {
 	if err == nil {
 		v, verr := dc.ServerVersion()
 		if verr == nil {
-			return Status{Reachable: true, Version: v.GitVersion}
+			return clusters.Status{Reachable: true, Version: v.GitVersion}
 		}
 		err = verr
 	}
 	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return Status{Message: "The API server refuses the registration's credentials (expired or revoked): rotate them with scorectl cluster add."}
+		return clusters.Status{Message: "The API server refuses the registration's credentials (expired or revoked): rotate them with scorectl cluster add."}
 	case errors.As(err, &status):
-		return Status{Message: "The API server answers " + describe(err) + "."}
+		return clusters.Status{Message: "The API server answers " + describe(err) + "."}
 	}
-	return Status{Message: "The API server does not answer: " + describe(err) + "."}
+	return clusters.Status{Message: "The API server does not answer: " + describe(err) + "."}
 }
 
 // describe says why a request to a member failed, for score-clusters and the plans: the kind
@@ -382,16 +384,16 @@ func (p *Pool) publish(ctx context.Context) error {
 		return nil
 	}
 	cm := &corev1.ConfigMap{}
-	err := p.status.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: StatusConfigMap}, cm)
+	err := p.status.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: clusters.StatusConfigMap}, cm)
 	if client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	published := Decode(cm)
+	published := clusters.Decode(cm)
 	var registrations corev1.SecretList
 	if err := p.registry.List(ctx, &registrations, client.InNamespace(p.Namespace)); err != nil {
 		return err
 	}
-	statuses := make(map[string]Status, len(registrations.Items))
+	statuses := make(map[string]clusters.Status, len(registrations.Items))
 	p.mu.Lock()
 	for _, s := range registrations.Items {
 		if !s.DeletionTimestamp.IsZero() {
@@ -399,32 +401,32 @@ func (p *Pool) publish(ctx context.Context) error {
 		}
 		st, ok := published[s.Name]
 		if !ok {
-			st = Status{Message: "Not probed yet."}
+			st = clusters.Status{Message: "Not probed yet."}
 		}
 		if mem := p.byName[s.Name]; mem != nil && mem.probed {
 			st = mem.status
 		}
-		st.Labels = Labels(&s)
+		st.Labels = clusters.Labels(&s)
 		statuses[s.Name] = st
 	}
 	p.mu.Unlock()
-	data := Encode(statuses)
+	data := clusters.Encode(statuses)
 	if err == nil && maps.Equal(cm.Data, data) {
 		return nil
 	}
 	want := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: StatusConfigMap}, Data: data}
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: clusters.StatusConfigMap}, Data: data}
 	return p.Hub.Patch(ctx, want, client.Apply, client.FieldOwner(scorev1b1.FieldManagerRuntime), client.ForceOwnership)
 }
 
-// ErrNotPlaceable is a namespace of a member that exists without LabelPlaced: one the hub's
+// ErrNotPlaceable is a namespace of a member that exists without registration.LabelPlaced: one the hub's
 // controllers did not create and the platform did not open to them. It is left alone.
-var ErrNotPlaceable = fmt.Errorf("it exists there without the label %s=true, and the hub places only into namespaces it created or that the platform labelled", LabelPlaced)
+var ErrNotPlaceable = fmt.Errorf("it exists there without the label %s=true, and the hub places only into namespaces it created or that the platform labelled", registration.LabelPlaced)
 
 // EnsureNamespace makes the namespace ready to place into on the member: created when it does
-// not exist (labelled LabelPlaced, with the hub namespace's Pod Security labels), and the
-// identity's rights granted there (NamespaceBinding). An existing namespace without
-// LabelPlaced is ErrNotPlaceable. The namespace is never deleted there (other objects may live
+// not exist (labelled registration.LabelPlaced, with the hub namespace's Pod Security labels), and the
+// identity's rights granted there (registration.NamespaceBinding). An existing namespace without
+// registration.LabelPlaced is ErrNotPlaceable. The namespace is never deleted there (other objects may live
 // in it), nor relabelled: a later change of the hub namespace's labels is not copied.
 func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
 	if _, ok := mem.placed.Load(name); ok {
@@ -438,10 +440,10 @@ func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("the namespace %s on cluster %s: %w", name, mem.Name, err)
 	}
-	if ns.Labels[LabelPlaced] != "true" {
-		return fmt.Errorf("the namespace %s on cluster %s: %w (kubectl label namespace %s %s=true, on the member)", name, mem.Name, ErrNotPlaceable, name, LabelPlaced)
+	if ns.Labels[registration.LabelPlaced] != "true" {
+		return fmt.Errorf("the namespace %s on cluster %s: %w (kubectl label namespace %s %s=true, on the member)", name, mem.Name, ErrNotPlaceable, name, registration.LabelPlaced)
 	}
-	switch err := mem.Client.Create(ctx, NamespaceBinding(name)); {
+	switch err := mem.Client.Create(ctx, registration.NamespaceBinding(name)); {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		mem.placed.Store(name, true)
 	case apierrors.IsForbidden(err):
@@ -455,7 +457,7 @@ func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
-// createNamespace creates a namespace on the member, labelled LabelPlaced and with the hub
+// createNamespace creates a namespace on the member, labelled registration.LabelPlaced and with the hub
 // namespace's Pod Security labels: a Workload runs under the same pod security on a member as
 // on the hub.
 func (mem *Member) createNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
@@ -464,7 +466,7 @@ func (mem *Member) createNamespace(ctx context.Context, name string) (*corev1.Na
 		return nil, fmt.Errorf("reading its labels on the hub: %w", err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: PodSecurityLabels(hub.Labels)}}
-	ns.Labels[LabelPlaced] = "true"
+	ns.Labels[registration.LabelPlaced] = "true"
 	if err := mem.Client.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
 		return ns, mem.Client.Get(ctx, client.ObjectKey{Name: name}, ns) // created meanwhile: judged as found
 	} else if err != nil {
@@ -483,4 +485,37 @@ func PodSecurityLabels(labels map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// NewCache is a cache of the registration Secrets of namespace, added to mgr (synced before
+// its controllers start): the runtime's, which connects to the clusters.
+func NewCache(mgr manager.Manager, namespace string) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
+		DefaultLabelSelector: clusters.Selector,
+		DefaultTransform:     cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the cache of cluster registrations: %w", err)
+	}
+	return c, apply.AddCache(mgr, c)
+}
+
+// NewStatusCache is a cache, added to mgr, of the one ConfigMap clusters.StatusConfigMap in namespace:
+// reading it through the manager's cache would have that cache hold every ConfigMap of the
+// cluster.
+func NewStatusCache(mgr manager.Manager, namespace string) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", clusters.StatusConfigMap),
+		}},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the cache of the clusters' status: %w", err)
+	}
+	return c, apply.AddCache(mgr, c)
 }
