@@ -46,7 +46,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
-	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 )
 
 // Namespaces of the run.

@@ -16,7 +16,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
-	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 )
 
 // benchMember is one member cluster of the run.

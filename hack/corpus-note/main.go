@@ -6,14 +6,14 @@ package main
 import (
 	"fmt"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 )
 
 func main() {
 	if _, err := conformance.Dir(); err != nil {
 		fmt.Printf(`NOTE: %v.
 These tests were skipped: the corpus round trip and fuzz seeds (internal/scorefile), the corpus
-provisioner files (internal/provisioning), the acceptance page (internal/acceptance), the API
+provisioner files (internal/provisioning), the acceptance page (internal/testing/acceptance), the API
 server admitting every corpus file (test/integration), and score-k8s's default provisioners on
 the simulated cluster (test/e2e TestScoreK8sDefaultProvisioners). Run them with
 SCORE_CONFORMANCE_DIR=/path/to/conformance make test; CI (.ci/run) requires them.

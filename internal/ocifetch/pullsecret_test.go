@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 // A registry that refuses anonymous pulls: without a pull secret the fetch says so, with the

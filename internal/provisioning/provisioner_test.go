@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 	"sigs.k8s.io/yaml"
 )
 

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 )
 
 // FuzzScoreRoundTrip feeds any bytes through DecodeDocuments and ToWorkload. Whenever a

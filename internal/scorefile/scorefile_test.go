@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 )
 
 func TestConformanceRoundTrip(t *testing.T) {

@@ -34,7 +34,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
-	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 )
 
 // Options shape one run.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 	"github.com/score-orchestrator/score-orchestrator/test/chaos"
 )
 

@@ -40,8 +40,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/dashboard"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 var (

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/acceptance"
-	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/acceptance"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 // corpusApps are the multi-Workload apps of the conformance corpus, and what each Workload

@@ -42,8 +42,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
-	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 var (

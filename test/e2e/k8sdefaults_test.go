@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 // score-k8s's own default provisioners, unchanged, provision on the simulated cluster. Two of

@@ -26,8 +26,8 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv/controllerproc"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv/controllerproc"
 )
 
 // The leader election timing of score-controllers' defaults (controller-runtime's): a

@@ -41,10 +41,10 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/metricnames"
-	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv/controllerproc"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/metricnames"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv/controllerproc"
 )
 
 const (

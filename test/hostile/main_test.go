@@ -40,9 +40,9 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv/controllerproc"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv/controllerproc"
 )
 
 // The namespaces: victims live in teamA, mallory edits Workloads in both. teamA is also the

@@ -9,8 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/metricnames"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/metricnames"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 // Dashboard is the part of a Grafana dashboard the tests read.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 var env *testenv.Env

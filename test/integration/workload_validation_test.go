@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 // strict rejects unknown fields instead of pruning them, as kubectl does by default.

@@ -41,9 +41,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/simcluster"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv/inprocess"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv/inprocess"
 )
 
 var (

@@ -14,7 +14,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 	"github.com/score-orchestrator/score-orchestrator/test/chaos"
 )
 

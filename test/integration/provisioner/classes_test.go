@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 func withClass(c *scorev1b1.ResourceClaim, class string) *scorev1b1.ResourceClaim {

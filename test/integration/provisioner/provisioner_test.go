@@ -28,7 +28,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 // configTemplate is the config; %[1]s is the built command provisioner, %[2]s the script,

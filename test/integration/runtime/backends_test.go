@@ -21,7 +21,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/render/archive"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
-	"github.com/score-orchestrator/score-orchestrator/internal/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 // The test templates make a ConfigMap and a Service, which are healthy as soon as they

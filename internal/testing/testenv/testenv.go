@@ -29,7 +29,7 @@ import (
 // RepoRoot is the repository's root directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // BuildCommand builds the repository's cmd/<name> into dir and returns the binary's path.

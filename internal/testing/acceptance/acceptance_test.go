@@ -7,18 +7,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/conformance"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 )
 
 // docs/acceptance.md says what the code does with every Score file of the corpus: its scorectl
 // column is rendered again here and must be the page's (make acceptance rewrites the page).
 func TestAcceptancePageIsCurrent(t *testing.T) {
 	conformance.Require(t)
-	page, err := Page(context.Background(), "../..")
+	page, err := Page(context.Background(), "../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed, err := os.ReadFile("../../docs/acceptance.md")
+	committed, err := os.ReadFile("../../../docs/acceptance.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestPageDoesNotNameWhereTheCorpusIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	here, err := Page(context.Background(), "../..")
+	here, err := Page(context.Background(), "../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestPageDoesNotNameWhereTheCorpusIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SCORE_CONFORMANCE_DIR", elsewhere)
-	there, err := Page(context.Background(), "../..")
+	there, err := Page(context.Background(), "../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func Dir() (string, error) {
 	d := os.Getenv("SCORE_CONFORMANCE_DIR")
 	if d == "" {
 		_, file, _, _ := runtime.Caller(0)
-		d = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "conformance")
+		d = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "conformance")
 	}
 	if _, err := os.Stat(d); err != nil {
 		return "", fmt.Errorf("the conformance corpus is not at %s (set SCORE_CONFORMANCE_DIR): %w", d, err)
