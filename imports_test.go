@@ -1,0 +1,136 @@
+package scoreorchestrator_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// pure are the packages of the pure core (docs/architecture.md draws them): they decide, and
+// the controllers and the offline render call them. None may depend, even indirectly, on a
+// client: controller-runtime, or client-go's rest, kubernetes, dynamic, discovery or clientcmd.
+var pure = []string{
+	"api/v1b1",
+	"internal/apierror",
+	"internal/clusters",
+	"internal/configdiff",
+	"internal/dashboard/view",
+	"internal/exposure",
+	"internal/health",
+	"internal/inventory",
+	"internal/mirror",
+	"internal/offline",
+	"internal/orchconfig",
+	"internal/placeholder",
+	"internal/placement",
+	"internal/planner",
+	"internal/prepare",
+	"internal/provisioning",
+	"internal/provisionermatch",
+	"internal/render",
+	"internal/render/helm",
+	"internal/render/kustomize",
+	"internal/rollout",
+	"internal/runnable",
+	"internal/scorefile",
+	"internal/selection",
+	"internal/shard",
+	"internal/tplfuncs",
+	"internal/urltemplate",
+	"internal/values",
+	"internal/why",
+	"internal/workloadstatus",
+}
+
+// forbidden are the packages that reach a cluster, with the packages under them (client-go's
+// kubernetes/scheme, which only registers types, is not under kubernetes/typed).
+var forbidden = []string{
+	"sigs.k8s.io/controller-runtime",
+	"k8s.io/client-go/rest",
+	"k8s.io/client-go/kubernetes/typed",
+	"k8s.io/client-go/dynamic",
+	"k8s.io/client-go/discovery",
+	"k8s.io/client-go/tools/clientcmd",
+}
+
+// gateways are imports through which a forbidden package is reached but never used: Helm's
+// chart loader and template engine (internal/render/helm) import client-go, the engine for its
+// `lookup` function, which takes a cluster connection, and its version package for the
+// Kubernetes version a chart is rendered for; the renderer gives them no connection and
+// replaces lookup by a function that fails.
+var gateways = []string{"helm.sh/helm/v4/"}
+
+// TestImportRestrictions fails when a pure package depends, even indirectly, on a client: it
+// walks each one's imports (`go list -deps`), not into the gateways, and names the chain that
+// reaches a forbidden package.
+func TestImportRestrictions(t *testing.T) {
+	const module = "github.com/score-orchestrator/score-orchestrator/"
+	args := []string{"list", "-deps", "-json=ImportPath,Imports"}
+	for _, p := range pure {
+		args = append(args, "./"+p)
+	}
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		imports[p.ImportPath] = p.Imports
+	}
+	isForbidden := func(path string) bool {
+		if path == "k8s.io/client-go/kubernetes" { // the clientset
+			return true
+		}
+		for _, f := range forbidden {
+			if path == f || strings.HasPrefix(path, f+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range pure {
+		root := module + p
+		if _, ok := imports[root]; !ok {
+			t.Errorf("%s is not a package: update the list of pure packages here and in docs/architecture.md", p)
+			continue
+		}
+		// Breadth first, remembering how each package was reached, to name the chain.
+		from := map[string]string{root: ""}
+		queue := []string{root}
+		for len(queue) > 0 {
+			cur := queue[0]
+			queue = queue[1:]
+			if isForbidden(cur) {
+				chain := []string{cur}
+				for at := from[cur]; at != ""; at = from[at] {
+					chain = append(chain, at)
+				}
+				slices.Reverse(chain)
+				t.Errorf("%s depends on %s: %s", p, cur, strings.Join(chain, " → "))
+				break
+			}
+			if slices.ContainsFunc(gateways, func(g string) bool { return strings.HasPrefix(cur, g) }) {
+				continue
+			}
+			for _, next := range imports[cur] {
+				if _, seen := from[next]; !seen {
+					from[next] = cur
+					queue = append(queue, next)
+				}
+			}
+		}
+	}
+}
