@@ -39,8 +39,6 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/dashboard"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -60,46 +58,24 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "skipping the browser tests:", err)
 		return 0
 	}
-	root := testenv.RepoRoot()
-	state, err := os.MkdirTemp("", "score-dashboard-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(state)
-	cluster := &simcluster.Cluster{Root: root, Name: "score-dashboard-" + fmt.Sprint(os.Getpid()), Dir: state, Volumes: 4}
-	if err := cluster.Up(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
-		return 1
-	}
-	defer func() { _ = cluster.Down() }()
-	adminKubeconfig = cluster.Kubeconfig()
-	if adminConfig, err = clientcmd.BuildConfigFromFlags("", adminKubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if c, err = client.New(adminConfig, client.Options{Scheme: testenv.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := devenv.Install(ctx, c, os.DirFS(root)); err != nil {
-		fmt.Fprintln(os.Stderr, "installing:", err)
-		return 1
-	}
-	mctx, stop := context.WithCancel(ctx)
-	defer stop()
-	opts := controlplane.DefaultOptions()
-	opts.Controllers = controlplane.All
-	mgr, err := ctrl.NewManager(adminConfig, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: controlplane.CacheOptions(opts)})
-	if err == nil {
-		err = controlplane.Setup(mgr, opts)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = mgr.Start(mctx) }()
-	return m.Run()
+	return testenv.SimulatedMain(m, testenv.Simulated{Name: "score-dashboard", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 4}}, Install: true},
+		func(env *testenv.SimulatedEnv) (func(), error) {
+			k := env.Clusters[""]
+			adminKubeconfig, adminConfig, c = k.Kubeconfig(), k.Config, k.Client
+			mctx, stop := context.WithCancel(ctx)
+			opts := controlplane.DefaultOptions()
+			opts.Controllers = controlplane.All
+			mgr, err := ctrl.NewManager(adminConfig, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Cache: controlplane.CacheOptions(opts)})
+			if err == nil {
+				err = controlplane.Setup(mgr, opts)
+			}
+			if err != nil {
+				stop()
+				return nil, err
+			}
+			go func() { _ = mgr.Start(mctx) }()
+			return stop, nil
+		})
 }
 
 // chromium is the browser to drive: $SCORE_CHROMIUM, else Debian's.

@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,11 +37,9 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
-	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -54,51 +51,23 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	root := testenv.RepoRoot()
-	state, err := os.MkdirTemp("", "score-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(state)
-	cluster := &simcluster.Cluster{Root: root, Name: "score-e2e-" + fmt.Sprint(os.Getpid()), Dir: state, Volumes: 64}
-	if err := cluster.Up(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
-		return 1
-	}
-	defer func() { _ = cluster.Down() }()
-
-	kubeconfig = cluster.Kubeconfig()
-	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := install(root); err != nil {
-		fmt.Fprintln(os.Stderr, "installing:", err)
-		return 1
-	}
-	// Every log line the controllers write, at every level, is kept to search for secrets.
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(&controllerLogs, errorsOnly{os.Stderr})), zap.Level(zapcore.DebugLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
-	stop, err := startControllers(nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { stop() }()
-	restart = func(writes *atomic.Int64) error {
-		stop()
-		stop, err = startControllers(writes)
-		return err
-	}
-	return m.Run()
+	os.Exit(testenv.SimulatedMain(m, testenv.Simulated{Name: "score-e2e", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 64}}, Install: true},
+		func(env *testenv.SimulatedEnv) (func(), error) {
+			k := env.Clusters[""]
+			kubeconfig, cfg, c, devConfig = k.Kubeconfig(), k.Config, k.Client, env.Config
+			// Every log line the controllers write, at every level, is kept to search for secrets.
+			ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(&controllerLogs, errorsOnly{os.Stderr})), zap.Level(zapcore.DebugLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
+			stop, err := startControllers(nil)
+			if err != nil {
+				return nil, err
+			}
+			restart = func(writes *atomic.Int64) error {
+				stop()
+				stop, err = startControllers(writes)
+				return err
+			}
+			return func() { stop() }, nil
+		}))
 }
 
 // restart stops the controllers and starts them again, counting their writes into writes.
@@ -207,13 +176,6 @@ type watched struct{ controller, path, labels, fields string }
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// install does what make dev does: the kinds, the controllers' roles, the config (sample
-// profiles and the development catalog) and the default templates.
-func install(root string) (err error) {
-	devConfig, err = devenv.Install(ctx, c, os.DirFS(root))
-	return err
-}
 
 // The examples of make dev — a hello web service, a web service with postgres and redis, a
 // batch job — all become Ready, the web services with a cluster-local endpoint.

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +33,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -70,36 +68,18 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root = testenv.RepoRoot()
-	var err error
-	if state, err = os.MkdirTemp("", "score-helm-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(state)
-	controllersBin = filepath.Join(state, "score-controllers")
-	build := exec.Command("go", "build", "-o", controllersBin, "./cmd/score-controllers")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building score-controllers:", err)
-		return 1
-	}
-	cluster = &simcluster.Cluster{Root: root, Name: "score-helm-" + strconv.Itoa(os.Getpid()), Dir: state, Volumes: 32, AuditWrites: true}
-	if err := cluster.Up(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
-		return 1
-	}
-	defer func() { _ = cluster.Down() }()
-	kubeconfig = cluster.Kubeconfig()
-	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return testenv.SimulatedMain(m, testenv.Simulated{Name: "score-helm", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 32, AuditWrites: true}}},
+		func(env *testenv.SimulatedEnv) (func(), error) {
+			k := env.Clusters[""]
+			root, state, cluster, kubeconfig, cfg, c = env.Root, env.State, k.Cluster, k.Kubeconfig(), k.Config, k.Client
+			controllersBin = filepath.Join(state, "score-controllers")
+			build := exec.Command("go", "build", "-o", controllersBin, "./cmd/score-controllers")
+			build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+			if err := build.Run(); err != nil {
+				return nil, fmt.Errorf("building score-controllers: %w", err)
+			}
+			return nil, nil
+		})
 }
 
 // TestHelmInstall is issue 7's "done when": the chart, installed with one Deployment per

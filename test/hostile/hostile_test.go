@@ -31,7 +31,12 @@ func create(t *testing.T, w *scorev1b1.Workload) {
 	if err := tenant.Create(ctx, w); err != nil {
 		t.Fatalf("mallory creates %s/%s: %v", w.Namespace, w.Name, err)
 	}
-	t.Cleanup(func() { _ = tenant.Delete(ctx, w) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the controllers' log ends:\n%s", controllers.LogTail())
+		}
+		_ = tenant.Delete(ctx, w)
+	})
 }
 
 // Issue 35, item 1: a Workload that names `id: owner.db` bound to the Workload owner's private

@@ -20,27 +20,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv/controllerproc"
 )
@@ -69,85 +63,61 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(testenv.SimulatedMain(m, testenv.Simulated{Name: "score-hostile", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 8}}}, setup))
 }
 
-// run brings the cluster up and the control plane in, and runs the tests. The cluster's
-// bring-up and the controllers' start use a *testing.T of their own (controllerproc's), whose
-// failure ends the run.
-func run(m *testing.M) (int, error) {
-	root := testenv.RepoRoot()
+// setup installs the control plane as a platform engineer does, the platform's additions and
+// the victims, and starts the controllers' process.
+func setup(env *testenv.SimulatedEnv) (func(), error) {
+	k := env.Clusters[""]
+	state, admin = env.State, k.Client
+	as := rest.CopyConfig(k.Config)
+	as.Impersonate = rest.ImpersonationConfig{UserName: mallory, Groups: []string{"system:authenticated"}}
 	var err error
-	if state, err = os.MkdirTemp("", "score-hostile-"); err != nil {
-		return 1, err
+	if tenant, err = client.New(as, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		return nil, err
 	}
-	defer os.RemoveAll(state)
 	bin := filepath.Join(state, "score-controllers")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/score-controllers")
-	build.Dir = root
+	build.Dir = env.Root
 	if out, err := build.CombinedOutput(); err != nil {
-		return 1, fmt.Errorf("building score-controllers: %v\n%s", err, out)
+		return nil, fmt.Errorf("building score-controllers: %v\n%s", err, out)
 	}
-	cluster := &simcluster.Cluster{Root: root, Name: "score-hostile-" + strconv.Itoa(os.Getpid()), Dir: state, Volumes: 8}
-	if err := cluster.Up(); err != nil {
-		return 1, fmt.Errorf("starting the simulated cluster: %w", err)
-	}
-	defer func() { _ = cluster.Down() }()
-	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig())
-	if err != nil {
-		return 1, err
-	}
-	if admin, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
-		return 1, err
-	}
-	as := rest.CopyConfig(cfg)
-	as.Impersonate = rest.ImpersonationConfig{UserName: mallory, Groups: []string{"system:authenticated"}}
-	if tenant, err = client.New(as, client.Options{Scheme: testenv.Scheme()}); err != nil {
-		return 1, err
-	}
-
 	// The install, as a platform engineer runs it, and the Gateway API the route needs.
 	for _, args := range [][]string{{"apply", "--server-side", "-k", "config/default"}, {"apply", "--server-side", "-f", "config/crd/thirdparty"}} {
-		kubectl := exec.Command(filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig", cluster.Kubeconfig()}, args...)...)
-		kubectl.Dir = root
+		kubectl := exec.Command(filepath.Join(env.Root, "bin", "kubectl"), append([]string{"--kubeconfig", k.Kubeconfig()}, args...)...)
+		kubectl.Dir = env.Root
 		if out, err := kubectl.CombinedOutput(); err != nil {
-			return 1, fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			return nil, fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 	api = startFakeAPI()
-	defer api.server.Close()
 	caFile := filepath.Join(state, "fake-api-ca.pem")
 	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.server.Certificate().Raw}), 0o600); err != nil {
-		return 1, err
+		return nil, err
 	}
 	if err := platform(); err != nil {
-		return 1, err
+		return nil, err
 	}
-
 	var d appsv1.Deployment
 	if err := waitFor(2*time.Minute, func() error {
 		return admin.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: "score-controllers"}, &d)
 	}); err != nil {
-		return 1, fmt.Errorf("the score-controllers Deployment: %w", err)
+		return nil, fmt.Errorf("the score-controllers Deployment: %w", err)
 	}
-	if controllers, err = controllerproc.Launch(cfg, bin, state, &d, "", "SSL_CERT_FILE="+caFile); err != nil {
-		return 1, err
+	if controllers, err = controllerproc.Launch(k.Config, bin, state, &d, "", "SSL_CERT_FILE="+caFile); err != nil {
+		return nil, err
 	}
-	code := 1
-	if err = victimsReady(); err == nil {
-		code = m.Run()
+	stop := func() {
+		_ = controllers.Stop(10 * time.Second)
+		api.server.Close()
 	}
-	_ = controllers.Stop(10 * time.Second)
-	if code != 0 {
+	if err := victimsReady(); err != nil {
 		fmt.Fprintf(os.Stderr, "--- the controllers' log\n%s\n", controllers.LogTail())
+		stop()
+		return nil, err
 	}
-	return code, err
+	return stop, nil
 }
 
 // waitFor calls f until it returns nil, or returns its last error after timeout.

@@ -14,13 +14,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -31,9 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
@@ -72,80 +67,29 @@ func (m *member) config(t *testing.T) *rest.Config {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(testenv.SimulatedMain(m, testenv.Simulated{Name: "score-mc", Install: true, Clusters: map[string]testenv.ClusterSpec{
+		"hub": {Volumes: 4},
+		// The members hold the Workload's database too.
+		"eu": {Volumes: 3},
+		"us": {Volumes: 2},
+	}}, setup))
 }
 
-func run(m *testing.M) int {
-	// Before the first client: controller-runtime prints a stack trace for a logger used unset.
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	root := testenv.RepoRoot()
-	state, err := os.MkdirTemp("", "score-multicluster-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+// setup keeps the clusters' connections, places the web services on members, keeps redis on
+// the hub and starts the controllers against the hub.
+func setup(env *testenv.SimulatedEnv) (func(), error) {
+	var err error
+	if scorectl, err = testenv.BuildCommand(env.State, "scorectl"); err != nil {
+		return nil, err
 	}
-	defer os.RemoveAll(state)
-	if scorectl, err = testenv.BuildCommand(state, "scorectl"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	pid := fmt.Sprint(os.Getpid())
-	all := map[string]*simcluster.Cluster{
-		"hub": {Root: root, Name: "score-mc-hub-" + pid, Dir: filepath.Join(state, "hub"), Volumes: 4},
-		// The members hold the Workload's database too.
-		"eu": {Root: root, Name: "score-mc-eu-" + pid, Dir: filepath.Join(state, "eu"), Volumes: 3},
-		"us": {Root: root, Name: "score-mc-us-" + pid, Dir: filepath.Join(state, "us"), Volumes: 2},
-	}
-	var wg sync.WaitGroup
-	var upErr error
-	var mu sync.Mutex
-	for _, k := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := k.Up(); err != nil {
-				mu.Lock()
-				upErr = errors.Join(upErr, err)
-				mu.Unlock()
-			}
-		}()
-		defer func() { _ = k.Down() }()
-	}
-	wg.Wait()
-	if upErr != nil {
-		fmt.Fprintln(os.Stderr, "starting the simulated clusters:", upErr)
-		return 1
-	}
-	clientOf := func(k *simcluster.Cluster) (*rest.Config, client.Client, error) {
-		cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig())
-		if err != nil {
-			return nil, nil, err
-		}
-		c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-		return cfg, c, err
-	}
-	hubConfig, c, err := clientOf(all["hub"])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	hub, hubKube, hubCfg = c, all["hub"].Kubeconfig(), hubConfig
+	h := env.Clusters["hub"]
+	hub, hubKube, hubCfg = h.Client, h.Kubeconfig(), h.Config
 	for _, name := range []string{"eu", "us"} {
-		_, mc, err := clientOf(all[name])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		members[name] = &member{cluster: all[name], c: mc}
-	}
-	if _, err := devenv.Install(ctx, hub, os.DirFS(root)); err != nil {
-		fmt.Fprintln(os.Stderr, "installing:", err)
-		return 1
+		members[name] = &member{cluster: env.Clusters[name].Cluster, c: env.Clusters[name].Client}
 	}
 	// Every web-service backend places on the clusters labelled env=prod, the first by name.
 	if _, err := devenv.PlaceBackends(ctx, hub, "web-service", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"env": "prod"}}, "policy": "Ordered"}); err != nil {
-		fmt.Fprintln(os.Stderr, "placing web services on members:", err)
-		return 1
+		return nil, fmt.Errorf("placing web services on members: %w", err)
 	}
 	// The redis definition keeps its instances on the hub, wherever their Workload runs.
 	if err := devenv.EditConfig(ctx, hub, func(doc map[string]any) error {
@@ -156,21 +100,18 @@ func run(m *testing.M) int {
 		}
 		return nil
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, "keeping redis on the hub:", err)
-		return 1
+		return nil, fmt.Errorf("keeping redis on the hub: %w", err)
 	}
 	// A member that stops answering is noticed within seconds here.
 	memberpool.ProbeInterval = 2 * time.Second
-	if err := startControllers(hubConfig); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if err := startControllers(hubCfg); err != nil {
+		return nil, err
 	}
-	defer func() { stopControllers() }()
 	restartControllers = func() error {
 		stopControllers()
-		return startControllers(hubConfig)
+		return startControllers(hubCfg)
 	}
-	return m.Run()
+	return func() { stopControllers() }, nil
 }
 
 var (
