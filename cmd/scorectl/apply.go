@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
 
 // errNotReady is a wait that ended before every Workload was Ready.
@@ -78,7 +78,7 @@ state. Without a terminal it prints plain lines only.`,
 			if noWait {
 				return nil
 			}
-			w := &waiter{c: c, out: out, tty: isTerminal(cmd.ErrOrStderr()), progress: cmd.ErrOrStderr()}
+			w := &waiter{c: c, out: out, tty: devenv.Terminal(cmd.ErrOrStderr()), progress: cmd.ErrOrStderr()}
 			return w.wait(cmd.Context(), keys, flags.timeout)
 		},
 	}
@@ -87,16 +87,6 @@ state. Without a terminal it prints plain lines only.`,
 	cmd.Flags().StringVar(&image, "image", "", `the image of every container whose image is "." (score-k8s's --image)`)
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "apply and return without waiting")
 	return cmd
-}
-
-// isTerminal reports whether w is a terminal, where a status line may be redrawn.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // waiter follows Workloads until each is Ready or failed for good.

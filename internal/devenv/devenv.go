@@ -7,6 +7,7 @@
 package devenv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -132,10 +133,52 @@ func (e *Env) cluster(ctx context.Context, verb string) error {
 			return err
 		}
 	}
+	// Everything the scripts and kwokctl print goes to a log; the scripts' own step lines
+	// ("[cluster] ...", "[tools] ...") are shown too, and the log's end when it fails.
+	logPath := filepath.Join(e.Dir, "cluster.log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	steps := &stepLines{out: e.Progress}
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(e.Dir, "hack", "cluster.sh"), verb)
 	cmd.Env = append(os.Environ(), "SCORE_CLUSTER_NAME="+e.Cluster, "SCORE_DEV_DIR="+e.Dir)
-	cmd.Stdout, cmd.Stderr = e.Progress, e.Progress
-	return cmd.Run()
+	cmd.Stdout = io.MultiWriter(log, steps)
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Run(); err != nil {
+		tail, _ := os.ReadFile(logPath)
+		if len(tail) > 4000 {
+			tail = tail[len(tail)-4000:]
+		}
+		return fmt.Errorf("hack/cluster.sh %s: %w (its log, %s, ends:\n%s)", verb, err, logPath, tail)
+	}
+	return nil
+}
+
+// stepLines passes on the lines that are a script's own steps ("[cluster] creating cluster
+// dev"), not what the programs it runs print (kwokctl's JSON log lines, with the source file
+// of each).
+type stepLines struct {
+	out     io.Writer
+	partial []byte
+}
+
+func (s *stepLines) Write(p []byte) (int, error) {
+	s.partial = append(s.partial, p...)
+	for {
+		i := bytes.IndexByte(s.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := s.partial[:i+1]
+		if bytes.HasPrefix(line, []byte("[")) {
+			if _, err := s.out.Write(line); err != nil {
+				return len(p), err
+			}
+		}
+		s.partial = s.partial[i+1:]
+	}
 }
 
 // startControllers starts the controllers in the background, in their own session so they

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -18,10 +19,13 @@ import (
 // ErrNotReady is a wait that ended before every Workload was Ready.
 var ErrNotReady = errors.New("not every Workload became Ready")
 
-// WaitReady waits until every Workload in ns is Ready for its current generation, writing a
-// progress line as it goes. On timeout the error names what blocks each Workload.
+// WaitReady waits until every Workload in ns is Ready for its current generation, writing its
+// progress as it goes: one line redrawn each second on a terminal, else a line each time the
+// Workloads' states change (a log holds no carriage returns). On timeout the error names what
+// blocks each Workload.
 func WaitReady(ctx context.Context, c client.Client, ns string, timeout time.Duration, progress io.Writer) error {
 	start := time.Now()
+	tty, last := Terminal(progress), ""
 	for {
 		var list scorev1b1.WorkloadList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -38,13 +42,22 @@ func WaitReady(ctx context.Context, c client.Client, ns string, timeout time.Dur
 			}
 			states = append(states, w.Name+"="+strings.SplitN(reason, ":", 2)[0])
 		}
-		fmt.Fprintf(progress, "\r[dev] %3ds  %d/%d Ready  %s ", int(time.Since(start).Seconds()), ready, len(list.Items), strings.Join(states, " "))
-		if len(list.Items) > 0 && ready == len(list.Items) {
-			fmt.Fprintln(progress)
-			return nil
+		line := fmt.Sprintf("%d/%d Ready  %s", ready, len(list.Items), strings.Join(states, " "))
+		switch {
+		case tty:
+			fmt.Fprintf(progress, "\r[dev] %3ds  %s ", int(time.Since(start).Seconds()), line)
+		case line != last:
+			fmt.Fprintf(progress, "[dev] %3ds  %s\n", int(time.Since(start).Seconds()), line)
 		}
-		if time.Since(start) > timeout {
-			fmt.Fprintln(progress)
+		last = line
+		done := len(list.Items) > 0 && ready == len(list.Items)
+		if done || time.Since(start) > timeout {
+			if tty {
+				fmt.Fprintln(progress)
+			}
+			if done {
+				return nil
+			}
 			return fmt.Errorf("%w in %s within %s: %s", ErrNotReady, ns, timeout, strings.Join(blockers, "; "))
 		}
 		select {
@@ -67,4 +80,14 @@ func readiness(w *scorev1b1.Workload) (string, bool) {
 	default:
 		return c.Reason + ": " + c.Message, false
 	}
+}
+
+// Terminal reports whether w is a terminal, where a status line may be redrawn.
+func Terminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
