@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,18 @@ type ConfigMapReconciler struct {
 	DataKey string
 	// OCI fetches the document when the ConfigMap names an artifact (OCIRefKey) instead.
 	OCI *ocifetch.Fetcher
+	// FetchRetry is how often an artifact that cannot be fetched is tried again: a fixed
+	// period, not a backoff growing to minutes, so a registry back or a pull secret fixed is
+	// noticed soon. Zero is DefaultFetchRetry.
+	FetchRetry time.Duration
+
+	// fetchFailure is the last fetch's error ("" after a success): an event is written for
+	// each change of it, not for each retry (one reconciler worker reads and writes it).
+	fetchFailure string
 }
+
+// DefaultFetchRetry is how often an ociRef that cannot be fetched is tried again.
+const DefaultFetchRetry = 30 * time.Second
 
 // OCIRefKey is the ConfigMap key that names the config's OCI artifact, pinned by digest, in
 // place of the document: changing it loads the artifact it names, without a restart.
@@ -74,14 +86,20 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		source = "oci"
 		res, err := r.OCI.Fetch(ctx, strings.TrimSpace(ref), ConfigLayerMediaType)
 		if err != nil {
-			// The registry may come back, or the pull secret be fixed: retried with backoff,
-			// the last valid config in force meanwhile.
+			// The registry may come back, or the pull secret be fixed: tried again after a
+			// fixed period, the last valid config in force meanwhile. Said once per error.
 			ReloadsTotal.WithLabelValues(source, "failure").Inc()
-			log.Error(err, "Fetching the orchestrator config failed; keeping the last valid one", "configMap", r.Key, "ref", ref)
-			r.Recorder.Eventf(&cm, nil, corev1.EventTypeWarning, "ConfigFetchFailed", "Load", "The orchestrator config %s could not be fetched; the last valid config stays in use: %s", strings.TrimSpace(ref), err)
+			if msg := err.Error(); msg != r.fetchFailure {
+				r.fetchFailure = msg
+				log.Error(err, "Fetching the orchestrator config failed; keeping the last valid one", "configMap", r.Key, "ref", ref)
+				r.Recorder.Eventf(&cm, nil, corev1.EventTypeWarning, "ConfigFetchFailed", "Load", "The orchestrator config %s could not be fetched; the last valid config stays in use: %s", strings.TrimSpace(ref), err)
+			} else {
+				log.V(1).Info("Fetching the orchestrator config failed again", "ref", ref)
+			}
 			r.Store.Settle()
-			return ctrl.Result{}, err
+			return ctrl.Result{RequeueAfter: r.fetchRetry()}, nil
 		}
+		r.fetchFailure = ""
 		if res.FromCache {
 			log.Info("Registry unreachable; using the verified cached config", "ref", ref, "error", res.FetchErr.Error())
 		}
@@ -109,6 +127,13 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		ReloadsTotal.WithLabelValues(source, "unchanged").Inc()
 	}
 	return ctrl.Result{}, nil
+}
+
+func (r *ConfigMapReconciler) fetchRetry() time.Duration {
+	if r.FetchRetry > 0 {
+		return r.FetchRetry
+	}
+	return DefaultFetchRetry
 }
 
 func (r *ConfigMapReconciler) reject(ctx context.Context, cm *corev1.ConfigMap, source string, err error) {

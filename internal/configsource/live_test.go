@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,6 +52,7 @@ func TestConfigByOCIReference(t *testing.T) {
 	}
 	opts := configsource.DefaultOptions()
 	opts.OCIPlainHTTP, opts.OCICacheDir, opts.OCIPullSecret = true, t.TempDir(), pull.Name
+	opts.FetchRetry = 200 * time.Millisecond
 	store, err := configsource.Setup(mgr, opts, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +110,36 @@ func TestConfigByOCIReference(t *testing.T) {
 	event("ConfigInvalid", "profiles", second)
 
 	missing := reg.Host + "/platform/orchestrator-config@sha256:" + strings.Repeat("0", 64)
+	failures := func() float64 {
+		return promtestutil.ToFloat64(configsource.ReloadsTotal.WithLabelValues("oci", "failure"))
+	}
+	before := failures()
 	setRef(missing)
 	event("ConfigFetchFailed", "could not be fetched", second)
+	// Issue 38: tried again on a fixed period (here 200 ms), not a backoff growing to minutes,
+	// with one event for the error, not one per try.
+	testenv.Eventually(t, 10*time.Second, "five more tries", func() error {
+		if n := failures() - before; n < 5 {
+			return fmt.Errorf("%v tries", n)
+		}
+		return nil
+	})
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	said := 0
+	for _, e := range events.Items {
+		if e.Reason == "ConfigFetchFailed" && strings.Contains(e.Message, strings.Repeat("0", 64)) {
+			said += max(1, int(e.Count))
+			if e.Series != nil {
+				said += int(e.Series.Count) - 1
+			}
+		}
+	}
+	if said != 1 {
+		t.Fatalf("the same fetch error said %d times, want once", said)
+	}
 
 	// The config moves to a registry whose credentials the Secret does not hold yet: the fetch
 	// fails, naming the Secret, until the Secret is replaced with them, and then succeeds on a

@@ -3,6 +3,7 @@ package configsource
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -32,6 +33,9 @@ type Options struct {
 	// OCIPullSecret names a kubernetes.io/dockerconfigjson Secret in the ConfigMap's
 	// namespace holding the registries' credentials, for the config and the templates.
 	OCIPullSecret string
+	// FetchRetry is how often an ociRef that cannot be fetched is tried again (default
+	// DefaultFetchRetry).
+	FetchRetry time.Duration
 }
 
 // Fetcher is the OCI fetcher these options describe, reading the pull secret through reader
@@ -80,7 +84,7 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	}
 	cm := &ConfigMapReconciler{
 		Cache: configMaps, Store: store, Recorder: mgr.GetEventRecorder(component),
-		Key: opts.ConfigMap, DataKey: opts.Key, OCI: opts.Fetcher(mgr.GetAPIReader()),
+		Key: opts.ConfigMap, DataKey: opts.Key, OCI: opts.Fetcher(mgr.GetAPIReader()), FetchRetry: opts.FetchRetry,
 	}
 	if err := cm.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config source: %w", err)
