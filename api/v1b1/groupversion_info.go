@@ -25,6 +25,8 @@ var (
 // Builder collects the kinds each type's file registers and adds them to a scheme, as
 // controller-runtime's scheme.Builder does, on apimachinery alone: the pure packages that read
 // these types then depend on no client (TestImportRestrictions).
+//
+// +kubebuilder:object:generate=false
 type Builder struct{ objects []runtime.Object }
 
 // Register adds kinds to the builder.
