@@ -59,8 +59,16 @@ func Apply(existing []metav1.Condition, c Conditions, generation int64, now meta
 	set(scorev1b1.ConditionInputsValid, c.InputsValid)
 	set(scorev1b1.ConditionClaimsReady, c.ClaimsReady)
 	set(scorev1b1.ConditionRuntimeReady, c.RuntimeReady)
-	set(scorev1b1.ConditionReady, Ready(c))
-	order := map[string]int{scorev1b1.ConditionInputsValid: 0, scorev1b1.ConditionClaimsReady: 1, scorev1b1.ConditionRuntimeReady: 2, scorev1b1.ConditionReady: 3}
+	ready := Ready(c)
+	set(scorev1b1.ConditionReady, ready)
+	// Stalled follows Ready: there while Ready waits for a person, gone otherwise. It changes
+	// only when Ready's status or reason does, so it costs no write of its own.
+	if ready.Status == metav1.ConditionFalse && !ready.Reason.Waits() {
+		set(scorev1b1.ConditionStalled, Condition{Status: metav1.ConditionTrue, Reason: ready.Reason, Message: ready.Message})
+	} else {
+		meta.RemoveStatusCondition(&out, scorev1b1.ConditionStalled)
+	}
+	order := map[string]int{scorev1b1.ConditionInputsValid: 0, scorev1b1.ConditionClaimsReady: 1, scorev1b1.ConditionRuntimeReady: 2, scorev1b1.ConditionReady: 3, scorev1b1.ConditionStalled: 4}
 	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Type] < order[out[j].Type] })
 	return out
 }

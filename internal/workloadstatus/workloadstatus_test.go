@@ -176,3 +176,34 @@ func TestRuntimeNounCatchesNouns(t *testing.T) {
 		}
 	}
 }
+
+// Stalled follows Ready: True with Ready's reason and message while the Workload waits for a
+// person, absent while it converges by itself or is Ready (kstatus reads it: Failed, not
+// InProgress).
+func TestStalledFollowsReady(t *testing.T) {
+	now := metav1.Now()
+	for _, reason := range scorev1b1.Reasons {
+		if reason == scorev1b1.ReasonSucceeded {
+			continue
+		}
+		t.Run(string(reason), func(t *testing.T) {
+			c := Conditions{InputsValid: InputsValid(), ClaimsReady: Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies},
+				RuntimeReady: Condition{metav1.ConditionFalse, reason, "Some neutral sentence."}}
+			got := meta.FindStatusCondition(Apply(nil, c, 2, now), scorev1b1.ConditionStalled)
+			if reason.Waits() != (got == nil) {
+				t.Fatalf("waits %v, Stalled %+v", reason.Waits(), got)
+			}
+			if got != nil && (got.Status != metav1.ConditionTrue || got.Reason != string(reason) || got.Message != "Some neutral sentence." || got.ObservedGeneration != 2) {
+				t.Fatalf("Stalled %+v", got)
+			}
+		})
+	}
+	stalled := Apply(nil, Conditions{InputsValid: SpecInvalid("Bad.", 0), ClaimsReady: BlockedByInputs(), RuntimeReady: BlockedByInputs()}, 1, now)
+	ready := Conditions{InputsValid: InputsValid(), ClaimsReady: Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies}, RuntimeReady: Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}
+	if meta.FindStatusCondition(stalled, scorev1b1.ConditionStalled) == nil {
+		t.Fatal("SpecInvalid is not Stalled")
+	}
+	if after := Apply(stalled, ready, 2, now); meta.FindStatusCondition(after, scorev1b1.ConditionStalled) != nil || len(after) != 4 {
+		t.Fatalf("a Workload Ready again keeps Stalled: %+v", after)
+	}
+}

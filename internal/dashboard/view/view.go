@@ -74,12 +74,6 @@ func Fleet(workloads []scorev1b1.Workload, plans []scorev1b1.WorkloadPlan) []Fle
 	return rows
 }
 
-// waiting are the reasons a Workload converges from by itself: it is in progress, not failed.
-var waiting = map[string]bool{
-	string(scorev1b1.ReasonClaimPending): true, string(scorev1b1.ReasonProjectionError): true,
-	string(scorev1b1.ReasonRuntimeSelecting): true, string(scorev1b1.ReasonRuntimeProvisioning): true,
-}
-
 // WorkloadHealth colours a Workload by its Ready condition: Current when Ready, InProgress
 // while it converges by itself, Failed when something needs a person, Unknown before the
 // orchestrator reported.
@@ -90,7 +84,7 @@ func WorkloadHealth(w *scorev1b1.Workload) Health {
 		return scorev1b1.HealthUnknown
 	case c.Status == metav1.ConditionTrue:
 		return scorev1b1.HealthCurrent
-	case waiting[c.Reason]:
+	case scorev1b1.Reason(c.Reason).Waits():
 		return scorev1b1.HealthInProgress
 	default:
 		return scorev1b1.HealthFailed
