@@ -28,6 +28,7 @@ var pure = []string{
 	"internal/placeholder",
 	"internal/placement",
 	"internal/planner",
+	"internal/planstatus",
 	"internal/prepare",
 	"internal/provisioning",
 	"internal/provisionermatch",
