@@ -21,6 +21,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
@@ -307,13 +308,14 @@ func provisionerMessage(t *testing.T, input string) string {
 }
 
 // templateMessage renders a manifests template over a one-container plan, and writes the
-// plan's message as the runtime does.
+// plan's message as the runtime decides it (planstatus).
 func templateMessage(t *testing.T, input string) string {
 	spec := &scorev1b1.WorkloadPlanSpec{Projection: scorev1b1.Projection{Containers: []scorev1b1.ContainerProjection{{Name: "main"}}}}
 	fromYAML(t, `{values: {containers: {main: {image: nginx}}}}`, spec)
 	text := strings.ReplaceAll(input, `\n`, "\n")
 	if _, err := render.Render(render.Input{Workload: "web", Namespace: "team-a", Spec: spec, Template: render.Template{Data: []byte(text)}}); err != nil {
-		return fmt.Sprintf("Rendering failed: %v", err)
+		p := &scorev1b1.WorkloadPlan{Spec: *spec}
+		return planstatus.From(planstatus.Observed{Plan: p, Stopped: planstatus.Render, Err: err}).Status.Message
 	}
 	return "(rendered)"
 }

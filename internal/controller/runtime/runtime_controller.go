@@ -10,14 +10,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,15 +27,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
-	"github.com/score-orchestrator/score-orchestrator/internal/health"
-	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
@@ -92,8 +91,10 @@ type Reconciler struct {
 	written ownwrites.Tracker
 }
 
-// Reconcile renders, applies and judges one plan.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+// Reconcile renders, applies and judges one plan. A pass reads and applies (observe), decides
+// the plan's and the exposure's status from what it found and did (planstatus.From, pure), and
+// writes them (write).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &scorev1b1.WorkloadPlan{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -112,165 +113,196 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, r.release(ctx, p)
 	}
 	if r.written.Stale(p) {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil // the cache is behind our last write; its event brings the plan back
 	}
-	if p.Spec.Cluster != "" && r.members.Pending(ctx, p.Spec.Cluster) {
-		return ctrl.Result{}, nil // the cluster's first probe brings the plan back
-	}
+	// Kept as read: the status is written at the end, once, and only when it changed.
 	patch := statuspatch.Begin(p)
-	before := patch.Before().(*scorev1b1.WorkloadPlan)
-	defer func() {
-		wrote, err := patch.Finish(ctx, r.Client, &r.written)
-		retErr = errors.Join(retErr, err)
-		if wrote && (before.Status.Phase != p.Status.Phase || before.Status.Reason != p.Status.Reason) {
-			ctrl.LoggerFrom(ctx).Info("Phase changed", "phase", p.Status.Phase, "reason", p.Status.Reason)
-		}
-	}()
-	if p.Status.Phase == "" {
-		p.Status.Phase = scorev1b1.PlanPhasePending
-	}
+	ps := r.observe(ctx, p)
+	return ctrl.Result{}, r.write(ctx, patch, ps, planstatus.From(ps.Observed))
+}
 
+// pass is one reconcile of a plan: what it read and did, filled step by step.
+type pass struct {
+	planstatus.Observed
+	// objs are the rendered objects (and on a member the outputs Secrets' copies), marks the
+	// plan's identity marks, tgt the cluster they go to: filled by gather.
+	objs  []*unstructured.Unstructured
+	marks prepare.Marks
+	tgt   members.Target
+	// exposure is the Workload's exposure as read, for its status write.
+	exposure *scorev1b1.WorkloadExposure
+}
+
+// stop records the step an error stopped the pass at, and reports false.
+func (ps *pass) stop(step planstatus.Step, err error) bool {
+	ps.Stopped, ps.Err = step, err
+	return false
+}
+
+// observe reads what the plan needs and applies it: every read of the plan's inputs first
+// (gather), then the writes the plan's spec asks for (act), then what the exposure's endpoints
+// are derived from. It stops at the first error.
+func (r *Reconciler) observe(ctx context.Context, p *scorev1b1.WorkloadPlan) *pass {
+	ps := &pass{Observed: planstatus.Observed{Plan: p}}
+	if p.Spec.Cluster != "" && r.members.Pending(ctx, p.Spec.Cluster) {
+		ps.MemberPending = true
+		return ps
+	}
+	if r.gather(ctx, ps) && r.act(ctx, ps) {
+		r.readExposure(ctx, ps)
+	}
+	return ps
+}
+
+// gather reads the template and the claims' outputs, renders, and finds the target cluster.
+func (r *Reconciler) gather(ctx context.Context, ps *pass) bool {
+	p := ps.Plan
 	tpl, err := r.Templates.Get(ctx, p.Spec.Template)
 	if err != nil {
-		message := fmt.Sprintf("The template %s cannot be used: %v", p.Spec.Template.Ref, err)
-		if errors.Is(err, templates.ErrDigestMismatch) && r.Recorder != nil && before.Status.Message != message {
-			// A supply-chain failure, said once on the transition: nothing of it was applied
-			// and the verified cached copy, if any, stays.
-			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "TemplateDigestMismatch", "Fetch", "%s", message)
-		}
-		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, message)
-		return ctrl.Result{}, fmt.Errorf("template: %w", err)
+		ps.DigestMismatch = errors.Is(err, templates.ErrDigestMismatch)
+		return ps.stop(planstatus.Template, err)
 	}
 	revision, err := r.secretsRevision(ctx, p)
 	if err != nil {
-		return ctrl.Result{}, err // an outputs Secret not readable yet: its watch brings the plan back
+		return ps.stop(planstatus.Outputs, err)
 	}
-	objs, err := render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: tpl,
+	ps.objs, err = render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: tpl,
 		SecretValue: r.secretValue(ctx, p), SecretsRevision: revision})
 	if err != nil {
-		r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Rendering failed: %v", err))
-		return ctrl.Result{}, nil // the plan or the template must change; their watches bring it back
+		return ps.stop(planstatus.Render, err)
 	}
-	p.Status.Phase = scorev1b1.PlanPhasePlanning
-
-	tgt, err := r.members.Target(p.Spec.Cluster, p.Namespace, r.applier)
+	if ps.tgt, err = r.members.Target(p.Spec.Cluster, p.Namespace, r.applier); err != nil {
+		return ps.stop(planstatus.Target, err)
+	}
+	ps.Cluster, ps.marks = ps.tgt.Cluster, prepare.PlanMarks(p)
+	if ps.Cluster == "" {
+		return true
+	}
+	// No owner reference crosses clusters: the identity marks and the inventory carry
+	// ownership. The outputs Secrets go with the objects that consume them.
+	ps.marks.Controller = nil
+	copies, err := r.outputsCopies(ctx, p)
 	if err != nil {
-		r.clusterUnreachable(p, err)
-		return ctrl.Result{}, nil // the cluster's registration or its next answer brings the plan back
+		return ps.stop(planstatus.Outputs, err)
 	}
-	marks := prepare.PlanMarks(p)
-	if tgt.Cluster != "" {
-		// No owner reference crosses clusters: the identity marks and the inventory carry
-		// ownership, and the plan is held before anything reaches the member. The outputs
-		// Secrets go with the objects that consume them.
-		marks.Controller = nil
-		copies, err := r.outputsCopies(ctx, p)
-		if err != nil {
-			return ctrl.Result{}, err // an outputs Secret not readable yet: its watch brings the plan back
-		}
-		objs = append(copies, objs...)
+	ps.objs = append(copies, ps.objs...)
+	return true
+}
+
+// act applies the render. On a member the plan is held and its namespace placed first. It
+// reports whether the render was applied completely and settled (settle).
+func (r *Reconciler) act(ctx context.Context, ps *pass) bool {
+	p, tgt := ps.Plan, ps.tgt
+	if tgt.Member != nil {
+		// The plan is held before anything reaches the member: only the runtime deletes there.
 		if err := r.hold(ctx, p); err != nil {
-			return ctrl.Result{}, err
+			return ps.stop(planstatus.Hold, err)
 		}
-		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); errors.Is(err, members.ErrNotPlaceable) {
-			// Retried with backoff: the platform's label on the member's namespace lifts it,
-			// and nothing on the hub watches that.
-			r.fail(p, scorev1b1.ReasonPermissionDenied, err.Error())
-			return ctrl.Result{}, fmt.Errorf("placing on cluster %s refused, retrying with backoff: %w", tgt.Cluster, err)
-		} else if reason, denied := apierror.Reason(err); denied {
-			r.fail(p, reason, fmt.Sprintf("The API server refused placing on cluster %s: %v", tgt.Cluster, err))
-			return ctrl.Result{}, fmt.Errorf("placing on cluster %s refused, retrying with backoff: %w", tgt.Cluster, err)
-		} else if err != nil {
-			return r.remoteFailed(p, tgt, err)
+		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); err != nil {
+			ps.NotPlaceable = errors.Is(err, members.ErrNotPlaceable)
+			r.memberFailed(ps, err)
+			return ps.stop(planstatus.Place, err)
 		}
 	}
-	res, err := tgt.Applier.Apply(ctx, objs, marks)
-	clusters.Tag(res.Objects, tgt.Cluster)
-	if err != nil && tgt.Cluster != "" && len(res.Objects) > 0 {
-		// What reached the member before the failure is listed, for a later prune or release.
-		previous, elsewhere := clusters.Split(p.Status.Objects, tgt.Cluster)
-		p.Status.Objects = append(inventory.Union(previous, res.Objects), elsewhere...)
-	}
+	res, err := tgt.Applier.Apply(ctx, ps.objs, ps.marks)
+	ps.Applied, ps.Live, ps.Waiting = clusters.Tag(res.Objects, tgt.Cluster), res.Live, res.Waiting
 	if err != nil {
 		var owned *apply.OwnedElsewhere
-		switch reason, denied := apierror.Reason(err); {
-		case apierror.NamespaceTerminating(err):
-			// The namespace is being deleted, and the plan with it: nothing to report or retry.
-			return ctrl.Result{}, nil
-		case errors.As(err, &owned):
-			r.refuseConflict(ctx, p, before, owned)
-			return ctrl.Result{}, nil // the object's deletion brings the plan back (blocked)
-		case errors.Is(err, prepare.ErrNotAllowed):
-			// Terminal until the template or the config changes; both are watched.
-			r.fail(p, scorev1b1.ReasonPermissionDenied, err.Error())
-			return ctrl.Result{}, nil
-		case denied:
-			r.fail(p, reason, fmt.Sprintf("The API server refused an object: %v", err))
-			return ctrl.Result{}, fmt.Errorf("apply refused, retrying with backoff: %w", err)
-		case tgt.Cluster != "":
-			return r.remoteFailed(p, tgt, err)
-		default:
-			// Reported, and retried with backoff: a transient failure clears on the next try,
-			// and a kind not served yet may be installed.
-			r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Applying failed: %v", err))
-			return ctrl.Result{}, fmt.Errorf("apply failed, retrying with backoff: %w", err)
+		if errors.As(err, &owned) {
+			ps.Owned = &planstatus.Owned{GroupKind: owned.GroupKind, Namespace: owned.Namespace, Name: owned.Name,
+				OwnerValue: owned.OwnerValue, OwnerName: owned.OwnerName, Message: owned.Error()}
+		}
+		r.memberFailed(ps, err)
+		return ps.stop(planstatus.Apply, err)
+	}
+	if len(planstatus.NotCollected(ps.Applied)) > 0 {
+		if err := r.hold(ctx, p); err != nil {
+			return ps.stop(planstatus.Hold, err)
 		}
 	}
-	r.blocked.clear(client.ObjectKeyFromObject(p))
-	if err := r.holdClusterScoped(ctx, p, res.Objects); err != nil {
-		return ctrl.Result{}, err
-	}
-	// What the plan applied on another cluster (it moved) stays listed until it is deleted.
-	previous, elsewhere := clusters.Split(p.Status.Objects, tgt.Cluster)
-	if !res.Complete() {
-		// Definitions applied, the rest waits for them to be served; their watch brings the
-		// plan back. Nothing is pruned: the render is not applied completely.
-		p.Status.Objects = append(inventory.Union(previous, res.Objects), elsewhere...)
-		message := "Waiting for " + strings.Join(res.Waiting, ", ") + " to be established."
-		setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionFalse, scorev1b1.PlanReasonInProgress, message)
-		p.Status.Reason, p.Status.Message = "", message
-		return ctrl.Result{}, nil
-	}
-	applied := res.Objects
-	for _, live := range res.Live {
-		limit, _ := strconv.Atoi(live.GetAnnotations()[scorev1b1.AnnotationHistoryLimit])
-		history, err := tgt.Applier.KeepRuns(ctx, live, limit, marks)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		applied = append(applied, clusters.Tag(history, tgt.Cluster)...)
-	}
-	if err := tgt.Applier.Prune(ctx, previous, applied, nil); err != nil {
-		return ctrl.Result{}, err
-	}
-	pending := inventory.NotCurrent(applied)
-	if len(elsewhere) > 0 && len(pending) == 0 {
-		// A move: the earlier cluster's objects go once everything is healthy here.
-		if elsewhere, err = r.leave(ctx, p, elsewhere); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	p.Status.Objects = append(applied, elsewhere...)
-	p.Status.ObservedGeneration = p.Generation
-	setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionTrue, scorev1b1.PlanReasonApplied, fmt.Sprintf("%d objects applied%s.", len(applied), tgt.Where()))
-	p.Status.Reason, p.Status.Message = "", ""
+	return res.Complete() && r.settle(ctx, ps)
+}
 
-	state := runtimeHealthy
-	switch {
-	case len(pending) == 0:
-		p.Status.Phase = scorev1b1.PlanPhaseProjected
-		setCondition(p, scorev1b1.PlanConditionHealthy, metav1.ConditionTrue, scorev1b1.PlanReasonCurrent, "Every object is healthy.")
-	case before.Status.Phase == scorev1b1.PlanPhaseProjected && before.Status.ObservedGeneration == p.Generation && health.Serving(res.Live):
-		// It was healthy for this very plan and still serves: degraded, not provisioning
-		// (a lost replica, a node gone), so the Workload stays Ready and says so.
-		state = runtimeDegraded
-		p.Status.Phase = scorev1b1.PlanPhaseProjected
-		setCondition(p, scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonDegraded, "Serving, but waiting for "+strings.Join(pending, ", ")+".")
-	default:
-		state = runtimeProvisioning
-		setCondition(p, scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonInProgress, "Waiting for "+strings.Join(pending, ", ")+".")
+// memberFailed tells the member's pool that a request to it failed (not a refusal of our own
+// making): one that got no answer marks the member unreachable until its next probe.
+func (r *Reconciler) memberFailed(ps *pass, err error) {
+	if ps.tgt.Member != nil && !ps.NotPlaceable && !apply.IsRefusal(err) {
+		r.members.Failed(ps.tgt.Member, ps.Plan.Namespace, err)
 	}
-	return ctrl.Result{}, r.publishExposure(ctx, p, tgt, res.Live, state)
+}
+
+// settle follows a complete apply: the runs' history kept, what the render dropped pruned,
+// and, after a move, the earlier cluster's objects deleted once everything is healthy here.
+func (r *Reconciler) settle(ctx context.Context, ps *pass) bool {
+	a := ps.tgt.Applier
+	for _, live := range ps.Live {
+		limit, _ := strconv.Atoi(live.GetAnnotations()[scorev1b1.AnnotationHistoryLimit])
+		history, err := a.KeepRuns(ctx, live, limit, ps.marks)
+		if err != nil {
+			return ps.stop(planstatus.Settle, err)
+		}
+		ps.Runs = append(ps.Runs, clusters.Tag(history, ps.Cluster)...)
+	}
+	previous, elsewhere := clusters.Split(ps.Plan.Status.Objects, ps.Cluster)
+	applied := append(slices.Clone(ps.Applied), ps.Runs...)
+	if err := a.Prune(ctx, previous, applied, nil); err != nil {
+		return ps.stop(planstatus.Settle, err)
+	}
+	if planstatus.Leave(applied, elsewhere) {
+		left, err := r.leave(ctx, elsewhere)
+		if err != nil {
+			return ps.stop(planstatus.Settle, err)
+		}
+		ps.Left = &left
+	}
+	return true
+}
+
+// write records what the pass decided: the exposure's status and the plan's (each through
+// statuspatch, only when it changed), the events, and the plans an object blocks.
+func (r *Reconciler) write(ctx context.Context, patch *statuspatch.Patch, ps *pass, d planstatus.Decision) error {
+	p := ps.Plan
+	before := patch.Before().(*scorev1b1.WorkloadPlan)
+	switch key := client.ObjectKeyFromObject(p); {
+	case d.Blocked != nil:
+		if len(d.Events) > 0 {
+			ctrl.LoggerFrom(ctx).Info("Refused an object another workload owns", "kind", d.Blocked.GroupKind.Kind, "name", d.Blocked.Name, "owner", d.Blocked.OwnerName)
+		}
+		r.blocked.add(blockingKey(d.Blocked.GroupKind, d.Blocked.Namespace, d.Blocked.Name), key)
+	case d.Unblocked:
+		r.blocked.clear(key)
+	}
+	r.record(p, d.Events)
+	var exposureErr error
+	if d.Exposure != nil && ps.exposure != nil {
+		exposureErr = r.writeExposure(ctx, ps.exposure, *d.Exposure)
+	}
+	// The finalizer this pass may have added (hold) is the status patch's reference: the
+	// patch carries the status only, not that write's version, which a later write by the
+	// orchestrator would make a conflict.
+	patch.Rebase()
+	p.Status = d.Status
+	wrote, err := patch.Finish(ctx, r.Client, &r.written)
+	if wrote && (before.Status.Phase != p.Status.Phase || before.Status.Reason != p.Status.Reason) {
+		ctrl.LoggerFrom(ctx).Info("Phase changed", "phase", p.Status.Phase, "reason", p.Status.Reason)
+	}
+	return errors.Join(d.Retry, exposureErr, err)
+}
+
+// record records the decided events: on the plan, or on the Workload one names.
+func (r *Reconciler) record(p *scorev1b1.WorkloadPlan, events []planstatus.Event) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, e := range events {
+		var regarding kruntime.Object = p
+		if e.Workload != nil {
+			w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: e.Workload.Name, UID: types.UID(e.Workload.UID)}}
+			w.SetGroupVersionKind(scorev1b1.GroupVersion.WithKind("Workload"))
+			regarding = w
+		}
+		r.Recorder.Eventf(regarding, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+	}
 }
 
 // secretsRevision identifies the versions of the outputs Secrets the plan's pods consume:
@@ -330,65 +362,20 @@ func (r *Reconciler) secretValue(ctx context.Context, p *scorev1b1.WorkloadPlan)
 	}
 }
 
-func (r *Reconciler) fail(p *scorev1b1.WorkloadPlan, reason scorev1b1.Reason, message string) {
-	p.Status.Phase, p.Status.Reason, p.Status.Message = scorev1b1.PlanPhaseFailed, reason, message
-	p.Status.ObservedGeneration = p.Generation
-	setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionFalse, string(reason), message)
-}
-
-func setCondition(p *scorev1b1.WorkloadPlan, typ string, s metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: p.Generation})
-}
-
-// refuseConflict fails the plan for an object that is not its Workload's, remembers that the
-// object blocks the plan (its deletion brings the plan back), and, once per refusal, warns
-// on the plan and on the Workload that owns the object.
-func (r *Reconciler) refuseConflict(ctx context.Context, p, before *scorev1b1.WorkloadPlan, owned *apply.OwnedElsewhere) {
-	message := owned.Error()
-	r.fail(p, scorev1b1.ReasonPermissionDenied, message)
-	if owned.OwnerValue != "" {
-		// Another Workload's: the orchestrator says so on this plan's Workload. An object the
-		// runtime did not create stays a plain PermissionDenied.
-		setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionFalse, scorev1b1.PlanReasonObjectConflict, message)
-	}
-	r.blocked.add(blockingKey(owned.GroupKind, owned.Namespace, owned.Name), client.ObjectKeyFromObject(p))
-	if r.Recorder == nil || before.Status.Message == message {
-		return
-	}
-	ctrl.LoggerFrom(ctx).Info("Refused an object another workload owns", "kind", owned.GroupKind.Kind, "name", owned.Name, "owner", owned.OwnerName)
-	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, scorev1b1.PlanReasonObjectConflict, "Apply", "%s", message)
-	if owned.OwnerValue != "" && owned.OwnerName != "" {
-		owner := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: owned.OwnerName, UID: types.UID(owned.OwnerValue)}}
-		owner.SetGroupVersionKind(scorev1b1.GroupVersion.WithKind("Workload"))
-		r.Recorder.Eventf(owner, nil, corev1.EventTypeWarning, scorev1b1.PlanReasonObjectConflict, "Apply",
-			"Workload %q would create an object this workload owns; it was refused, and this workload is unaffected.", p.Spec.WorkloadRef.Name)
-	}
-}
-
-// holdClusterScoped adds the finalizer when the plan applied a cluster-scoped object or an
-// object on a member cluster: owner references cross neither scopes nor clusters, so the
-// runtime deletes those objects itself (release).
-func (r *Reconciler) holdClusterScoped(ctx context.Context, p *scorev1b1.WorkloadPlan, applied []scorev1b1.AppliedObject) error {
-	for _, o := range applied {
-		if o.Namespace == "" || o.Cluster != "" {
-			return r.hold(ctx, p)
-		}
-	}
-	return nil
-}
-
-// hold adds the plan's finalizer, once.
+// hold adds the plan's finalizer, once. The write is recorded like a status write: a cached
+// copy without the finalizer is older than it.
 func (r *Reconciler) hold(ctx context.Context, p *scorev1b1.WorkloadPlan) error {
 	if controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(p, scorev1b1.PlanFinalizer)
-	status := p.Status
+	status, replaced := p.Status, p.ResourceVersion
 	if err := r.Client.Patch(ctx, p, patch); err != nil {
 		return fmt.Errorf("adding the finalizer: %w", err)
 	}
-	p.Status = status // the patch response carries the stored status; ours is newer
+	r.written.Wrote(p.UID, replaced, p.ResourceVersion)
+	p.Status = status // the response carries the stored status; the pass decides from the one it read
 	return nil
 }
 
@@ -400,27 +387,16 @@ func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) err
 	if !controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
 		return nil
 	}
-	var owned []scorev1b1.AppliedObject
-	for _, o := range p.Status.Objects {
-		if o.Namespace == "" || o.Cluster != "" {
-			owned = append(owned, o)
-		}
-	}
-	kept, err := r.leave(ctx, p, owned)
+	left, err := r.leave(ctx, planstatus.NotCollected(p.Status.Objects))
 	if err != nil {
 		return err
 	}
-	if len(kept) > 0 {
-		message := fmt.Sprintf("Deletion waits for cluster %s to answer: %d objects of the workload are there.", kept[0].Cluster, len(kept))
-		if c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionApplied); c == nil || c.Message != message {
-			patch := client.MergeFrom(p.DeepCopy())
-			setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionFalse, scorev1b1.PlanReasonClusterUnreachable, message)
-			p.Status.Message = message
-			if err := r.Client.Status().Patch(ctx, p, patch); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-		}
-		return nil // the cluster's next answer brings the plan back
+	r.record(p, planstatus.ReleaseEvents(p, left))
+	if len(left.Waiting) > 0 {
+		patch := statuspatch.Begin(p)
+		p.Status = planstatus.Releasing(p, left.Waiting)
+		_, err := patch.Finish(ctx, r.Client, &r.written)
+		return err // the cluster's next answer brings the plan back
 	}
 	patch := client.MergeFrom(p.DeepCopy())
 	controllerutil.RemoveFinalizer(p, scorev1b1.PlanFinalizer)

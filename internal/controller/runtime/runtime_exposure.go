@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,83 +16,62 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
+	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
 )
 
-// publishExposure writes the Workload's endpoints into its WorkloadExposure's status, as
-// the exposure rules derive them from what was applied (route and Ingress hosts, load
-// balancer addresses, cluster DNS names), and the runtime's conditions (Healthy or
-// Provisioning; LBPending and IngressPending while the platform has not given an address)
-// for the orchestrator's mirror to normalise.
-func (r *Reconciler) publishExposure(ctx context.Context, p *scorev1b1.WorkloadPlan, t members.Target, applied []*unstructured.Unstructured, state runtimeState) error {
+// readExposure reads the Workload's exposure and derives its endpoints from what the pass
+// applied, as the exposure rules do (route and Ingress hosts, load balancer addresses, cluster
+// DNS names, whether a Service has a ready endpoint). An exposure not registered yet (the
+// orchestrator registers it; its creation brings the plan back) or another Workload's is left
+// alone.
+func (r *Reconciler) readExposure(ctx context.Context, ps *pass) {
+	p := ps.Plan
 	e := &scorev1b1.WorkloadExposure{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.WorkloadRef.Name}, e); err != nil {
-		return client.IgnoreNotFound(err) // the orchestrator registers it; its creation brings the plan back
+		ps.ExposureErr = client.IgnoreNotFound(err)
+		return
 	}
 	if e.Spec.WorkloadRef.UID != p.Spec.WorkloadRef.UID {
-		return nil
+		return
 	}
 	provisioned, err := r.provisionedRoutes(ctx, p)
 	if err != nil {
-		return err
+		ps.ExposureErr = err
+		return
 	}
-	in := exposure.Input{Objects: applied, Provisioned: provisioned, Gateways: r.gateways(ctx, exposure.GatewayKeys(append(applied, provisioned...)))}
+	in := exposure.Input{Objects: ps.Live, Provisioned: provisioned, Gateways: r.gateways(ctx, exposure.GatewayKeys(append(slices.Clone(ps.Live), provisioned...)))}
+	reachable := r.reachable
+	if ps.tgt.Member != nil {
+		reachable = func(ctx context.Context, namespace, service string) (bool, error) {
+			return reachableOn(ctx, ps.tgt, namespace, service)
+		}
+	}
 	var readErr error
 	in.Reachable = func(name string) bool {
-		reachable := r.reachable
-		if t.Cluster != "" {
-			reachable = func(ctx context.Context, namespace, service string) (bool, error) {
-				return reachableOn(ctx, t, namespace, service)
-			}
-		}
 		ok, err := reachable(ctx, p.Namespace, name)
 		readErr = errors.Join(readErr, err)
 		return ok
 	}
-	res := exposure.Compute(in)
+	endpoints := exposure.Compute(in)
 	if readErr != nil {
-		return readErr
+		ps.ExposureErr = readErr
+		return
 	}
-	next := e.Status.DeepCopy()
-	next.ObservedWorkloadGeneration = p.Spec.ObservedWorkloadGeneration
-	next.Exposures = res.Exposures
-	for typ, on := range map[string]bool{scorev1b1.ExposureConditionHealthy: state == runtimeHealthy, scorev1b1.ExposureConditionProvisioning: state == runtimeProvisioning, scorev1b1.ExposureConditionDegraded: state == runtimeDegraded} {
-		status := metav1.ConditionFalse
-		if on {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: typ, Status: status, Reason: "Health", Message: runtimeMessages[typ]})
-	}
-	for _, typ := range []string{scorev1b1.ExposureConditionLBPending, scorev1b1.ExposureConditionIngressPending} {
-		cond := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: "Addressed", Message: "Nothing waits for an address."}
-		if msg, ok := res.Pending[typ]; ok {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Waiting", msg
-		}
-		meta.SetStatusCondition(&next.Conditions, cond)
-	}
-	if equality.Semantic.DeepEqual(&e.Status, next) {
-		return nil
-	}
-	patched := e.DeepCopy()
-	patched.Status = *next
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, patched, client.MergeFrom(e)))
+	ps.exposure = e
+	ps.Exposure = &planstatus.Exposure{Status: e.Status, Endpoints: endpoints}
 }
 
-// runtimeState is what the applied objects' health amounts to.
-type runtimeState int
-
-const (
-	runtimeProvisioning runtimeState = iota
-	runtimeHealthy
-	runtimeDegraded
-)
-
-// runtimeMessages describe the runtime conditions the exposure carries.
-var runtimeMessages = map[string]string{
-	scorev1b1.ExposureConditionHealthy:      "Every applied object is healthy.",
-	scorev1b1.ExposureConditionProvisioning: "Applied objects are becoming healthy.",
-	scorev1b1.ExposureConditionDegraded:     "The workload serves, but not every applied object is healthy.",
+// writeExposure writes the exposure's status, through statuspatch: only when it changed.
+func (r *Reconciler) writeExposure(ctx context.Context, e *scorev1b1.WorkloadExposure, status scorev1b1.WorkloadExposureStatus) error {
+	patch := statuspatch.Begin(e)
+	e.Status = status
+	// No record of the write: the exposure is read afresh each pass and compared with what
+	// the pass decides, so a copy older than the write costs at most a write that changes
+	// nothing.
+	_, err := patch.Finish(ctx, r.Client, nil)
+	return err
 }
 
 // routeKinds are the kinds of the routes a dependency may provision for its Workload.

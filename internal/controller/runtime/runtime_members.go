@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +23,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
 )
 
 // indexCluster indexes plans by the member clusters they are placed on or still hold objects
@@ -98,48 +98,14 @@ func (r *Reconciler) outputsCopies(ctx context.Context, p *scorev1b1.WorkloadPla
 	return out, nil
 }
 
-// clusterUnreachable reports a plan whose cluster does not answer or is not registered:
-// nothing was changed or deleted on either side.
-func (r *Reconciler) clusterUnreachable(p *scorev1b1.WorkloadPlan, err error) {
-	message := fmt.Sprintf("The plan cannot be applied: %v. Nothing was changed or deleted.", err)
-	r.fail(p, scorev1b1.ReasonNetworkUnavailable, message)
-	setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionFalse, scorev1b1.PlanReasonClusterUnreachable, message)
-}
-
-// remoteFailed handles a failed request to a member: one that got no answer marks the cluster
-// unreachable (its probe brings the plan back); any other is retried with backoff.
-func (r *Reconciler) remoteFailed(p *scorev1b1.WorkloadPlan, t members.Target, err error) (ctrl.Result, error) {
-	if r.members.Failed(t.Member, p.Namespace, err) {
-		r.clusterUnreachable(p, fmt.Errorf("cluster %s does not answer: %w", t.Cluster, err))
-		return ctrl.Result{}, nil
-	}
-	r.fail(p, scorev1b1.ReasonRuntimeProvisioning, fmt.Sprintf("Applying on cluster %s failed: %v", t.Cluster, err))
-	return ctrl.Result{}, fmt.Errorf("apply on cluster %s failed, retrying with backoff: %w", t.Cluster, err)
-}
-
-// leave deletes objs, each on its cluster, and returns those that must wait: on a cluster
-// that does not answer. On a cluster no longer registered they are abandoned, with an event.
-func (r *Reconciler) leave(ctx context.Context, p *scorev1b1.WorkloadPlan, objs []scorev1b1.AppliedObject) ([]scorev1b1.AppliedObject, error) {
+// leave deletes objs, each on its cluster, and says what it did: objects on a cluster that does
+// not answer wait; on a cluster no longer registered they are abandoned.
+func (r *Reconciler) leave(ctx context.Context, objs []scorev1b1.AppliedObject) (planstatus.Left, error) {
 	released, err := r.members.Release(ctx, r.applier, objs, nil)
 	if err != nil {
-		return nil, err
+		return planstatus.Left{}, err
 	}
-	for cluster, n := range released.Abandoned {
-		r.event(p, corev1.EventTypeWarning, "ObjectsAbandoned", "Delete",
-			"%d objects on cluster %s were let go of: the cluster is no longer registered.", n, cluster)
-	}
-	if p.DeletionTimestamp.IsZero() {
-		for cluster, n := range released.Deleted {
-			r.event(p, corev1.EventTypeNormal, "Moved", "Delete", "Deleted %d objects from %s: the workload is healthy on %s.", n, clusters.Name(cluster), clusters.Name(p.Spec.Cluster))
-		}
-	}
-	return released.Waiting, nil
-}
-
-func (r *Reconciler) event(p *scorev1b1.WorkloadPlan, typ, reason, action, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(p, nil, typ, reason, action, format, args...)
-	}
+	return planstatus.Left{Waiting: released.Waiting, Deleted: released.Deleted, Abandoned: released.Abandoned}, nil
 }
 
 // reachableOn reports whether a Service on a member has a ready endpoint, from the member's
