@@ -30,6 +30,15 @@ const (
 	KeyInsecure = "insecure"
 )
 
+// LabelPlaced, "true", marks a namespace of a member the hub places into: one the
+// controllers created, or one the platform labelled to let them in.
+const LabelPlaced = "score.dev/placed"
+
+// ErrNotPlaceable is a namespace of a member that exists without LabelPlaced: one the hub's
+// controllers did not create and the platform did not open to them. It is left alone, and
+// what would go there is refused (PermissionDenied).
+var ErrNotPlaceable = fmt.Errorf("it exists there without the label %s=true, and the hub places only into namespaces it created or that the platform labelled", LabelPlaced)
+
 // Selector selects registration Secrets.
 var Selector = labels.SelectorFromSet(labels.Set{scorev1b1.LabelSecretType: scorev1b1.SecretTypeCluster})
 

@@ -419,9 +419,9 @@ func (p *Pool) publish(ctx context.Context) error {
 	return p.Hub.Patch(ctx, want, client.Apply, client.FieldOwner(scorev1b1.FieldManagerRuntime), client.ForceOwnership)
 }
 
-// ErrNotPlaceable is a namespace of a member that exists without registration.LabelPlaced: one the hub's
-// controllers did not create and the platform did not open to them. It is left alone.
-var ErrNotPlaceable = fmt.Errorf("it exists there without the label %s=true, and the hub places only into namespaces it created or that the platform labelled", registration.LabelPlaced)
+// ErrNotPlaceable is clusters.ErrNotPlaceable: a namespace of a member that exists without
+// registration.LabelPlaced, left alone.
+var ErrNotPlaceable = clusters.ErrNotPlaceable
 
 // EnsureNamespace makes the namespace ready to place into on the member: created when it does
 // not exist (labelled registration.LabelPlaced, with the hub namespace's Pod Security labels), and the

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 )
 
 // The identity's names on a member.
@@ -44,9 +45,9 @@ const (
 	// MemberTokenPrefix begins the name of the Secret each token is bound to: deleting it
 	// revokes the token.
 	MemberTokenPrefix = "score-runtime-token-"
-	// LabelPlaced, "true", marks a namespace of a member the hub places into: one the
-	// controllers created, or one the platform labelled to let them in.
-	LabelPlaced = "score.dev/placed"
+	// LabelPlaced, "true", marks a namespace of a member the hub places into
+	// (clusters.LabelPlaced).
+	LabelPlaced = clusters.LabelPlaced
 	// AnnotationTokenSecret on a registration names the Secret on the member its token is bound
 	// to, in MemberNamespace.
 	AnnotationTokenSecret = "score.dev/member-token-secret"
