@@ -65,6 +65,25 @@ type Env struct {
 	Chart func(ctx context.Context, ref scorev1b1.TemplateRef) ([]byte, error)
 	// Command runs a cmd:// definition's command over data; nil refuses cmd:// definitions.
 	Command func(ctx context.Context, def orchconfig.Provisioner, data Data) (Result, error)
+	// API takes an http+api:// instance one step (its create request, or a status request
+	// when one is due), keeping its progress in the state with save: the instance's Progress
+	// while it is not ready, else its state and outputs. nil refuses http+api:// definitions.
+	API func(ctx context.Context, def orchconfig.Provisioner, data Data, save func(context.Context, Result) error) (Result, *Progress, error)
+	// SaveState keeps the state a run produced (Result.State, and Result.Shared merged into
+	// the namespace's shared state) on top of the state its data was read with; nil keeps
+	// nothing.
+	SaveState func(ctx context.Context, res Result) error
+	// Apply places a run's objects (the controller's applier; offline, the applier's Prepare)
+	// and, for a runnable:// definition, reads the outputs run (the stamped run) publishes.
+	// nil places nothing.
+	Apply func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (Applied, error)
+	// Secret reads a key of a Secret an output refers to that the run's manifests do not
+	// create (one the platform owns); nil refuses such outputs.
+	Secret func(ctx context.Context, ref SecretRef) (string, error)
+	// Offline runs nothing that reaches beyond the process: a cmd:// or http+api://
+	// definition is not run, and its outputs are stand-ins (Outcome.StandIn). scorectl render
+	// runs offline.
+	Offline bool
 }
 
 // Provision runs def's strategy over data: template:// renders its templates; helm:// renders
