@@ -16,6 +16,7 @@ import (
 var pure = []string{
 	"api/v1b1",
 	"internal/apierror",
+	"internal/claimstatus",
 	"internal/clusters",
 	"internal/configdiff",
 	"internal/dashboard/view",
