@@ -270,21 +270,3 @@ func TimedOut(s State, a *orchconfig.API, now time.Time) (State, bool) {
 	s.Phase, s.Message = PhaseFailed, fmt.Sprintf("not ready within %s", timeout)
 	return s, true
 }
-
-// SecretOutputs moves the outputs the api block names as secret from plain into secret; a
-// value that is not a string is stored as JSON.
-func SecretOutputs(names []string, plain map[string]any, secret map[string]string) {
-	for _, k := range names {
-		v, ok := plain[k]
-		if !ok {
-			continue
-		}
-		delete(plain, k)
-		if s, ok := v.(string); ok {
-			secret[k] = s
-			continue
-		}
-		raw, _ := json.Marshal(v)
-		secret[k] = string(raw)
-	}
-}

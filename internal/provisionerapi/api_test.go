@@ -125,15 +125,6 @@ func TestStateRoundTrips(t *testing.T) {
 	}
 }
 
-func TestSecretOutputs(t *testing.T) {
-	plain := map[string]any{"host": "h", "password": "p", "keys": []any{"a"}}
-	secret := map[string]string{}
-	SecretOutputs([]string{"password", "keys", "absent"}, plain, secret)
-	if len(plain) != 1 || plain["host"] != "h" || secret["password"] != "p" || secret["keys"] != `["a"]` {
-		t.Fatalf("plain %v secret %v", plain, secret)
-	}
-}
-
 // A value a tenant gives (params, and anything else the data holds) lands in a URL as data:
 // it cannot change the URL's host, add path segments or a query, or start a fragment.
 func TestRenderEscapesValuesForWhereTheyLand(t *testing.T) {

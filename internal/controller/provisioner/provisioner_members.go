@@ -10,7 +10,6 @@ package provisioner
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -74,18 +73,6 @@ func (r *Reconciler) claimsOfObjectOn(cluster string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.claimsOf(ctx, o, cluster)
 	})
-}
-
-// unreachable reports a claim whose instance's cluster does not answer or is not registered:
-// a Bound claim stays Bound (its objects are there, nothing was changed or deleted), any other
-// is Binding, and the cluster's next answer (or the orchestrator placing the Workload again)
-// brings it back.
-func unreachable(c *scorev1b1.ResourceClaim, err error) {
-	phase, reason := c.Status.Phase, c.Status.Reason
-	if phase != scorev1b1.ClaimPhaseBound {
-		phase, reason = scorev1b1.ClaimPhaseBinding, ""
-	}
-	setPhase(c, phase, reason, fmt.Sprintf("The instance cannot be provisioned: %v. Nothing was changed or deleted.", err))
 }
 
 // retire releases a moved claim's objects on the clusters its Workload has left (its plan

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
@@ -35,7 +36,7 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 		}
 		if others == 0 {
 			if err := r.releaseAPI(ctx, c, id); err != nil {
-				setPhase(c, c.Status.Phase, c.Status.Reason, fmt.Sprintf("Deprovisioning; %v.", err))
+				r.deprovisioning(c, fmt.Sprintf("Deprovisioning; %v.", err))
 				return ctrl.Result{}, fmt.Errorf("deprovisioning through the API: %w", err)
 			}
 			released, err := r.members.Release(ctx, r.applier, c.Status.Resources, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) })
@@ -48,12 +49,12 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 			c.Status.Resources = slices.DeleteFunc(c.Status.Resources, func(o scorev1b1.AppliedObject) bool { return released.Abandoned[o.Cluster] > 0 })
 			if len(released.Waiting) > 0 {
 				// The cluster's next answer, or its registration removed, brings the claim back.
-				setPhase(c, c.Status.Phase, c.Status.Reason, fmt.Sprintf("Deprovisioning waits for %s to answer: %d objects of the instance are there.", clusters.Name(released.Waiting[0].Cluster), len(released.Waiting)))
+				r.deprovisioning(c, fmt.Sprintf("Deprovisioning waits for %s to answer: %d objects of the instance are there.", clusters.Name(released.Waiting[0].Cluster), len(released.Waiting)))
 				return ctrl.Result{}, nil
 			}
 			if len(released.Remaining) > 0 {
 				// Their deletion events bring the claim back.
-				setPhase(c, c.Status.Phase, c.Status.Reason, "Deprovisioning; waiting for "+strings.Join(released.Remaining, ", ")+" to be deleted.")
+				r.deprovisioning(c, "Deprovisioning; waiting for "+strings.Join(released.Remaining, ", ")+" to be deleted.")
 				return ctrl.Result{}, nil
 			}
 			// The state goes only with a claim that was bound to the instance: one released before
@@ -112,4 +113,9 @@ func (r *Reconciler) deleteState(ctx context.Context, id provisioning.Identity) 
 		return fmt.Errorf("deleting the state: %w", err)
 	}
 	return nil
+}
+
+// deprovisioning says how the release of a deleted claim goes, in its phase.
+func (r *Reconciler) deprovisioning(c *scorev1b1.ResourceClaim, message string) {
+	claimstatus.SetPhase(&c.Status, c.Generation, metav1.NewTime(r.clock().Now()), c.Status.Phase, c.Status.Reason, message)
 }

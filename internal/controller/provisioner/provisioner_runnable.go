@@ -2,25 +2,22 @@ package provisioner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 )
-
-// errRunFailed is a run that ended in failure; it is not retried.
-var errRunFailed = errors.New("the run failed")
 
 // judgeRun finishes the runnable:// strategy once its run is applied (the run is named after
 // its content, so it is created once and never changed: an input change stamps a new run, an
 // unchanged input never runs again). The run's health in the inventory becomes its outcome
 // by the definition's success condition; the earlier runs are kept up to the history limit
 // (older ones deleted) and added to the inventory; once the run succeeded, its outputs are
-// read from it. A failed run is an error naming it (errRunFailed).
+// read from it. A failed run is an error naming it (provisioning.ErrRunFailed).
 func (r *Reconciler) judgeRun(ctx context.Context, a *apply.Applier, def orchconfig.Provisioner, applied *apply.Result, marks prepare.Marks) (map[string]any, error) {
 	if len(applied.Live) != 1 {
 		return nil, nil // the definitions of its stage are not served yet
@@ -36,7 +33,7 @@ func (r *Reconciler) judgeRun(ctx context.Context, a *apply.Applier, def orchcon
 	applied.Objects = append(applied.Objects, history...)
 	switch outcome {
 	case runnable.Failed:
-		return nil, fmt.Errorf("%w: %s %s: %s", errRunFailed, run.GetKind(), run.GetName(), message)
+		return nil, fmt.Errorf("%w: %s %s: %s", provisioning.ErrRunFailed, run.GetKind(), run.GetName(), message)
 	case runnable.Running:
 		return nil, nil
 	}

@@ -16,6 +16,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
 // devCatalog is the sample config with the development catalog, as make dev loads it.
@@ -155,10 +156,11 @@ func TestTemplateDataListsWorkloadsOnlyForDefinitionsThatReadThem(t *testing.T) 
 		"template://score-dev/postgres": {"a"},
 		"template://score-dev/route":    {"a", "b", "c"},
 	} {
-		d, err := r.templateData(context.Background(), claim, def(uri), id, "", nil, instanceState{})
+		in, err := r.templateData(context.Background(), claim, def(uri), id, "", nil, instanceState{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		d := provisioning.NewData(in)
 		var got []string
 		for name := range d.WorkloadServices {
 			got = append(got, name)

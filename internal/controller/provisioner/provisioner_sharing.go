@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +16,6 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
@@ -28,44 +26,25 @@ func claimIdentity(c *scorev1b1.ResourceClaim) provisioning.Identity {
 	return identityOn(c, c.Status.InstanceCluster)
 }
 
-// identityOn is the identity of the claim's instance on cluster.
+// identityOn is the identity of the claim's instance on cluster, in the namespace its status
+// records.
 func identityOn(c *scorev1b1.ResourceClaim, cluster string) provisioning.Identity {
-	ns := c.Status.InstanceNamespace
-	if ns == "" {
-		ns = c.Namespace
+	return identityIn(c, c.Status.InstanceNamespace, cluster)
+}
+
+// identityIn is the identity of the claim's instance in namespace ("": the claim's own) on
+// cluster.
+func identityIn(c *scorev1b1.ResourceClaim, namespace, cluster string) provisioning.Identity {
+	if namespace == "" {
+		namespace = c.Namespace
 	}
-	id := provisioning.NewIdentity(ns, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID)
+	id := provisioning.NewIdentity(namespace, c.Spec.WorkloadRef.Name, c.Spec.Key, c.Spec.Type, c.Spec.Class, c.Spec.ID)
 	id.Cluster = cluster
 	return id
 }
 
-// instanceNamespace decides where a claim's instance lives. A claim with an id whose
-// provisioner shares across namespaces, from a namespace the sharing selector admits, shares
-// the instance in the sharing namespace (returned); from any other namespace it gets its own
-// instance (an empty namespace: its own) or, when the platform says Deny, a denial message.
-// Without an id, or without sharing, the instance is the claim's own.
-func (r *Reconciler) instanceNamespace(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner) (string, string, error) {
-	sh := def.Sharing
-	if c.Spec.ID == "" || sh == nil {
-		return "", "", nil
-	}
-	if c.Namespace == sh.Namespace {
-		return "", "", nil // the sharing namespace's own claims share in place
-	}
-	labels, err := r.namespaceLabels(ctx, c.Namespace)
-	if err != nil {
-		return "", "", err
-	}
-	if sh.NamespaceSelector.MatchesLabels(labels) {
-		return sh.Namespace, "", nil
-	}
-	if sh.Otherwise == orchconfig.SharingDeny {
-		return "", fmt.Sprintf("Namespace %s may not share %s %s: the platform shares it only with namespaces it selects by label.", c.Namespace, c.Spec.Type, c.Spec.ID), nil
-	}
-	return "", "", nil
-}
-
-// namespaceLabels reads a namespace's labels, which the platform's rules select on.
+// namespaceLabels reads a namespace's labels, which the platform's rules select on
+// (claimstatus.InstanceNamespace, claimstatus.HostnameDenied).
 func (r *Reconciler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
 	ns := &metav1.PartialObjectMetadata{} // its labels are all that is read: the watch's cache holds no more
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
@@ -73,45 +52,6 @@ func (r *Reconciler) namespaceLabels(ctx context.Context, name string) (map[stri
 		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
 	return ns.Labels, nil
-}
-
-// hostnameDenied says why a claim may not have a host name that a param its definition marks
-// (hostnameParams) holds, "" when it may: the config's hostnames rules for its namespace. The
-// decision is made on the claim's namespace, not on anything the Workload says.
-func (r *Reconciler) hostnameDenied(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, params map[string]any, cfg *orchconfig.Config) (string, error) {
-	if len(cfg.Hostnames) == 0 {
-		return "", nil
-	}
-	var labels map[string]string
-	read := false
-	for _, param := range def.HostnameParams {
-		v, ok := params[param]
-		if !ok {
-			continue
-		}
-		hosts, isList := v.([]any)
-		if !isList {
-			hosts = []any{v}
-		}
-		for _, h := range hosts {
-			if !read {
-				var err error
-				if labels, err = r.namespaceLabels(ctx, c.Namespace); err != nil {
-					return "", err
-				}
-				read = true
-			}
-			host := fmt.Sprint(h)
-			if ok, domains := cfg.HostnameAllowed(c.Namespace, labels, host); !ok {
-				admitted := "no host name"
-				if len(domains) > 0 {
-					admitted = strings.Join(domains, ", ")
-				}
-				return fmt.Sprintf("Namespace %s may not use host name %s: the platform admits %s there.", c.Namespace, host, admitted), nil
-			}
-		}
-	}
-	return "", nil
 }
 
 // errNotKept: the revision a claim names is no longer kept.

@@ -218,10 +218,11 @@ func (s *stateRaces) take(key client.ObjectKey) bool {
 	return raced
 }
 
-// templateData gathers what score-k8s passes to templates: the claim, the instance's state,
-// the source workload's metadata and the network services of the Workloads of the instance's
-// namespace (the claim's own, unless the platform shares the instance from another).
-func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, id provisioning.Identity, class string, params map[string]any, st instanceState) (provisioning.Data, error) {
+// templateData gathers what the data score-k8s passes to templates is made of
+// (provisioning.NewData): the claim, the instance's state, the source workload's metadata and
+// the network services of the Workloads of the instance's namespace (the claim's own, unless
+// the platform shares the instance from another).
+func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClaim, def orchconfig.Provisioner, id provisioning.Identity, class string, params map[string]any, st instanceState) (provisioning.DataInput, error) {
 	metadata, _ := values.Object(c.Spec.Metadata)
 	in := provisioning.DataInput{Identity: id, Class: class, Params: params, Metadata: metadata, State: st.State, Shared: st.Shared,
 		Source: c.Spec.WorkloadRef.Name, Sharing: def.Sharing}
@@ -230,7 +231,7 @@ func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClai
 	case err == nil:
 		in.SourceWorkload = &w
 	case !apierrors.IsNotFound(err):
-		return provisioning.Data{}, fmt.Errorf("reading workload %s: %w", c.Spec.WorkloadRef.Name, err)
+		return provisioning.DataInput{}, fmt.Errorf("reading workload %s: %w", c.Spec.WorkloadRef.Name, err)
 	}
 	if !r.readers.of(r.Config)(def.URI) {
 		// A definition that cannot read other Workloads' ports sees its own Workload only:
@@ -239,16 +240,16 @@ func (r *Reconciler) templateData(ctx context.Context, c *scorev1b1.ResourceClai
 		if in.SourceWorkload != nil {
 			in.Workloads = []*scorev1b1.Workload{in.SourceWorkload}
 		}
-		return provisioning.NewData(in), nil
+		return in, nil
 	}
 	var workloads scorev1b1.WorkloadList
 	// Read only (NewData copies what it keeps): no deep copy of every Workload of the
 	// namespace on every pass.
 	if err := r.Client.List(ctx, &workloads, client.InNamespace(id.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return provisioning.Data{}, fmt.Errorf("listing workloads: %w", err)
+		return provisioning.DataInput{}, fmt.Errorf("listing workloads: %w", err)
 	}
 	for i := range workloads.Items {
 		in.Workloads = append(in.Workloads, &workloads.Items[i])
 	}
-	return provisioning.NewData(in), nil
+	return in, nil
 }
