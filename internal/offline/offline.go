@@ -1,12 +1,14 @@
 // Package offline runs the control plane's pipeline without a cluster, for scorectl render:
 // for each Workload, the selection, its claims provisioned in dependency order, the plan, and
 // the objects the runtime and the provisioner would apply. It calls the functions the
-// controllers call — selection, the planner, provisioning's strategies, the renderer and the
-// applier's Prepare — so what it shows is what they apply. Where only a cluster knows a value
-// (UIDs the API server assigns, an instance's stored state, secret values, the secrets
-// revision of the pods) it takes it from Cluster, or shows a stand-in: random values in
-// provisioner templates are replaced by deterministic ones (not usable secrets), secret
-// values by markers.
+// controllers call — selection, the planner, provisioning.Run (the provisioner's run, with
+// the applier's Prepare in place of the applier), the renderer and the applier's Prepare — so
+// what it shows is what they apply. Where only a cluster knows a value (UIDs the API server
+// assigns, an instance's stored state, secret values, the secrets revision of the pods) it
+// takes it from Cluster, or shows a stand-in: random values in provisioner templates are
+// replaced by deterministic ones (not usable secrets), secret values by markers, and the
+// outputs of a command (cmd://) or an external API (http+api://), which are never run
+// offline, by references naming each expected output.
 package offline
 
 import (
@@ -211,7 +213,9 @@ func secretName(c Claim) string {
 	return scorev1b1.OutputsSecretName(c.Name)
 }
 
-// provision runs a claim's provisioner with the strategies the provisioner controller runs.
+// provision runs a claim's provisioner: the definition that serves it, then provisioning.Run,
+// the run the provisioner controller makes, with the offline stand-ins for what only a cluster
+// knows (Env.Offline: no command is run and no external API called).
 func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.DesiredClaim) (Claim, error) {
 	params, err := values.Object(d.Spec.Params)
 	if err != nil {
@@ -223,38 +227,18 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 		return Claim{}, errors.New(message)
 	}
 	def := in.Config.Provisioners[served.Index]
-	strategy, err := provisioning.StrategyOf(def.URI)
-	if err != nil {
-		return Claim{}, err
-	}
-	id := provisioning.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
-	if !strategy.Pure() {
-		// A command or an external API runs only in the cluster: its outputs are references,
-		// one per expected output, so the rest of the app still renders.
-		c := Claim{Key: d.Key, Name: d.Name, Provisioner: def.URI, Instance: id.Hash(), Spec: d.Spec, Outputs: map[string]any{}}
-		for _, out := range def.ExpectedOutputs {
-			c.Outputs[out] = fmt.Sprintf("<output %s of %s, known in the cluster>", out, def.URI)
-		}
-		return c, nil
-	}
 	metadata, err := values.Object(d.Spec.Metadata)
 	if err != nil {
 		return Claim{}, err
 	}
-	var state, shared map[string]any
+	id := provisioning.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
+	data := provisioning.DataInput{Identity: id, Class: served.Class, Params: served.Params, Metadata: metadata,
+		Source: w.Name, Workloads: namespaceOf(in.Workloads, w.Namespace)}
 	if in.Cluster.State != nil {
-		state, shared = in.Cluster.State(id)
+		data.State, data.Shared = in.Cluster.State(id)
 	}
-	data := provisioning.NewData(provisioning.DataInput{Identity: id, Class: served.Class, Params: served.Params, Metadata: metadata,
-		State: state, Shared: shared, Source: w.Name, Workloads: namespaceOf(in.Workloads, w.Namespace), Sharing: def.Sharing})
-	env := provisioning.Env{
-		Funcs: tplfuncs.Deterministic(id.Uid()),
-		Chart: func(_ context.Context, ref scorev1b1.TemplateRef) ([]byte, error) {
-			chart, err := in.Template(ref)
-			return chart.Data, err
-		},
-	}
-	r, err := provisioning.Provision(ctx, strategy, def, data, env)
+	var objects []*unstructured.Unstructured
+	out, err := provisioning.Run(ctx, provisioning.RunInput{Definition: def, Data: data}, offlineEnv(in, def, id, &objects))
 	var waiting *tplfuncs.Waiting
 	if errors.As(err, &waiting) {
 		return Claim{}, fmt.Errorf("provisioner %s is waiting for %s; render the Score file of what it waits for together with this one", def.URI, waiting.For)
@@ -262,36 +246,44 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 	if err != nil {
 		return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
 	}
-	if r.Run != nil {
-		// Outputs the run only publishes in its status are unknown offline.
-		outputs, err := runnable.Outputs(r.Run, def.Runnable.Outputs)
-		if err != nil {
-			return Claim{}, fmt.Errorf("provisioner %s: %w; offline only outputs the run carries before it runs are known", def.URI, err)
-		}
-		r.Outputs = provisioning.PatchMap(r.Outputs, outputs)
-	}
-	secrets := provisioning.SecretsInManifests(r.Manifests)
-	plain, secret, err := provisioning.SplitOutputs(r.Outputs, func(ref provisioning.SecretRef) (string, error) {
-		if v, ok := secrets[ref]; ok {
-			return v, nil
-		}
-		// A Secret the platform owns (the environment type's): known only in the cluster.
-		return fmt.Sprintf("<secret %s key %s, known in the cluster>", ref.Name, ref.Key), nil
-	})
-	if err != nil {
-		return Claim{}, err
-	}
-	c := Claim{Key: d.Key, Name: d.Name, Provisioner: def.URI, Instance: id.Hash(), Spec: d.Spec, Outputs: plain}
-	for k := range secret {
+	c := Claim{Key: d.Key, Name: d.Name, Provisioner: def.URI, Instance: id.Hash(), Spec: d.Spec, Outputs: out.Plain, Objects: objects}
+	for k := range out.Secret {
 		c.SecretKeys = append(c.SecretKeys, k)
 	}
 	sort.Strings(c.SecretKeys)
-	objs, err := r.Objects()
-	if err != nil {
-		return Claim{}, fmt.Errorf("provisioner %s: %w", def.URI, err)
+	return c, nil
+}
+
+// offlineEnv is what a run may reach offline: charts from the render's templates, the
+// deterministic stand-ins for random values, the applier's Prepare in place of the applier
+// (the prepared objects go to objects), a run's outputs as it carries them before it runs,
+// and a marker for the value of a Secret the run does not create. Commands and external APIs
+// are not reached: their outputs are stand-ins.
+func offlineEnv(in Input, def orchconfig.Provisioner, id provisioning.Identity, objects *[]*unstructured.Unstructured) provisioning.Env {
+	return provisioning.Env{
+		Offline: true,
+		Funcs:   tplfuncs.Deterministic(id.Uid()),
+		Chart: func(_ context.Context, ref scorev1b1.TemplateRef) ([]byte, error) {
+			chart, err := in.Template(ref)
+			return chart.Data, err
+		},
+		Apply: func(_ context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (provisioning.Applied, error) {
+			var err error
+			if *objects, err = prepareFor(in, objs, prepare.InstanceMarks(id.Namespace, id.Hash())); err != nil || run == nil {
+				return provisioning.Applied{}, err
+			}
+			// Outputs the run only publishes in its status are unknown offline.
+			outputs, err := runnable.Outputs(run, def.Runnable.Outputs)
+			if err != nil {
+				return provisioning.Applied{}, fmt.Errorf("%w; offline only outputs the run carries before it runs are known", err)
+			}
+			return provisioning.Applied{RunOutputs: outputs}, nil
+		},
+		Secret: func(_ context.Context, ref provisioning.SecretRef) (string, error) {
+			// A Secret the platform owns (the environment type's): known only in the cluster.
+			return fmt.Sprintf("<secret %s key %s, known in the cluster>", ref.Name, ref.Key), nil
+		},
 	}
-	c.Objects, err = prepareFor(in, objs, prepare.InstanceMarks(id.Namespace, id.Hash()))
-	return c, err
 }
 
 // namespaceOf are the Workloads of a namespace.
