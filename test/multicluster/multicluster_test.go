@@ -530,7 +530,7 @@ func TestPlacement(t *testing.T) {
 		if err := eu.c.Get(ctx, client.ObjectKey{Name: ns}, nsOnEU); err != nil {
 			t.Fatal(err)
 		}
-		if nsOnEU.Labels[registration.LabelPlaced] != "true" || nsOnEU.Labels["pod-security.kubernetes.io/warn"] != "baseline" {
+		if nsOnEU.Labels[clusters.LabelPlaced] != "true" || nsOnEU.Labels["pod-security.kubernetes.io/warn"] != "baseline" {
 			t.Fatalf("the namespace on eu is labelled %v", nsOnEU.Labels)
 		}
 		// As the identity (impersonated by eu's administrator): nothing outside.
@@ -561,7 +561,7 @@ func TestPlacement(t *testing.T) {
 		testenv.Create(t, hub, w)
 		wkey := client.ObjectKeyFromObject(w)
 		testenv.WaitForCondition(t, hub, wkey, scorev1b1.ConditionReady, metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied)
-		if m := plan(t, cns, "web").Status.Message; !strings.Contains(m, registration.LabelPlaced) {
+		if m := plan(t, cns, "web").Status.Message; !strings.Contains(m, clusters.LabelPlaced) {
 			t.Fatalf("the plan does not say why: %q", m)
 		}
 		if err := eu.c.Get(ctx, wkey, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
@@ -571,7 +571,7 @@ func TestPlacement(t *testing.T) {
 		if err := eu.c.Get(ctx, client.ObjectKey{Name: cns}, unlabelled); err != nil {
 			t.Fatal(err)
 		}
-		unlabelled.Labels[registration.LabelPlaced] = "true"
+		unlabelled.Labels[clusters.LabelPlaced] = "true"
 		if err := eu.c.Update(ctx, unlabelled); err != nil {
 			t.Fatal(err)
 		}

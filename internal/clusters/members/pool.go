@@ -112,7 +112,7 @@ type Member struct {
 	mu sync.Mutex
 	// appliers are the namespaces' appliers, made on first use and kept while connected.
 	appliers map[string]*apply.Applier
-	// placed holds the namespaces known to be placed into: they exist, carry registration.LabelPlaced, and
+	// placed holds the namespaces known to be placed into: they exist, carry clusters.LabelPlaced, and
 	// grant the identity its rights.
 	placed sync.Map
 }
@@ -419,14 +419,10 @@ func (p *Pool) publish(ctx context.Context) error {
 	return p.Hub.Patch(ctx, want, client.Apply, client.FieldOwner(scorev1b1.FieldManagerRuntime), client.ForceOwnership)
 }
 
-// ErrNotPlaceable is clusters.ErrNotPlaceable: a namespace of a member that exists without
-// registration.LabelPlaced, left alone.
-var ErrNotPlaceable = clusters.ErrNotPlaceable
-
 // EnsureNamespace makes the namespace ready to place into on the member: created when it does
-// not exist (labelled registration.LabelPlaced, with the hub namespace's Pod Security labels), and the
+// not exist (labelled clusters.LabelPlaced, with the hub namespace's Pod Security labels), and the
 // identity's rights granted there (registration.NamespaceBinding). An existing namespace without
-// registration.LabelPlaced is ErrNotPlaceable. The namespace is never deleted there (other objects may live
+// clusters.LabelPlaced is clusters.ErrNotPlaceable. The namespace is never deleted there (other objects may live
 // in it), nor relabelled: a later change of the hub namespace's labels is not copied.
 func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
 	if _, ok := mem.placed.Load(name); ok {
@@ -440,8 +436,8 @@ func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("the namespace %s on cluster %s: %w", name, mem.Name, err)
 	}
-	if ns.Labels[registration.LabelPlaced] != "true" {
-		return fmt.Errorf("the namespace %s on cluster %s: %w (kubectl label namespace %s %s=true, on the member)", name, mem.Name, ErrNotPlaceable, name, registration.LabelPlaced)
+	if ns.Labels[clusters.LabelPlaced] != "true" {
+		return fmt.Errorf("the namespace %s on cluster %s: %w (kubectl label namespace %s %s=true, on the member)", name, mem.Name, clusters.ErrNotPlaceable, name, clusters.LabelPlaced)
 	}
 	switch err := mem.Client.Create(ctx, registration.NamespaceBinding(name)); {
 	case err == nil, apierrors.IsAlreadyExists(err):
@@ -457,7 +453,7 @@ func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
-// createNamespace creates a namespace on the member, labelled registration.LabelPlaced and with the hub
+// createNamespace creates a namespace on the member, labelled clusters.LabelPlaced and with the hub
 // namespace's Pod Security labels: a Workload runs under the same pod security on a member as
 // on the hub.
 func (mem *Member) createNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
@@ -466,7 +462,7 @@ func (mem *Member) createNamespace(ctx context.Context, name string) (*corev1.Na
 		return nil, fmt.Errorf("reading its labels on the hub: %w", err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: PodSecurityLabels(hub.Labels)}}
-	ns.Labels[registration.LabelPlaced] = "true"
+	ns.Labels[clusters.LabelPlaced] = "true"
 	if err := mem.Client.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
 		return ns, mem.Client.Get(ctx, client.ObjectKey{Name: name}, ns) // created meanwhile: judged as found
 	} else if err != nil {

@@ -10,7 +10,7 @@ package registration
 //     runtime or the provisioner creates when it first places into it): the objects the
 //     runtime and the provisioner apply and judge;
 //   - an admission policy (MemberPolicyName) that lets the identity create only namespaces
-//     labelled LabelPlaced and RoleBindings only in such namespaces, binding only
+//     labelled clusters.LabelPlaced and RoleBindings only in such namespaces, binding only
 //     MemberNamespaceRoleName to itself: an existing namespace the platform did not label
 //     (kube-system, another team's) stays out of reach, as does every Secret in it;
 //   - in its own namespace (MemberSelfRoleName), the right to delete the Secret its token is
@@ -45,9 +45,6 @@ const (
 	// MemberTokenPrefix begins the name of the Secret each token is bound to: deleting it
 	// revokes the token.
 	MemberTokenPrefix = "score-runtime-token-"
-	// LabelPlaced, "true", marks a namespace of a member the hub places into
-	// (clusters.LabelPlaced).
-	LabelPlaced = clusters.LabelPlaced
 	// AnnotationTokenSecret on a registration names the Secret on the member its token is bound
 	// to, in MemberNamespace.
 	AnnotationTokenSecret = "score.dev/member-token-secret"
@@ -131,12 +128,12 @@ func MemberPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admiss
 			Validations: []admissionregistrationv1.Validation{
 				{
 					Expression: "request.resource.resource != 'namespaces' || " + labelledPlaced("object"),
-					Message:    fmt.Sprintf("the hub's identity creates only namespaces labelled %s=true", LabelPlaced),
+					Message:    fmt.Sprintf("the hub's identity creates only namespaces labelled %s=true", clusters.LabelPlaced),
 					Reason:     &invalid,
 				},
 				{
 					Expression: "request.resource.resource != 'rolebindings' || " + labelledPlaced("namespaceObject"),
-					Message:    fmt.Sprintf("the hub's identity grants itself rights only in namespaces labelled %s=true: the platform labels a namespace to let the hub place into it", LabelPlaced),
+					Message:    fmt.Sprintf("the hub's identity grants itself rights only in namespaces labelled %s=true: the platform labels a namespace to let the hub place into it", clusters.LabelPlaced),
 					Reason:     &invalid,
 				},
 				{
@@ -158,9 +155,9 @@ func MemberPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admiss
 	return policy, binding
 }
 
-// labelledPlaced is the CEL expression: the object named carries LabelPlaced=true.
+// labelledPlaced is the CEL expression: the object named carries clusters.LabelPlaced=true.
 func labelledPlaced(object string) string {
-	return fmt.Sprintf("(has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels && %[1]s.metadata.labels['%[2]s'] == 'true')", object, LabelPlaced)
+	return fmt.Sprintf("(has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels && %[1]s.metadata.labels['%[2]s'] == 'true')", object, clusters.LabelPlaced)
 }
 
 // HubRoles reads, from the shipped bundle (or the repository), the hub roles of the

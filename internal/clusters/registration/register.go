@@ -186,7 +186,7 @@ func memberIdentity(ctx context.Context, c client.Client, hubRoles [][]byte) err
 	policy, policyBinding := MemberPolicy()
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: MemberNamespace, Name: MemberServiceAccount}
 	for _, o := range []client.Object{
-		// Not labelled LabelPlaced: the identity's own namespace is never placed into.
+		// Not labelled clusters.LabelPlaced: the identity's own namespace is never placed into.
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: MemberNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: MemberNamespace, Name: MemberServiceAccount}},
 	} {
@@ -219,7 +219,7 @@ func memberIdentity(ctx context.Context, c client.Client, hubRoles [][]byte) err
 // waitConfined waits until the member's admission policy confines the new token: a
 // policy takes a moment to be enforced after it is created, and the token must not reach the
 // hub before. It asks, as the token and without writing anything (a dry run), for a
-// RoleBinding in the identity's own namespace, which is not labelled LabelPlaced: the answer
+// RoleBinding in the identity's own namespace, which is not labelled clusters.LabelPlaced: the answer
 // must be the policy's refusal.
 func waitConfined(ctx context.Context, member *rest.Config, token string) error {
 	cfg := rest.AnonymousClientConfig(member)

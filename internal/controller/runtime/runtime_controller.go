@@ -199,7 +199,7 @@ func (r *Reconciler) act(ctx context.Context, ps *pass) bool {
 			return ps.stop(planstatus.Hold, err)
 		}
 		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); err != nil {
-			ps.NotPlaceable = errors.Is(err, members.ErrNotPlaceable)
+			ps.NotPlaceable = errors.Is(err, clusters.ErrNotPlaceable)
 			r.memberFailed(ps, err)
 			return ps.stop(planstatus.Place, err)
 		}

@@ -114,7 +114,7 @@ func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 		if err := member.Client.Get(ctx, client.ObjectKey{Name: "team"}, ns); err != nil {
 			t.Fatal(err)
 		}
-		if ns.Labels[registration.LabelPlaced] != "true" || ns.Labels[podSecurity] != "baseline" || ns.Labels["pod-security.kubernetes.io/warn"] != "restricted" || ns.Labels["team"] != "" {
+		if ns.Labels[clusters.LabelPlaced] != "true" || ns.Labels[podSecurity] != "baseline" || ns.Labels["pod-security.kubernetes.io/warn"] != "restricted" || ns.Labels["team"] != "" {
 			t.Fatalf("the member's namespace labels: %v", ns.Labels)
 		}
 		if err := identity.Create(ctx, deployment("team", "web")); err != nil {
@@ -143,11 +143,11 @@ func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 		forbidden("creating a Job in kube-system", identity.Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "miner"},
 			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}))
 		forbidden("labelling another namespace", identity.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
-			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+registration.LabelPlaced+`":"true"}}}`))))
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+clusters.LabelPlaced+`":"true"}}}`))))
 
 		err := identity.Create(ctx, registration.NamespaceBinding("other"))
 		forbidden("granting itself rights in another namespace", err)
-		if err == nil || !strings.Contains(err.Error(), registration.LabelPlaced) {
+		if err == nil || !strings.Contains(err.Error(), clusters.LabelPlaced) {
 			t.Errorf("the admission policy's message does not say why: %v", err)
 		}
 		toAnyone := registration.NamespaceBinding("team")
@@ -158,7 +158,7 @@ func TestMemberIdentityReachesOnlyPlacedNamespaces(t *testing.T) {
 		forbidden("binding cluster-admin", identity.Create(ctx, admin))
 		forbidden("creating an unlabelled namespace", identity.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled"}}))
 
-		if err := mem.EnsureNamespace(ctx, "other"); !errors.Is(err, members.ErrNotPlaceable) {
+		if err := mem.EnsureNamespace(ctx, "other"); !errors.Is(err, clusters.ErrNotPlaceable) {
 			t.Fatalf("placing into a namespace the platform did not label: %v", err)
 		}
 		forbidden("reading another namespace's Secret after the hub tried to place there", identity.Get(ctx, client.ObjectKey{Namespace: "other", Name: "db-password"}, &corev1.Secret{}))
