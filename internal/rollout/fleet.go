@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -215,4 +217,22 @@ func (u *unionFind) join(a, b string) {
 		ra, rb = rb, ra
 	}
 	u.parent[rb], u.parent[ra] = ra, ra
+}
+
+// MemberOf is what the gate reads of a Workload of a wave (key) and of its plan (nil: none
+// yet) under to's policy: the revision the plan was rendered from, whether the runtime has
+// reported on it as it is, and whether the Workload is Ready — and the gate expression holds —
+// since when.
+func MemberOf(key string, w *scorev1b1.Workload, p *scorev1b1.WorkloadPlan, to Revision, region string, gate *GateExpr) Member {
+	m := Member{Key: key}
+	m.Bake, m.Deadline = Timing(w, to, region)
+	var objects []scorev1b1.AppliedObject
+	if p != nil {
+		m.Revision, m.Settled, objects = p.Spec.ConfigRevision, p.Status.ObservedGeneration == p.Generation, p.Status.Objects
+	}
+	if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
+		m.Ready, m.Since = c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation, c.LastTransitionTime.Time
+	}
+	m.Ready = m.Ready && gate.Holds(objects, w)
+	return m
 }
