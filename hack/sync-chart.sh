@@ -10,7 +10,7 @@ chart=charts/score-orchestrator
 rm -rf "$chart/crds" "$chart/files"
 mkdir -p "$chart/crds" "$chart/files/rbac/users" "$chart/files/admission" "$chart/files/grafana"
 cp config/crd/bases/*.yaml "$chart/crds/"
-for c in orchestrator provisioner runtime; do
+for c in orchestrator provisioner runtime rollout; do
   cp "config/rbac/$c/role.yaml" "$chart/files/rbac/$c.yaml"
 done
 cp config/rbac/leader-election.yaml "$chart/files/rbac/"

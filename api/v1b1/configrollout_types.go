@@ -5,7 +5,7 @@ import (
 )
 
 // ConfigRollout takes one change of the Orchestrator Config (a revision) to the fleet in
-// health-gated waves. It is the platform's: the orchestrator creates one in the control
+// health-gated waves. It is the platform's: the rollout controller creates one in the control
 // plane's namespace for each admitted revision when the config has a rollout policy, and only
 // it writes the status; a platform engineer pauses, resumes or aborts it through the spec
 // (`scorectl rollout`). Application developers never need it.
@@ -67,7 +67,8 @@ const (
 	RolloutSuperseded  = "Superseded"
 )
 
-// ConfigRolloutStatus is where the rollout is; only the orchestrator writes it.
+// ConfigRolloutStatus is where the rollout is; only the rollout controller writes it, and
+// every orchestrator reads it.
 type ConfigRolloutStatus struct {
 	// Phase is Progressing, Paused, Halted, Completed, Aborted or Superseded.
 	// +optional

@@ -200,9 +200,10 @@ func waitLeaders(ctx context.Context, c client.Client, since time.Time, ctrls []
 		if err != nil {
 			return err
 		}
+		lease := controlplane.Leases([]string{p.controllers}, sel)[0]
 		for {
 			l := &coordinationv1.Lease{}
-			err := c.Get(ctx, client.ObjectKey{Namespace: devenv.SystemNamespace, Name: controlplane.LeaderElectionID([]string{p.controllers}, sel)}, l)
+			err := c.Get(ctx, client.ObjectKey{Namespace: devenv.SystemNamespace, Name: lease}, l)
 			if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.AcquireTime != nil && !l.Spec.AcquireTime.Time.Before(since.Truncate(time.Second)) {
 				break
 			}

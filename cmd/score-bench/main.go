@@ -747,7 +747,12 @@ func (s *runState) startControllers() error {
 	}
 	s.ctrls = nil
 	for k := range max(s.o.shards, 1) {
-		for _, name := range controlplane.All {
+		// The fleet's rollout runs once, beside the unlabelled rest's set.
+		controllers := controlplane.All
+		if k > 0 {
+			controllers = controlplane.Sharded
+		}
+		for _, name := range controllers {
 			p := &controller{name: name, controllers: name, bin: bin, dir: s.k.Dir, args: extra}
 			switch {
 			case k > 0:

@@ -44,6 +44,10 @@ type ConfigMapReconciler struct {
 	DataKey string
 	// OCI fetches the document when the ConfigMap names an artifact (OCIRefKey) instead.
 	OCI *ocifetch.Fetcher
+	// Name names the controller, uniquely in the process: a process may run two config
+	// sources, one per manager (score-controllers runs the rollout in a manager of its own).
+	Name string
+
 	// FetchRetry is how often an artifact that cannot be fetched is tried again: a fixed
 	// period, not a backoff growing to minutes, so a registry back or a pull secret fixed is
 	// noticed soon. Zero is DefaultFetchRetry.
@@ -160,7 +164,7 @@ func (r *ConfigMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return o.Namespace == r.Key.Namespace && o.Name == r.Key.Name
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("orchestratorconfig").
+		Named(r.Name).
 		WatchesRawSource(source.Kind(r.Cache, &corev1.ConfigMap{}, &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{},
 			isTheConfigMap, predicate.TypedResourceVersionChangedPredicate[*corev1.ConfigMap]{})).
 		Complete(r)

@@ -55,7 +55,9 @@ func DefaultOptions() Options {
 }
 
 // Setup adds the configured source to mgr and returns the store it fills. Every controller
-// process that needs the config runs its own source.
+// process that needs the config runs its own source (every manager: its controllers may lead
+// while another manager's stand by); component names its events and, with "-config", its
+// controller.
 func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	store := NewStore()
 	if opts.OCIRef != "" {
@@ -84,7 +86,7 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	}
 	cm := &ConfigMapReconciler{
 		Cache: configMaps, Store: store, Recorder: mgr.GetEventRecorder(component),
-		Key: opts.ConfigMap, DataKey: opts.Key, OCI: opts.Fetcher(mgr.GetAPIReader()), FetchRetry: opts.FetchRetry,
+		Key: opts.ConfigMap, DataKey: opts.Key, OCI: opts.Fetcher(mgr.GetAPIReader()), FetchRetry: opts.FetchRetry, Name: component + "-config",
 	}
 	if err := cm.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config source: %w", err)

@@ -1,6 +1,7 @@
-// Package controlplane wires the chosen controllers into one manager: the config source
-// they share, the orchestrator, the provisioner and the Kubernetes runtime. The
-// score-controllers binary and the end-to-end tests use it alike.
+// Package controlplane wires the chosen controllers into managers: the config source they
+// share, the orchestrator, the provisioner and the Kubernetes runtime, which a shard runs, and
+// the fleet's rollout controller, which runs once for every shard under a lease of its own.
+// The score-controllers binary and the end-to-end tests use it alike.
 package controlplane
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
@@ -28,10 +30,20 @@ const (
 	Orchestrator = "orchestrator"
 	Provisioner  = "provisioner"
 	Runtime      = "runtime"
+	// Rollout is the fleet's: one instance for every shard, under RolloutLease.
+	Rollout = "rollout"
 )
 
 // All is every controller.
-var All = []string{Orchestrator, Provisioner, Runtime}
+var All = []string{Orchestrator, Provisioner, Runtime, Rollout}
+
+// Sharded are the controllers a shard runs: those that divide the Workloads between shards
+// (--watch-label-selector). The rollout is the whole fleet's.
+var Sharded = []string{Orchestrator, Provisioner, Runtime}
+
+// RolloutLease names the rollout controller's Lease: one for the fleet, whatever the shard of
+// the process that carries it, so that any number of processes may carry it and one runs it.
+const RolloutLease = "score-rollout.score.dev"
 
 // Options configure the control plane.
 type Options struct {
@@ -42,6 +54,7 @@ type Options struct {
 	Orchestrator orchestrator.Options
 	Provisioner  provisioner.Options
 	Runtime      runtime.Options
+	Rollout      rollout.Options
 	// Shard selects the Workloads this instance owns (score.dev/shard); nil: every Workload.
 	Shard labels.Selector
 }
@@ -51,13 +64,28 @@ func DefaultOptions() Options {
 	cfg := configsource.DefaultOptions()
 	return Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
 		Provisioner: provisioner.Options{Concurrency: 4, CmdLimits: provisionercmd.DefaultLimits, APINamespace: cfg.ConfigMap.Namespace},
-		Runtime:     runtime.Options{Concurrency: 4, Namespace: cfg.ConfigMap.Namespace}}
+		Runtime:     runtime.Options{Concurrency: 4, Namespace: cfg.ConfigMap.Namespace},
+		Rollout:     rollout.Options{Namespace: cfg.ConfigMap.Namespace}}
 }
 
 // LeaderElectionID names the Lease of a process running controllers for sel's shard: one
-// leader per set of controllers and shard.
+// leader per set of controllers and shard. The rollout is not in the set: it has a lease of
+// its own (RolloutLease).
 func LeaderElectionID(controllers []string, sel labels.Selector) string {
-	return "score-" + strings.Join(controllers, "-") + shard.LeaseSuffix(sel) + ".score.dev"
+	return "score-" + strings.Join(slices.DeleteFunc(slices.Clone(controllers), func(c string) bool { return c == Rollout }), "-") + shard.LeaseSuffix(sel) + ".score.dev"
+}
+
+// Leases names the Leases a process running controllers for sel's shard takes: its shard's
+// (LeaderElectionID), and RolloutLease when it carries the rollout.
+func Leases(controllers []string, sel labels.Selector) []string {
+	var out []string
+	if slices.ContainsFunc(controllers, func(c string) bool { return c != Rollout }) {
+		out = append(out, LeaderElectionID(controllers, sel))
+	}
+	if slices.Contains(controllers, Rollout) {
+		out = append(out, RolloutLease)
+	}
+	return out
 }
 
 // CacheOptions are the manager's cache's for opts: configsource.CacheOptions, and for a shard,
@@ -65,26 +93,38 @@ func LeaderElectionID(controllers []string, sel labels.Selector) string {
 // process needs the others'. The provisioner reads every Workload (a template may look up
 // another Workload's ports, in whichever shard) and every claim (an instance shared across
 // shards goes only with its last consumer); the orchestrator reads the plans and exposures
-// of a Workload that has just moved into its shard, to hand them over.
+// of a Workload that has just moved into its shard, to hand them over; the rollout reads
+// every Workload and plan of the fleet. The rollouts are never narrowed: every orchestrator
+// follows the fleet's.
 func CacheOptions(opts Options) cache.Options {
 	o := configsource.CacheOptions()
 	if opts.Shard == nil {
 		return o
 	}
 	own := cache.ByObject{Label: opts.Shard}
-	if !slices.Contains(opts.Controllers, Provisioner) {
+	runs := func(names ...string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return slices.Contains(opts.Controllers, n) })
+	}
+	if !runs(Provisioner, Rollout) {
 		o.ByObject[&scorev1b1.Workload{}] = own
 	}
-	if !slices.Contains(opts.Controllers, Orchestrator) {
+	if !runs(Orchestrator, Rollout) {
 		o.ByObject[&scorev1b1.WorkloadPlan{}] = own
+	}
+	if !runs(Orchestrator) {
 		o.ByObject[&scorev1b1.WorkloadExposure{}] = own
 	}
 	return o
 }
 
-// Setup adds the config source and the chosen controllers to mgr.
+// Setup adds the config source and the chosen controllers to mgr, all under mgr's lease if it
+// elects one (NewManagers gives the rollout a manager and a lease of its own).
 func Setup(mgr ctrl.Manager, opts Options) error {
-	store, err := configsource.Setup(mgr, opts.Config, "score-controllers")
+	component := "score-controllers"
+	if slices.Equal(opts.Controllers, []string{Rollout}) {
+		component = "score-rollout" // beside score-controllers' manager in the same process
+	}
+	store, err := configsource.Setup(mgr, opts.Config, component)
 	if err != nil {
 		return err
 	}
@@ -101,6 +141,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			err = provisioner.Setup(mgr, store, newTemplates(), opts.Provisioner)
 		case Runtime:
 			err = runtime.Setup(mgr, store, newTemplates(), opts.Runtime)
+		case Rollout:
+			err = rollout.Setup(mgr, store, opts.Rollout)
 		default:
 			err = fmt.Errorf("unknown controller %q: use %v", c, All)
 		}

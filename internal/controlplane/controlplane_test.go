@@ -14,7 +14,8 @@ import (
 
 // A shard's cache holds its own Workloads, plans and exposures only where no controller of the
 // process needs the others': the provisioner reads every Workload and claim, the orchestrator
-// every plan and exposure of a Workload moving into its shard.
+// every plan and exposure of a Workload moving into its shard, the rollout every Workload and
+// plan of the fleet.
 func TestCacheOptionsOfAShard(t *testing.T) {
 	sel, err := shard.Selector("score.dev/shard=blue")
 	if err != nil {
@@ -32,6 +33,10 @@ func TestCacheOptionsOfAShard(t *testing.T) {
 		{[]string{Runtime}, true, []string{"Workload", "WorkloadExposure", "WorkloadPlan"}},
 		{[]string{Runtime}, false, nil},
 		{[]string{Orchestrator, Runtime}, true, []string{"Workload"}},
+		// The rollout reads the whole fleet's Workloads and plans, whatever the shard.
+		{[]string{Rollout}, true, []string{"WorkloadExposure"}},
+		{[]string{Orchestrator, Rollout}, true, nil},
+		{[]string{Runtime, Rollout}, true, []string{"WorkloadExposure"}},
 	} {
 		opts := Options{Controllers: tc.controllers}
 		if tc.shard {
@@ -62,10 +67,16 @@ func TestLeaderElectionID(t *testing.T) {
 	blue, _ := shard.Selector("score.dev/shard=blue")
 	rest, _ := shard.Selector("!score.dev/shard")
 	if got := LeaderElectionID(All, nil); got != "score-orchestrator-provisioner-runtime.score.dev" {
-		t.Errorf("all three, unsharded: %s", got)
+		t.Errorf("all, unsharded (the rollout has a lease of its own): %s", got)
 	}
 	if got := LeaderElectionID([]string{Runtime}, nil); got != "score-runtime.score.dev" {
 		t.Errorf("the runtime, unsharded: %s", got)
+	}
+	if got := Leases(All, blue); !slices.Equal(got, []string{LeaderElectionID(All, blue), "score-rollout.score.dev"}) {
+		t.Errorf("every controller in a shard: %v (the rollout's lease is the fleet's)", got)
+	}
+	if got := Leases([]string{Rollout}, nil); !slices.Equal(got, []string{"score-rollout.score.dev"}) {
+		t.Errorf("the rollout alone: %v", got)
 	}
 	ids := map[string]bool{}
 	for _, sel := range []labels.Selector{nil, blue, rest} {

@@ -43,7 +43,7 @@ func Run(name string, args []string, output io.Writer) int {
 		qps                                            float64
 		burst                                          int
 	)
-	fs.StringVar(&controllers, "controllers", strings.Join(All, ","), "comma-separated controllers to run: orchestrator, provisioner, runtime")
+	fs.StringVar(&controllers, "controllers", strings.Join(All, ","), "comma-separated controllers to run: orchestrator, provisioner, runtime (a shard's, under one lease), rollout (the fleet's, under a lease of its own whatever the shard: any number of processes may carry it, one runs it)")
 	fs.StringVar(&cfg.ConfigMap.Namespace, "config-namespace", cfg.ConfigMap.Namespace, "namespace of the Orchestrator Config ConfigMap")
 	fs.StringVar(&cfg.ConfigMap.Name, "config-name", cfg.ConfigMap.Name, "name of the Orchestrator Config ConfigMap")
 	fs.StringVar(&cfg.Key, "config-key", cfg.Key, "key of the document in the ConfigMap")
@@ -52,7 +52,7 @@ func Run(name string, args []string, output io.Writer) int {
 	fs.BoolVar(&cfg.OCIPlainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP (development only)")
 	fs.StringVar(&cfg.OCIPullSecret, "oci-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in the config namespace holding the OCI registries' credentials (config and templates); read at each fetch, so a replaced Secret is used without a restart")
 	fs.StringVar(&watchSelector, "watch-label-selector", "", "own only the Workloads this selector on "+scorev1b1.LabelShard+" matches, and their claims, plans and exposures: score.dev/shard=NAME for a shard, !score.dev/shard for the unlabelled rest (empty: every Workload)")
-	fs.StringVar(&opts.Orchestrator.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions)")
+	fs.StringVar(&opts.Orchestrator.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions); the rollout reads it too")
 	fs.IntVar(&opts.Orchestrator.Concurrency, "concurrency", opts.Orchestrator.Concurrency, "Workloads reconciled at once")
 	fs.IntVar(&opts.Provisioner.Concurrency, "provisioner-concurrency", opts.Provisioner.Concurrency, "claims provisioned at once")
 	fs.IntVar(&opts.Runtime.Concurrency, "runtime-concurrency", opts.Runtime.Concurrency, "plans rendered and applied at once")
@@ -99,6 +99,7 @@ func Run(name string, args []string, output io.Writer) int {
 	opts.Provisioner.APINamespace = cfg.ConfigMap.Namespace
 	opts.Runtime.Namespace = cfg.ConfigMap.Namespace
 	opts.Orchestrator.Namespace = cfg.ConfigMap.Namespace
+	opts.Rollout.Namespace, opts.Rollout.Region = cfg.ConfigMap.Namespace, opts.Orchestrator.Region
 
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
@@ -114,41 +115,36 @@ func Run(name string, args []string, output io.Writer) int {
 	if burst > 0 {
 		restConfig.Burst = burst
 	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	mgrs, err := NewManagers(restConfig, opts, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
-		// Run returns once the manager stops, so the lease can go at once: a restarted or
-		// replacing process takes over without waiting out the lease.
+		// Run returns once the managers stop, so the leases can go at once: a restarted or
+		// replacing process takes over without waiting them out.
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
-		LeaderElectionID:              LeaderElectionID(opts.Controllers, opts.Shard),
 		LeaderElectionNamespace:       cfg.ConfigMap.Namespace,
-		Cache:                         CacheOptions(opts),
 	})
 	if err != nil {
-		log.Error(err, "Creating the manager")
-		return ExitFailed
-	}
-	if err := Setup(mgr, opts); err != nil {
 		log.Error(err, "Setting up the controllers")
 		return ExitSetup
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+	// The first manager serves the probes (NewManagers).
+	if err := mgrs[0].AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Adding the health check")
 		return ExitFailed
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := mgrs[0].AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		log.Error(err, "Adding the readiness check")
 		return ExitFailed
 	}
 	log.Info("Starting", "controllers", controllers, "config", cfg.ConfigMap, "version", version.Version, "commit", version.Commit)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		log.Error(err, "Running the manager")
+	if err := Start(ctrl.SetupSignalHandler(), mgrs); err != nil {
+		log.Error(err, "Running the managers")
 		return ExitFailed
 	}
 	return ExitOK

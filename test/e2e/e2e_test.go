@@ -117,15 +117,21 @@ func startControllers(writes *atomic.Int64) (stop func(), err error) {
 
 // startShard runs each controller in its own manager under its own service account, bound to
 // the ClusterRole generated from its RBAC markers (config/rbac): the journeys prove those
-// roles are enough. They own the Workloads selector selects. When writes is set, every
-// request but a read is counted in it; every write is also passed to shardWrites when set.
+// roles are enough. They own the Workloads selector selects. The unlabelled rest's set also
+// runs the fleet's rollout, as the chart's first Deployments do (no leader election here: one
+// rollout controller in all). When writes is set, every request but a read is counted in it;
+// every write is also passed to shardWrites when set.
 func startShard(writes *atomic.Int64, selector string) (stop func(), err error) {
 	sel, err := shard.Selector(selector)
 	if err != nil {
 		return nil, err
 	}
+	controllers := controlplane.Sharded
+	if selector == "!"+scorev1b1.LabelShard {
+		controllers = controlplane.All
+	}
 	mctx, cancel := context.WithCancel(ctx)
-	for _, name := range controlplane.All {
+	for _, name := range controllers {
 		opts := controlplane.DefaultOptions()
 		opts.Config.OCIPlainHTTP = true // the in-process registry of TestTemplateFromOCI
 		opts.Controllers = []string{name}
@@ -147,7 +153,7 @@ func startShard(writes *atomic.Int64, selector string) (stop func(), err error) 
 				return rt.RoundTrip(r)
 			})
 		})
-		// Three managers share this process, so each runs its own config source controller.
+		// Several managers share this process, so each runs its own config source controller.
 		mgr, err := ctrl.NewManager(as, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 			Cache: controlplane.CacheOptions(opts), Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 		if err != nil {

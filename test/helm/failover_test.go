@@ -91,10 +91,10 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	var pdbs policyv1.PodDisruptionBudgetList
-	if err := c.List(ctx, &pdbs, client.InNamespace(namespace)); err != nil || len(pdbs.Items) != 3 {
+	if err := c.List(ctx, &pdbs, client.InNamespace(namespace)); err != nil || len(pdbs.Items) != 4 {
 		t.Fatalf("PodDisruptionBudgets: %d, %v; want one per Deployment", len(pdbs.Items), err)
 	}
-	if len(replicas) != 3 {
+	if len(replicas) != 4 {
 		t.Fatalf("Deployments %v, want one per controller", slices.Collect(maps.Keys(replicas)))
 	}
 	leaders := map[string]*controllerproc.Process{}

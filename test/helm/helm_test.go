@@ -120,7 +120,7 @@ func TestHelmInstall(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"score-orchestrator", "score-provisioner", "score-runtime"}; !slices.Equal(names, want) {
+	if want := []string{"score-orchestrator", "score-provisioner", "score-rollout", "score-runtime"}; !slices.Equal(names, want) {
 		t.Fatalf("Deployments %v, want %v", names, want)
 	}
 
@@ -181,10 +181,11 @@ func TestHelmInstall(t *testing.T) {
 		t.Logf("%s: %d writes, e.g. %s", user, len(writes), writes[0])
 	}
 	ownWrite := map[string]*regexp.Regexp{
-		// The orchestrator keeps the admitted config revisions, and nothing else, in ConfigMaps.
-		"score-orchestrator": regexp.MustCompile(`^(workloads|workloads/status|resourceclaims|workloadplans|workloadexposures|configrollouts|configrollouts/status|events|leases) |^configmaps (create|delete) [^/]+/score-config-[0-9a-f]{12}$`),
+		"score-orchestrator": regexp.MustCompile(`^(workloads|workloads/status|resourceclaims|workloadplans|workloadexposures|events|leases) `),
 		"score-provisioner":  regexp.MustCompile(`^(resourceclaims|resourceclaims/status|secrets|services|statefulsets|deployments|jobs|configmaps|persistentvolumeclaims|networkpolicies|events|leases) `),
 		"score-runtime":      regexp.MustCompile(`^(workloadplans|workloadplans/status|workloadexposures|workloadexposures/status|deployments|statefulsets|jobs|services|configmaps|secrets|ingresses|networkpolicies|persistentvolumeclaims|events|leases) `),
+		// The rollout keeps the admitted config revisions, and nothing else, in ConfigMaps.
+		"score-rollout": regexp.MustCompile(`^(configrollouts|configrollouts/status|events|leases) |^configmaps (create|delete) [^/]+/score-config-[0-9a-f]{12}$`),
 	}
 	for name, allowed := range ownWrite {
 		for _, w := range audit.WritesBy("system:serviceaccount:"+namespace+":"+name, time.Time{}) {
@@ -263,7 +264,7 @@ func TestHelmInstall(t *testing.T) {
 	if err := c.List(ctx, &leases, client.InNamespace(namespace)); err != nil {
 		t.Fatal(err)
 	}
-	if len(leases.Items) != 3 {
+	if len(leases.Items) != len(names) {
 		t.Fatalf("%d leases in %s, want one per controller", len(leases.Items), namespace)
 	}
 	for _, l := range leases.Items {
@@ -272,8 +273,8 @@ func TestHelmInstall(t *testing.T) {
 		}
 	}
 
-	// Back to one Deployment (split: false): a helm upgrade replaces the three with
-	// score-controllers, one ServiceAccount bound to the three roles. Its one process takes
+	// Back to one Deployment (split: false): a helm upgrade replaces the four with
+	// score-controllers, one ServiceAccount bound to the four roles. Its one process takes
 	// over the Ready Workloads without writing to them, and takes a new one to Ready.
 	values["split"] = false
 	upgrade = action.NewUpgrade(helmCfg)
@@ -301,7 +302,7 @@ func TestHelmInstall(t *testing.T) {
 	}
 	writes := readAudit(t).WritesBy("system:serviceaccount:"+namespace+":score-controllers", takeover)
 	for _, w := range writes {
-		// Besides the new Workload's: its Lease, and the Event it records on becoming leader.
+		// Besides the new Workload's: its Leases, and the Events it records on becoming leader.
 		if !strings.HasPrefix(w, "leases ") && !strings.HasPrefix(w, "events create "+namespace+"/") && !strings.Contains(w, "/hello-again") {
 			t.Errorf("score-controllers, taking over, wrote %s (not the new Workload's)", w)
 		}
@@ -345,6 +346,10 @@ func checkMetrics(t *testing.T, procs map[string]*controllerproc.Process, worklo
 		"score-runtime": {
 			`score_runtime_template_fetches_total{`,
 			`controller_runtime_reconcile_total{controller="workloadplan"`,
+		},
+		"score-rollout": {
+			`score_orchestrator_rollout_halts_total 0`,
+			`controller_runtime_reconcile_total{controller="configrollout"`,
 		},
 	}
 	for name, series := range want {

@@ -142,7 +142,7 @@ func TestChartLints(t *testing.T) {
 	}
 }
 
-// The chart runs every controller exactly once — in one Deployment, or in three when split —
+// The chart runs every controller exactly once — in one Deployment, or in four when split —
 // each under a ServiceAccount bound to exactly the generated roles of the controllers it runs,
 // non-root on a read-only root file system, with probes on the health port and leader election.
 func TestChartRenders(t *testing.T) {
@@ -153,7 +153,7 @@ func TestChartRenders(t *testing.T) {
 	}{
 		{"default", nil, map[string][]string{"score-controllers": controlplane.All}},
 		{"split", map[string]any{"split": true}, map[string][]string{
-			"score-orchestrator": {"orchestrator"}, "score-provisioner": {"provisioner"}, "score-runtime": {"runtime"}}},
+			"score-orchestrator": {"orchestrator"}, "score-provisioner": {"provisioner"}, "score-runtime": {"runtime"}, "score-rollout": {"rollout"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +183,7 @@ func TestChartRenders(t *testing.T) {
 				}
 				got := bound[d.Spec.Template.Spec.ServiceAccountName]
 				sort.Strings(got)
+				sort.Strings(want)
 				if !slices.Equal(got, want) {
 					t.Errorf("%s's ServiceAccount is bound to %v, want %v", d.Name, got, want)
 				}
@@ -211,8 +212,8 @@ func TestChartRenders(t *testing.T) {
 		if n := len(typed[corev1.ConfigMap](t, objs, "ConfigMap")); n != 0 {
 			t.Fatalf("%d ConfigMaps", n)
 		}
-		if n := len(typed[rbacv1.ClusterRole](t, objs, "ClusterRole")); n != 3 {
-			t.Fatalf("%d ClusterRoles, want the controllers' 3", n)
+		if n := len(typed[rbacv1.ClusterRole](t, objs, "ClusterRole")); n != len(controlplane.All) {
+			t.Fatalf("%d ClusterRoles, want the controllers' %d", n, len(controlplane.All))
 		}
 	})
 }
@@ -408,7 +409,7 @@ func TestChartReplicas(t *testing.T) {
 		affinity string
 	}{
 		{"one replica", map[string]any{"split": true}, 0, ""},
-		{"two replicas", map[string]any{"split": true, "replicas": 2}, 3, "kubernetes.io/hostname"},
+		{"two replicas", map[string]any{"split": true, "replicas": 2}, 4, "kubernetes.io/hostname"},
 		{"own affinity", map[string]any{"replicas": 2, "affinity": map[string]any{"podAntiAffinity": map[string]any{
 			"requiredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"topologyKey": "topology.kubernetes.io/zone",
 				"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "score-orchestrator"}}}}}}}, 1, "topology.kubernetes.io/zone"},
@@ -445,12 +446,13 @@ func TestChartReplicas(t *testing.T) {
 	}
 }
 
-// Shards: each Deployment runs again per shard, owning the Workloads labelled with it, under
-// the same ServiceAccount (no binding twice); the first Deployments own the unlabelled rest;
-// each shard's replicas get their own PodDisruptionBudget.
+// Shards: each Deployment of a shard's controllers runs again per shard, owning the Workloads
+// labelled with it, under the same ServiceAccount (no binding twice); the first Deployments own
+// the unlabelled rest; the fleet's rollout runs once, for every shard, with no selector; each
+// shard's replicas get their own PodDisruptionBudget.
 func TestChartShards(t *testing.T) {
 	objs := render(t, "score-system", map[string]any{"split": true, "replicas": 2, "shards": []any{"blue", "green"}})
-	want := map[string]string{} // Deployment → selector
+	want := map[string]string{"score-rollout": ""} // Deployment → selector
 	for _, d := range []string{"score-orchestrator", "score-provisioner", "score-runtime"} {
 		want[d] = "!score.dev/shard"
 		want[d+"-blue"] = "score.dev/shard=blue"
@@ -467,21 +469,33 @@ func TestChartShards(t *testing.T) {
 		}
 		controller := strings.Split(strings.TrimPrefix(d.Name, "score-"), "-")[0]
 		checkDeployment(t, d, []string{controller})
-		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--watch-label-selector="+selector) {
+		args := d.Spec.Template.Spec.Containers[0].Args
+		if selector != "" && !slices.Contains(args, "--watch-label-selector="+selector) {
 			t.Errorf("%s: args %v, want the selector %s", d.Name, args, selector)
+		}
+		if selector == "" && slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--watch-label-selector") }) {
+			t.Errorf("%s: args %v, want no selector: the rollout is the fleet's", d.Name, args)
 		}
 		if sa := d.Spec.Template.Spec.ServiceAccountName; sa != "score-"+controller {
 			t.Errorf("%s runs as %s", d.Name, sa)
 		}
 	}
-	if n := len(typed[corev1.ServiceAccount](t, objs, "ServiceAccount")); n != 3 {
+	if n := len(typed[corev1.ServiceAccount](t, objs, "ServiceAccount")); n != len(controlplane.All) {
 		t.Errorf("%d ServiceAccounts, want one per controller", n)
 	}
-	if n := len(typed[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding")); n != 3 {
+	if n := len(typed[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding")); n != len(controlplane.All) {
 		t.Errorf("%d ClusterRoleBindings, want one per controller", n)
 	}
 	if n := len(typed[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")); n != len(want) {
 		t.Errorf("%d PodDisruptionBudgets, want one per Deployment", n)
+	}
+	// Without split, the shards' Deployments run the shard's three, the first all four.
+	for _, d := range typed[appsv1.Deployment](t, render(t, "score-system", map[string]any{"shards": []any{"blue"}}), "Deployment") {
+		want := controlplane.All
+		if d.Name == "score-controllers-blue" {
+			want = controlplane.Sharded
+		}
+		checkDeployment(t, d, want)
 	}
 }
 

@@ -54,7 +54,8 @@ type Reconciler struct {
 	Namespace string
 	// clusters caches that status.
 	clusters client.Reader
-	// revisions are the admitted config revisions, kept for rollouts.
+	// revisions are the admitted config revisions the rollout controller keeps, read for the
+	// revision a rollout gives a Workload.
 	revisions *configsource.Revisions
 	// Now is the clock; tests inject one.
 	Now func() time.Time

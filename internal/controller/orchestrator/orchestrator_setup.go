@@ -73,13 +73,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.clusters = status
-	// Rollouts are the fleet's: one orchestrator runs them, the unsharded one (with shards, a
-	// config change reaches every Workload at once).
-	if r.Shard == nil {
-		if err := r.setupRollouts(mgr); err != nil {
-			return err
-		}
+	// The revisions a rollout gives Workloads, read back from where the rollout controller
+	// keeps them; this instance never writes them.
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
 	}
+	r.revisions = &configsource.Revisions{Client: r.Client, APIReader: reader, Namespace: r.Namespace, Store: r.Config}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		For(&scorev1b1.Workload{}, builder.WithPredicates(workloadChanged)).
@@ -105,7 +105,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&scorev1b1.WorkloadExposure{}, urgency.Raise(owner), builder.WithPredicates(urgency.Updates(answers))).
 		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allWorkloads))).
 		// A rollout that starts, moves to its next wave, halts, completes or is aborted changes
-		// the revision Workloads are rendered from.
+		// the revision Workloads are rendered from: every instance watches the fleet's rollouts,
+		// whatever its shard.
 		Watches(&scorev1b1.ConfigRollout{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*scorev1b1.ConfigRollout), e.ObjectNew.(*scorev1b1.ConfigRollout)

@@ -31,6 +31,7 @@ const (
 	orchestratorSA = "orchestrator"
 	provisionerSA  = "provisioner"
 	runtimeSA      = "runtime"
+	rolloutSA      = "rollout"
 
 	teamNamespace = "team-a"
 	otherTeam     = "team-b"
@@ -42,6 +43,7 @@ var identities = map[string]rest.ImpersonationConfig{
 	orchestratorSA: serviceAccount("score-orchestrator"),
 	provisionerSA:  serviceAccount("score-provisioner"),
 	runtimeSA:      serviceAccount("score-runtime"),
+	rolloutSA:      serviceAccount("score-rollout"),
 }
 
 func serviceAccount(name string) rest.ImpersonationConfig {
@@ -84,7 +86,7 @@ func (a access) attributes() *authorizationv1.ResourceAttributes {
 }
 
 var (
-	everyone    = []string{editor, viewer, orchestratorSA, provisionerSA, runtimeSA}
+	everyone    = []string{editor, viewer, orchestratorSA, provisionerSA, runtimeSA, rolloutSA}
 	writeVerbs  = []string{"create", "update", "patch", "delete"}
 	statusWrite = []string{"update", "patch"}
 )
@@ -130,6 +132,10 @@ func accessTable() []access {
 		{who: orchestratorSA, verb: "create", resource: "deployments.apps"},
 		{who: orchestratorSA, verb: "create", resource: "services"},
 		{who: orchestratorSA, verb: "create", resource: "events.events.k8s.io", allowed: true},
+		// It follows the fleet's rollouts, which it never writes.
+		{who: orchestratorSA, verb: "list", resource: "configrollouts.score.dev", ns: devenv.SystemNamespace, allowed: true},
+		{who: orchestratorSA, verb: "create", resource: "configrollouts.score.dev", ns: devenv.SystemNamespace},
+		{who: orchestratorSA, verb: "patch", resource: "configrollouts.score.dev", ns: devenv.SystemNamespace},
 
 		// The provisioner reads Workloads and claims, writes claim status and what it
 		// provisions.
@@ -164,6 +170,21 @@ func accessTable() []access {
 		{who: runtimeSA, verb: "create", resource: "ingresses.networking.k8s.io", allowed: true},
 		{who: runtimeSA, verb: "create", resource: "persistentvolumeclaims"},
 		{who: runtimeSA, verb: "list", resource: "endpointslices.discovery.k8s.io", allowed: true},
+
+		// The rollout creates rollouts and reads the fleet (Workloads, plans, claims' revisions,
+		// namespaces' labels); it writes nothing of a Workload's.
+		{who: rolloutSA, verb: "create", resource: "configrollouts.score.dev", ns: devenv.SystemNamespace, allowed: true},
+		{who: rolloutSA, verb: "watch", resource: "workloads.score.dev", allowed: true},
+		{who: rolloutSA, verb: "get", resource: "workloadplans.score.dev", allowed: true},
+		{who: rolloutSA, verb: "list", resource: "resourceclaims.score.dev", allowed: true},
+		{who: rolloutSA, verb: "list", resource: "namespaces", allowed: true},
+		{who: rolloutSA, verb: "patch", resource: "workloads.score.dev"},
+		{who: rolloutSA, verb: "create", resource: "resourceclaims.score.dev"},
+		{who: rolloutSA, verb: "patch", resource: "workloadplans.score.dev"},
+		{who: rolloutSA, verb: "create", resource: "deployments.apps"},
+		// The admitted revisions, in the control plane's namespace only.
+		{who: rolloutSA, verb: "create", resource: "configmaps", ns: devenv.SystemNamespace, allowed: true},
+		{who: rolloutSA, verb: "create", resource: "configmaps"},
 	}
 
 	// Each status has exactly one writer (the contract's table).
@@ -172,6 +193,7 @@ func accessTable() []access {
 		"resourceclaims.score.dev/status":    provisionerSA,
 		"workloadplans.score.dev/status":     runtimeSA,
 		"workloadexposures.score.dev/status": runtimeSA,
+		"configrollouts.score.dev/status":    rolloutSA,
 	}
 	for resource, writer := range statusWriter {
 		for _, who := range everyone {
@@ -186,7 +208,7 @@ func accessTable() []access {
 			rows = append(rows, access{who: who, verb: verb, resource: "secrets", allowed: who == provisionerSA || who == runtimeSA})
 		}
 	}
-	for _, who := range []string{editor, viewer, orchestratorSA} {
+	for _, who := range []string{editor, viewer, orchestratorSA, rolloutSA} {
 		for _, verb := range []string{"get", "list", "watch"} {
 			rows = append(rows, access{who: who, verb: verb, resource: "secrets"})
 		}

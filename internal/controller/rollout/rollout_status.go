@@ -1,0 +1,56 @@
+package rollout
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	core "github.com/score-orchestrator/score-orchestrator/internal/rollout"
+)
+
+// writeStatus writes the rollout's status as the pass decided it, only when it changed (an
+// unconditional write would trigger the rollout's own watch and loop), with the transitions'
+// events and a halt counted. The events go first: recorded asynchronously, an event queued
+// after the write could be lost to a shutdown that follows it, and "one WavePassed per wave"
+// is what shows that a restart ran no wave twice and skipped none. The write is an update at
+// the version read: fresh is false when the API server has a newer one (the cache was
+// behind), and the pass stops there; the newer copy's event brings the fleet back.
+func (r *Reconciler) writeStatus(ctx context.Context, read *scorev1b1.ConfigRollout, status scorev1b1.ConfigRolloutStatus, events []core.Event) (fresh bool, err error) {
+	if equality.Semantic.DeepEqual(read.Status, status) {
+		return true, nil
+	}
+	next := read.DeepCopy()
+	next.Status = status
+	if next.Status.Phase != read.Status.Phase {
+		ctrl.LoggerFrom(ctx).Info("Rollout", "rollout", read.Name, "phase", status.Phase, "wave", status.Wave, "message", status.Message)
+	}
+	for _, e := range events {
+		if e.Reason == core.ReasonHalted {
+			rolloutHalts.Inc()
+		}
+		r.event(read, e)
+	}
+	if err := r.Client.Status().Update(ctx, next); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	r.written.Wrote(next.UID, read.ResourceVersion, next.ResourceVersion)
+	return true, nil
+}
+
+func (r *Reconciler) event(on *scorev1b1.ConfigRollout, e core.Event) {
+	if r.Recorder == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if e.Warning {
+		typ = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(on, nil, typ, e.Reason, "Rollout", "%s", e.Message)
+}
