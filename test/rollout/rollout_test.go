@@ -3,7 +3,8 @@
 // policy: a good change goes through every wave, paused, resumed and across a restart of the
 // controllers without a wave repeated or skipped; a change that breaks health reaches the
 // first wave only, halts and is pinned back while a Workload edited meanwhile goes Ready at
-// once, and is aborted with scorectl.
+// once, and is aborted with scorectl; and with two shards, one rollout takes waves across both
+// and a halt pins back the Workloads of both (TestShardedRollout).
 package rollout
 
 import (
@@ -237,7 +238,7 @@ func planRevision(t *testing.T, name string) string {
 // learnt which one it is (a rollout's first wave, halted at once) is still seen.
 func renderedFrom(t *testing.T, revision func() string) (seen func() []string, stop func()) {
 	t.Helper()
-	return watchRevisions(t, &scorev1b1.WorkloadPlanList{}, func(o client.Object) string {
+	return watchRevisions(t, ns, &scorev1b1.WorkloadPlanList{}, func(o client.Object) string {
 		if p, ok := o.(*scorev1b1.WorkloadPlan); ok {
 			return p.Spec.ConfigRevision
 		}
@@ -246,16 +247,16 @@ func renderedFrom(t *testing.T, revision func() string) (seen func() []string, s
 }
 
 // watchRevisions records, from now until stop, every revision (revisionOf) each object of the
-// list's kind in the namespace was seen with; seen names the objects ever seen with the
-// revision it then gives, in no order.
-func watchRevisions(t *testing.T, list client.ObjectList, revisionOf func(client.Object) string, revision func() string) (seen func() []string, stop func()) {
+// list's kind in namespace was seen with; seen names the objects ever seen with the revision
+// it then gives, in no order.
+func watchRevisions(t *testing.T, namespace string, list client.ObjectList, revisionOf func(client.Object) string, revision func() string) (seen func() []string, stop func()) {
 	t.Helper()
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	watch, err := wc.Watch(wctx, list, client.InNamespace(ns))
+	watch, err := wc.Watch(wctx, list, client.InNamespace(namespace))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -717,7 +718,7 @@ func redisClaims(t *testing.T) []scorev1b1.ResourceClaim {
 // provisionedFrom records every claim ever provisioned from revision, until stop.
 func provisionedFrom(t *testing.T, revision func() string) (seen func() []string, stop func()) {
 	t.Helper()
-	return watchRevisions(t, &scorev1b1.ResourceClaimList{}, func(o client.Object) string {
+	return watchRevisions(t, ns, &scorev1b1.ResourceClaimList{}, func(o client.Object) string {
 		if cl, ok := o.(*scorev1b1.ResourceClaim); ok {
 			return cl.Status.ConfigRevision
 		}
