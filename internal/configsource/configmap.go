@@ -47,6 +47,9 @@ type ConfigMapReconciler struct {
 	// Name names the controller, uniquely in the process: a process may run two config
 	// sources, one per manager (score-controllers runs the rollout in a manager of its own).
 	Name string
+	// Silent records no event and counts no reload: another source of the same process
+	// reports the same loads.
+	Silent bool
 
 	// FetchRetry is how often an artifact that cannot be fetched is tried again: a fixed
 	// period, not a backoff growing to minutes, so a registry back or a pull secret fixed is
@@ -92,11 +95,11 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err != nil {
 			// The registry may come back, or the pull secret be fixed: tried again after a
 			// fixed period, the last valid config in force meanwhile. Said once per error.
-			ReloadsTotal.WithLabelValues(source, "failure").Inc()
+			r.count(source, "failure")
 			if msg := err.Error(); msg != r.fetchFailure {
 				r.fetchFailure = msg
 				log.Error(err, "Fetching the orchestrator config failed; keeping the last valid one", "configMap", r.Key, "ref", ref)
-				r.Recorder.Eventf(&cm, nil, corev1.EventTypeWarning, "ConfigFetchFailed", "Load", "The orchestrator config %s could not be fetched; the last valid config stays in use: %s", strings.TrimSpace(ref), err)
+				r.event(&cm, corev1.EventTypeWarning, "ConfigFetchFailed", "The orchestrator config %s could not be fetched; the last valid config stays in use: %s", strings.TrimSpace(ref), err)
 			} else {
 				log.V(1).Info("Fetching the orchestrator config failed again", "ref", ref)
 			}
@@ -120,15 +123,15 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 	if changed {
-		ReloadsTotal.WithLabelValues(source, "success").Inc()
+		r.count(source, "success")
 		loaded, _ := r.Store.Get()
 		log.Info("Loaded orchestrator config", "configMap", r.Key, "source", origin, "revision", loaded.Revision)
 		if hadConfig {
 			// Only a change is news; a controller starting up loads the config it had.
-			r.Recorder.Eventf(&cm, nil, corev1.EventTypeNormal, "ConfigLoaded", "Load", "A new orchestrator config is valid and in use.")
+			r.event(&cm, corev1.EventTypeNormal, "ConfigLoaded", "A new orchestrator config is valid and in use.")
 		}
 	} else {
-		ReloadsTotal.WithLabelValues(source, "unchanged").Inc()
+		r.count(source, "unchanged")
 	}
 	return ctrl.Result{}, nil
 }
@@ -141,7 +144,7 @@ func (r *ConfigMapReconciler) fetchRetry() time.Duration {
 }
 
 func (r *ConfigMapReconciler) reject(ctx context.Context, cm *corev1.ConfigMap, source string, err error) {
-	ReloadsTotal.WithLabelValues(source, "failure").Inc()
+	r.count(source, "failure")
 	msg := err.Error()
 	var inv *orchconfig.InvalidError
 	if errors.As(err, &inv) {
@@ -155,7 +158,19 @@ func (r *ConfigMapReconciler) reject(ctx context.Context, cm *corev1.ConfigMap, 
 		msg = msg[:900] + "..."
 	}
 	ctrl.LoggerFrom(ctx).Error(err, "Rejected the orchestrator config; keeping the last valid one", "configMap", r.Key)
-	r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, "ConfigInvalid", "Load", "The orchestrator config is invalid and was not loaded; the last valid config stays in use: %s", msg)
+	r.event(cm, corev1.EventTypeWarning, "ConfigInvalid", "The orchestrator config is invalid and was not loaded; the last valid config stays in use: %s", msg)
+}
+
+func (r *ConfigMapReconciler) count(source, result string) {
+	if !r.Silent {
+		ReloadsTotal.WithLabelValues(source, result).Inc()
+	}
+}
+
+func (r *ConfigMapReconciler) event(cm *corev1.ConfigMap, typ, reason, format string, args ...any) {
+	if !r.Silent {
+		r.Recorder.Eventf(cm, nil, typ, reason, "Load", format, args...)
+	}
 }
 
 // SetupWithManager watches the one ConfigMap.

@@ -36,6 +36,10 @@ type Options struct {
 	// FetchRetry is how often an ociRef that cannot be fetched is tried again (default
 	// DefaultFetchRetry).
 	FetchRetry time.Duration
+	// Silent: the source records no event and counts no reload, because another source of
+	// the same process reports the same loads (score-controllers' rollout manager, beside its
+	// shard's).
+	Silent bool
 }
 
 // Fetcher is the OCI fetcher these options describe, reading the pull secret through reader
@@ -86,7 +90,7 @@ func Setup(mgr ctrl.Manager, opts Options, component string) (*Store, error) {
 	}
 	cm := &ConfigMapReconciler{
 		Cache: configMaps, Store: store, Recorder: mgr.GetEventRecorder(component),
-		Key: opts.ConfigMap, DataKey: opts.Key, OCI: opts.Fetcher(mgr.GetAPIReader()), FetchRetry: opts.FetchRetry, Name: component + "-config",
+		Key: opts.ConfigMap, DataKey: opts.Key, OCI: opts.Fetcher(mgr.GetAPIReader()), FetchRetry: opts.FetchRetry, Name: component + "-config", Silent: opts.Silent,
 	}
 	if err := cm.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config source: %w", err)

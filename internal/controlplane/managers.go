@@ -15,8 +15,8 @@ import (
 // and the rollout in one of its own, under RolloutLease whatever the shard, so that every
 // process may carry it while only one runs it. When both are built, the rollout's manager
 // reads the other's cache — one copy of the Workloads and plans in the process, which that
-// manager starts — and leaves it the metrics and probe endpoints. The first manager is the
-// one that serves them.
+// manager starts — and leaves it the metrics and probe endpoints and the config's events. The
+// first manager is the one that serves them.
 func NewManagers(cfg *rest.Config, opts Options, base ctrl.Options) ([]ctrl.Manager, error) {
 	var sharded []string
 	fleet := false
@@ -48,6 +48,7 @@ func NewManagers(cfg *rest.Config, opts Options, base ctrl.Options) ([]ctrl.Mana
 			shared := mgrs[0].GetCache()
 			o.NewCache = func(*rest.Config, cache.Options) (cache.Cache, error) { return borrowedCache{shared}, nil }
 			o.Metrics.BindAddress, o.HealthProbeBindAddress, o.PprofBindAddress = "0", "0", "0"
+			opts.Config.Silent = true // the shard's config source reports the loads
 		}
 		mgr, err := newManager(cfg, o, opts, []string{Rollout})
 		if err != nil {

@@ -15,8 +15,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// The controllers' reconcilers, as controller-runtime's metrics name them.
-var reconcilers = []string{"workload", "resourceclaim", "workloadplan"}
+// The controllers' reconcilers, as controller-runtime's metrics name them (configrollout: the
+// rollout's, whose one request is the fleet).
+var reconcilers = []string{"workload", "resourceclaim", "workloadplan", "configrollout"}
 
 // reconciled sums controller_runtime_reconcile_total per controller over this process's life
 // (every manager of the process shares the registry).
@@ -55,7 +56,7 @@ func waitFullPass(t *testing.T, since map[string]float64) {
 			t.Fatal(err)
 		}
 	}
-	want := map[string]int{"workload": len(workloads.Items), "resourceclaim": len(claims.Items), "workloadplan": len(plans.Items)}
+	want := map[string]int{"workload": len(workloads.Items), "resourceclaim": len(claims.Items), "workloadplan": len(plans.Items), "configrollout": 1}
 	testenv.Eventually(t, time.Minute, "every controller through every object once", func() error {
 		now := reconciled(t)
 		for _, name := range reconcilers {
