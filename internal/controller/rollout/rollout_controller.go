@@ -70,6 +70,11 @@ type Reconciler struct {
 	// written tells a cached rollout older than this controller's last status write: a pass
 	// on it waits for the newer copy's event instead of writing over it.
 	written ownwrites.Tracker
+	// created is the rollout this controller last created, until the cache shows it: a pass
+	// on a list without it waits for its event instead of starting it again. Trusted for
+	// ownwrites.MaxAge at most (one deleted before the cache showed it is not waited for).
+	created   string
+	createdAt time.Time
 	// gateExpr is the policy's gate expression, compiledGate its program.
 	gateExpr     string
 	compiledGate *core.GateExpr
@@ -114,7 +119,7 @@ func (r *Reconciler) gather(ctx context.Context, current *configsource.Loaded) (
 	slices.SortFunc(list.Items, func(a, b scorev1b1.ConfigRollout) int { return strings.Compare(a.Name, b.Name) })
 	o = core.Observed{Now: r.now(), Current: current.Revision, Policy: current.Config.Rollout, Rollouts: len(list.Items), Last: core.Latest(list.Items)}
 	last := o.Last
-	if last != nil && r.written.Stale(last) {
+	if r.creationPending(list.Items) || last != nil && r.written.Stale(last) {
 		return o, nil, false, nil
 	}
 	if last == nil || core.Terminal(last.Status.Phase) || o.Policy == nil {
@@ -261,7 +266,22 @@ func (r *Reconciler) start(ctx context.Context, next *scorev1b1.ConfigRollout) e
 		return fmt.Errorf("starting the rollout of %s: %w", next.Spec.To, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Rollout started", "rollout", next.Name, "from", next.Spec.From, "to", next.Spec.To)
+	r.created, r.createdAt = next.Name, r.now()
 	return nil
+}
+
+// creationPending reports whether the rollout this controller last created is missing from
+// rollouts (the cache is behind its creation), and forgets it once it is there or too old.
+func (r *Reconciler) creationPending(rollouts []scorev1b1.ConfigRollout) bool {
+	if r.created == "" {
+		return false
+	}
+	seen := slices.ContainsFunc(rollouts, func(ro scorev1b1.ConfigRollout) bool { return ro.Name == r.created })
+	if seen || r.now().Sub(r.createdAt) >= ownwrites.MaxAge {
+		r.created = ""
+		return false
+	}
+	return true
 }
 
 func revisionOf(l *configsource.Loaded) core.Revision {
