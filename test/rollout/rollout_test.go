@@ -23,22 +23,17 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
-	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv/inprocess"
 )
@@ -59,55 +54,33 @@ const ns = "fleet"
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	root = testenv.RepoRoot()
-	state, err := os.MkdirTemp("", "score-rollout-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(state)
-	if scorectl, err = testenv.BuildCommand(state, "scorectl"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	// Volumes for the redis instances of the provisioner subtest (two).
-	cluster := &simcluster.Cluster{Root: root, Name: "score-rollout-" + fmt.Sprint(os.Getpid()), Dir: filepath.Join(state, "cluster"), Volumes: 4}
-	if err := cluster.Up(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the simulated cluster:", err)
-		return 1
-	}
-	defer func() { _ = cluster.Down() }()
-	kubeconfig = cluster.Kubeconfig()
-	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err == nil {
-		c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	}
-	if err == nil {
-		_, err = devenv.Install(ctx, c, os.DirFS(root))
-	}
-	if err == nil {
-		// Three waves: one Workload, half of them, all; a short bake, a deadline a broken
-		// change reaches in well under a minute.
-		err = devenv.EditConfig(ctx, c, func(doc map[string]any) error {
-			// Workloads labelled ring=canary first; the gate expression holds when every
-			// applied object is healthy (what Ready says too: a rollout that completes shows
-			// it is evaluated over real plans).
-			doc["rollout"] = map[string]any{"waves": []any{"1", "50%", "100%"}, "bakeTime": "3s", "progressDeadline": "40s",
-				"orderBy": map[string]any{"label": "ring", "values": []any{"canary"}},
-				"gate":    "objects.all(o, o.health == 'Current')"}
-			return nil
+	return testenv.SimulatedMain(m, testenv.Simulated{Name: "score-rollout", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 4}}, Install: true},
+		func(env *testenv.SimulatedEnv) (func(), error) {
+			k := env.Clusters[""]
+			root, kubeconfig, cfg, c = env.Root, k.Kubeconfig(), k.Config, k.Client
+			var err error
+			if scorectl, err = testenv.BuildCommand(env.State, "scorectl"); err != nil {
+				return nil, err
+			}
+			// Three waves: one Workload, half of them, all; a short bake, a deadline a broken
+			// change reaches in well under a minute.
+			if err := devenv.EditConfig(ctx, c, func(doc map[string]any) error {
+				// Workloads labelled ring=canary first; the gate expression holds when every
+				// applied object is healthy (what Ready says too: a rollout that completes shows
+				// it is evaluated over real plans).
+				doc["rollout"] = map[string]any{"waves": []any{"1", "50%", "100%"}, "bakeTime": "3s", "progressDeadline": "40s",
+					"orderBy": map[string]any{"label": "ring", "values": []any{"canary"}},
+					"gate":    "objects.all(o, o.health == 'Current')"}
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("installing: %w", err)
+			}
+			if err := startControllers(); err != nil {
+				return nil, err
+			}
+			return func() { stopControllers() }, nil
 		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "installing:", err)
-		return 1
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	if err := startControllers(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { stopControllers() }()
-	return m.Run()
 }
 
 func startControllers() error {
