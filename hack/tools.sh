@@ -5,23 +5,27 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
 #   etcd                                                              (go.etcd.io/etcd/server/v3)
 #   kwok, kwokctl                                                     (sigs.k8s.io/kwok)
+#   contour, contour-crds.yaml   the Gateway API controller of make dev (github.com/projectcontour/contour)
 #
 # and installs Debian's chromium, for the dashboard's browser test, when it is missing.
 #
 # Binaries are built once into a versioned cache directory outside the clone
 # ($SCORE_TOOLS_CACHE, default ${XDG_CACHE_HOME:-~/.cache}/score-orchestrator), so a fresh clone
 # on the same machine, and a CI rerun, reuse them. The three throwaway modules are kept apart:
-# mixing them would let one downgrade the other's Kubernetes libraries.
+# mixing them would let one downgrade the other's Kubernetes libraries. Contour has a
+# versioned directory of its own, so that changing its version rebuilds it alone.
 set -euo pipefail
 
 KUBE_VERSION=v1.37.1
 STAGING_VERSION=v0.37.1
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
+CONTOUR_VERSION=v1.33.8
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SCORE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/score-orchestrator}"
 dir="$cache/tools/kube-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
+gateway_dir="$cache/tools/contour-$CONTOUR_VERSION"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
 log() { printf '[tools] %s\n' "$*" >&2; }
@@ -32,9 +36,10 @@ built() {
 	for b in "$@"; do [[ -x "$dir/$b" ]] || return 1; done
 }
 
-# newmodule NAME: an empty throwaway module directory for one build.
+# newmodule NAME [DIR]: an empty throwaway module directory for one build, under DIR (default
+# the cluster binaries' directory).
 newmodule() {
-	local m="$dir/src/$1"
+	local m="${2:-$dir}/src/$1"
 	if ! command -v go >/dev/null; then
 		log "building the cluster's binaries needs the Go toolchain (1.26 or later) on PATH; they are then cached in $dir"
 		exit 1
@@ -123,6 +128,27 @@ GO
 	done
 }
 
+# build_contour builds Contour's controller, which make dev runs on the host as the development
+# cluster's Gateway API implementation (internal/devenv/gateway.go), and keeps beside it the CRDs
+# of its release that it watches besides the Gateway API's (HTTPProxy and others).
+build_contour() {
+	[[ -x "$gateway_dir/contour" && -f "$gateway_dir/contour-crds.yaml" ]] && return
+	log "building Contour $CONTOUR_VERSION, the development cluster's gateway controller (cold: ~2 min on 2 cores)"
+	local m src
+	m="$(newmodule contour "$gateway_dir")"
+	cat >"$m/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import _ "github.com/projectcontour/contour/cmd/contour"
+GO
+	(cd "$m" && go get "github.com/projectcontour/contour@$CONTOUR_VERSION" >/dev/null 2>&1 && go mod tidy -e >/dev/null 2>&1 || true)
+	(cd "$m" && go build -tags tools -ldflags "-s -w" -o "$gateway_dir/contour.tmp" github.com/projectcontour/contour/cmd/contour) && mv "$gateway_dir/contour.tmp" "$gateway_dir/contour"
+	src="$(cd "$m" && go list -m -f '{{.Dir}}' github.com/projectcontour/contour)"
+	install -m 0644 "$src/examples/contour/01-crds.yaml" "$gateway_dir/contour-crds.yaml.tmp" && mv "$gateway_dir/contour-crds.yaml.tmp" "$gateway_dir/contour-crds.yaml"
+}
+
 # build_score_k8s builds score-k8s, the comparison of make acceptance (not a test dependency),
 # into the same cache. The Go module proxy does not serve score-k8s, so it builds from a source
 # checkout: $SCORE_K8S_SRC (its dependencies come from the proxy).
@@ -175,8 +201,18 @@ fi
 build_kubernetes
 build_etcd
 build_kwok
+# Contour's directory has a lock of its own, taken the same way.
+mkdir -p "$gateway_dir"
+if command -v flock >/dev/null; then
+	exec 8>"$gateway_dir.lock"
+	flock 8 || { log "cannot lock $gateway_dir.lock"; exit 1; }
+fi
+build_contour
 install_chromium
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
 	ln -sfn "$dir/$b" "$root/bin/$b"
 done
-log "ready in $dir"
+for b in contour contour-crds.yaml; do
+	ln -sfn "$gateway_dir/$b" "$root/bin/$b"
+done
+log "ready in $dir and $gateway_dir"
