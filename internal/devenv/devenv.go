@@ -1,24 +1,20 @@
 // Package devenv is the local development environment behind `make dev` and `scorectl dev`:
 // a simulated cluster (real kube-apiserver, etcd, kube-controller-manager and kube-scheduler,
 // with kwok nodes), the score.dev kinds, the sample Orchestrator Config with the development
-// provisioner catalog, the default templates, the controllers as a background process, and
-// the examples, waited on until Ready. Everything it installs comes from the shipped bundle,
+// provisioner catalog, the default templates, a Gateway served by a real gateway controller
+// (Contour), the controllers as a background process, and the examples, waited on until Ready. Everything it installs comes from the shipped bundle,
 // so a machine with the scorectl binary alone can run it.
 package devenv
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +36,7 @@ type Env struct {
 	// Bundle is the shipped content (the repository's config/, examples/ and hack/ scripts).
 	Bundle fs.FS
 	// Dir keeps the environment's state: the cluster scripts and tool links, the kubeconfig,
-	// kwok's work directory, the controllers' log and pid file.
+	// kwok's work directory, the controllers' and the gateway controller's logs and pid files.
 	Dir string
 	// Cluster names the kwok cluster.
 	Cluster string
@@ -88,6 +84,13 @@ func (e *Env) Up(ctx context.Context, timeout time.Duration) error {
 	if err := os.WriteFile(filepath.Join(e.Dir, "orchestrator-config.yaml"), assembled, 0o644); err != nil {
 		return err
 	}
+	gw := e.Gateway()
+	e.logf("starting the gateway controller (Contour) for the Gateway %s/%s, the parent of the catalog's routes", GatewayNamespace, GatewayName)
+	pid, err := gw.Up(ctx, c, e.Bundle, time.Minute)
+	if err != nil {
+		return fmt.Errorf("the gateway: %w", err)
+	}
+	e.logf("  the Gateway is Programmed; its controller (pid %d) logs in %s", pid, gw.Log())
 	if err := e.StopControllers(); err != nil {
 		return err
 	}
@@ -108,12 +111,26 @@ func (e *Env) Up(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-// Down stops the controllers and deletes the cluster. It is safe to run when nothing runs.
+// Down stops the controllers and the gateway controller and deletes the cluster. It is safe
+// to run when nothing runs.
 func (e *Env) Down(ctx context.Context) error {
 	if err := e.StopControllers(); err != nil {
 		return err
 	}
+	pid, err := e.Gateway().Stop()
+	if err != nil {
+		return err
+	}
+	if pid != 0 {
+		e.logf("stopped the gateway controller (pid %d)", pid)
+	}
 	return e.cluster(ctx, "down")
+}
+
+// Gateway is the environment's gateway controller: hack/tools.sh links its binary into
+// Dir/bin, where the cluster script runs it.
+func (e *Env) Gateway() *Gateway {
+	return &Gateway{Bin: filepath.Join(e.Dir, "bin"), Dir: e.Dir, Kubeconfig: e.Kubeconfig()}
 }
 
 // cluster runs the shipped cluster script with verb. The scripts are written under Dir, so
@@ -181,54 +198,29 @@ func (s *stepLines) Write(p []byte) (int, error) {
 	}
 }
 
-// startControllers starts the controllers in the background, in their own session so they
-// outlive this command, logging to Dir.
+// controllers is the controllers' process, which Up leaves running.
+func (e *Env) controllers() background {
+	return background{name: "the controllers", log: e.ControllersLog(), pid: filepath.Join(e.Dir, controllersPid), owner: e.Kubeconfig()}
+}
+
+// startControllers starts the controllers in the background, logging to Dir.
 func (e *Env) startControllers() error {
-	logFile, err := os.OpenFile(e.ControllersLog(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	argv := append(append(append([]string{}, e.Controllers...), "--kubeconfig="+e.Kubeconfig()), e.ControllerFlags...)
+	pid, _, err := e.controllers().start(argv)
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	args := append(append(append([]string{}, e.Controllers[1:]...), "--kubeconfig="+e.Kubeconfig()), e.ControllerFlags...)
-	cmd := exec.Command(e.Controllers[0], args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the controllers: %w", err)
-	}
-	pid := cmd.Process.Pid
-	if err := os.WriteFile(filepath.Join(e.Dir, controllersPid), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		return err
-	}
 	e.logf("started the controllers (pid %d), logs in %s", pid, e.ControllersLog())
-	return cmd.Process.Release()
+	return nil
 }
 
 // StopControllers stops the controllers Up started, if they still run.
 func (e *Env) StopControllers() error {
-	pidFile := filepath.Join(e.Dir, controllersPid)
-	raw, err := os.ReadFile(pidFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		return os.Remove(pidFile)
-	}
-	if e.controllersRunning(pid) {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-		for i := 0; i < 100 && e.controllersRunning(pid); i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if e.controllersRunning(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	pid, err := e.controllers().stop()
+	if pid != 0 {
 		e.logf("stopped the controllers (pid %d)", pid)
 	}
-	return os.Remove(pidFile)
+	return err
 }
 
 // Connect returns a client for the kubeconfig at path.
@@ -238,12 +230,4 @@ func Connect(path string) (client.Client, error) {
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: scheme.New()})
-}
-
-// controllersRunning reports whether pid is this environment's controllers. A pid is reused
-// once its process is gone, so it counts only while its command line names this
-// environment's kubeconfig (a process that exited has an empty one).
-func (e *Env) controllersRunning(pid int) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return err == nil && strings.Contains(string(cmdline), e.Kubeconfig())
 }
