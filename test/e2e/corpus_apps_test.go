@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -36,8 +34,9 @@ var corpusApps = map[string]map[string]string{
 
 // Each multi-Workload app of the corpus, applied as a user applies it (every file at once),
 // takes every Workload to Ready on the simulated cluster — or to a status whose dependency
-// names what the platform lacks. The test plays the gateway controller the cluster lacks: it
-// accepts the HTTPRoutes the apps' route resources provision, as a Gateway would.
+// names what the platform lacks. The HTTPRoutes the apps' route resources provision are
+// accepted by the development cluster's gateway controller, which this package runs as make
+// dev does.
 func TestCorpusAppsBecomeReady(t *testing.T) {
 	corpus := conformance.Require(t)
 	_, files, err := acceptance.Corpus()
@@ -80,7 +79,6 @@ func TestCorpusAppsBecomeReady(t *testing.T) {
 			}
 			start := time.Now()
 			testenv.Eventually(t, 4*time.Minute, "every Workload Ready or blocked as expected", func() error {
-				acceptRoutes(t, ns)
 				var pending []string
 				for _, name := range workloads {
 					if msg := corpusOutcome(t, ns, name, want[name]); msg != "" {
@@ -131,37 +129,4 @@ func corpusOutcome(t *testing.T, ns, name, blocked string) string {
 		}
 	}
 	return fmt.Sprintf("no dependency says %q yet (%s: %s)", blocked, ready.Reason, ready.Message)
-}
-
-// acceptRoutes plays a gateway controller: every HTTPRoute of ns gets an Accepted parent.
-func acceptRoutes(t *testing.T, ns string) {
-	routes := &unstructured.UnstructuredList{}
-	routes.SetGroupVersionKind(schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRouteList"})
-	if err := c.List(ctx, routes, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	for i := range routes.Items {
-		r := &routes.Items[i]
-		if parents, _, _ := unstructured.NestedSlice(r.Object, "status", "parents"); len(parents) > 0 {
-			continue
-		}
-		refs, _, _ := unstructured.NestedSlice(r.Object, "spec", "parentRefs")
-		if len(refs) == 0 {
-			continue
-		}
-		parent := map[string]any{
-			"parentRef":      refs[0],
-			"controllerName": "e2e.score.test/gateway",
-			"conditions": []any{map[string]any{
-				"type": "Accepted", "status": "True", "reason": "Accepted", "message": "accepted by the test's gateway",
-				"observedGeneration": r.GetGeneration(), "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
-			}},
-		}
-		if err := unstructured.SetNestedSlice(r.Object, []any{parent}, "status", "parents"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Status().Update(ctx, r); err != nil {
-			t.Logf("accepting route %s: %v", r.GetName(), err)
-		}
-	}
 }

@@ -10,9 +10,10 @@ import (
 )
 
 // `scorectl dev up` on a machine with the binary only (run outside the repository, with
-// nothing but what the binary carries): a simulated cluster of its own, the examples Ready
-// and their endpoints printed. Up again is safe and replaces the controllers; down leaves no
-// controller and no cluster behind.
+// nothing but what the binary carries): a simulated cluster of its own, its Gateway Programmed
+// by the gateway controller, the examples Ready and their endpoints printed. Up again is safe
+// and replaces the controllers and the gateway controller; down leaves no controller, no
+// gateway controller and no cluster behind.
 func TestDevUpDown(t *testing.T) {
 	bin := buildScorectl(t)
 	dir := t.TempDir()
@@ -34,21 +35,33 @@ func TestDevUpDown(t *testing.T) {
 			t.Fatalf("dev up does not print %q:\n%s", want, out)
 		}
 	}
-	first := controllersPid(t, dir)
+	if !strings.Contains(out, "the Gateway is Programmed") {
+		t.Fatalf("dev up does not wait for the Gateway:\n%s", out)
+	}
+	first, firstGateway := pidIn(t, dir, "score-controllers.pid"), pidIn(t, dir, "gateway.pid")
+	if !running(firstGateway) {
+		t.Fatalf("the gateway controller (pid %d) does not run after up", firstGateway)
+	}
 
 	if out, err = dev(up...); err != nil || !strings.Contains(out, "is already up") || !strings.Contains(out, "5/5 Ready") {
 		t.Fatalf("dev up again: %v\n%s", err, out)
 	}
-	second := controllersPid(t, dir)
+	second, secondGateway := pidIn(t, dir, "score-controllers.pid"), pidIn(t, dir, "gateway.pid")
 	if second == first || running(first) || !running(second) {
 		t.Fatalf("up again must replace the controllers: first pid %d (running %v), second pid %d (running %v)", first, running(first), second, running(second))
 	}
+	if secondGateway == firstGateway || running(firstGateway) || !running(secondGateway) {
+		t.Fatalf("up again must replace the gateway controller: first pid %d (running %v), second pid %d (running %v)", firstGateway, running(firstGateway), secondGateway, running(secondGateway))
+	}
 
-	if out, err = dev("down"); err != nil || !strings.Contains(out, "deleting cluster") {
+	if out, err = dev("down"); err != nil || !strings.Contains(out, "deleting cluster") || !strings.Contains(out, "stopped the gateway controller") {
 		t.Fatalf("dev down: %v\n%s", err, out)
 	}
 	if running(second) {
 		t.Fatalf("the controllers (pid %d) still run after down", second)
+	}
+	if running(secondGateway) {
+		t.Fatalf("the gateway controller (pid %d) still runs after down", secondGateway)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "kubeconfig")); !os.IsNotExist(err) {
 		t.Fatalf("the kubeconfig outlives down: %v", err)
@@ -58,9 +71,10 @@ func TestDevUpDown(t *testing.T) {
 	}
 }
 
-func controllersPid(t *testing.T, dir string) int {
+// pidIn is the pid the pid file name of dir holds.
+func pidIn(t *testing.T, dir, name string) int {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, "score-controllers.pid"))
+	raw, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}

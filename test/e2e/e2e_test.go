@@ -1,6 +1,7 @@
 // Package e2e runs whole journeys on a simulated cluster of its own: real kube-apiserver,
-// etcd, kube-controller-manager and kube-scheduler, with kwok nodes. The controllers run in
-// the test process, exactly as score-controllers wires them.
+// etcd, kube-controller-manager and kube-scheduler, with kwok nodes, and the gateway controller
+// make dev runs (Contour, serving the Gateway the catalog's routes attach to). The controllers
+// run in the test process, exactly as score-controllers wires them.
 package e2e
 
 import (
@@ -51,7 +52,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.SimulatedMain(m, testenv.Simulated{Name: "score-e2e", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 64}}, Install: true},
+	os.Exit(testenv.SimulatedMain(m, testenv.Simulated{Name: "score-e2e", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 64}}, Install: true, Gateway: true},
 		func(env *testenv.SimulatedEnv) (func(), error) {
 			k := env.Clusters[""]
 			kubeconfig, cfg, c, devConfig = k.Kubeconfig(), k.Config, k.Client, env.Config

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
@@ -32,6 +33,9 @@ type Simulated struct {
 	// Install puts the control plane's kinds, the development config, catalog and templates on
 	// the cluster of role "" (or "hub"), as make dev does.
 	Install bool
+	// Gateway, with Install, runs the development cluster's gateway controller there too, with
+	// the Gateway the catalog's routes attach to, as make dev does (devenv.Gateway).
+	Gateway bool
 }
 
 // ClusterSpec is one simulated cluster of a package.
@@ -57,6 +61,8 @@ type SimulatedEnv struct {
 	Clusters map[string]*Cluster
 	// Config is the Orchestrator Config installed, when Install was asked.
 	Config *orchconfig.Config
+	// Gateway is the gateway controller, when Gateway was asked.
+	Gateway *devenv.Gateway
 }
 
 // SimulatedMain runs a package's tests on simulated clusters of its own, from TestMain: it
@@ -98,6 +104,11 @@ func startSimulated(s Simulated) (*SimulatedEnv, func(), error) {
 	var mu sync.Mutex
 	var started []*simcluster.Cluster
 	down := func() {
+		if env.Gateway != nil {
+			if _, err := env.Gateway.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping the gateway controller: %v\n", err)
+			}
+		}
 		for _, k := range started {
 			// Its start-up log is closed by now: the shutdown's output is printed only when it
 			// fails, which would leave the cluster running.
@@ -156,6 +167,13 @@ func startSimulated(s Simulated) (*SimulatedEnv, func(), error) {
 		}
 		if env.Config, err = devenv.Install(context.Background(), hub.Client, os.DirFS(env.Root)); err != nil {
 			return nil, down, fmt.Errorf("installing: %w", err)
+		}
+		if s.Gateway {
+			env.Gateway = &devenv.Gateway{Bin: filepath.Join(env.Root, "bin"), Dir: state, Kubeconfig: hub.Kubeconfig()}
+			if _, err := env.Gateway.Up(context.Background(), hub.Client, os.DirFS(env.Root), time.Minute); err != nil {
+				out, _ := os.ReadFile(env.Gateway.Log())
+				return nil, down, fmt.Errorf("starting the gateway: %w\n%s", err, out)
+			}
 		}
 	}
 	return env, down, nil
