@@ -32,13 +32,16 @@ func newDevCommand() *cobra.Command {
 
 "dev up" starts a simulated cluster (real kube-apiserver, etcd, kube-controller-manager and
 kube-scheduler, with kwok nodes), installs the score.dev kinds, the sample Orchestrator Config
-with the development provisioner catalog and the default templates, starts the controllers in
-the background (this binary, logging to DIR/score-controllers.log), applies the examples and
-waits until they are Ready. "dev down" stops the controllers and deletes the cluster.
+with the development provisioner catalog and the default templates, creates the Gateway
+score-system/score-dev that the catalog's routes attach to and runs its controller (Contour,
+logging to DIR/gateway.log), starts the controllers in the background (this binary, logging to
+DIR/score-controllers.log), applies the examples and waits until they are Ready. "dev down"
+stops the controllers and the gateway controller and deletes the cluster.
 
-The cluster's binaries are built from source with the Go toolchain on first use (about ten
-minutes on two cores) and cached in ${SCORE_TOOLS_CACHE:-~/.cache/score-orchestrator}; later
-runs start in seconds. bash is needed to run the cluster scripts.`,
+The cluster's binaries and Contour are built from source with the Go toolchain on first use
+(about twelve minutes on two cores) and cached in
+${SCORE_TOOLS_CACHE:-~/.cache/score-orchestrator}; later runs start in seconds. bash is needed
+to run the cluster scripts.`,
 	}
 	cmd.PersistentFlags().StringVar(&env.Dir, "dir", defaultDevDir(), "directory of the environment's state (kubeconfig, logs)")
 	cmd.PersistentFlags().StringVar(&env.Cluster, "name", devenv.DefaultCluster, "name of the simulated cluster")
@@ -166,9 +169,9 @@ The cluster keeps running. Use it with:
   scorectl why orders -n %s
   scorectl dashboard            # a live view in the browser, at http://localhost:8001
   %s get score -A
-Controller logs: %s
+Controller logs: %s (the gateway controller's: %s)
 Stop everything with: scorectl dev down%s
-`, env.Kubeconfig(), env.Namespace, env.Namespace, filepath.Join(env.Dir, "bin", "kubectl"), env.ControllersLog(), envFlags(env))
+`, env.Kubeconfig(), env.Namespace, env.Namespace, filepath.Join(env.Dir, "bin", "kubectl"), env.ControllersLog(), env.Gateway().Log(), envFlags(env))
 	return nil
 }
 
