@@ -104,11 +104,7 @@ func startSimulated(s Simulated) (*SimulatedEnv, func(), error) {
 	var mu sync.Mutex
 	var started []*simcluster.Cluster
 	down := func() {
-		if env.Gateway != nil {
-			if _, err := env.Gateway.Stop(); err != nil {
-				fmt.Fprintf(os.Stderr, "stopping the gateway controller: %v\n", err)
-			}
-		}
+		env.stopGateway()
 		for _, k := range started {
 			// Its start-up log is closed by now: the shutdown's output is printed only when it
 			// fails, which would leave the cluster running.
@@ -169,14 +165,33 @@ func startSimulated(s Simulated) (*SimulatedEnv, func(), error) {
 			return nil, down, fmt.Errorf("installing: %w", err)
 		}
 		if s.Gateway {
-			env.Gateway = &devenv.Gateway{Bin: filepath.Join(env.Root, "bin"), Dir: state, Kubeconfig: hub.Kubeconfig()}
-			if _, err := env.Gateway.Up(context.Background(), hub.Client, os.DirFS(env.Root), time.Minute); err != nil {
-				out, _ := os.ReadFile(env.Gateway.Log())
-				return nil, down, fmt.Errorf("starting the gateway: %w\n%s", err, out)
+			if err := env.startGateway(hub); err != nil {
+				return nil, down, err
 			}
 		}
 	}
 	return env, down, nil
+}
+
+// stopGateway stops the gateway controller, if one was started.
+func (env *SimulatedEnv) stopGateway() {
+	if env.Gateway == nil {
+		return
+	}
+	if _, err := env.Gateway.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the gateway controller: %v\n", err)
+	}
+}
+
+// startGateway runs the development cluster's gateway controller on hub, as make dev does;
+// its log is in the state directory, printed when it fails.
+func (env *SimulatedEnv) startGateway(hub *Cluster) error {
+	env.Gateway = &devenv.Gateway{Bin: filepath.Join(env.Root, "bin"), Dir: env.State, Kubeconfig: hub.Kubeconfig()}
+	if _, err := env.Gateway.Up(context.Background(), hub.Client, os.DirFS(env.Root), time.Minute); err != nil {
+		out, _ := os.ReadFile(env.Gateway.Log())
+		return fmt.Errorf("starting the gateway: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // connect is the cluster administrator's connection.
