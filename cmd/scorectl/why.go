@@ -11,6 +11,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/why"
+	"github.com/score-orchestrator/score-orchestrator/internal/why/observe"
 )
 
 func newWhyCommand() *cobra.Command {
@@ -24,9 +25,13 @@ func newWhyCommand() *cobra.Command {
 		Short: "Explain the platform's decisions for a Workload and what blocks it",
 		Long: `Recompute, with the orchestrator's own selection code and the current Orchestrator Config,
 which profile the Workload gets and why, every backend candidate with the constraint that
-filtered it or its rank, the provisioner chosen for each dependency, and the one thing that
-currently keeps the Workload from Ready. For platform engineers: it reads the internal objects
-and the config; nothing is written.`,
+filtered it or its rank, the provisioner chosen for each dependency, the one thing that
+currently keeps the Workload from Ready, and the objects in the way in their own words: a
+dependency and its provisioner's message, a StatefulSet with no ready replica and its pod's
+waiting reason, a Job that failed and its last condition, a route no Gateway accepted and its
+Gateway, a quota at its limit, an output not published. For platform engineers: it reads the
+internal objects, the config and, bounded, the objects not healthy (a Secret only for whether
+it exists); what your rights do not let it read, it says. Nothing is written.`,
 		Example: `  scorectl why orders -n score-demo`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,12 +57,18 @@ and the config; nothing is written.`,
 			if err := c.Get(ctx, client.ObjectKeyFromObject(w), plan); err != nil {
 				plan = nil
 			}
+			exposure := &scorev1b1.WorkloadExposure{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(w), exposure); err != nil {
+				exposure = nil
+			}
 			status := &corev1.ConfigMap{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: configNamespace, Name: clusters.StatusConfigMap}, status); err != nil {
 				status = nil // no cluster registered, or not readable by this user
 			}
-			return why.Explain(cmd.OutOrStdout(), why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: region, Claims: claims.Items, Plan: plan,
-				Clusters: clusters.Decode(status)})
+			in := why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: region, Claims: claims.Items, Plan: plan, Exposure: exposure,
+				Clusters: clusters.Decode(status), ConfigSource: configNamespace + "/" + configName}
+			in.Observed = observe.Read(ctx, c, in)
+			return why.Explain(cmd.OutOrStdout(), in)
 		},
 	}
 	flags.bind(cmd, false)

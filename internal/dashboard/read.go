@@ -22,6 +22,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/dashboard/view"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/why"
+	"github.com/score-orchestrator/score-orchestrator/internal/why/observe"
 )
 
 // can asks the API server whether the user may verb the resource (a SelfSubjectAccessReview,
@@ -259,8 +260,13 @@ func (s *Server) trace(ctx context.Context, w *scorev1b1.Workload, in view.Graph
 	if err != nil {
 		return "", "The Orchestrator Config in the cluster is invalid (the orchestrator keeps using its last valid one): " + err.Error()
 	}
+	wi := why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: s.opts.Region, Claims: in.Claims, Plan: in.Plan, Exposure: in.Exposure,
+		ConfigSource: s.opts.ConfigNamespace + "/" + s.opts.ConfigName}
+	// The objects in the way, read with the user's rights from the API server (bounded, and
+	// only while the Workload is not Ready); what the rights hide, the trace says.
+	wi.Observed = observe.Read(ctx, s.c, wi)
 	var b bytes.Buffer
-	if err := why.Explain(&b, why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: s.opts.Region, Claims: in.Claims, Plan: in.Plan}); err != nil {
+	if err := why.Explain(&b, wi); err != nil {
 		return "", err.Error()
 	}
 	return b.String(), ""

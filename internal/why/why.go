@@ -1,14 +1,15 @@
 // Package why explains the platform's decisions for one Workload: the profile and why, every
 // backend candidate with the constraint that filtered it or its rank, the provisioner for each
-// dependency and the one thing that keeps the Workload from Ready. It recomputes them with the
-// orchestrator's own selection code; scorectl why prints it and scorectl dashboard shows it.
+// dependency, the one thing that keeps the Workload from Ready and the objects in the way, in
+// their own words (InTheWay). It recomputes the decisions with the orchestrator's own selection
+// code, and reads nothing itself: what it needs of the cluster beyond the Workload's own objects
+// it names (Next), and a reader (internal/why/observe) reads it. scorectl why prints it and
+// scorectl dashboard shows it.
 package why
 
 import (
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
@@ -34,9 +34,15 @@ type Input struct {
 	// not see them.
 	Claims []scorev1b1.ResourceClaim
 	Plan   *scorev1b1.WorkloadPlan
+	// Exposure is the Workload's exposure; nil when there is none or the reader may not see it.
+	Exposure *scorev1b1.WorkloadExposure
 	// Clusters are the registered member clusters as the runtime publishes them; nil when
 	// none are or the reader may not see them.
 	Clusters map[string]clusters.Status
+	// ConfigSource names where Config was read ("score-system/orchestrator-config").
+	ConfigSource string
+	// Observed is what a reader read of what Next named.
+	Observed Observed
 }
 
 // Explain writes the trace.
@@ -82,39 +88,20 @@ func Explain(out io.Writer, in Input) error {
 	}
 	if len(w.Spec.Resources) > 0 {
 		fmt.Fprintln(out, "\nDependencies:")
-		keys := make([]string, 0, len(w.Spec.Resources))
-		for k := range w.Spec.Resources {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range values.SortedKeys(w.Spec.Resources) {
 			res := w.Spec.Resources[k]
-			params, _ := values.Object(res.Params) // the API server admits only objects
-			pc := provisionermatch.Claim{Type: res.Type, Params: params}
-			if res.Class != nil {
-				pc.Class = *res.Class
+			provider, ok := resolve(cfg, res)
+			if !ok {
+				provider = "no provisioner serves it"
 			}
-			if res.ID != nil {
-				pc.ID = *res.ID
-			}
-			served, provider, ok := provisionermatch.Resolve(provisionermatch.Input{Classes: cfg.Classes, Provisioners: cfg.Provisioners, Claim: pc})
-			if ok {
-				provider = fmt.Sprintf("provisioners[%d] %s", served.Index, cfg.Provisioners[served.Index].URI)
-				if served.Class != "" {
-					provider += " (class " + served.Class + ")"
-				}
-			}
-			phase, detail := "not created", ""
+			phase := "not created"
 			for _, c := range claims {
 				if c.Spec.Key == k && metav1.IsControlledBy(&c, w) {
-					phase, detail = string(c.Status.Phase), c.Status.Message
+					phase = string(c.Status.Phase)
 				}
 			}
-			fmt.Fprintf(out, "  %s (%s): %s; claim %s", k, res.Type, provider, phase)
-			if detail != "" && detail != provider { // each cause once: no match is both
-				fmt.Fprintf(out, " — %s", detail)
-			}
-			fmt.Fprintln(out)
+			// The claim's message, and the resolver's, are said once, under In the way.
+			fmt.Fprintf(out, "  %s (%s): %s; claim %s\n", k, res.Type, provider, phase)
 		}
 	}
 	fmt.Fprintln(out)
@@ -126,16 +113,10 @@ func Explain(out io.Writer, in Input) error {
 		fmt.Fprintf(out, "Ready: %s\n", ready.Message)
 	default:
 		fmt.Fprintf(out, "Blocking: %s — %s\n", ready.Reason, ready.Message)
-		if plan != nil && plan.Status.Message != "" {
-			fmt.Fprintf(out, "  runtime detail: %s\n", plan.Status.Message)
-		}
-		if plan != nil {
-			for _, o := range plan.Status.Objects {
-				if o.Health != scorev1b1.HealthCurrent {
-					fmt.Fprintf(out, "  runtime object %s %s: %s %s\n", o.Kind, o.Name, strings.ToLower(o.Health), o.Message)
-				}
-			}
-		}
+	}
+	if blockers := InTheWay(in); len(blockers) > 0 {
+		fmt.Fprintln(out, "In the way:")
+		printBlockers(out, blockers, 0)
 	}
 	return nil
 }

@@ -34,7 +34,11 @@ provisioners:
 func TestWhyNamesEachCauseOnce(t *testing.T) {
 	cfg := config(t)
 	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "u"},
-		Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}, Resources: map[string]scorev1b1.Resource{"db": {Type: "postgresql"}}}}
+		Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}, Resources: map[string]scorev1b1.Resource{"db": {Type: "postgresql"}}},
+		Status: scorev1b1.WorkloadStatus{Conditions: []metav1.Condition{
+			{Type: scorev1b1.ConditionInputsValid, Status: metav1.ConditionTrue, Reason: "Succeeded"},
+			{Type: scorev1b1.ConditionClaimsReady, Status: metav1.ConditionFalse, Reason: "ClaimFailed", Message: `Dependency "db" could not be provisioned.`},
+			{Type: scorev1b1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ClaimFailed", Message: `Dependency "db" could not be provisioned.`}}}}
 	message := "No provisioner serves postgresql. Available types: postgres. Did you mean postgres? A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."
 	yes := true
 	claim := scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api-db", OwnerReferences: []metav1.OwnerReference{{APIVersion: "score.dev/v1b1", Kind: "Workload", Name: "api", UID: "u", Controller: &yes}}},

@@ -1,0 +1,107 @@
+// Package observe reads, for the decision trace (internal/why), the objects in a Workload's way
+// that only the cluster can tell about: what why.Next names, then what those show they wait for,
+// until why.Next names nothing or why.MaxReads requests were made. scorectl why reads with the
+// user's kubeconfig, the dashboard with the user's own rights: a read the rights forbid is
+// recorded as such, and the trace says what it could not read. A Secret is read as metadata
+// only: whether it exists, never what it holds.
+package observe
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/why"
+)
+
+// Read makes, with r, the reads the trace of in names, and returns what they found. It stops
+// when ctx ends.
+func Read(ctx context.Context, r client.Reader, in why.Input) why.Observed {
+	obs := why.Observed{}
+	in.Observed = obs
+	made := 0
+	for reads := why.Next(in); len(reads) > 0; reads = why.Next(in) {
+		for _, rd := range reads {
+			if made == why.MaxReads || ctx.Err() != nil {
+				return obs
+			}
+			obs[rd] = read(ctx, r, rd)
+			made++
+		}
+	}
+	return obs
+}
+
+// read makes one request.
+func read(ctx context.Context, r client.Reader, rd why.Read) why.Result {
+	gvk := schema.FromAPIVersionAndKind(rd.Ref.APIVersion, rd.Ref.Kind)
+	key := client.ObjectKey{Namespace: rd.Ref.Namespace, Name: rd.Ref.Name}
+	switch {
+	case rd.MetadataOnly:
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		if err := r.Get(ctx, key, m); err != nil {
+			return failed(err)
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace(m.Namespace)
+		u.SetName(m.Name)
+		u.SetUID(m.UID)
+		return why.Result{Objects: []*unstructured.Unstructured{u}}
+	case rd.List.Limit > 0:
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		opts := []client.ListOption{client.InNamespace(rd.Ref.Namespace), client.Limit(int64(rd.List.Limit))}
+		if rd.List.Labels != "" {
+			sel, err := labels.Parse(rd.List.Labels)
+			if err != nil {
+				return why.Result{Err: err.Error()}
+			}
+			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+		}
+		if rd.List.Fields != "" {
+			sel, err := fields.ParseSelector(rd.List.Fields)
+			if err != nil {
+				return why.Result{Err: err.Error()}
+			}
+			opts = append(opts, client.MatchingFieldsSelector{Selector: sel})
+		}
+		if err := r.List(ctx, l, opts...); err != nil {
+			return failed(err)
+		}
+		res := why.Result{}
+		for i := range l.Items {
+			res.Objects = append(res.Objects, &l.Items[i])
+		}
+		return res
+	default:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := r.Get(ctx, key, u); err != nil {
+			return failed(err)
+		}
+		return why.Result{Objects: []*unstructured.Unstructured{u}}
+	}
+}
+
+// failed says what kept a read from being made: an object that does not exist, rights that
+// do not allow it, a kind the API server does not serve, anything else in its own words.
+func failed(err error) why.Result {
+	switch {
+	case apierrors.IsNotFound(err):
+		return why.Result{Missing: true}
+	case apierrors.IsForbidden(err):
+		return why.Result{Denied: true}
+	case meta.IsNoMatchError(err):
+		return why.Result{Err: "the API server does not serve this kind"}
+	}
+	return why.Result{Err: err.Error()}
+}
