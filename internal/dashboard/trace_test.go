@@ -35,7 +35,8 @@ profiles:
 
 // The Workload page's trace names the objects in the way as scorectl why does, read with the
 // user's rights: the Deployment it may read, and, where its rights stop (pods here), that it
-// could not read them.
+// could not read them. It asks nothing of a Secret, not even whether the plan's outputs Secret
+// exists, and says so.
 func TestTraceNamesWhatIsInTheWayWithTheUsersRights(t *testing.T) {
 	const ns = "team-a"
 	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", UID: "w-uid"},
@@ -48,6 +49,8 @@ func TestTraceNamesWhatIsInTheWayWithTheUsersRights(t *testing.T) {
 	plan := &scorev1b1.WorkloadPlan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Status: scorev1b1.WorkloadPlanStatus{Phase: scorev1b1.PlanPhasePlanning, Objects: []scorev1b1.AppliedObject{
 			{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web", Health: scorev1b1.HealthInProgress, Message: "Deployment not Available"}}}}
+	plan.Spec.Claims = []scorev1b1.PlanClaim{{Key: "db", ClaimName: "web-db", SecretName: "web-db-outputs"}}
+	secretAsked := false
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 		Status: appsv1.DeploymentStatus{UpdatedReplicas: 1}}
@@ -62,6 +65,12 @@ func TestTraceNamesWhatIsInTheWayWithTheUsersRights(t *testing.T) {
 					return nil
 				}
 				return c.Create(ctx, obj, opts...)
+			},
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if gvk, _ := c.GroupVersionKindFor(obj); gvk.Kind == "Secret" || obj.GetObjectKind().GroupVersionKind().Kind == "Secret" {
+					secretAsked = true
+				}
+				return c.Get(ctx, key, obj, opts...)
 			},
 			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 				if u, ok := list.(*unstructured.UnstructuredList); ok && u.GetKind() == "PodList" {
@@ -82,8 +91,12 @@ func TestTraceNamesWhatIsInTheWayWithTheUsersRights(t *testing.T) {
 		t.Fatalf("%s\n%s", resp.Status, body)
 	}
 	page := html.UnescapeString(string(body))
+	if secretAsked {
+		t.Fatal("the dashboard asked the API server about a Secret")
+	}
 	for _, want := range []string{
-		"In the way:\n  Deployment team-a/web: 0 of 1 replicas ready, 1 updated, 0 available",
+		"In the way:\n  Secret team-a/web-db-outputs (the secret outputs of dependency db): not read: the dashboard asks nothing of Secrets",
+		"\n  Deployment team-a/web: 0 of 1 replicas ready, 1 updated, 0 available",
 		"\n    its pods: not read: your rights do not let you list pods in team-a",
 	} {
 		if !strings.Contains(page, want) {

@@ -86,6 +86,9 @@ func (t *walk) deployment(u *unstructured.Unstructured) (string, []Blocker, bool
 	}
 	s := d.Status
 	says := fmt.Sprintf("%d of %d replicas ready, %d updated, %d available", s.ReadyReplicas, want, s.UpdatedReplicas, s.AvailableReplicas)
+	if s.Replicas > want {
+		says += fmt.Sprintf(", %d in all: a rollout is under way", s.Replicas)
+	}
 	for _, c := range s.Conditions {
 		bad := c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue ||
 			c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse ||
@@ -220,7 +223,8 @@ func podSays(p *corev1.Pod) (string, bool) {
 	}
 	var parts []string
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+		// A pod that ended is past scheduling: how it ended is what counts.
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && p.Status.Phase != corev1.PodFailed {
 			parts = append(parts, fmt.Sprintf("not scheduled (%s): %s", c.Reason, c.Message))
 		}
 	}

@@ -52,11 +52,6 @@ func (r Ref) group() string {
 	return g
 }
 
-// ref is the reference to a live object.
-func ref(u *unstructured.Unstructured) Ref {
-	return Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
-}
-
 // List asks for the objects of a kind in a namespace that match selectors, up to Limit.
 type List struct {
 	// Labels and Fields are a label and a field selector, as kubectl takes them.

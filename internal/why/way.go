@@ -97,37 +97,38 @@ func (t *walk) selection() selection.Result {
 	return *t.sel
 }
 
+// run walks from the conditions: the first one that is not True (inputs, claims, runtime)
+// says where to look, as it decides Ready; a Ready Workload is looked at only when degraded.
 func (t *walk) run() []Blocker {
 	conds := t.in.Workload.Status.Conditions
 	ready := meta.FindStatusCondition(conds, scorev1b1.ConditionReady)
 	if ready == nil || ready.Status == metav1.ConditionTrue && ready.Reason != string(scorev1b1.ReasonRuntimeDegraded) {
 		return nil
 	}
-	notTrue := func(typ string) *metav1.Condition {
-		if c := meta.FindStatusCondition(conds, typ); c != nil && c.Status != metav1.ConditionTrue {
-			return c
-		}
-		return nil
+	notTrue := func(typ string) bool {
+		c := meta.FindStatusCondition(conds, typ)
+		return c != nil && c.Status != metav1.ConditionTrue
 	}
-	if c := notTrue(scorev1b1.ConditionInputsValid); c != nil {
+	switch {
+	case notTrue(scorev1b1.ConditionInputsValid):
 		return t.specification()
-	}
-	if c := notTrue(scorev1b1.ConditionClaimsReady); c != nil {
+	case notTrue(scorev1b1.ConditionClaimsReady):
 		return t.claims()
 	}
 	runtime := meta.FindStatusCondition(conds, scorev1b1.ConditionRuntimeReady)
 	if runtime == nil {
 		runtime = ready
 	}
-	switch scorev1b1.Reason(runtime.Reason) {
+	switch reason := scorev1b1.Reason(runtime.Reason); reason {
 	case scorev1b1.ReasonSpecInvalid:
 		return t.specification()
 	case scorev1b1.ReasonRuntimeSelecting:
 		return t.configuration()
 	case scorev1b1.ReasonProjectionError:
 		return t.outputs()
+	default:
+		return t.runtime(reason)
 	}
-	return t.runtime(scorev1b1.Reason(runtime.Reason))
 }
 
 // specification: the Workload itself is in the way (its conditions name the field).
@@ -343,6 +344,8 @@ func (t *walk) outputsSecrets(p *scorev1b1.WorkloadPlan) []Blocker {
 			out = append(out, Blocker{What: what, Says: "does not exist; the runtime waits for it"})
 		case res.Denied:
 			out = append(out, Blocker{What: what, Says: "not read: your rights do not let you ask whether it exists"})
+		case res.Err != "":
+			out = append(out, Blocker{What: what, Says: "not read: " + res.Err})
 		}
 	}
 	return out

@@ -69,6 +69,11 @@ func (w world) read(r Read) Result {
 	return Result{Objects: out}
 }
 
+// ref is the reference to a live object.
+func ref(u *unstructured.Unstructured) Ref {
+	return Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+}
+
 // observe reads, as the reader does, what Next names for in until it names nothing, and
 // returns in with what was read, and the reads in the order they were made.
 func (w world) observe(t *testing.T, in Input) (Input, []Read) {
@@ -155,7 +160,7 @@ func deployment(t *testing.T, name string, ready, updated int32) *unstructured.U
 	return object(t, "apps/v1", "Deployment", &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(name + "-uid"), Generation: 2},
 		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1 + 1 - updated, ReadyReplicas: ready, AvailableReplicas: ready, UpdatedReplicas: updated,
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1 + ready, ReadyReplicas: ready, AvailableReplicas: ready, UpdatedReplicas: updated,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"}}}})
 }
 
@@ -308,10 +313,10 @@ func TestInTheWay(t *testing.T) {
 		setup: func(t *testing.T) (Input, world) {
 			w := workloadIn(nil, "InputsValid=True/Succeeded", "ClaimsReady=True/Succeeded", "RuntimeReady=True/RuntimeDegraded", "Ready=True/RuntimeDegraded")
 			p := planOf(w, scorev1b1.PlanPhaseProjected, "", entry("apps/v1", "Deployment", "web", "InProgress", "Updated: 0/1"))
-			return Input{Workload: w, Config: cfg, Plan: p}, world{objects: []*unstructured.Unstructured{deployment(t, "web", 1, 0), pod(t, "web", "web-old", "ready"), pod(t, "web", "web-new", "unschedulable")}}
+			return Input{Workload: w, Config: cfg, Plan: p}, world{objects: []*unstructured.Unstructured{deployment(t, "web", 1, 1), pod(t, "web", "web-old", "ready"), pod(t, "web", "web-new", "unschedulable")}}
 		},
 		want: []string{
-			"  Deployment shop/web: 1 of 1 replicas ready, 0 updated, 1 available",
+			"  Deployment shop/web: 1 of 1 replicas ready, 1 updated, 1 available, 2 in all: a rollout is under way",
 			"    Pod shop/web-new: Pending — not scheduled (Unschedulable)",
 		},
 		absent: []string{"web-old"},

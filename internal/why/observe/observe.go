@@ -21,14 +21,36 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/why"
 )
 
+// Option changes what Read reads.
+type Option func(*options)
+
+type options struct {
+	// skipSecrets, when set, says why no Secret is asked about.
+	skipSecrets string
+}
+
+// SkipSecrets asks nothing of Secrets, not even whether one exists; the trace says because in
+// their place. The dashboard, which makes no request for a Secret at all, reads so.
+func SkipSecrets(because string) Option {
+	return func(o *options) { o.skipSecrets = because }
+}
+
 // Read makes, with r, the reads the trace of in names, and returns what they found. It stops
 // when ctx ends.
-func Read(ctx context.Context, r client.Reader, in why.Input) why.Observed {
+func Read(ctx context.Context, r client.Reader, in why.Input, opts ...Option) why.Observed {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	obs := why.Observed{}
 	in.Observed = obs
 	made := 0
 	for reads := why.Next(in); len(reads) > 0; reads = why.Next(in) {
 		for _, rd := range reads {
+			if o.skipSecrets != "" && rd.Ref.APIVersion == "v1" && rd.Ref.Kind == "Secret" {
+				obs[rd] = why.Result{Err: o.skipSecrets}
+				continue
+			}
 			if made == why.MaxReads || ctx.Err() != nil {
 				return obs
 			}
