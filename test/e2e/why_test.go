@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -26,6 +28,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/dashboard"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -121,10 +124,10 @@ func TestWhyNamesWhatIsInTheWay(t *testing.T) {
 	}, {
 		reason: scorev1b1.ReasonNetworkUnavailable, ns: "e2e-why-route",
 		workload: testenv.Workload("e2e-why-route", "web", port,
-			testenv.WithResource("route", "route", testenv.ResourceParams(`{"host": "shop.e2e-why-route.dev.local", "port": "http"}`))),
+			testenv.WithResource("route", "route", testenv.ResourceParams(`{"host": "shop.e2e-why-route.dev.local", "port": "http"}`), func(r *scorev1b1.Resource) { r.Class = ptr.To(routeElsewhere) })),
 		lines: []string{`^Blocking: NetworkUnavailable — `,
 			`^  HTTPRoute e2e-why-route/route-[-\w]+: no parent has accepted it: no gateway controller has reported on it$`,
-			`^    Gateway score-system/score-dev: does not exist$`},
+			`^    Gateway score-system/missing: does not exist$`},
 	}, {
 		reason: scorev1b1.ReasonNetworkUnavailable, ns: "e2e-why-ingress",
 		workload: testenv.Workload("e2e-why-ingress", "web", port, testenv.WithAnnotation(scorev1b1.AnnotationRequirements, "public")),
@@ -149,6 +152,7 @@ func TestWhyNamesWhatIsInTheWay(t *testing.T) {
 		lines: []string{`^Blocking: PermissionDenied — `,
 			`^  WorkloadPlan e2e-why-conflict/db-pods: Failed — Service db-pods exists and belongs to workload db$`},
 	}}
+	addRouteToAMissingGateway(t)
 	reasons := map[scorev1b1.Reason]bool{}
 	for _, tc := range cases {
 		reasons[tc.reason] = true
@@ -423,4 +427,49 @@ func asPodBlindUser(t *testing.T) *rest.Config {
 	as := rest.CopyConfig(cfg)
 	as.Impersonate = rest.ImpersonationConfig{UserName: name}
 	return as
+}
+
+// routeElsewhere is the class of a route provisioner whose routes name a Gateway that does not
+// exist (the development cluster's score-dev is programmed by its gateway controller).
+const routeElsewhere = "elsewhere"
+
+// addRouteToAMissingGateway adds to the config, for the test, the catalog's route definition
+// under class routeElsewhere with its parent renamed to score-system/missing.
+func addRouteToAMissingGateway(t *testing.T) {
+	t.Helper()
+	edit := func(add bool) error {
+		return devenv.EditConfig(ctx, c, func(doc map[string]any) error {
+			var kept []any
+			var route map[string]any
+			for _, p := range doc["provisioners"].([]any) {
+				def := p.(map[string]any)
+				if def["class"] == routeElsewhere {
+					continue
+				}
+				if def["type"] == "route" && def["class"] == nil {
+					route = def
+				}
+				kept = append(kept, p)
+			}
+			if add {
+				if route == nil {
+					return errors.New("the config has no route definition")
+				}
+				elsewhere := maps.Clone(route)
+				elsewhere["uri"], elsewhere["class"] = "template://e2e/route-elsewhere", routeElsewhere
+				elsewhere["init"] = strings.Replace(route["init"].(string), "name: score-dev", "name: missing", 1)
+				kept = append([]any{elsewhere}, kept...) // before the catalog's, which serves every class
+			}
+			doc["provisioners"] = kept
+			return nil
+		})
+	}
+	if err := edit(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := edit(false); err != nil {
+			t.Error(err)
+		}
+	})
 }
