@@ -45,6 +45,7 @@ var pure = []string{
 	"internal/urltemplate",
 	"internal/values",
 	"internal/why",
+	"internal/workloaddecision",
 	"internal/workloadstatus",
 }
 

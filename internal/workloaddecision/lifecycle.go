@@ -1,0 +1,254 @@
+package workloaddecision
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
+)
+
+// lifecycle walks the stages of a Workload that is not deleted, in order; each either
+// completes, and the next one follows, or names the write it needs, or decides the status, and
+// the pass stops there: the shard's labels → inputs → config → selection → placement → claims →
+// exposure → plan → runtime.
+func (d *decision) lifecycle() {
+	w := d.o.Workload
+	if !d.handOver() {
+		return
+	}
+	d.endpoint = d.mirror(mirror.Policy{}).Endpoint
+	// Inputs the API server could not check.
+	if problems := planner.CheckInputs(w); len(problems) > 0 {
+		d.specInvalid(problems[0].String(), len(problems)-1)
+		return
+	}
+	// Before any valid config, nothing can be selected or provisioned.
+	current := d.o.Config
+	if current == nil {
+		awaiting := workloadstatus.AwaitingConfig()
+		d.decide(workloadstatus.InputsValid(), workloadstatus.Condition{Status: metav1.ConditionFalse, Reason: scorev1b1.ReasonClaimPending, Message: awaiting.Message}, awaiting)
+		return
+	}
+	mirrored := d.mirror(mirror.Policy{PublicOnly: current.Config.Endpoint.PublicOnly, EndpointTemplate: current.Config.Endpoint.Template})
+	d.endpoint, d.Rejected = mirrored.Endpoint, mirrored.Rejected
+
+	// Selection, the plan and the claims' provisioning follow the revision a rollout gives
+	// the Workload; the mirror follows the current one.
+	if d.o.RenderErr != nil {
+		d.stop(d.o.RenderErr)
+		return
+	}
+	sel := d.render().Selector.Select(selection.Input{Workload: w, Region: d.o.Region})
+	if !sel.OK && sel.Reason == scorev1b1.ReasonSpecInvalid {
+		d.specInvalid(sel.Message, 0)
+		return
+	}
+	// Where it runs, before its claims: their instances are provisioned on the same cluster.
+	placed := placement.Result{OK: true}
+	if sel.OK {
+		var ok bool
+		if placed, ok = d.place(sel); !ok {
+			return
+		}
+	}
+	states, ok := d.claims(placed)
+	if !ok {
+		return
+	}
+	summaries, claimsReady := workloadstatus.Claims(states)
+	d.summaries = summaries
+	var refused scorev1b1.Reason
+	for _, st := range states {
+		if st.Denied != "" {
+			refused = st.Denied
+		}
+	}
+	if refused != "" {
+		// A refused claim is reported; the refusal is retried with backoff, since what lifts
+		// it (a quota freed, a policy changed) is not something this controller watches.
+		d.denied(claimsReady, workloadstatus.WaitingForClaims(), refused)
+		return
+	}
+	d.runtime(sel, placed, states, claimsReady, mirrored)
+}
+
+// render is the config the Workload is rendered from.
+func (d *decision) render() *Config {
+	if d.o.Render == nil {
+		return d.o.Config
+	}
+	return d.o.Render
+}
+
+// runtime is the runtime's stages: a backend and a cluster, the exposure's registration, then
+// the plan, and the runtime's progress on it.
+func (d *decision) runtime(sel selection.Result, placed placement.Result, states []workloadstatus.ClaimState, claimsReady workloadstatus.Condition, mirrored mirror.Result) {
+	w := d.o.Workload
+	switch {
+	case !sel.OK:
+		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.Selection(sel.Reason, sel.Message))
+		return
+	case !placed.OK:
+		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.NoCluster())
+		return
+	}
+	if ok, refused := d.exposure(sel.Backend.RuntimeClass); refused != "" {
+		d.denied(claimsReady, workloadstatus.Denied(refused), refused)
+		return
+	} else if !ok {
+		return
+	}
+	if !workloadstatus.Deployable(states, claimsReady, d.o.Config.Config.Dependencies.WaitsForHealthyDependencies()) {
+		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.WaitingForClaims())
+		return
+	}
+	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: sel.Profile, Backend: *sel.Backend, Claims: d.claimViews()})
+	if err != nil {
+		d.specInvalid(planner.Sentence(err.Error()), 0)
+		return
+	}
+	if len(built.Unresolved) > 0 {
+		d.Unresolved = built.Unresolved
+		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.ProjectionError())
+		return
+	}
+	built.Spec.ConfigRevision = d.render().Revision
+	built.Spec.Cluster = placed.Cluster
+	if written, refused, ok := d.plan(built.Spec, placed); refused != "" {
+		d.denied(claimsReady, workloadstatus.Denied(refused), refused)
+	} else if ok {
+		d.decide(workloadstatus.InputsValid(), claimsReady, d.runtimeCondition(written, mirrored))
+	}
+}
+
+// handOver hands the Workload's objects to its shard: the exposure, the claims it controls
+// and the plan are labelled with its score.dev/shard (or lose the label), in that order, so
+// that the runtime of the new shard finds the exposure when it finds the plan. Nothing is
+// recreated: the same objects change hands. Unchanged labels write nothing.
+func (d *decision) handOver() bool {
+	if h := d.o.HandedOver; h != nil {
+		if h.Err != nil {
+			d.Retry = h.Err
+			return false
+		}
+		return true
+	}
+	w := d.o.Workload
+	var objs []Object
+	if e := d.o.Exposure; e != nil && e.Spec.WorkloadRef.UID == string(w.UID) {
+		objs = append(objs, e)
+	}
+	for _, c := range d.owned() {
+		objs = append(objs, c)
+	}
+	if d.o.Plan != nil {
+		objs = append(objs, d.o.Plan)
+	}
+	var relabel []Relabel
+	for _, o := range objs {
+		if l, changed := shard.Follow(maps.Clone(o.GetLabels()), w.Labels); changed {
+			relabel = append(relabel, Relabel{Object: o, Labels: l})
+		}
+	}
+	if len(relabel) == 0 {
+		return true
+	}
+	d.Next, d.HandOver = HandOver, relabel
+	return false
+}
+
+// mirror applies the endpoint mirror rules to the observed exposure.
+func (d *decision) mirror(policy mirror.Policy) mirror.Result {
+	w := d.o.Workload
+	return mirror.Mirror(mirror.Input{
+		Exposure: d.o.Exposure, WorkloadName: w.Name, Namespace: w.Namespace, WorkloadUID: string(w.UID),
+		WorkloadGeneration: w.Generation, Previous: w.Status.Endpoint, Policy: policy,
+	})
+}
+
+// place chooses the cluster the Workload runs on: the hub when the backend has no placement,
+// else one of the registered clusters, kept while it still fits: the plan's, or before its
+// first plan the one its claims were placed on. It reports false when the clusters could not
+// be read.
+func (d *decision) place(sel selection.Result) (placement.Result, bool) {
+	if sel.Backend.Placement == nil {
+		return placement.Result{OK: true}, true
+	}
+	if d.o.ClustersErr != nil {
+		return placement.Result{}, d.stop(d.o.ClustersErr)
+	}
+	w := d.o.Workload
+	in := placement.Input{Placement: sel.Backend.Placement, Clusters: d.o.Clusters, Namespace: w.Namespace, Name: w.Name}
+	if d.o.Plan != nil {
+		in.Current = d.o.Plan.Spec.Cluster
+	} else {
+		for _, c := range d.owned() {
+			if c.Spec.Cluster != "" {
+				in.Current = c.Spec.Cluster
+				break
+			}
+		}
+	}
+	return placement.Place(in), true
+}
+
+// passOn copies the Workload's score.dev/reconcile-requested-at to its claims and plan, so
+// that the provisioner and the runtime process them again, and records it as handled. Only
+// objects whose value differs are written.
+func (d *decision) passOn() {
+	want := d.o.Workload.Annotations[scorev1b1.AnnotationReconcileRequestedAt]
+	if want == "" {
+		return
+	}
+	if p := d.o.PassedOn; p != nil {
+		if p.Err != nil {
+			d.Retry = fmt.Errorf("passing on the reconcile request: %w", p.Err)
+			return
+		}
+		d.handled = want
+		return
+	}
+	write := &PassOnWrite{Value: want}
+	for _, c := range d.owned() {
+		if c.Annotations[scorev1b1.AnnotationReconcileRequestedAt] != want {
+			write.Claims = append(write.Claims, c)
+		}
+	}
+	// A plan created by the pass has no annotations yet.
+	write.Plan = d.planCreated || d.o.Plan != nil && d.o.Plan.Annotations[scorev1b1.AnnotationReconcileRequestedAt] != want
+	if len(write.Claims) == 0 && !write.Plan {
+		d.handled = want
+		return
+	}
+	d.Next, d.PassOn = PassOn, write
+}
+
+// PassOnWrite annotates the claims it names, and the plan (the one observed, or the one the
+// pass wrote), with the Workload's reconcile request.
+type PassOnWrite struct {
+	Value  string
+	Claims []*scorev1b1.ResourceClaim
+	Plan   bool
+}
+
+// owned returns the observed claims the Workload controls, by name.
+func (d *decision) owned() []*scorev1b1.ResourceClaim {
+	var out []*scorev1b1.ResourceClaim
+	for i := range d.o.Claims {
+		if metav1.IsControlledBy(&d.o.Claims[i], d.o.Workload) {
+			out = append(out, &d.o.Claims[i])
+		}
+	}
+	slices.SortFunc(out, func(a, b *scorev1b1.ResourceClaim) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
