@@ -1,8 +1,9 @@
 // Package orchestrator is the orchestrator's Workload reconciler: the one writer of
-// Workload.status. It observes the Workload, the Orchestrator Config and the claims, plan
-// and exposure it owns, calls the pure packages (planner, selection, mirror,
-// workloadstatus) to decide, applies the decided writes, and patches the status once, only
-// when it changed.
+// Workload.status. A pass reads the Workload, the Orchestrator Config and the claims, plan and
+// exposure it owns (gather), asks the pure workloaddecision.From what to write and what the
+// status is (it calls planner, selection, placement, mirror and workloadstatus), makes the
+// writes it names (the writes feed their outcome back to the decision), and patches the
+// status once, only when it changed.
 package orchestrator
 
 import (
@@ -14,16 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
 
 // The orchestrator's permissions: it writes Workload status and finalizers, and the spec of
@@ -64,30 +65,22 @@ type Reconciler struct {
 	readiness readiness
 }
 
-// scope is one pass over one Workload. Fields are filled by the stage named beside them.
+// scope is one pass over one Workload: what it read and what its writes did
+// (workloaddecision.Observed, filled by gather, then by each write), and its status write.
 type scope struct {
-	workload *scorev1b1.Workload
-	before   *scorev1b1.Workload // as read, for the status comparison
-	patch    *statuspatch.Patch  // the pass's status write, from before
-
-	// observe
-	claims    []scorev1b1.ResourceClaim // labelled for this Workload, ours or retained
-	plan      *scorev1b1.WorkloadPlan
-	exposure  *scorev1b1.WorkloadExposure
-	denied    scorev1b1.Reason // a write to the plan or exposure the API server refused
-	decided   bool             // the status below is complete and may be written
-	conds     workloadstatus.Conditions
-	summaries []scorev1b1.ClaimSummary
-	endpoint  *string
-	// namespaceDeleting: the namespace refuses new objects, events included.
-	namespaceDeleting bool
-	// handledRequest is the reconcile request this pass passed on to the claims and plan.
-	handledRequest string
+	workloaddecision.Observed
+	// patch is the pass's status write, from the Workload as read.
+	patch *statuspatch.Patch
+	// plan is the Workload's plan: as observed, or as the pass wrote it.
+	plan *scorev1b1.WorkloadPlan
 }
 
-// Reconcile brings one Workload one step closer to its desired state.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	// 1. Get the Workload; a deleted one needs nothing.
+// Reconcile brings one Workload one step closer to its desired state. A pass reads everything
+// it needs (gather), asks workloaddecision.From what to write, makes that write, adds what it
+// did and asks again until nothing is left to write; then it writes the status decided, once,
+// only when it changed (finish).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Get the Workload; a deleted one needs nothing.
 	w := &scorev1b1.Workload{}
 	if err := r.Client.Get(ctx, req.NamespacedName, w); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -98,115 +91,119 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.readiness.forget(w.UID)
 		return ctrl.Result{}, nil
 	}
-	// 2. Keep the status as read (or as we last wrote it, when the cache is behind);
-	// 3. patch the computed status once at the end.
-	w.Status = *r.memory.statusAsOf(w.UID, w.ResourceVersion, &w.Status)
-	s := &scope{workload: w, patch: statuspatch.Begin(w), endpoint: w.Status.Endpoint}
-	s.before = s.patch.Before().(*scorev1b1.Workload)
-	defer func() {
-		retErr = errors.Join(retErr, r.patchStatus(ctx, s))
-	}()
-
-	// 4. Deletion.
-	if !w.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, s)
-	}
+	deleting := !w.DeletionTimestamp.IsZero()
 	// Until the config source has made its first attempt, nothing is decided: the store's
-	// notification brings every Workload back.
-	if !r.Config.Settled() {
+	// notification brings every Workload back. A deletion needs no config.
+	if !deleting && !r.Config.Settled() {
 		return ctrl.Result{}, nil
 	}
-	// 5-8. Observe, decide, act.
-	r.readiness.seen(w.UID, w.Generation, r.now())
-	if err := r.observe(ctx, s); err != nil {
+	// Keep the status as read (or as we last wrote it, when the cache is behind): the status
+	// is written once at the end, only when it differs.
+	w.Status = *r.memory.statusAsOf(w.UID, w.ResourceVersion, &w.Status)
+	s := &scope{patch: statuspatch.Begin(w)}
+	s.Workload, s.Now, s.Region = w, metav1.NewTime(r.now()), r.Region
+	if !deleting {
+		r.readiness.seen(w.UID, w.Generation, s.Now.Time)
+	}
+	// 1. Read.
+	if err := r.gather(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.followShard(ctx, s); err != nil {
-		return ctrl.Result{}, err
+	// 2. Decide and write, until nothing is left to write.
+	d := workloaddecision.From(s.Observed)
+	for d.Next != workloaddecision.Done {
+		r.act(ctx, s, d)
+		d = workloaddecision.From(s.Observed)
 	}
-	if err := r.reconcileNormal(ctx, s); err != nil {
-		if apierror.NamespaceTerminating(err) {
-			// The namespace is being deleted, and the Workload with it: said once, and not
-			// retried (no PermissionDenied, no backoff); the Workload's deletion brings it back.
-			ctrl.LoggerFrom(ctx).V(1).Info("The namespace is being deleted; leaving the Workload to its deletion")
-			deleting := workloadstatus.NamespaceDeleting()
-			s.decide(workloadstatus.InputsValid(), deleting, deleting)
-			s.summaries = s.workload.Status.Claims
-			s.namespaceDeleting = true
-			return ctrl.Result{}, nil
-		}
-		if errors.Is(err, errTooLarge) {
-			ctrl.LoggerFrom(ctx).Info("The API server refused an object derived from the Workload for its size", "error", err.Error())
-			s.specInvalid(workloadstatus.TooLarge().Message, 0)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	// A pass that completed hands a reconcile request on to the claims and the plan.
-	return ctrl.Result{}, r.passOnReconcileRequest(ctx, s)
+	// 3. The status.
+	return ctrl.Result{}, r.finish(ctx, s, d)
 }
 
-// patchStatus writes the computed status when it differs from what was read. An
-// unconditional write would bump the resourceVersion, trigger the watch and loop; it would
-// also break the promise of zero writes when nothing changed.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if !s.decided {
-		return nil
+// act makes the write d names and records what it did in the pass's observations.
+func (r *Reconciler) act(ctx context.Context, s *scope, d workloaddecision.Decision) {
+	outcome := func(err error) *workloaddecision.Written { return &workloaddecision.Written{Err: err} }
+	switch d.Next {
+	case workloaddecision.HandOver:
+		s.HandedOver = outcome(r.handOver(ctx, s, d.HandOver))
+	case workloaddecision.AddFinalizer:
+		s.Finalizer = outcome(r.addFinalizer(ctx, s))
+	case workloaddecision.WriteClaims:
+		r.writeClaims(ctx, s, d.Claims)
+	case workloaddecision.WriteExposure:
+		s.ExposureWritten = outcome(r.writeExposure(ctx, s, d.Exposure))
+	case workloaddecision.WritePlan:
+		s.PlanWritten = outcome(r.writePlan(ctx, s, d.Plan))
+	case workloaddecision.PassOn:
+		s.PassedOn = outcome(r.passOn(ctx, s, d.PassOn))
+	case workloaddecision.RemoveFinalizer:
+		s.FinalizerRemoved = outcome(r.removeFinalizer(ctx, s))
 	}
-	w := s.workload
-	now := metav1.NewTime(r.now())
-	w.Status.Conditions = workloadstatus.Apply(s.before.Status.Conditions, s.conds, w.Generation, now)
-	w.Status.Claims = s.summaries
-	w.Status.Endpoint = s.endpoint
-	w.Status.ObservedGeneration = w.Generation
-	if s.handledRequest != "" {
-		w.Status.LastHandledReconcileAt = s.handledRequest
+}
+
+// finish ends the pass as decided: what it found is logged, and the status is written when it
+// differs from what was read. An unconditional write would bump the resourceVersion, trigger
+// the watch and loop; it would also break the promise of zero writes when nothing changed.
+// Only a status written logs its transitions and records their events.
+func (r *Reconciler) finish(ctx context.Context, s *scope, d workloaddecision.Decision) error {
+	r.report(ctx, d)
+	if d.Status == nil {
+		return d.Retry
 	}
+	w := s.Workload
+	before := s.patch.Before().(*scorev1b1.Workload)
+	w.Status = *d.Status
 	if ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); ready != nil {
-		r.readiness.observe(w.UID, w.Generation, string(ready.Status), ready.Reason, now.Time)
+		r.readiness.observe(w.UID, w.Generation, string(ready.Status), ready.Reason, s.Now.Time)
 	}
-	if wrote, err := s.patch.Finish(ctx, r.Client, statusWrite{&r.memory, &w.Status}); !wrote || err != nil {
-		return err
+	wrote, err := s.patch.Finish(ctx, r.Client, statusWrite{&r.memory, &w.Status})
+	if !wrote || err != nil {
+		return errors.Join(d.Retry, err)
 	}
-	if s.endpoint != nil && (s.before.Status.Endpoint == nil || *s.before.Status.Endpoint != *s.endpoint) {
+	if e := w.Status.Endpoint; e != nil && (before.Status.Endpoint == nil || *before.Status.Endpoint != *e) {
 		mirrorResults.WithLabelValues("mirrored").Inc()
 	}
-	r.emitTransitions(ctx, s)
-	return nil
+	for _, t := range d.Transitions {
+		ctrl.LoggerFrom(ctx).Info("Condition changed", "type", t.Type, "status", t.Condition.Status, "reason", t.Condition.Reason)
+	}
+	for _, e := range d.Events {
+		r.record(w, e)
+	}
+	return d.Retry
 }
 
-// emitTransitions logs every condition transition and records one event when Ready changes
-// its status or reason: Ready carries the blocking reason, so each step of the lifecycle is
-// one event, and nothing else is. The first status of a Workload is no transition: it is
-// recorded only when it is a warning (a Workload invalid from the start), so a Workload on
-// the main path costs two events (being deployed, Ready), not three. A namespace being deleted
-// refuses events: the transition is logged only.
-func (r *Reconciler) emitTransitions(ctx context.Context, s *scope) {
+// report logs what the pass found worth saying, and counts a rejected exposure URL.
+func (r *Reconciler) report(ctx context.Context, d workloaddecision.Decision) {
 	log := ctrl.LoggerFrom(ctx)
-	first := meta.FindStatusCondition(s.before.Status.Conditions, scorev1b1.ConditionReady) == nil
-	for _, t := range workloadstatus.Transitions(s.before.Status.Conditions, s.workload.Status.Conditions) {
-		log.Info("Condition changed", "type", t.Type, "status", t.Condition.Status, "reason", t.Condition.Reason)
-		if t.Type != scorev1b1.ConditionReady {
-			continue
-		}
-		eventType := "Normal"
-		if t.Condition.Status == metav1.ConditionFalse && t.Condition.Reason != scorev1b1.ReasonClaimPending && t.Condition.Reason != scorev1b1.ReasonRuntimeProvisioning {
-			eventType = "Warning"
-		}
-		if first && eventType == "Normal" || s.namespaceDeleting {
-			continue
-		}
-		r.Recorder.Eventf(s.workload, nil, eventType, string(t.Condition.Reason), t.Type, "%s", t.Condition.Message)
+	if d.Rejected != "" {
+		mirrorResults.WithLabelValues("rejected").Inc()
+		log.Info("Ignored an invalid exposure URL", "reason", d.Rejected)
+	}
+	if len(d.Unresolved) > 0 {
+		log.Info("Withholding the plan: outputs are not resolved", "placeholders", d.Unresolved)
+	}
+	if d.TooLarge != nil {
+		log.Info("The API server refused an object derived from the Workload for its size", "error", d.TooLarge.Error())
+	}
+	if d.NamespaceDeleting {
+		// Said once, and not retried (no PermissionDenied, no backoff); the Workload's
+		// deletion brings it back.
+		log.V(1).Info("The namespace is being deleted; leaving the Workload to its deletion")
 	}
 }
 
-// pending reports whether an object the orchestrator created (kind and name, read into obj
-// when asked) exists although the cache does not show it: taken on trust for pendingFor
-// after its creation, then asked of the API server. One that is gone is forgotten, and
-// created again by the caller.
-func (r *Reconciler) pending(ctx context.Context, w *scorev1b1.Workload, kind, name string, obj client.Object) (bool, error) {
+// record records an event on the Workload or its plan.
+func (r *Reconciler) record(on runtime.Object, e workloaddecision.Event) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(on, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+	}
+}
+
+// pending reports whether an object the orchestrator created (read into obj when asked)
+// exists although the cache does not show it: taken on trust for pendingFor after its
+// creation, then asked of the API server. One that is gone is forgotten, and created again.
+func (r *Reconciler) pending(ctx context.Context, w *scorev1b1.Workload, ref workloaddecision.Ref, obj client.Object) (bool, error) {
 	now := r.now()
-	switch r.memory.creation(w.UID, kind, name, now) {
+	switch r.memory.creation(w.UID, ref, now) {
 	case notCreated:
 		return false, nil
 	case createdRecently:
@@ -216,15 +213,15 @@ func (r *Reconciler) pending(ctx context.Context, w *scorev1b1.Workload, kind, n
 	if reader == nil {
 		reader = r.Client
 	}
-	switch err := reader.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: name}, obj); {
+	switch err := reader.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: ref.Name}, obj); {
 	case apierrors.IsNotFound(err):
-		ctrl.LoggerFrom(ctx).Info("An object created earlier is gone before the cache showed it; creating it again", "kind", kind, "name", name)
-		r.memory.seen(w.UID, kind, name)
+		ctrl.LoggerFrom(ctx).Info("An object created earlier is gone before the cache showed it; creating it again", "kind", ref.Kind, "name", ref.Name)
+		r.memory.seen(w.UID, ref)
 		return false, nil
 	case err != nil:
 		return true, err
 	}
-	r.memory.created(w.UID, kind, name, now)
+	r.memory.created(w.UID, ref, now)
 	return true, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
 
 // memory remembers, per Workload, the writes whose effect the informer cache may not show
@@ -26,9 +27,9 @@ type remembered struct {
 	// status is what our last status write wrote: the status of every version after the
 	// ones versions holds.
 	status *scorev1b1.WorkloadStatus
-	// created are objects created but perhaps not yet in the cache, by "kind/name", with the
-	// time of the creation (or of the last check that they still exist).
-	created map[string]time.Time
+	// created are objects created but perhaps not yet in the cache, with the time of the
+	// creation (or of the last check that they still exist).
+	created map[workloaddecision.Ref]time.Time
 }
 
 // pendingFor is how long an object created by the orchestrator is taken to exist without
@@ -55,7 +56,7 @@ func (m *memory) get(uid types.UID) *remembered {
 	}
 	r, ok := m.m[uid]
 	if !ok {
-		r = &remembered{created: map[string]time.Time{}}
+		r = &remembered{created: map[workloaddecision.Ref]time.Time{}}
 		m.m[uid] = r
 	}
 	return r
@@ -98,19 +99,34 @@ func (m *memory) wroteMetadata(uid types.UID, replaced, produced string) {
 }
 
 // created records an object created for the Workload at now (or found to exist at now).
-func (m *memory) created(uid types.UID, kind, name string, now time.Time) {
+func (m *memory) created(uid types.UID, ref workloaddecision.Ref, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.get(uid).created[kind+"/"+name] = now
+	m.get(uid).created[ref] = now
+}
+
+// uncached lists the objects created for the Workload that the cache has not shown yet.
+func (m *memory) uncached(uid types.UID) []workloaddecision.Ref {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.m[uid]
+	if !ok {
+		return nil
+	}
+	refs := make([]workloaddecision.Ref, 0, len(r.created))
+	for ref := range r.created {
+		refs = append(refs, ref)
+	}
+	return refs
 }
 
 // creation says whether an object was created that the cache may not show yet, and whether
 // that was recently enough to take it on trust at now; seen forgets it once the cache shows
 // it.
-func (m *memory) creation(uid types.UID, kind, name string, now time.Time) creation {
+func (m *memory) creation(uid types.UID, ref workloaddecision.Ref, now time.Time) creation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	at, ok := m.get(uid).created[kind+"/"+name]
+	at, ok := m.get(uid).created[ref]
 	switch {
 	case !ok:
 		return notCreated
@@ -121,11 +137,11 @@ func (m *memory) creation(uid types.UID, kind, name string, now time.Time) creat
 	}
 }
 
-func (m *memory) seen(uid types.UID, kind, name string) {
+func (m *memory) seen(uid types.UID, ref workloaddecision.Ref) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.m[uid]; ok {
-		delete(r.created, kind+"/"+name)
+		delete(r.created, ref)
 	}
 }
 

@@ -4,22 +4,19 @@ package orchestrator
 // (internal/controller/rollout) starts, advances, halts and completes one ConfigRollout per
 // revision; every orchestrator instance, sharded or not, reads the governing rollout's status
 // and renders each of its Workloads from the revision it gives (rollout.Choose), reading an
-// earlier revision back from the ConfigMap the rollout controller keeps it in. Nothing here
-// writes a rollout.
+// earlier revision back from the ConfigMap the rollout controller keeps it in (gather reads
+// them; workloaddecision decides which revision each claim names). Nothing here writes a
+// rollout.
 
 import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
-	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
 // The rollouts are read, never written, by the orchestrator.
@@ -51,10 +48,10 @@ func (r *Reconciler) renderFrom(ctx context.Context, s *scope, current *configso
 		return nil, false, err
 	}
 	planned := ""
-	if s.plan != nil {
-		planned = s.plan.Spec.ConfigRevision
+	if s.Plan != nil {
+		planned = s.Plan.Spec.ConfigRevision
 	}
-	key := s.workload.Namespace + "/" + s.workload.Name
+	key := s.Workload.Namespace + "/" + s.Workload.Name
 	revision := rollout.Choose(gov, key, planned)
 	reached = rollout.Reached(gov, key)
 	if revision == "" || revision == current.Revision {
@@ -62,37 +59,4 @@ func (r *Reconciler) renderFrom(ctx context.Context, s *scope, current *configso
 	}
 	render, err = r.revisions.Get(ctx, revision)
 	return render, reached, err
-}
-
-// claimRevisions records in each desired claim the revision whose provisioner definitions
-// provision it: none without a rollout policy (the provisioner takes the current one), else
-// the revision the Workload is rendered from — or the one the claim already names when the
-// two provision it the same, so that a change that does not touch a claim writes nothing to
-// it. A claim always names one under a policy: a new revision then reaches it only through
-// the rollout.
-func (r *Reconciler) claimRevisions(ctx context.Context, s *scope, desired []planner.DesiredClaim, render, current *configsource.Loaded) error {
-	if current.Config.Rollout == nil {
-		return nil
-	}
-	owned := s.owned()
-	for i := range desired {
-		d := &desired[i]
-		d.Spec.ConfigRevision = render.Revision
-		existing := owned[d.Name]
-		if existing == nil || existing.Spec.ConfigRevision == "" || existing.Spec.ConfigRevision == render.Revision {
-			continue
-		}
-		have, err := r.revisions.Get(ctx, existing.Spec.ConfigRevision)
-		if apierrors.IsNotFound(err) {
-			continue // no longer kept: the claim takes the Workload's revision
-		}
-		if err != nil {
-			return err
-		}
-		params, _ := values.Object(d.Spec.Params)
-		if provisionermatch.Same(have.Config, render.Config, provisionermatch.Claim{Type: d.Spec.Type, Class: d.Spec.Class, ID: d.Spec.ID, Params: params}) {
-			d.Spec.ConfigRevision = existing.Spec.ConfigRevision
-		}
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
 
 // childLabels are the labels of the claims, plan and exposure created for w: its name, and
@@ -18,31 +19,16 @@ func childLabels(w *scorev1b1.Workload) map[string]string {
 	return l
 }
 
-// followShard hands the Workload's objects to its shard: the exposure, the claims it
-// controls and the plan are labelled with the Workload's score.dev/shard (or lose the
-// label), in that order, so that the runtime of the new shard finds the exposure when it
-// finds the plan. Nothing is recreated: the same objects change hands, and the new shard's
-// provisioner and runtime find them applied. Unchanged labels write nothing.
-func (r *Reconciler) followShard(ctx context.Context, s *scope) error {
-	w := s.workload
-	var objs []client.Object
-	if s.exposure != nil && s.exposure.Spec.WorkloadRef.UID == string(w.UID) {
-		objs = append(objs, s.exposure)
-	}
-	for _, c := range s.owned() {
-		objs = append(objs, c)
-	}
-	if s.plan != nil {
-		objs = append(objs, s.plan)
-	}
-	for _, o := range objs {
+// handOver hands the Workload's objects to its shard: each observed object the decision names
+// gets its new labels, in order, in place (the pass's later writes start from the version this
+// one produced). Nothing is recreated: the same objects change hands, and the new shard's
+// provisioner and runtime find them applied.
+func (r *Reconciler) handOver(ctx context.Context, s *scope, relabel []workloaddecision.Relabel) error {
+	for _, rl := range relabel {
+		var o client.Object = rl.Object
 		before := o.DeepCopyObject().(client.Object)
-		l, changed := shard.Follow(o.GetLabels(), w.Labels)
-		if !changed {
-			continue
-		}
-		o.SetLabels(l)
-		ctrl.LoggerFrom(ctx).Info("Handing an object to the Workload's shard", "kind", fmt.Sprintf("%T", o), "name", o.GetName(), "shard", w.Labels[scorev1b1.LabelShard])
+		o.SetLabels(rl.Labels)
+		ctrl.LoggerFrom(ctx).Info("Handing an object to the Workload's shard", "kind", fmt.Sprintf("%T", o), "name", o.GetName(), "shard", s.Workload.Labels[scorev1b1.LabelShard])
 		if err := r.Client.Patch(ctx, o, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("handing %s to the Workload's shard: %w", o.GetName(), err)
 		}

@@ -1,0 +1,205 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
+)
+
+// The writes workloaddecision.From names. Each makes what it is told and returns the API
+// server's answer, which the decision judges; none decides. A delete or a metadata patch of an
+// object that is gone is done.
+
+// addFinalizer adds the Workload's finalizer before its first claim. The write is recorded
+// like a status write (a cached copy without the finalizer is older than it) and becomes the
+// status patch's reference; the Workload keeps the status it was read with.
+func (r *Reconciler) addFinalizer(ctx context.Context, s *scope) error {
+	w := s.Workload
+	next := w.DeepCopy()
+	controllerutil.AddFinalizer(next, scorev1b1.WorkloadFinalizer)
+	if err := r.Client.Patch(ctx, next, client.MergeFromWithOptions(s.patch.Before(), client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.memory.wroteMetadata(w.UID, w.ResourceVersion, next.ResourceVersion)
+	w.ObjectMeta = next.ObjectMeta
+	s.patch.Rebase()
+	return nil
+}
+
+// removeFinalizer lets a deleted Workload go, once its claims are released, and forgets it.
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
+	w := s.Workload
+	next := w.DeepCopy()
+	controllerutil.RemoveFinalizer(next, scorev1b1.WorkloadFinalizer)
+	ctrl.LoggerFrom(ctx).Info("Cleanup complete; removing the finalizer")
+	r.memory.forget(w.UID)
+	r.readiness.forget(w.UID)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, next, client.MergeFromWithOptions(s.patch.Before(), client.MergeFromWithOptimisticLock{})))
+}
+
+// writeClaims makes the claim writes in order and records each one's answer; the first error
+// stops it (the decision says what comes next).
+func (r *Reconciler) writeClaims(ctx context.Context, s *scope, writes []workloaddecision.ClaimWrite) {
+	if s.ClaimsWritten == nil {
+		s.ClaimsWritten = map[string]error{}
+	}
+	for _, cw := range writes {
+		err := r.writeClaim(ctx, s.Workload, cw)
+		s.ClaimsWritten[cw.Name] = err
+		if err != nil {
+			return
+		}
+	}
+}
+
+// writeClaim makes one claim write.
+func (r *Reconciler) writeClaim(ctx context.Context, w *scorev1b1.Workload, cw workloaddecision.ClaimWrite) error {
+	log := ctrl.LoggerFrom(ctx)
+	switch cw.Op {
+	case workloaddecision.CreateClaim:
+		return r.createClaim(ctx, w, cw)
+	case workloaddecision.UpdateClaim:
+		c := cw.Claim.DeepCopy()
+		c.Spec = cw.Spec
+		log.Info("Updating claim", "claim", c.Name)
+		return r.Client.Update(ctx, c)
+	case workloaddecision.AdoptClaim:
+		c := cw.Claim.DeepCopy()
+		if err := controllerutil.SetControllerReference(w, c, r.Client.Scheme()); err != nil {
+			return err
+		}
+		log.Info("Adopting a retained claim", "claim", c.Name)
+		return r.Client.Patch(ctx, c, client.MergeFromWithOptions(cw.Claim, client.MergeFromWithOptimisticLock{}))
+	case workloaddecision.ReleaseRetained:
+		log.Info("Releasing a claim retained by an earlier workload", "claim", cw.Name)
+		return client.IgnoreNotFound(r.Client.Delete(ctx, cw.Claim))
+	case workloaddecision.RetainClaim:
+		kept := cw.Claim.DeepCopy()
+		var refs []metav1.OwnerReference
+		for _, ref := range kept.OwnerReferences {
+			if ref.UID != w.UID {
+				refs = append(refs, ref)
+			}
+		}
+		kept.OwnerReferences = refs
+		log.Info("Retaining claim", "claim", cw.Name)
+		return client.IgnoreNotFound(r.Client.Patch(ctx, kept, client.MergeFromWithOptions(cw.Claim, client.MergeFromWithOptimisticLock{})))
+	default: // DeleteClaim
+		log.Info("Deleting claim", "claim", cw.Name)
+		return client.IgnoreNotFound(r.Client.Delete(ctx, cw.Claim))
+	}
+}
+
+// createClaim creates a declared resource's claim, and remembers it until the cache shows it.
+func (r *Reconciler) createClaim(ctx context.Context, w *scorev1b1.Workload, cw workloaddecision.ClaimWrite) error {
+	c := &scorev1b1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: cw.Name, Namespace: w.Namespace, Labels: childLabels(w),
+			// The provisioner's: set at creation, so that adding it is not a write of its own.
+			Finalizers: []string{scorev1b1.ClaimFinalizer}},
+		Spec: cw.Spec,
+	}
+	if err := controllerutil.SetControllerReference(w, c, r.Client.Scheme()); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Creating claim", "claim", cw.Name, "key", cw.Key, "type", cw.Spec.Type)
+	if err := r.Client.Create(ctx, c); err != nil {
+		return err
+	}
+	r.memory.created(w.UID, workloaddecision.Ref{Kind: workloaddecision.KindClaim, Name: cw.Name}, r.now())
+	return nil
+}
+
+// writeExposure writes the Workload's exposure: replaces an earlier Workload's, updates its
+// spec, or creates it (and remembers it until the cache shows it).
+func (r *Reconciler) writeExposure(ctx context.Context, s *scope, ew *workloaddecision.ExposureWrite) error {
+	w := s.Workload
+	switch ew.Op {
+	case workloaddecision.ReplaceExposure:
+		return client.IgnoreNotFound(r.Client.Delete(ctx, s.Exposure))
+	case workloaddecision.UpdateExposure:
+		updated := s.Exposure.DeepCopy()
+		updated.Spec = ew.Spec
+		return r.Client.Update(ctx, updated)
+	}
+	created := &scorev1b1.WorkloadExposure{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: childLabels(w)},
+		Spec:       ew.Spec,
+	}
+	if err := controllerutil.SetControllerReference(w, created, r.Client.Scheme()); err != nil {
+		return err
+	}
+	err := r.Client.Create(ctx, created)
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		r.memory.created(w.UID, workloaddecision.Ref{Kind: workloaddecision.KindExposure, Name: w.Name}, r.now())
+	}
+	return err
+}
+
+// writePlan writes the plan's spec, saying first on the plan why it moved when it did: an
+// update of the observed plan, or its creation (remembered until the cache shows it).
+func (r *Reconciler) writePlan(ctx context.Context, s *scope, pw *workloaddecision.PlanWrite) error {
+	w := s.Workload
+	if pw.Event != nil {
+		r.record(s.plan, *pw.Event)
+	}
+	var p *scorev1b1.WorkloadPlan
+	if pw.Create {
+		p = &scorev1b1.WorkloadPlan{
+			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: childLabels(w)},
+			Spec:       *pw.Spec,
+		}
+		if err := controllerutil.SetControllerReference(w, p, r.Client.Scheme()); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("Creating plan", "backend", pw.Spec.BackendID)
+		selections.WithLabelValues(pw.Spec.Profile, pw.Spec.BackendID).Inc()
+		if err := r.Client.Create(ctx, p); err != nil {
+			return err
+		}
+		r.memory.created(w.UID, workloaddecision.Ref{Kind: workloaddecision.KindPlan, Name: w.Name}, r.now())
+	} else {
+		p = s.plan.DeepCopy()
+		p.Spec = *pw.Spec
+		ctrl.LoggerFrom(ctx).Info("Updating plan", "backend", pw.Spec.BackendID)
+		selections.WithLabelValues(pw.Spec.Profile, pw.Spec.BackendID).Inc()
+		if err := r.Client.Update(ctx, p); err != nil {
+			return err
+		}
+	}
+	r.readiness.planWritten(w.UID, w.Generation, r.now())
+	s.plan = p
+	return nil
+}
+
+// passOn copies the Workload's score.dev/reconcile-requested-at to the claims and the plan the
+// decision names, so that the provisioner and the runtime process them again.
+func (r *Reconciler) passOn(ctx context.Context, s *scope, po *workloaddecision.PassOnWrite) error {
+	var objs []client.Object
+	for _, c := range po.Claims {
+		objs = append(objs, c)
+	}
+	if po.Plan && s.plan != nil {
+		objs = append(objs, s.plan)
+	}
+	for _, o := range objs {
+		patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
+		anns := o.GetAnnotations()
+		if anns == nil {
+			anns = map[string]string{}
+		}
+		anns[scorev1b1.AnnotationReconcileRequestedAt] = po.Value
+		o.SetAnnotations(anns)
+		if err := r.Client.Patch(ctx, o, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("annotating %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
+}
