@@ -2,8 +2,8 @@
 // it changed: the reconciler keeps the object as read (Begin), changes its status as it
 // decides, and patches in a defer (Finish). An unconditional write would bump the
 // resourceVersion, trigger the object's own watch and loop, and break the promise of zero
-// writes when nothing changed. The orchestrator, the provisioner and the runtime all write
-// their status through it (the idea of Flux's patch helper).
+// writes when nothing changed. The orchestrator, the provisioner, the runtime and the rollout
+// controller all write their status through it (the idea of Flux's patch helper).
 package statuspatch
 
 import (
@@ -39,15 +39,34 @@ func (p *Patch) Changed() bool {
 	return !equality.Semantic.DeepEqual(status(p.before), status(p.obj))
 }
 
+// Option changes how Finish writes.
+type Option struct {
+	merge client.MergeFromOption
+}
+
+// AtVersionRead makes the write conditional on the object's resourceVersion as read (or as
+// Rebase made it the reference): when another writer changed the object since, the API server
+// refuses it with a Conflict, which Finish returns, and nothing is written. For a writer
+// whose status is decided from the whole object as read, and must not be written over a newer
+// one (the rollout controller: a wave passed on a stale copy would be passed twice). Without
+// it, a concurrent writer's change is no conflict.
+func AtVersionRead() Option {
+	return Option{merge: client.MergeFromWithOptimisticLock{}}
+}
+
 // Finish patches the status when it changed (a merge patch of the difference, so it never
 // overwrites fields it did not change), tells rec of the write, and reports whether it wrote.
 // An object that is gone is no error.
-func (p *Patch) Finish(ctx context.Context, c client.Client, rec Recorder) (bool, error) {
+func (p *Patch) Finish(ctx context.Context, c client.Client, rec Recorder, opts ...Option) (bool, error) {
 	if !p.Changed() {
 		return false, nil
 	}
 	replaced := p.obj.GetResourceVersion()
-	if err := c.Status().Patch(ctx, p.obj, client.MergeFrom(p.before)); err != nil {
+	var merge []client.MergeFromOption
+	for _, o := range opts {
+		merge = append(merge, o.merge)
+	}
+	if err := c.Status().Patch(ctx, p.obj, client.MergeFromWithOptions(p.before, merge...)); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	if rec != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -215,4 +216,47 @@ func TestGoneIsNoError(t *testing.T) {
 	if wrote, err := patch.Finish(ctx, env.Client, nil); wrote || err != nil {
 		t.Fatalf("wrote %v, %v", wrote, err)
 	}
+}
+
+// With AtVersionRead the status is written only over the version read: a writer that changed
+// the object since makes the write a Conflict, and nothing is written or recorded (without the
+// option the same sequence writes: TestSurvivesAConcurrentWriter). With no writer in between,
+// it writes as without.
+func TestAtVersionRead(t *testing.T) {
+	t.Run("nobody wrote since the read", func(t *testing.T) {
+		p := newPlan(t)
+		var written ownwrites.Tracker
+		read1 := p.ResourceVersion
+		patch := statuspatch.Begin(p)
+		p.Status.Phase = scorev1b1.PlanPhaseProjected
+		if wrote, err := patch.Finish(ctx, env.Client, &written, statuspatch.AtVersionRead()); !wrote || err != nil {
+			t.Fatalf("wrote %v, %v", wrote, err)
+		}
+		if got := read(t, p); got.Status.Phase != scorev1b1.PlanPhaseProjected || got.ResourceVersion != p.ResourceVersion {
+			t.Fatalf("stored %s at %s; the pass has %s", got.Status.Phase, got.ResourceVersion, p.ResourceVersion)
+		}
+		if !written.Behind(p.UID, read1) {
+			t.Fatal("the write was not recorded")
+		}
+	})
+	t.Run("another writer since the read", func(t *testing.T) {
+		p := newPlan(t)
+		var written ownwrites.Tracker
+		read1 := p.ResourceVersion
+		stored := read(t, p).Status
+		patch := statuspatch.Begin(p)
+		p.Status.Phase = scorev1b1.PlanPhaseProjected
+		otherVersion := otherWriter(t, p)
+		wrote, err := patch.Finish(ctx, env.Client, &written, statuspatch.AtVersionRead())
+		if wrote || !apierrors.IsConflict(err) {
+			t.Fatalf("wrote %v, %v; want a conflict", wrote, err)
+		}
+		got := read(t, p)
+		if got.ResourceVersion != otherVersion || !equality.Semantic.DeepEqual(got.Status, stored) || got.Spec.Values == nil {
+			t.Fatalf("stored %+v at %s, want the other writer's %s with the status as it was", got.Status, got.ResourceVersion, otherVersion)
+		}
+		if written.Behind(p.UID, read1) {
+			t.Fatal("a refused write was recorded")
+		}
+	})
 }
