@@ -59,6 +59,20 @@ const (
 	// connection (a kubeconfig, or server, ca.crt and token).
 	LabelSecretType   = "score.dev/secret-type"
 	SecretTypeCluster = "cluster"
+	// LabelPreview marks a namespace as a preview environment (scorectl preview up), with
+	// the preview's name as its value. The control plane deletes a preview namespace — its
+	// Workloads first, then the namespace — when it expires; only a namespace whose name is
+	// PreviewNamespacePrefix followed by that value is one.
+	LabelPreview = "score.dev/preview"
+	// LabelPreviewOf on a preview namespace names the namespace it previews: the platform's
+	// limit on previews counts them by it (or by a team label the config names).
+	LabelPreviewOf = "score.dev/preview-of"
+	// AnnotationPreviewExpires on a preview namespace is when it expires (RFC 3339); without
+	// it, the config's previews.defaultTTL after its creation. No preview outlives
+	// previews.maxTTL after its creation.
+	AnnotationPreviewExpires = "score.dev/preview-expires"
+	// PreviewNamespacePrefix starts the name of every preview namespace.
+	PreviewNamespacePrefix = "preview-"
 	// AnnotationHistoryLimit on a run says how many runs to keep, itself included.
 	AnnotationHistoryLimit = "score.dev/history-limit"
 

@@ -65,6 +65,60 @@ type Config struct {
 	// A host name is allowed when a rule that selects the claim's namespace lists a domain it
 	// matches. With no rules, any host name is allowed: set them when teams share a Gateway.
 	Hostnames []HostnameRule `json:"hostnames,omitempty" yaml:"hostnames,omitempty"`
+
+	// Previews is the platform's policy for preview environments (scorectl preview): how
+	// many may run at once, how long they live, what happens to their dependencies.
+	Previews Previews `json:"previews,omitempty" yaml:"previews,omitempty"`
+}
+
+// Previews is the policy for preview environments: namespaces scorectl preview up creates,
+// labelled score.dev/preview, which the control plane deletes when they expire.
+type Previews struct {
+	// Disabled refuses every preview: the Workloads of a preview namespace get
+	// PolicyViolation and nothing is provisioned for them.
+	Disabled bool `json:"disabled,omitempty" yaml:"disabled,omitempty"`
+	// Max is how many previews of one namespace (or of one team, with TeamLabel) may exist at
+	// once: the oldest are admitted, the Workloads of a newer one get PolicyViolation until
+	// an older one is deleted. Default 5.
+	Max int `json:"max,omitempty" yaml:"max,omitempty"`
+	// TeamLabel counts previews by the value of this namespace label (scorectl preview up
+	// copies the previewed namespace's labels) rather than by the namespace they preview.
+	TeamLabel string `json:"teamLabel,omitempty" yaml:"teamLabel,omitempty"`
+	// DefaultTTL is how long a preview lives when it names no expiry (default 24h); MaxTTL
+	// is the longest any lives, counted from its creation (default 168h).
+	DefaultTTL string `json:"defaultTTL,omitempty" yaml:"defaultTTL,omitempty"`
+	MaxTTL     string `json:"maxTTL,omitempty" yaml:"maxTTL,omitempty"`
+	// DeprovisionPolicy is the policy of every claim in a preview, whatever the resource,
+	// class or provisioner says: Delete (the default), so that a preview leaves nothing
+	// behind; Retain or Orphan when the platform keeps what previews provision.
+	DeprovisionPolicy string `json:"deprovisionPolicy,omitempty" yaml:"deprovisionPolicy,omitempty"`
+}
+
+// The defaults of Previews.
+const (
+	DefaultPreviewMax         = 5
+	DefaultPreviewTTL         = 24 * time.Hour
+	DefaultPreviewMaxTTL      = 7 * 24 * time.Hour
+	DefaultPreviewDeprovision = "Delete"
+)
+
+// Limits returns the policy's count, default and longest lifetime and claims' policy,
+// defaults applied. The policy validated.
+func (p Previews) Limits() (maxCount int, ttl, maxTTL time.Duration, policy string) {
+	maxCount, ttl, maxTTL, policy = DefaultPreviewMax, DefaultPreviewTTL, DefaultPreviewMaxTTL, DefaultPreviewDeprovision
+	if p.Max > 0 {
+		maxCount = p.Max
+	}
+	if d, err := time.ParseDuration(p.DefaultTTL); err == nil && d > 0 {
+		ttl = d
+	}
+	if d, err := time.ParseDuration(p.MaxTTL); err == nil && d > 0 {
+		maxTTL = d
+	}
+	if p.DeprovisionPolicy != "" {
+		policy = p.DeprovisionPolicy
+	}
+	return maxCount, min(ttl, maxTTL), maxTTL, policy
 }
 
 // HostnameRule admits host names for the namespaces it selects.

@@ -50,6 +50,7 @@ func Validate(cfg *Config) []FieldError {
 	v.rollout(cfg.Rollout)
 	v.health(cfg)
 	v.hostnames(cfg)
+	v.previews(cfg.Previews)
 	for i, k := range cfg.AllowedKinds {
 		if !allowedKindPattern.MatchString(k) {
 			v.fail(fmt.Sprintf("allowedKinds[%d]", i), "%q must be Kind or Kind.group, e.g. Deployment.apps", k)
@@ -716,6 +717,28 @@ func (v *validator) rollout(p *RolloutPolicy) {
 		if _, err := CompileRolloutGate(p.Gate); err != nil {
 			v.fail("rollout.gate", "%v", err)
 		}
+	}
+}
+
+// previews checks the preview policy: a count that is not negative, positive durations, a
+// policy and a label name.
+func (v *validator) previews(p Previews) {
+	if p.Max < 0 {
+		v.fail("previews.max", "%d must be 1 or more (0: the default, %d)", p.Max, DefaultPreviewMax)
+	}
+	for field, d := range map[string]string{"defaultTTL": p.DefaultTTL, "maxTTL": p.MaxTTL} {
+		if d == "" {
+			continue
+		}
+		if dur, err := time.ParseDuration(d); err != nil || dur <= 0 {
+			v.fail("previews."+field, "%q must be a positive duration such as 24h", d)
+		}
+	}
+	if p.DeprovisionPolicy != "" && !deprovisionPolicies[p.DeprovisionPolicy] {
+		v.fail("previews.deprovisionPolicy", "%q must be Delete, Retain or Orphan", p.DeprovisionPolicy)
+	}
+	if p.TeamLabel != "" && len(validation.IsQualifiedName(p.TeamLabel)) > 0 {
+		v.fail("previews.teamLabel", "%q must be a label name", p.TeamLabel)
 	}
 }
 

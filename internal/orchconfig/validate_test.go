@@ -86,6 +86,11 @@ func TestValidate(t *testing.T) {
 		{"a hostname rule's empty selector", func(c *Config) {
 			c.Hostnames = []HostnameRule{{NamespaceSelector: &Selector{}, Domains: []string{"shop.example.com"}}}
 		}, "hostnames[0].namespaceSelector", "a selector needs"},
+		{"a negative preview limit", func(c *Config) { c.Previews.Max = -1 }, "previews.max", "must be 1 or more"},
+		{"a preview lifetime that is not a duration", func(c *Config) { c.Previews.DefaultTTL = "a day" }, "previews.defaultTTL", "positive duration"},
+		{"a preview lifetime of nothing", func(c *Config) { c.Previews.MaxTTL = "0s" }, "previews.maxTTL", "positive duration"},
+		{"a preview policy that is none", func(c *Config) { c.Previews.DeprovisionPolicy = "Keep" }, "previews.deprovisionPolicy", "Delete, Retain or Orphan"},
+		{"a preview team label that is no label", func(c *Config) { c.Previews.TeamLabel = "team label" }, "previews.teamLabel", "label name"},
 		{"an empty hostname param", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "template://dev/route", Type: "route", HostnameParams: []string{""}}}
 		}, "provisioners[0].hostnameParams[0]", "must name a param"},
