@@ -31,6 +31,7 @@ var pure = []string{
 	"internal/planner",
 	"internal/planstatus",
 	"internal/prepare",
+	"internal/preview",
 	"internal/provisioning",
 	"internal/provisionermatch",
 	"internal/render",

@@ -101,6 +101,9 @@ type ClaimsInput struct {
 	Classes []orchconfig.Class
 	// Observed are the Workload's claims, by key.
 	Observed map[string]ClaimView
+	// Policy, when set, is every claim's deprovision policy, whatever the resource, its
+	// class or its provisioner says: a preview environment's (internal/preview).
+	Policy scorev1b1.DeprovisionPolicy
 }
 
 // DesiredClaims returns one claim per resource, in dependency order (a resource whose params
@@ -124,8 +127,8 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
 		}
 		d.WaitingFor = waiting
-		// The policy: the resource's annotation, else its class's, else its provisioner's,
-		// else Delete.
+		// The policy: a preview's, else the resource's annotation, else its class's, else its
+		// provisioner's, else Delete.
 		policy, _ := PolicyAnnotation(res)
 		class, id := deref(res.Class), deref(res.ID)
 		if policy == "" {
@@ -135,6 +138,9 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 		}
 		if policy == "" {
 			policy = scorev1b1.DeprovisionDelete
+		}
+		if in.Policy != "" {
+			policy = in.Policy
 		}
 		d.Spec = scorev1b1.ResourceClaimSpec{
 			WorkloadRef:       scorev1b1.LocalWorkloadRef{Name: w.Name, UID: string(w.UID)},

@@ -71,7 +71,11 @@ func (cw ClaimWrite) accepts(err error) bool {
 // stops here: a write to make, an error, or claims that cannot be derived (SpecInvalid).
 func (d *decision) claims(placed placement.Result) ([]workloadstatus.ClaimState, bool) {
 	w, render := d.o.Workload, d.render()
-	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: render.Config.Provisioners, Classes: render.Config.Classes, Observed: d.claimViews()})
+	in := planner.ClaimsInput{Workload: w, Provisioners: render.Config.Provisioners, Classes: render.Config.Classes, Observed: d.claimViews()}
+	if d.o.Preview != nil {
+		in.Policy = d.o.Preview.Policy
+	}
+	desired, err := planner.DesiredClaims(in)
 	if err != nil {
 		d.specInvalid(planner.Sentence(err.Error()), 0)
 		return nil, false

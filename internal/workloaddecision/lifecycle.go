@@ -39,6 +39,14 @@ func (d *decision) lifecycle() {
 		d.decide(workloadstatus.InputsValid(), workloadstatus.Condition{Status: metav1.ConditionFalse, Reason: scorev1b1.ReasonClaimPending, Message: awaiting.Message}, awaiting)
 		return
 	}
+	// A preview the platform refuses provisions and deploys nothing; what it has keeps
+	// running until it is admitted or deleted.
+	if p := d.o.Preview; p != nil && p.Refused != "" {
+		refused := workloadstatus.PreviewRefused(p.Refused)
+		d.decide(workloadstatus.InputsValid(), refused, refused)
+		d.summaries = w.Status.Claims
+		return
+	}
 	mirrored := d.mirror(mirror.Policy{PublicOnly: current.Config.Endpoint.PublicOnly, EndpointTemplate: current.Config.Endpoint.Template})
 	d.endpoint, d.Rejected = mirrored.Endpoint, mirrored.Rejected
 

@@ -29,6 +29,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
@@ -69,6 +70,9 @@ type Observed struct {
 	// why they could not be read.
 	Clusters    []placement.Cluster
 	ClustersErr error
+	// Preview is the Workload's namespace as a preview environment, with the platform's
+	// verdict on it; nil when the namespace is not a preview.
+	Preview *preview.Preview
 	// Kept are the kept revisions the Workload's claims name, other than the one it is
 	// rendered from, by revision: one that is no longer kept is absent.
 	Kept map[string]Kept

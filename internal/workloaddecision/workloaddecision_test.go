@@ -20,6 +20,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
@@ -506,6 +507,23 @@ func TestFrom(t *testing.T) {
 			},
 			want: want{noStatus: true, retry: "does not load"}},
 
+		// Preview environments.
+		{name: "a preview the platform refuses: nothing is provisioned, the Workload says why",
+			observed: func(t *testing.T) Observed {
+				o := fresh(t, withResource("db", "postgres"))
+				o.Preview = &preview.Preview{Name: "pr-7", Refused: "Preview pr-7 is over the platform's limit of 1 previews of namespace team (the config's previews.max)."}
+				return o
+			},
+			want: want{inputs: scorev1b1.ReasonSucceeded, claims: scorev1b1.ReasonPolicyViolation, runtime: scorev1b1.ReasonPolicyViolation,
+				ready: "False/PolicyViolation", message: "over the platform's limit of 1 previews", events: []string{"Warning/PolicyViolation"}}},
+		{name: "a preview the platform refuses after Ready: what runs stays, the summaries too",
+			observed: func(t *testing.T) Observed {
+				o := settled(t, nil)
+				o.Preview = &preview.Preview{Name: "pr-7", Refused: "The platform does not allow preview environments."}
+				return o
+			},
+			want: want{claims: scorev1b1.ReasonPolicyViolation, summaries: []string{"db: Bound/Succeeded"}, events: []string{"Warning/PolicyViolation"}}},
+
 		// Claims.
 		{name: "the first pass: the finalizer, the claims in dependency order (one waits for another's outputs), the exposure",
 			observed: func(t *testing.T) Observed {
@@ -956,6 +974,37 @@ func TestFrom(t *testing.T) {
 			o := tc.observed(t)
 			d, writes := drive(t, o, tc.answers)
 			check(t, d, writes, tc.want)
+		})
+	}
+}
+
+// TestPreviewClaimsPolicy: in a preview, every claim has the preview's policy, whatever the
+// resource's annotation says; elsewhere the annotation holds.
+func TestPreviewClaimsPolicy(t *testing.T) {
+	retained := func(w *scorev1b1.Workload) {
+		r := w.Spec.Resources["db"]
+		r.Metadata = &apiextensionsv1.JSON{Raw: []byte(`{"annotations":{"` + scorev1b1.AnnotationDeprovisionPolicy + `":"Retain"}}`)}
+		w.Spec.Resources["db"] = r
+	}
+	for _, tc := range []struct {
+		name    string
+		preview *preview.Preview
+		want    scorev1b1.DeprovisionPolicy
+	}{
+		{name: "not a preview: the annotation", want: scorev1b1.DeprovisionRetain},
+		{name: "a preview: Delete", preview: &preview.Preview{Name: "pr-7", Policy: scorev1b1.DeprovisionDelete}, want: scorev1b1.DeprovisionDelete},
+		{name: "a preview the platform keeps: its policy", preview: &preview.Preview{Name: "pr-7", Policy: scorev1b1.DeprovisionOrphan}, want: scorev1b1.DeprovisionOrphan},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fresh(t, withResource("db", "postgres"), retained, withFinalizer)
+			o.Preview = tc.preview
+			d := From(o)
+			if d.Next != WriteClaims || len(d.Claims) != 1 {
+				t.Fatalf("decided %s, want the claim written", d.Next)
+			}
+			if got := d.Claims[0].Spec.DeprovisionPolicy; got != tc.want {
+				t.Errorf("policy %s, want %s", got, tc.want)
+			}
 		})
 	}
 }

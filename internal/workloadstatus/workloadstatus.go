@@ -171,6 +171,13 @@ func NamespaceDeleting() Condition {
 	return Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgNamespaceDeleting}
 }
 
+// PreviewRefused is the claims' and the runtime's condition in a preview environment the
+// platform refuses (previews disabled, over its limit): nothing is provisioned or deployed
+// until it is admitted. The message is the policy's own.
+func PreviewRefused(message string) Condition {
+	return Condition{metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation, message}
+}
+
 // WaitingForClaims is the runtime condition while dependencies are not ready.
 func WaitingForClaims() Condition {
 	return Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgWaitingForClaims}

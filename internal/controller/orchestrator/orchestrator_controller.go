@@ -35,6 +35,7 @@ import (
 // +kubebuilder:rbac:groups=score.dev,resources=workloads/finalizers,verbs=update
 // +kubebuilder:rbac:groups=score.dev,resources=resourceclaims;workloadplans;workloadexposures,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles Workloads.

@@ -37,6 +37,11 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) error {
 		return nil
 	}
 	s.Config = configOf(loaded)
+	standing, err := r.previewOf(ctx, s.Workload.Namespace, loaded.Config.Previews)
+	if err != nil {
+		return err
+	}
+	s.Preview = standing
 	render, reached, err := r.renderFrom(ctx, s, loaded)
 	if err != nil {
 		s.RenderErr = err

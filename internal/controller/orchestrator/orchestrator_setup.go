@@ -55,7 +55,8 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 }
 
 // SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
-// the claims, plans and exposures they own, the deletion of retained claims, and the config store: a new valid config
+// the claims, plans and exposures they own, the deletion of retained claims, the preview
+// namespaces (internal/preview) and the config store: a new valid config
 // requeues every Workload. Nothing is polled. A Workload's spec change and the updates that
 // answer it, or report a claim's failure, go ahead of the backlog (urgency).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -118,6 +119,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				return !reflect.DeepEqual(placeable(e.ObjectOld), placeable(e.ObjectNew))
 			}})).
+		// A preview namespace created, deleted or relabelled may admit or refuse another
+		// preview under the platform's limit.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: urgency.FairQueue}).
 		Complete(r)
 }
