@@ -38,7 +38,7 @@ generate: ## Regenerate CRDs, deep-copy code and RBAC roles; copy them into the 
 	go tool controller-gen rbac:roleName=score-orchestrator paths=./internal/controller/orchestrator/... output:rbac:artifacts:config=config/rbac/orchestrator
 	go tool controller-gen rbac:roleName=score-provisioner paths=./internal/controller/provisioner/... output:rbac:artifacts:config=config/rbac/provisioner
 	go tool controller-gen rbac:roleName=score-runtime paths=./internal/controller/runtime/... output:rbac:artifacts:config=config/rbac/runtime
-	go tool controller-gen rbac:roleName=score-rollout paths=./internal/controller/rollout/... output:rbac:artifacts:config=config/rbac/rollout
+	go tool controller-gen rbac:roleName=score-rollout paths="./internal/controller/rollout/...;./internal/controller/preview/..." output:rbac:artifacts:config=config/rbac/rollout
 	hack/sync-chart.sh
 
 .PHONY: lint

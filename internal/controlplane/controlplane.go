@@ -1,6 +1,7 @@
 // Package controlplane wires the chosen controllers into managers: the config source they
 // share, the orchestrator, the provisioner and the Kubernetes runtime, which a shard runs, and
-// the fleet's rollout controller, which runs once for every shard under a lease of its own.
+// the fleet's controllers (the rollout, and the preview controller that ends expired preview
+// environments), which run once for every shard under a lease of their own.
 // The score-controllers binary and the end-to-end tests use it alike.
 package controlplane
 
@@ -16,6 +17,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
@@ -30,7 +32,8 @@ const (
 	Orchestrator = "orchestrator"
 	Provisioner  = "provisioner"
 	Runtime      = "runtime"
-	// Rollout is the fleet's: one instance for every shard, under RolloutLease.
+	// Rollout is the fleet's: one instance for every shard, under RolloutLease. It carries
+	// the preview controller too (internal/controller/preview).
 	Rollout = "rollout"
 )
 
@@ -142,7 +145,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		case Runtime:
 			err = runtime.Setup(mgr, store, newTemplates(), opts.Runtime)
 		case Rollout:
-			err = rollout.Setup(mgr, store, opts.Rollout)
+			// The fleet's controllers: the rollouts and the previews' expiry.
+			if err = rollout.Setup(mgr, store, opts.Rollout); err == nil {
+				err = preview.Setup(mgr, store)
+			}
 		default:
 			err = fmt.Errorf("unknown controller %q: use %v", c, All)
 		}

@@ -1,7 +1,8 @@
-// Package orchestrator tests the orchestrator on a real kube-apiserver and etcd, following
-// the lifecycle document's paths. Where a provisioner or runtime is needed, the test plays
-// that role through the API (it writes claim, plan and exposure status as they would),
-// never by calling orchestrator internals.
+// Package orchestrator tests the orchestrator, and the preview controller that ends preview
+// environments, on a real kube-apiserver and etcd, following the lifecycle document's paths.
+// Where a provisioner or runtime is needed, the test plays that role through the API (it
+// writes claim, plan and exposure status as they would), never by calling orchestrator
+// internals.
 package orchestrator
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -60,6 +62,9 @@ func startOrchestrator(ctx context.Context) error {
 		return err
 	}
 	if err := orchestrator.Setup(mgr, store, orchestrator.DefaultOptions()); err != nil {
+		return err
+	}
+	if err := preview.Setup(mgr, store); err != nil {
 		return err
 	}
 	orchestratorCache = mgr.GetCache()

@@ -1,0 +1,148 @@
+// Package preview is the controller that ends preview environments (internal/preview). When a
+// preview namespace expires (or scorectl preview down sets its expiry to now), it deletes the
+// namespace's Workloads — each released as any deleted Workload is, its dependencies per the
+// preview's deprovision policy — and, once none is left, the namespace. It runs once for the
+// fleet, beside the rollout, under the fleet's lease; its only timer is the next expiry.
+package preview
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	core "github.com/score-orchestrator/score-orchestrator/internal/preview"
+)
+
+// The preview controller's permissions: it deletes the Workloads of an expired preview, then
+// its namespace (only a namespace named preview-<its score.dev/preview label>).
+//
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=score.dev,resources=workloads,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler ends expired preview environments.
+type Reconciler struct {
+	Client   client.Client
+	Config   *configsource.Store
+	Recorder recorder.EventRecorder
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Setup adds the preview controller to mgr; store is the process's config.
+func Setup(mgr ctrl.Manager, store *configsource.Store) error {
+	r := &Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-preview")}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupWithManager watches the preview namespaces (their metadata), the deletion of their
+// Workloads (the last one gone lets the namespace go) and the config store (a new lifetime
+// applies to every preview).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[scorev1b1.LabelPreview] != "" })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("preview").
+		For(&corev1.Namespace{}, builder.OnlyMetadata, builder.WithPredicates(labelled)).
+		Watches(&scorev1b1.Workload{}, handler.EnqueueRequestsFromMapFunc(namespaceOf), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allPreviews))).
+		Complete(r)
+}
+
+// namespaceOf maps a Workload to its namespace.
+func namespaceOf(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+}
+
+// allPreviews lists every preview namespace.
+func (r *Reconciler) allPreviews(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := r.Client.List(ctx, list, client.HasLabels{scorev1b1.LabelPreview}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the preview namespaces after a config change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, ns := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: ns.Name}})
+	}
+	return reqs
+}
+
+// Reconcile waits for a preview namespace's expiry, then deletes its Workloads and, when none
+// is left, the namespace.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var policy orchconfig.Previews
+	if loaded, ok := r.Config.Get(); ok {
+		policy = loaded.Config.Previews
+	}
+	p, ok := core.Read(core.Namespace{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations, Created: ns.CreationTimestamp.Time}, policy)
+	if !ok || !ns.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // not a preview, or already going
+	}
+	// The expiry annotation says the expiry that holds: the default when the preview named
+	// none, the longest lifetime when it named a later one.
+	if at := p.Expires.UTC().Format(time.RFC3339); ns.Annotations[scorev1b1.AnnotationPreviewExpires] != at {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, scorev1b1.AnnotationPreviewExpires, at)
+		if err := r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			return ctrl.Result{}, fmt.Errorf("recording the expiry of preview %s: %w", p.Name, err)
+		}
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	if !p.Expired(now) {
+		return ctrl.Result{RequeueAfter: p.Expires.Sub(now) + time.Second}, nil
+	}
+	var workloads scorev1b1.WorkloadList
+	if err := r.Client.List(ctx, &workloads, client.InNamespace(ns.Name)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the Workloads of preview %s: %w", p.Name, err)
+	}
+	if len(workloads.Items) > 0 {
+		deleted := 0
+		for i := range workloads.Items {
+			w := &workloads.Items[i]
+			if !w.DeletionTimestamp.IsZero() {
+				continue
+			}
+			if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting Workload %s of preview %s: %w", w.Name, p.Name, err)
+			}
+			deleted++
+		}
+		if deleted > 0 {
+			r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, "PreviewExpired", "Delete",
+				"Preview %s expired at %s: deleting its %d Workload(s) with their dependencies (%s), then the namespace.", p.Name, p.Expires.UTC().Format(time.RFC3339), deleted, p.Policy)
+		}
+		return ctrl.Result{}, nil // each Workload's deletion brings the namespace back
+	}
+	if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting the namespace of preview %s: %w", p.Name, err)
+	}
+	r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, "PreviewDeleted", "Delete", "Preview %s: its Workloads are gone; deleting namespace %s.", p.Name, ns.Name)
+	return ctrl.Result{}, nil
+}
