@@ -66,14 +66,9 @@ state. Without a terminal it prints plain lines only.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			keys := make([]client.ObjectKey, 0, len(workloads))
-			for _, w := range workloads {
-				u := &unstructured.Unstructured{Object: withoutStatus(w)}
-				if err := c.Patch(cmd.Context(), u, client.Apply, client.FieldOwner("scorectl"), client.ForceOwnership); err != nil {
-					return fmt.Errorf("applying %s: %w", w.Name, err)
-				}
-				fmt.Fprintf(out, "workload.score.dev/%s applied\n", w.Name)
-				keys = append(keys, client.ObjectKeyFromObject(w))
+			keys, err := applyWorkloads(cmd.Context(), c, workloads, out)
+			if err != nil {
+				return err
 			}
 			if noWait {
 				return nil
@@ -87,6 +82,20 @@ state. Without a terminal it prints plain lines only.`,
 	cmd.Flags().StringVar(&image, "image", "", `the image of every container whose image is "." (score-k8s's --image)`)
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "apply and return without waiting")
 	return cmd
+}
+
+// applyWorkloads applies the Workloads server-side, as scorectl, and returns their keys.
+func applyWorkloads(ctx context.Context, c client.Client, workloads []*scorev1b1.Workload, out io.Writer) ([]client.ObjectKey, error) {
+	keys := make([]client.ObjectKey, 0, len(workloads))
+	for _, w := range workloads {
+		u := &unstructured.Unstructured{Object: withoutStatus(w)}
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("scorectl"), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("applying %s: %w", w.Name, err)
+		}
+		fmt.Fprintf(out, "workload.score.dev/%s applied\n", w.Name)
+		keys = append(keys, client.ObjectKeyFromObject(w))
+	}
+	return keys, nil
 }
 
 // waiter follows Workloads until each is Ready or failed for good.

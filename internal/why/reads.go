@@ -87,6 +87,7 @@ type Observed map[Read]Result
 // Next names the reads the trace of in would still use, in the order it would use them.
 func Next(in Input) []Read {
 	t := newWalk(in)
+	t.get(namespaceRead(in))
 	t.run()
 	return t.wanted
 }
@@ -94,6 +95,11 @@ func Next(in Input) []Read {
 // getRead reads the object r names; a Secret as its metadata only.
 func getRead(r Ref) Read {
 	return Read{Ref: r, MetadataOnly: r.group() == "" && r.Kind == "Secret"}
+}
+
+// namespaceRead reads the Workload's namespace: whether it is a preview environment.
+func namespaceRead(in Input) Read {
+	return getRead(Ref{APIVersion: "v1", Kind: "Namespace", Name: in.Workload.Namespace})
 }
 
 func listRead(apiVersion, kind, namespace string, l List) Read {

@@ -452,7 +452,8 @@ func TestInTheWay(t *testing.T) {
 }
 
 // The reads follow the walk: the object first, then what it shows it waits for (pods, then a
-// pod's volume claim, then the claim's events), each once; a Ready Workload reads nothing.
+// pod's volume claim, then the claim's events), each once, after the Workload's namespace
+// (whether it is a preview); a Ready Workload reads its namespace only.
 func TestNextReadsWhatTheWalkFollows(t *testing.T) {
 	cfg := config(t)
 	w := workloadIn(map[string]scorev1b1.Resource{"db": {Type: "postgres"}}, "InputsValid=True/Succeeded", "ClaimsReady=False/ClaimPending", "RuntimeReady=False/ClaimPending", "Ready=False/ClaimPending")
@@ -465,6 +466,7 @@ func TestNextReadsWhatTheWalkFollows(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s %s/%s %s %s", r.Ref.APIVersion, r.Ref.Kind, r.Ref.Namespace, r.Ref.Name, r.List.Labels, r.List.Fields))
 	}
 	want := []string{
+		"v1 Namespace /shop  ",
 		"apps/v1 StatefulSet shop/pg-1  ",
 		"v1 Pod shop/ app=pg-1 ",
 		"v1 PersistentVolumeClaim shop/data  ",
@@ -475,7 +477,7 @@ func TestNextReadsWhatTheWalkFollows(t *testing.T) {
 	}
 
 	w.Status.Conditions = nil
-	if reads := Next(Input{Workload: workloadIn(nil, "Ready=True/Succeeded"), Config: cfg, Claims: []scorev1b1.ResourceClaim{c}}); len(reads) != 0 {
+	if reads := Next(Input{Workload: workloadIn(nil, "Ready=True/Succeeded"), Config: cfg, Claims: []scorev1b1.ResourceClaim{c}}); len(reads) != 1 || reads[0].Ref.Kind != "Namespace" {
 		t.Fatalf("a Ready Workload reads %+v", reads)
 	}
 }
@@ -493,8 +495,8 @@ func TestInTheWayIsBounded(t *testing.T) {
 		wd.objects = append(wd.objects, deployment(t, name, 0, 1), pod(t, name, name+"-a", "unschedulable"))
 	}
 	in, made := wd.observe(t, Input{Workload: w, Config: cfg, Plan: p})
-	if len(made) != 2*maxEntries {
-		t.Fatalf("%d reads, want %d (each Deployment and its pods)", len(made), 2*maxEntries)
+	if len(made) != 1+2*maxEntries {
+		t.Fatalf("%d reads, want %d (the namespace, each Deployment and its pods)", len(made), 1+2*maxEntries)
 	}
 	var out bytes.Buffer
 	if err := Explain(&out, in); err != nil {
@@ -536,7 +538,7 @@ func TestNetworkUnavailableReadsWhatTheExposureSaysIsPending(t *testing.T) {
 		want    string
 	}{{scorev1b1.ExposureConditionIngressPending, "Ingress"}, {scorev1b1.ExposureConditionLBPending, "Service"}} {
 		e := &scorev1b1.WorkloadExposure{Status: scorev1b1.WorkloadExposureStatus{Conditions: []metav1.Condition{{Type: tc.pending, Status: metav1.ConditionTrue}}}}
-		reads := Next(Input{Workload: w, Config: config(t), Plan: p, Exposure: e})
+		reads := Next(Input{Workload: w, Config: config(t), Plan: p, Exposure: e})[1:] // after the namespace
 		if len(reads) != 1 || reads[0].Ref.Kind != tc.want {
 			t.Errorf("%s: reads %+v, want the %s only", tc.pending, reads, tc.want)
 		}

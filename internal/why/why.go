@@ -10,6 +10,7 @@ package why
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
@@ -43,6 +45,22 @@ type Input struct {
 	ConfigSource string
 	// Observed is what a reader read of what Next named.
 	Observed Observed
+	// Now is when the trace is written (time.Now when zero): a preview's time left.
+	Now time.Time
+}
+
+// previewOf is the Workload's namespace as a preview environment, when it was read and is one.
+func previewOf(in Input) (preview.Preview, bool) {
+	res, ok := in.Observed[namespaceRead(in)]
+	if !ok || len(res.Objects) != 1 {
+		return preview.Preview{}, false
+	}
+	ns := res.Objects[0]
+	var policy orchconfig.Previews
+	if in.Config != nil {
+		policy = in.Config.Previews
+	}
+	return preview.Read(preview.Namespace{Name: ns.GetName(), Labels: ns.GetLabels(), Annotations: ns.GetAnnotations(), Created: ns.GetCreationTimestamp().Time}, policy)
 }
 
 // Explain writes the trace.
@@ -54,6 +72,13 @@ func Explain(out io.Writer, in Input) error {
 	}
 	r := sel.Select(selection.Input{Workload: w, Region: in.Region})
 	fmt.Fprintf(out, "Workload %s/%s (generation %d)\n\n", w.Namespace, w.Name, w.Generation)
+	if p, ok := previewOf(in); ok {
+		now := in.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		fmt.Fprintf(out, "Preview environment: %s\n", p.Describe(now))
+	}
 	if plan != nil && plan.Spec.ConfigRevision != "" {
 		switch plan.Spec.ConfigRevision {
 		case in.ConfigRevision:

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -71,5 +73,39 @@ func TestWhyNamesTheConfigRevision(t *testing.T) {
 		if !strings.Contains(out.String(), tc.want+"\n") {
 			t.Fatalf("want %q in:\n%s", tc.want, out.String())
 		}
+	}
+}
+
+// A Workload of a preview environment says so first: which preview, of which namespace, when
+// the control plane deletes it; a namespace that is no preview says nothing.
+func TestExplainNamesThePreview(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, namespace, label, want string
+	}{
+		{name: "a preview", namespace: "preview-pr-1", label: "pr-1",
+			want: "Preview environment: preview pr-1 of namespace shop, expires 2026-11-27T14:00:00Z (in 4h0m0s); the control plane deletes it then with its dependencies (Delete)\n"},
+		{name: "a label alone", namespace: "shop", label: "pr-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := workloadIn(nil, "Ready=True/Succeeded")
+			w.Namespace = tc.namespace
+			ns := &unstructured.Unstructured{}
+			ns.SetAPIVersion("v1")
+			ns.SetKind("Namespace")
+			ns.SetName(tc.namespace)
+			ns.SetLabels(map[string]string{scorev1b1.LabelPreview: tc.label, scorev1b1.LabelPreviewOf: "shop"})
+			ns.SetAnnotations(map[string]string{scorev1b1.AnnotationPreviewExpires: now.Add(4 * time.Hour).Format(time.RFC3339)})
+			ns.SetCreationTimestamp(metav1.NewTime(now.Add(-time.Hour)))
+			in := Input{Workload: w, Config: config(t), Now: now}
+			in.Observed = Observed{namespaceRead(in): {Objects: []*unstructured.Unstructured{ns}}}
+			var out bytes.Buffer
+			if err := Explain(&out, in); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(out.String(), "Preview environment:"); got != (tc.want != "") || tc.want != "" && !strings.Contains(out.String(), tc.want) {
+				t.Fatalf("want %q in:\n%s", tc.want, out.String())
+			}
+		})
 	}
 }
