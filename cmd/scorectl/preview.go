@@ -137,8 +137,13 @@ func ensurePreviewNamespace(ctx context.Context, c client.Client, name, of strin
 	maps.Copy(labels, map[string]string{scorev1b1.LabelPreview: name, scorev1b1.LabelPreviewOf: of})
 	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: nsName, Labels: labels}}
+	// Without --ttl the expiry stays as it is (an apply that left it out would remove it).
+	expires := existing.Annotations[scorev1b1.AnnotationPreviewExpires]
 	if ttl > 0 {
-		ns.Annotations = map[string]string{scorev1b1.AnnotationPreviewExpires: time.Now().Add(ttl).UTC().Format(time.RFC3339)}
+		expires = time.Now().Add(ttl).UTC().Format(time.RFC3339)
+	}
+	if expires != "" {
+		ns.Annotations = map[string]string{scorev1b1.AnnotationPreviewExpires: expires}
 	}
 	if err := c.Patch(ctx, ns, client.Apply, client.FieldOwner("scorectl-preview"), client.ForceOwnership); err != nil {
 		return "", fmt.Errorf("creating namespace %s: %w", nsName, err)

@@ -52,7 +52,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.SimulatedMain(m, testenv.Simulated{Name: "score-e2e", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 64}}, Install: true, Gateway: true},
+	os.Exit(testenv.SimulatedMain(m, testenv.Simulated{Name: "score-e2e", Clusters: map[string]testenv.ClusterSpec{"": {Volumes: 96}}, Install: true, Gateway: true},
 		func(env *testenv.SimulatedEnv) (func(), error) {
 			k := env.Clusters[""]
 			kubeconfig, cfg, c, devConfig = k.Kubeconfig(), k.Config, k.Client, env.Config

@@ -79,6 +79,23 @@ func TestPreviewEnvironment(t *testing.T) {
 		}
 	})
 
+	t.Run("up again updates it and keeps its expiry", func(t *testing.T) {
+		expiry := func() string {
+			n := &corev1.Namespace{}
+			if err := c.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+				t.Fatal(err)
+			}
+			return n.Annotations[scorev1b1.AnnotationPreviewExpires]
+		}
+		before := expiry()
+		if out, err := run("preview", "up", "pr-1", "-f", dir, "-n", of, "--timeout", "2m"); err != nil {
+			t.Fatalf("preview up again: %v\n%s", err, out)
+		}
+		if after := expiry(); after != before || after == "" {
+			t.Errorf("the expiry went from %q to %q", before, after)
+		}
+	})
+
 	out, err = run("preview", "down", "pr-1", "--timeout", "4m")
 	if err != nil || !strings.Contains(out, "preview pr-1 is gone in") {
 		t.Fatalf("preview down: %v\n%s", err, out)

@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -23,8 +21,8 @@ import (
 
 // previewOf reads the Workload's namespace as a preview environment and the platform's verdict
 // on it (internal/preview): nil when the namespace is no preview. The namespaces' metadata is
-// cached (the provisioner's watch, shared); the previews that are being deleted do not count
-// against the limit.
+// cached (the watch SetupWithManager starts); the previews being deleted do not count against
+// the limit.
 func (r *Reconciler) previewOf(ctx context.Context, namespace string, policy orchconfig.Previews) (*preview.Preview, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
@@ -52,8 +50,7 @@ func (r *Reconciler) previewOf(ctx context.Context, namespace string, policy orc
 func (r *Reconciler) previews(ctx context.Context) ([]preview.Namespace, error) {
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
-	labelled, _ := labels.NewRequirement(scorev1b1.LabelPreview, selection.Exists, nil)
-	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*labelled)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.HasLabels{scorev1b1.LabelPreview}); err != nil {
 		return nil, fmt.Errorf("listing the preview namespaces: %w", err)
 	}
 	out := make([]preview.Namespace, 0, len(list.Items))
@@ -69,8 +66,8 @@ func previewNamespace(ns *metav1.PartialObjectMetadata) preview.Namespace {
 	return preview.Namespace{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations, Created: ns.CreationTimestamp.Time}
 }
 
-// previewChanged holds for a preview namespace created, deleted, relabelled, given another
-// expiry or being deleted: the limit may admit or refuse another preview then.
+// previewChanged holds for a preview namespace created, deleted, relabelled or being deleted:
+// the limit may admit or refuse another preview then.
 var previewChanged = predicate.Funcs{
 	CreateFunc:  func(e event.CreateEvent) bool { return isPreview(e.Object) },
 	DeleteFunc:  func(e event.DeleteEvent) bool { return isPreview(e.Object) },
