@@ -262,8 +262,9 @@ func (s *Server) trace(ctx context.Context, w *scorev1b1.Workload, in view.Graph
 	}
 	wi := why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: s.opts.Region, Claims: in.Claims, Plan: in.Plan, Exposure: in.Exposure,
 		ConfigSource: s.opts.ConfigNamespace + "/" + s.opts.ConfigName}
-	// The objects in the way, read with the user's rights from the API server (bounded, and
-	// only while the Workload is not Ready); what the rights hide, the trace says. No Secret is
+	// The Workload's namespace (a preview?) and the objects in the way, read with the user's
+	// rights from the API server (bounded; the objects only while the Workload is not Ready);
+	// what the rights hide, the trace says. No Secret is
 	// asked about, not even whether it exists: the dashboard makes no request for a Secret.
 	wi.Observed = observe.Read(ctx, s.c, wi, observe.SkipSecrets("the dashboard asks nothing of Secrets; scorectl why says whether it exists"))
 	var b bytes.Buffer
