@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
@@ -184,8 +185,13 @@ func From(o Observed) Decision {
 	case Template:
 		d.templateFailed(o)
 	case Outputs, Hold, Settle:
-		// An outputs Secret not readable yet (its watch brings the plan back), a finalizer or
-		// a prune that did not go through: nothing to report, retried with backoff.
+		// An outputs Secret that does not exist (yet, or any more: its claim was released while
+		// the Workload is deleted): nothing to report and nothing to retry, its watch brings the
+		// plan back when it is written. An outputs Secret not readable, a finalizer or a prune
+		// that did not go through: nothing to report, retried with backoff.
+		if o.Stopped == Outputs && apierror.Classify(o.Err) == apierror.Gone {
+			break
+		}
 		d.Retry = fmt.Errorf("%s: %w", o.Stopped, o.Err)
 	case Render:
 		d.renderFailed(o)

@@ -153,9 +153,12 @@ func TestFrom(t *testing.T) {
 			want{phase: scorev1b1.PlanPhaseFailed, reason: scorev1b1.ReasonRuntimeProvisioning, message: "no such host", retry: true}},
 
 		// The inputs and the render.
-		{"an outputs Secret not readable yet keeps the plan and retries",
-			Observed{Plan: plan(projectedAt(1)), Stopped: Outputs, Err: apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "web-db")},
-			want{kept: true, retry: true}},
+		{"an outputs Secret that does not exist keeps the plan and waits for its watch, quietly",
+			Observed{Plan: plan(projectedAt(1)), Stopped: Outputs, Err: fmt.Errorf("reading the outputs of db: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "web-db"))},
+			want{kept: true}},
+		{"an outputs Secret not readable keeps the plan and retries",
+			Observed{Plan: plan(projectedAt(1)), Stopped: Outputs, Err: fmt.Errorf("reading the outputs of db: %w", busy)},
+			want{kept: true, retry: true, retryWraps: busy}},
 		{"a template that does not render fails the plan; its change brings it back",
 			Observed{Plan: plan(), Stopped: Render, Err: errors.New("the template does not parse")},
 			want{phase: scorev1b1.PlanPhaseFailed, reason: scorev1b1.ReasonRuntimeProvisioning, message: "Rendering failed: the template does not parse", observedGeneration: 2}},
