@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,17 +111,13 @@ func TestPreviewEnvironment(t *testing.T) {
 		if out, err := run("preview", "up", "pr-2", "-f", hello, "-n", of, "--ttl", "20s", "--no-wait"); err != nil {
 			t.Fatalf("preview up: %v\n%s", err, out)
 		}
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
+		testenv.Eventually(t, 3*time.Minute, "the expired preview gone", func() error {
 			err := c.Get(ctx, client.ObjectKey{Name: scorev1b1.PreviewNamespacePrefix + "pr-2"}, &corev1.Namespace{})
 			if apierrors.IsNotFound(err) {
-				return
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the expired preview is still there after 3m (%v)", err)
-			}
-			time.Sleep(time.Second)
-		}
+			return fmt.Errorf("still there (%v)", err)
+		})
 	})
 }
 
