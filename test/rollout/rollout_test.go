@@ -401,24 +401,7 @@ func TestRollouts(t *testing.T) {
 			}
 		}
 		// Each wave passed once: none twice, none skipped.
-		var events corev1.EventList
-		if err := c.List(ctx, &events, client.InNamespace("score-system")); err != nil {
-			t.Fatal(err)
-		}
-		passed := map[string]int{}
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name == r.Name && (e.Reason == "WavePassed" || e.Reason == "Completed") {
-				passed[e.Message] += int(max(e.Count, 1))
-			}
-		}
-		if len(passed) != 3 {
-			t.Fatalf("the waves' events: %v", passed)
-		}
-		for m, n := range passed {
-			if n != 1 {
-				t.Errorf("%q %d times", m, n)
-			}
-		}
+		eachWavePassedOnce(t, r.Name, 3)
 		stable = done.Spec.To
 	})
 
@@ -711,4 +694,28 @@ func cacheState(t *testing.T) string {
 		fmt.Fprintf(&b, "  workload %s: %+v; plan %.19s gen %d/%d %s\n", w.Name, meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady), p.Spec.ConfigRevision, p.Generation, p.Status.ObservedGeneration, p.Status.Phase)
 	}
 	return b.String()
+}
+
+// eachWavePassedOnce checks the rollout's events: one per wave (WavePassed, Completed for the
+// last), none twice, none missing.
+func eachWavePassedOnce(t *testing.T, rollout string, waves int) {
+	t.Helper()
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace("score-system")); err != nil {
+		t.Fatal(err)
+	}
+	passed := map[string]int{}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == rollout && (e.Reason == "WavePassed" || e.Reason == "Completed") {
+			passed[e.Message] += int(max(e.Count, 1))
+		}
+	}
+	if len(passed) != waves {
+		t.Fatalf("the waves' events: %v", passed)
+	}
+	for m, n := range passed {
+		if n != 1 {
+			t.Errorf("%q %d times", m, n)
+		}
+	}
 }

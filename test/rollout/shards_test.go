@@ -279,24 +279,7 @@ func TestShardedRollout(t *testing.T) {
 			}
 		}
 		// Each wave passed once, across the handover.
-		var events corev1.EventList
-		if err := c.List(ctx, &events, client.InNamespace("score-system")); err != nil {
-			t.Fatal(err)
-		}
-		passed := map[string]int{}
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name == r.Name && (e.Reason == "WavePassed" || e.Reason == "Completed") {
-				passed[e.Message] += int(max(e.Count, 1))
-			}
-		}
-		if len(passed) != 2 {
-			t.Fatalf("the waves' events: %v", passed)
-		}
-		for m, n := range passed {
-			if n != 1 {
-				t.Errorf("%q %d times", m, n)
-			}
-		}
+		eachWavePassedOnce(t, r.Name, 2)
 		stable = done.Spec.To
 		base = done
 	})
