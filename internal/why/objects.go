@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
@@ -80,10 +81,7 @@ func (t *walk) deployment(u *unstructured.Unstructured) (string, []Blocker, bool
 	if !convert(u, &d) {
 		return generic(u)
 	}
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	s := d.Status
 	says := fmt.Sprintf("%d of %d replicas ready, %d updated, %d available", s.ReadyReplicas, want, s.UpdatedReplicas, s.AvailableReplicas)
 	if s.Replicas > want {
@@ -106,10 +104,7 @@ func (t *walk) statefulSet(u *unstructured.Unstructured) (string, []Blocker, boo
 	if !convert(u, &s) {
 		return generic(u)
 	}
-	want := int32(1)
-	if s.Spec.Replicas != nil {
-		want = *s.Spec.Replicas
-	}
+	want := ptr.Deref(s.Spec.Replicas, 1)
 	says := fmt.Sprintf("%d of %d replicas ready", s.Status.ReadyReplicas, want)
 	if s.Status.UpdatedReplicas < want && s.Status.UpdateRevision != s.Status.CurrentRevision {
 		says += fmt.Sprintf(", %d updated", s.Status.UpdatedReplicas)
@@ -134,11 +129,7 @@ func (t *walk) replicated(u *unstructured.Unstructured) (string, []Blocker, bool
 		if !convert(u, &r) {
 			return generic(u)
 		}
-		want = 1
-		if r.Spec.Replicas != nil {
-			want = *r.Spec.Replicas
-		}
-		selector, ready = r.Spec.Selector, r.Status.ReadyReplicas
+		selector, ready, want = r.Spec.Selector, r.Status.ReadyReplicas, ptr.Deref(r.Spec.Replicas, 1)
 	}
 	return fmt.Sprintf("%d of %d ready", ready, want), t.pods(u, selector, want > 0, false), ready < want
 }
