@@ -136,7 +136,7 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 	if _, err := s.auditSince(); err != nil {
 		return nil, err
 	}
-	s.steps = stepTimes{}
+	s.steps = newStepTimes()
 	res := &baselineResult{}
 	cluster0, client0 := clusterUsage(s.k.Dir), selfCPUSeconds()
 	start := time.Now()

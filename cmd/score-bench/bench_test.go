@@ -146,7 +146,7 @@ func TestTimeline(t *testing.T) {
 	for i, l := range lines {
 		lines[i] = strings.Replace(l, `"resource":"statefulsets"`, `"resource":"statefulsets","apiGroup":"apps"`, 1)
 	}
-	steps := stepTimes{}
+	steps := newStepTimes()
 	if _, _, err := parseAudit([]byte(strings.Join(lines, "\n")+"\n"), nil, steps); err != nil {
 		t.Fatal(err)
 	}
@@ -193,5 +193,42 @@ func TestExited(t *testing.T) {
 	}
 	if got := exited([]*controller{running}, atStart, atStart); len(got) != 0 {
 		t.Fatalf("nothing exited, got %q", got)
+	}
+}
+
+// The hop from a claim Bound to Ready, leg by leg: the claim's last status before the plan,
+// the Deployment's last status by the cluster before the exposure's last; a Workload that did
+// not go the whole way, another namespace's and a failed write count for nothing.
+func TestHopLegs(t *testing.T) {
+	line := func(second int, agent, resource, sub, ns, name string, code int) string {
+		return fmt.Sprintf(`{"stage":"ResponseComplete","stageTimestamp":"2026-11-26T06:00:%02d.000000Z","verb":"patch","userAgent":%q,"objectRef":{"resource":%q,"apiGroup":%q,"subresource":%q,"namespace":%q,"name":%q},"responseStatus":{"code":%d}}`,
+			second, agent, resource, "score.dev", sub, ns, name, code)
+	}
+	deploy := func(second int, agent, sub string, code int) string {
+		return strings.Replace(line(second, agent, "deployments", sub, "bench", "w00001", code), `"score.dev"`, `"apps"`, 1)
+	}
+	lines := []string{
+		line(1, "score-controllers/provisioner", "resourceclaims", "status", "bench", "w00001-db-postgres", 200),
+		line(3, "score-controllers/provisioner", "resourceclaims", "status", "bench", "w00001-db-postgres", 200),
+		line(4, "score-controllers/orchestrator", "workloadplans", "", "bench", "w00001", 201),
+		line(5, "score-controllers/provisioner", "resourceclaims", "status", "bench", "w00001-db-postgres", 200), // after the plan
+		deploy(6, "score-controllers/runtime", "", 201),
+		deploy(8, "kube-controller-manager/v1.37.1", "status", 200),
+		deploy(9, "kube-controller-manager/v1.37.1", "status", 409),
+		line(10, "score-controllers/runtime", "workloadexposures", "status", "bench", "w00001", 200),
+		line(12, "score-controllers/orchestrator", "workloads", "status", "bench", "w00001", 200),
+		line(13, "score-controllers/orchestrator", "workloads", "status", "other", "w00001", 200),
+		line(2, "score-controllers/provisioner", "resourceclaims", "status", "bench", "w00002-db-postgres", 200), // never Ready
+	}
+	steps := newStepTimes()
+	if _, _, err := parseAudit([]byte(strings.Join(lines, "\n")+"\n"), nil, steps); err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, h := range steps.hopLegs() {
+		got = append(got, h.P50Seconds)
+	}
+	if want := []float64{1, 2, 2, 2, 2}; !slices.Equal(got, want) {
+		t.Fatalf("legs %v, want %v", got, want)
 	}
 }

@@ -168,7 +168,7 @@ func agentWho(agent string) (who, name string) {
 // the namespaces skip names. It returns the counts and how many bytes it consumed (whole
 // lines only, so the next segment starts at a line). It records the writes that mark a step of
 // the work in steps, when steps is not nil.
-func parseAudit(segment []byte, skip map[string]bool, steps stepTimes) (writeCounts, int, error) {
+func parseAudit(segment []byte, skip map[string]bool, steps *stepTimes) (writeCounts, int, error) {
 	out := writeCounts{}
 	used := 0
 	for used < len(segment) {
@@ -201,7 +201,7 @@ func parseAudit(segment []byte, skip map[string]bool, steps stepTimes) (writeCou
 			code = ev.ResponseStatus.Code
 		}
 		out[writeKey{Who: who, Agent: agent, Verb: ev.Verb, Resource: res, Code: code}]++
-		steps.record(auditWrite{agent: agent, verb: ev.Verb, resource: res, name: ev.ObjectRef.Name, code: code}, ev.StageTimestamp)
+		steps.record(auditWrite{agent: agent, verb: ev.Verb, resource: res, namespace: ev.ObjectRef.Namespace, name: ev.ObjectRef.Name, code: code}, ev.StageTimestamp)
 	}
 	return out, used, nil
 }

@@ -199,7 +199,7 @@ type runState struct {
 	exists   atomic.Int64
 	// steps records when the steps of the work happened, during the phase that keeps a
 	// timeline (the baseline, the load); nil otherwise.
-	steps stepTimes
+	steps *stepTimes
 }
 
 // auditSince counts the writes the hub logged since the last call, recording the steps of the
@@ -207,7 +207,7 @@ type runState struct {
 func (s *runState) auditSince() (writeCounts, error) { return countSince(s.audit, s.steps) }
 
 // countSince counts the writes an audit log gained since the last call.
-func countSince(a *auditLog, steps stepTimes) (writeCounts, error) {
+func countSince(a *auditLog, steps *stepTimes) (writeCounts, error) {
 	segs, err := a.segments()
 	if err != nil {
 		return nil, err
@@ -390,7 +390,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	}
 
 	// The load.
-	s.steps = stepTimes{}
+	s.steps = newStepTimes()
 	if _, err := s.membersSince(0); err != nil {
 		return res, err
 	}
@@ -464,7 +464,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Timeline, s.steps = s.steps.timeline(loadStart), nil
+	res.Timeline, res.Hop, s.steps = s.steps.timeline(loadStart), s.steps.hopLegs(), nil
 	after, err := s.apiMetrics(ctx)
 	if err != nil {
 		return res, err

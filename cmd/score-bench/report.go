@@ -37,6 +37,9 @@ type result struct {
 	Ready      int    `json:"ready"`
 	// Timeline is when the steps of the work happened during the load, from its start.
 	Timeline []milestone `json:"timeline"`
+	// Hop is the hop from a claim Bound to its Workload Ready, leg by leg (medians over the
+	// Workloads, from the audit log).
+	Hop []hop `json:"hop,omitempty"`
 	// FloorSeconds is every write of the load at the floor's rate; FloorMultiple is
 	// AllReadySeconds over it.
 	FloorSeconds  float64 `json:"floorSeconds"`
@@ -181,6 +184,9 @@ func (r *result) print(w io.Writer) {
 	}
 	row("create→Ready p50/p95/p99", "%.1f / %.1f / %.1f s (p99/p50 %.2f)", r.P50, r.P95, r.P99, ratio(r.P99, r.P50))
 	row("  of which", "create→ClaimsReady p50/p99 %.1f / %.1f s; ClaimsReady→Ready p50/p99 %.1f / %.1f s", r.ClaimsP50, r.ClaimsP99, r.RuntimeP50, r.RuntimeP99)
+	for _, h := range r.Hop {
+		row("  hop: "+h.Leg, "p50 %.2f s, p90 %.2f s", h.P50Seconds, h.P90Seconds)
+	}
 	row("our writes per Workload", "%.1f (%d; events %.2f per Workload; leases %d)", r.WritesPerWorkload, r.Load.Writes.Ours, r.EventsPerWorkload, r.Load.Writes.OursLeases)
 	row("all writes per Workload", "%.1f (cluster %d, bench %d)", r.AllWritesPerWorkload, r.Load.Writes.Cluster, r.Load.Writes.Bench)
 	row("our rejected writes (4xx)", "%d", r.Load.Writes.OursRejected)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,8 +18,8 @@ type step struct {
 
 // auditWrite is what a step is recognised by.
 type auditWrite struct {
-	agent, verb, resource, name string
-	code                        int
+	agent, verb, resource, namespace, name string
+	code                                   int
 }
 
 func created(resource string) func(auditWrite) bool {
@@ -47,18 +48,27 @@ var steps = []step{
 	}},
 }
 
-// stepTimes holds when each step's writes happened.
-type stepTimes map[string][]time.Time
+// stepTimes holds when each step's writes happened, and each Workload's writes of the hop
+// from its claim Bound to Ready.
+type stepTimes struct {
+	at   map[string][]time.Time
+	hops map[string]*hopWrites
+}
 
-func (t stepTimes) record(w auditWrite, at time.Time) {
+func newStepTimes() *stepTimes {
+	return &stepTimes{at: map[string][]time.Time{}, hops: map[string]*hopWrites{}}
+}
+
+func (t *stepTimes) record(w auditWrite, at time.Time) {
 	if t == nil {
 		return
 	}
 	for _, s := range steps {
 		if s.marks(w) {
-			t[s.name] = append(t[s.name], at)
+			t.at[s.name] = append(t.at[s.name], at)
 		}
 	}
+	t.recordHop(w, at)
 }
 
 // milestone is a step in a phase: how many of its writes there were, and when half of them
@@ -71,10 +81,10 @@ type milestone struct {
 }
 
 // timeline returns the milestones of the steps seen, in the order of the work.
-func (t stepTimes) timeline(start time.Time) []milestone {
+func (t *stepTimes) timeline(start time.Time) []milestone {
 	var out []milestone
 	for _, s := range steps {
-		at := t[s.name]
+		at := t.at[s.name]
 		if len(at) == 0 {
 			continue
 		}
@@ -86,4 +96,103 @@ func (t stepTimes) timeline(start time.Time) []milestone {
 			HalfSeconds: percentile(d, 50).Seconds(), AllSeconds: percentile(d, 100).Seconds()})
 	}
 	return out
+}
+
+// The hop from a Workload's claim Bound to the Workload Ready, write by write: which
+// controller's turn (or the cluster's) the time goes to. A benchmark Workload is named
+// w<5 digits>; its claims, plan, exposure and Deployment carry the name first.
+
+// hopWrites are the writes of one Workload's hop.
+type hopWrites struct {
+	claimStatus      []time.Time // the provisioner's claim status writes
+	plan, deployment time.Time   // created
+	deploymentStatus []time.Time // the cluster's
+	exposureStatus   time.Time   // the runtime's last
+	workloadStatus   time.Time   // the orchestrator's last
+}
+
+func hopWorkload(w auditWrite) (string, bool) {
+	if w.namespace != benchNS || len(w.name) < 6 || w.name[0] != 'w' || w.code >= 300 {
+		return "", false
+	}
+	return w.name[:6], true
+}
+
+func (t *stepTimes) recordHop(w auditWrite, at time.Time) {
+	name, ok := hopWorkload(w)
+	if !ok {
+		return
+	}
+	h := t.hops[name]
+	if h == nil {
+		h = &hopWrites{}
+		t.hops[name] = h
+	}
+	switch {
+	case w.agent == "provisioner" && w.resource == "resourceclaims.score.dev/status":
+		h.claimStatus = append(h.claimStatus, at)
+	case w.agent == "orchestrator" && w.resource == "workloadplans.score.dev" && w.code == 201:
+		h.plan = at
+	case w.agent == "runtime" && w.resource == "deployments.apps" && w.code == 201:
+		h.deployment = at
+	case w.agent == "kube-controller-manager" && w.resource == "deployments.apps/status":
+		h.deploymentStatus = append(h.deploymentStatus, at)
+	case w.agent == "runtime" && w.resource == "workloadexposures.score.dev/status":
+		h.exposureStatus = at
+	case w.agent == "orchestrator" && w.resource == "workloads.score.dev/status":
+		h.workloadStatus = at
+	}
+}
+
+// hopNames are the legs of the hop, in order.
+var hopNames = []string{
+	"claim Bound → plan created (orchestrator)",
+	"plan → Deployment created (runtime)",
+	"Deployment → its last status (cluster)",
+	"→ exposure's last status (runtime)",
+	"→ Workload's last status (orchestrator)",
+}
+
+// hop is one leg's median and 90th percentile over the Workloads that went the whole way.
+type hop struct {
+	Leg        string  `json:"leg"`
+	P50Seconds float64 `json:"p50Seconds"`
+	P90Seconds float64 `json:"p90Seconds"`
+}
+
+// hopLegs returns the legs of the hop over the Workloads that went the whole way: the claim
+// Bound is its last status write before the plan, the Deployment's last status the cluster's
+// last write before the exposure's last status.
+func (t *stepTimes) hopLegs() []hop {
+	legs := make([][]time.Duration, len(hopNames))
+	for _, h := range t.hops {
+		bound := lastBefore(h.claimStatus, h.plan)
+		available := lastBefore(h.deploymentStatus, h.exposureStatus)
+		marks := []time.Time{bound, h.plan, h.deployment, available, h.exposureStatus, h.workloadStatus}
+		if slices.ContainsFunc(marks, time.Time.IsZero) {
+			continue
+		}
+		for i := range legs {
+			legs[i] = append(legs[i], marks[i+1].Sub(marks[i]))
+		}
+	}
+	if len(legs[0]) == 0 {
+		return nil
+	}
+	out := make([]hop, len(legs))
+	for i, d := range legs {
+		out[i] = hop{Leg: hopNames[i], P50Seconds: percentile(d, 50).Seconds(), P90Seconds: percentile(d, 90).Seconds()}
+	}
+	return out
+}
+
+// lastBefore is the last of at not after limit (zero when there is none, or no limit).
+func lastBefore(at []time.Time, limit time.Time) time.Time {
+	var last time.Time
+	for _, a := range at {
+		if !limit.IsZero() && !a.After(limit) && a.After(last) {
+			last = a
+		}
+	}
+	return last
 }
