@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig")
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+)
 
 // overridingBackend places on env=prod clusters, with overrides for region=eu (a registry
 // mirror, tolerations, and later a replica count) and tier=gold (a replica count), and one
