@@ -346,13 +346,26 @@ type Override struct {
 // A copy on the hub (placed false) gets none: the hub is not a placement candidate and has
 // no labels, so no selector speaks of it.
 func (p *Placement) OverridesFor(labels map[string]string, placed bool) []map[string]any {
-	if p == nil || !placed {
+	if !placed {
 		return nil
 	}
 	var out []map[string]any
-	for _, o := range p.Overrides {
+	for _, i := range p.Matching(labels) {
+		out = append(out, p.Overrides[i].Values)
+	}
+	return out
+}
+
+// Matching are the indexes of the overrides whose selector matches a member cluster's labels,
+// in list order.
+func (p *Placement) Matching(labels map[string]string) []int {
+	if p == nil {
+		return nil
+	}
+	var out []int
+	for i, o := range p.Overrides {
 		if o.ClusterSelector.MatchesLabels(labels) {
-			out = append(out, o.Values)
+			out = append(out, i)
 		}
 	}
 	return out
