@@ -98,7 +98,9 @@ func placed(cluster, values string, claims []offline.Claim, objs ...*unstructure
 // override's), and a move, risky when its dependencies would be provisioned anew.
 func TestClusterOverridesDiff(t *testing.T) {
 	db := offline.Claim{Key: "db", Name: "web-db-1", Provisioner: "template://dev/postgres"}
-	dep := func(replicas int) *unstructured.Unstructured { return obj("Deployment", "web", map[string]any{"replicas": replicas}) }
+	dep := func(replicas int) *unstructured.Unstructured {
+		return obj("Deployment", "web", map[string]any{"replicas": replicas})
+	}
 	cases := []struct {
 		name          string
 		before, after Side
