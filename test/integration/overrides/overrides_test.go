@@ -2,7 +2,8 @@
 // the controllers (in this process) and one member cluster (an API server of its own),
 // registered as `scorectl cluster add` registers it. A backend places on the member with an
 // override for its label; the Deployment the runtime applies on the member carries the
-// override, and a change of the override re-plans the Workload placed there and no other.
+// override, a change of the override re-plans the Workload placed there and no other, and an
+// invalid override is refused with the last valid config kept.
 package overrides
 
 import (
@@ -17,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -228,6 +230,32 @@ func TestClusterOverridesOnAMember(t *testing.T) {
 		if d.Generation != homeDeployment.Generation || *d.Spec.Replicas != 2 {
 			t.Fatalf("the hub's Deployment changed: generation %d → %d, replicas %d", homeDeployment.Generation, d.Generation, *d.Spec.Replicas)
 		}
+	})
+
+	t.Run("an invalid override: the config is refused, saying where, and the last valid one stays", func(t *testing.T) {
+		placedPlan := planOf(t, ns, "placed")
+		// Nine replicas and an override without values: neither the document nor part of it
+		// is used.
+		invalid := strings.Replace(config(digest, 9), "values: {replicas: 9}\n", "values: {replicas: 9}\n"+
+			"            - clusterSelector: {matchLabels: {region: eu}}\n              values: {}\n", 1)
+		putConfigMap(t, "orchestrator-config", map[string]string{"config.yaml": invalid})
+		testenv.Eventually(t, time.Minute, "a ConfigInvalid event naming the override", func() error {
+			var events eventsv1.EventList
+			if err := env.Client.List(ctx, &events, client.InNamespace(controlPlane)); err != nil {
+				return err
+			}
+			for _, e := range events.Items {
+				if e.Reason == "ConfigInvalid" && strings.Contains(e.Note, "profiles[0].backends[0].placement.overrides[1].values: an override needs values") {
+					return nil
+				}
+			}
+			return fmt.Errorf("none among %d events", len(events.Items))
+		})
+		requestReconcile(t, ns, "placed")
+		if p := planOf(t, ns, "placed"); p.Generation != placedPlan.Generation {
+			t.Fatalf("the plan was written under an invalid config: generation %d → %d", placedPlan.Generation, p.Generation)
+		}
+		replicasOn(t, member.Client, "the member", ns, "placed", 4)
 	})
 
 	t.Run("config diff --cluster names the Workloads an override change touches, and where", func(t *testing.T) {
