@@ -7,16 +7,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/configdiff"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
@@ -32,6 +35,7 @@ func newConfigDiffCommand() *cobra.Command {
 		workloadsDir, newTempl, oldTempl string
 		output                           string
 		fromCluster, failOnRisky         bool
+		memberFlags                      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW (--workloads DIR | --cluster)",
@@ -45,10 +49,19 @@ pruned. Nothing is written to a cluster.
 Workloads come from the Score files under --workloads DIR, or from the cluster with
 --cluster (read only). configmap:// templates are read from --templates DIR (and
 --old-templates DIR for the old config, when its templates differ) and verified against
-their digests. With --fail-on-risky the exit code is 1 when any change is risky, for CI.`,
+their digests. With --fail-on-risky the exit code is 1 when any change is risky, for CI.
+
+Backends that place on member clusters are placed as the orchestrator places them, and each
+Workload's diff names its cluster and the values of its plan that change there (a placement
+override's): with --cluster, among the clusters the controllers see (the ConfigMap
+score-system/score-clusters), each Workload kept on the cluster its plan names while it
+matches; with --workloads, among the clusters given with --member NAME:k=v,... (repeat it;
+none given: placement is not decided, no override applies).`,
 		Example: `  scorectl config diff main/orchestrator-config.yaml pr/orchestrator-config.yaml \
     --workloads examples --templates pr/templates --old-templates main/templates
-  scorectl config diff old.yaml new.yaml --cluster --templates config/templates -o json`,
+  scorectl config diff old.yaml new.yaml --cluster --templates config/templates -o json
+  scorectl config diff old.yaml new.yaml --workloads examples --templates config/templates \
+    --member eu-1:env=prod,region=eu --member us-1:env=prod,region=us`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (workloadsDir == "") == !fromCluster {
@@ -68,15 +81,25 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 			if err != nil {
 				return err
 			}
+			if fromCluster && len(memberFlags) > 0 {
+				return errors.New("--member describes clusters for --workloads; with --cluster the registered clusters are read")
+			}
 			var workloads []*scorev1b1.Workload
 			var fleet rollout.Fleet
+			var where placedWhere
 			if fromCluster {
 				workloads, err = clusterWorkloads(cmd.Context(), &flags)
 				if err == nil {
 					fleet, err = clusterFleet(cmd.Context(), &flags, after.Rollout)
 				}
+				if err == nil {
+					where, err = clusterPlacement(cmd.Context(), &flags)
+				}
 			} else {
 				workloads, err = readWorkloads([]string{workloadsDir}, flags.namespace, "")
+				if err == nil {
+					where.members, err = parseMembers(memberFlags)
+				}
 			}
 			if err != nil {
 				return err
@@ -84,7 +107,7 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 			fetcher := &ocifetch.Fetcher{}
 			// Each config renders every Workload together, as one app.
 			run := func(cfg *orchconfig.Config, dir string) ([]offline.Result, error) {
-				return offline.Run(cmd.Context(), offline.Input{Workloads: workloads, Config: cfg, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+				return offline.Run(cmd.Context(), offline.Input{Workloads: workloads, Config: cfg, Members: where.members, Placed: where.placed, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
 					return templates.FromDir(cmd.Context(), ref, dir, fetcher)
 				}})
 			}
@@ -123,7 +146,60 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 	cmd.Flags().StringVar(&oldTempl, "old-templates", "", "directory of configmap:// templates for the old config (default: --templates)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().BoolVar(&failOnRisky, "fail-on-risky", false, "exit 1 when a change is risky")
+	cmd.Flags().StringArrayVar(&memberFlags, "member", nil, "a member cluster to place on, NAME:k=v,... (repeatable; with --workloads)")
 	return cmd
+}
+
+// placedWhere is what placement decides from in a diff: the member clusters, and the one
+// each Workload runs on now.
+type placedWhere struct {
+	members []placement.Cluster
+	placed  func(namespace, name string) string
+}
+
+// parseMembers reads --member NAME:k=v,... flags; none leaves placement undecided.
+func parseMembers(flags []string) ([]placement.Cluster, error) {
+	var out []placement.Cluster
+	for _, f := range flags {
+		name, labels, _ := strings.Cut(f, ":")
+		var list []string
+		if labels != "" {
+			list = strings.Split(labels, ",")
+		}
+		m, err := renderMembers(name, list)
+		if err != nil {
+			return nil, fmt.Errorf("--member %q: %w", f, err)
+		}
+		out = append(out, m...)
+	}
+	return out, nil
+}
+
+// clusterPlacement reads the registered clusters as the orchestrator does (names and labels
+// from the ConfigMap the runtime publishes, never the registrations) and where each plan is
+// placed.
+func clusterPlacement(ctx context.Context, flags *clusterFlags) (placedWhere, error) {
+	c, _, err := flags.connect()
+	if err != nil {
+		return placedWhere{}, err
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: clusters.StatusConfigMap}, cm); client.IgnoreNotFound(err) != nil {
+		return placedWhere{}, fmt.Errorf("reading the registered clusters: %w", err)
+	}
+	var plans scorev1b1.WorkloadPlanList
+	var opts []client.ListOption
+	if flags.namespace != "" {
+		opts = append(opts, client.InNamespace(flags.namespace))
+	}
+	if err := c.List(ctx, &plans, opts...); err != nil {
+		return placedWhere{}, fmt.Errorf("reading where the plans are placed: %w", err)
+	}
+	on := map[string]string{}
+	for _, p := range plans.Items {
+		on[p.Namespace+"/"+p.Name] = p.Spec.Cluster
+	}
+	return placedWhere{members: clusters.Placeable(clusters.Decode(cm)), placed: func(namespace, name string) string { return on[namespace+"/"+name] }}, nil
 }
 
 func readConfig(path string) (*orchconfig.Config, error) {
@@ -216,8 +292,12 @@ func printDiffs(w io.Writer, diffs []configdiff.Workload, waves int, output stri
 	}
 	risky, changed := 0, 0
 	for _, d := range diffs {
+		name := d.Name
+		if d.Cluster != "" {
+			name += " on cluster " + d.Cluster
+		}
 		if d.Empty() {
-			fmt.Fprintf(w, "%s: no change\n", d.Name)
+			fmt.Fprintf(w, "%s: no change\n", name)
 			continue
 		}
 		changed++
@@ -229,7 +309,7 @@ func printDiffs(w io.Writer, diffs []configdiff.Workload, waves int, output stri
 		if d.Wave > 0 {
 			mark += fmt.Sprintf(" (wave %d of %d)", d.Wave, waves)
 		}
-		fmt.Fprintf(w, "%s%s:\n", d.Name, mark)
+		fmt.Fprintf(w, "%s%s:\n", name, mark)
 		for _, c := range d.Changes {
 			flag := "  "
 			if c.Risky {

@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
@@ -22,6 +25,8 @@ func newRenderCommand() *cobra.Command {
 		files                                                      []string
 		configFile, templatesDir, namespace, output, region, image string
 		plainHTTP                                                  bool
+		cluster                                                    string
+		clusterLabels                                              []string
 	)
 	cmd := &cobra.Command{
 		Use:   "render -f score.yaml [-f other.yaml | -f DIR ...] --config orchestrator-config.yaml",
@@ -45,13 +50,27 @@ secrets are not usable), secret values are <secret resources.KEY.OUTPUT> markers
 Templates referenced as configmap://<ns>/<name>/<key> (manifests, helm charts) are read from
 --templates DIR/<key>; kustomize templates referenced as configmap://<ns>/<name> from the
 files of the directory DIR/<name>. Each is verified against its digest; oci:// templates are
-fetched and verified.`,
+fetched and verified.
+
+--cluster NAME renders what the member cluster NAME gets: each Workload is placed as the
+orchestrator places it, with NAME the only registered cluster, and its plan's values take the
+backend's placement overrides whose selectors match the cluster's labels. Render reads no
+registration: give the labels with --cluster-labels k=v,... (scorectl cluster list shows
+them); without it the cluster has no labels. A Workload that would not run on NAME (its
+backend runs on the hub, or its placement does not match the labels) fails, saying why.
+Without --cluster, placement is not decided: no cluster, no override.`,
 		Example: `  scorectl render -f examples/web-postgres-redis/score.yaml \
-    --config .dev/orchestrator-config.yaml --templates config/templates`,
+    --config .dev/orchestrator-config.yaml --templates config/templates
+  scorectl render -f examples/hello/score.yaml --config .dev/orchestrator-config.yaml \
+    --templates config/templates --cluster eu-1 --cluster-labels env=prod,region=eu`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 || configFile == "" {
 				return errors.New("-f and --config are required")
+			}
+			members, err := renderMembers(cluster, clusterLabels)
+			if err != nil {
+				return err
 			}
 			workloads, err := readWorkloads(files, namespace, image)
 			if err != nil {
@@ -66,9 +85,12 @@ fetched and verified.`,
 				return fmt.Errorf("%s: %w", configFile, err)
 			}
 			fetcher := &ocifetch.Fetcher{PlainHTTP: plainHTTP}
-			results, runErr := offline.Run(cmd.Context(), offline.Input{Workloads: workloads, Config: cfg, Region: region, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+			results, runErr := offline.Run(cmd.Context(), offline.Input{Workloads: workloads, Config: cfg, Region: region, Members: members, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
 				return templates.FromDir(cmd.Context(), ref, templatesDir, fetcher)
 			}})
+			if cluster != "" {
+				runErr = errors.Join(runErr, notOn(results, cluster))
+			}
 			out := cmd.OutOrStdout()
 			if output != "" && output != "-" {
 				f, err := os.Create(output)
@@ -97,12 +119,49 @@ fetched and verified.`,
 	cmd.Flags().StringVar(&image, "image", "", `the image of every container whose image is "." (score-k8s's --image)`)
 	cmd.Flags().StringVar(&region, "region", "", "the orchestrator's region, for backends restricted to regions")
 	cmd.Flags().BoolVar(&plainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "render what this member cluster gets: placement and its overrides")
+	cmd.Flags().StringSliceVar(&clusterLabels, "cluster-labels", nil, "the labels of --cluster, k=v,... (render reads no registration)")
 	return cmd
+}
+
+// renderMembers is the one member cluster --cluster names, with its --cluster-labels; none
+// without --cluster.
+func renderMembers(name string, labels []string) ([]placement.Cluster, error) {
+	if name == "" {
+		if len(labels) > 0 {
+			return nil, errors.New("--cluster-labels are the labels of --cluster NAME: give the name too")
+		}
+		return nil, nil
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, fmt.Errorf("--cluster %q: %s", name, errs[0])
+	}
+	set, err := parseLabels(labels)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-labels: %w", err)
+	}
+	return []placement.Cluster{{Name: name, Labels: set}}, nil
+}
+
+// notOn fails the Workloads that rendered but would not run on cluster: their backend runs
+// them on the hub.
+func notOn(results []offline.Result, cluster string) error {
+	var errs []error
+	for i := range results {
+		res := &results[i]
+		if res.Err != nil || res.Placement.Cluster == cluster {
+			continue
+		}
+		res.Err = fmt.Errorf("workload %s/%s: backend %s runs it on the hub (it has no placement), not on cluster %s",
+			res.Workload.Namespace, res.Workload.Name, res.Selection.Backend.BackendID, cluster)
+		errs = append(errs, res.Err)
+	}
+	return errors.Join(errs...)
 }
 
 func writeRender(out io.Writer, res offline.Result) error {
 	w, sel := res.Workload, res.Selection
-	fmt.Fprintf(out, "# Workload %s/%s: profile %s (by %s), backend %s (runtime %s)\n", w.Namespace, w.Name, sel.Profile, sel.ProfileDetail, sel.Backend.BackendID, sel.Backend.RuntimeClass)
+	fmt.Fprintf(out, "# Workload %s/%s: profile %s (by %s), backend %s (runtime %s)%s\n", w.Namespace, w.Name, sel.Profile, sel.ProfileDetail, sel.Backend.BackendID, sel.Backend.RuntimeClass, placedOn(res))
 	if err := writeDocument(out, withoutStatus(res.Plan)); err != nil {
 		return err
 	}
@@ -129,4 +188,21 @@ func writeRender(out io.Writer, res offline.Result) error {
 		}
 	}
 	return nil
+}
+
+// placedOn says, for the header, the cluster a render placed the Workload on and which of its
+// backend's overrides (by index) apply there; nothing on the hub.
+func placedOn(res offline.Result) string {
+	p := res.Placement
+	if p.Cluster == "" {
+		return ""
+	}
+	var applied []string
+	for _, i := range res.Selection.Backend.Placement.Matching(p.Labels) {
+		applied = append(applied, fmt.Sprintf("overrides[%d]", i))
+	}
+	if len(applied) == 0 {
+		return ", cluster " + p.Cluster + ", no override"
+	}
+	return ", cluster " + p.Cluster + ", " + strings.Join(applied, ", ")
 }

@@ -1,18 +1,22 @@
 // Package configdiff compares what two Orchestrator Configs would do with one Workload: the
 // profile and backend each selects, the claims each makes (a claim replaced is a new
-// instance: its data and credentials are not the old ones), and the objects each renders
-// (created, changed, pruned). It is pure: the caller runs the offline pipeline with each
-// config.
+// instance: its data and credentials are not the old ones), the cluster each places it on
+// and the values of its plan that change (a placement override's), and the objects each
+// renders (created, changed, pruned). It is pure: the caller runs the offline pipeline with
+// each config.
 package configdiff
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 )
 
@@ -38,6 +42,9 @@ type ObjectChange struct {
 // Workload is everything that would change for one Workload.
 type Workload struct {
 	Name string `json:"name"`
+	// Cluster is the member cluster the Workload runs on under the new config (under the old
+	// one when the new one cannot serve it); "" is the hub, or placement not decided.
+	Cluster string `json:"cluster,omitempty"`
 	// Wave is the wave of the new config's rollout policy the Workload falls in (1-based); 0
 	// without a policy, or when the change does not affect it.
 	Wave    int            `json:"wave,omitempty"`
@@ -60,7 +67,10 @@ func (w Workload) Empty() bool { return len(w.Changes) == 0 && len(w.Objects) ==
 
 // Compare says what moving a Workload from the old config to the new one would do.
 func Compare(name string, before, after Side) Workload {
-	d := Workload{Name: name}
+	d := Workload{Name: name, Cluster: after.Result.Placement.Cluster}
+	if after.Err != nil {
+		d.Cluster = before.Result.Placement.Cluster
+	}
 	switch {
 	case before.Err != nil && after.Err != nil:
 		if before.Err.Error() != after.Err.Error() {
@@ -83,9 +93,90 @@ func Compare(name string, before, after Side) Workload {
 	if b.Backend != nil && a.Backend != nil && b.Backend.BackendID != a.Backend.BackendID {
 		d.Changes = append(d.Changes, Change{What: fmt.Sprintf("backend %s → %s", b.Backend.BackendID, a.Backend.BackendID)})
 	}
+	if bc, ac := before.Result.Placement.Cluster, after.Result.Placement.Cluster; bc != ac {
+		// A move provisions its dependencies anew on the new cluster: their data stays behind.
+		d.Changes = append(d.Changes, Change{What: fmt.Sprintf("cluster %s → %s", clusterName(bc), clusterName(ac)), Risky: len(after.Result.Claims) > 0})
+	}
 	d.Changes = append(d.Changes, claimChanges(before.Result.Claims, after.Result.Claims)...)
+	d.Changes = append(d.Changes, valueChanges(before.Result.Plan, after.Result.Plan)...)
 	d.Objects = objectChanges(allObjects(before.Result), allObjects(after.Result))
 	return d
+}
+
+func clusterName(c string) string {
+	if c == "" {
+		return "the hub"
+	}
+	return c
+}
+
+// maxValueChanges bounds the value paths listed for one Workload; the rest are counted.
+const maxValueChanges = 10
+
+// valueChanges lists the paths of the plan's values that change (a plan whose values change
+// is written again, whether or not its objects change), such as a placement override's. The
+// values hold no secret: secret outputs never enter them.
+func valueChanges(before, after *scorev1b1.WorkloadPlan) []Change {
+	if before == nil || after == nil || before.Spec.Values == nil || after.Spec.Values == nil {
+		return nil
+	}
+	var b, a any
+	if json.Unmarshal(before.Spec.Values.Raw, &b) != nil || json.Unmarshal(after.Spec.Values.Raw, &a) != nil {
+		return nil
+	}
+	var paths []string
+	diffPaths("", b, a, &paths)
+	sort.Strings(paths)
+	var out []Change
+	for i, p := range paths {
+		if i == maxValueChanges {
+			out = append(out, Change{What: fmt.Sprintf("values: %d more", len(paths)-i)})
+			break
+		}
+		out = append(out, Change{What: "values: " + p})
+	}
+	return out
+}
+
+// diffPaths appends "path: old → new" for each leaf where b and a differ; maps are compared
+// key by key, anything else as a whole.
+func diffPaths(path string, b, a any, out *[]string) {
+	bm, bok := b.(map[string]any)
+	am, aok := a.(map[string]any)
+	if bok && aok {
+		for k, bv := range bm {
+			diffPaths(join(path, k), bv, am[k], out)
+		}
+		for k, av := range am {
+			if _, ok := bm[k]; !ok {
+				diffPaths(join(path, k), nil, av, out)
+			}
+		}
+		return
+	}
+	if reflect.DeepEqual(b, a) {
+		return
+	}
+	*out = append(*out, fmt.Sprintf("%s: %s → %s", path, short(b), short(a)))
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// short is a value as JSON, cut at 40 characters; absent is "(none)".
+func short(v any) string {
+	if v == nil {
+		return "(none)"
+	}
+	b, _ := json.Marshal(v)
+	if len(b) > 40 {
+		return string(b[:37]) + "..."
+	}
+	return string(b)
 }
 
 // claimChanges compares claims by resource key. Another claim name means another instance;

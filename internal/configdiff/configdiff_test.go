@@ -5,10 +5,13 @@ import (
 	"reflect"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 )
 
@@ -80,5 +83,48 @@ func TestCompare(t *testing.T) {
 	}
 	if got := Compare("web", Side{Err: errors.New("x")}, base); len(got.Objects) != 2 || got.Objects[0].Action != "created" || got.Risky() {
 		t.Fatalf("becoming servable: %+v", got)
+	}
+}
+
+// placed is a result placed on cluster with the plan's values.
+func placed(cluster, values string, claims []offline.Claim, objs ...*unstructured.Unstructured) Side {
+	s := result("web-service", "k8s-web", claims, objs...)
+	s.Result.Placement = placement.Result{OK: true, Cluster: cluster}
+	s.Result.Plan = &scorev1b1.WorkloadPlan{Spec: scorev1b1.WorkloadPlanSpec{Cluster: cluster, Values: &apiextensionsv1.JSON{Raw: []byte(values)}}}
+	return s
+}
+
+// A diff says on which cluster a Workload runs, the values of its plan that change there (an
+// override's), and a move, risky when its dependencies would be provisioned anew.
+func TestClusterOverridesDiff(t *testing.T) {
+	db := offline.Claim{Key: "db", Name: "web-db-1", Provisioner: "template://dev/postgres"}
+	dep := func(replicas int) *unstructured.Unstructured {
+		return obj("Deployment", "web", map[string]any{"replicas": replicas})
+	}
+	cases := []struct {
+		name          string
+		before, after Side
+		want          Workload
+	}{
+		{"an override that does not match: nothing",
+			placed("us-1", `{"replicas":1,"image":{"registry":"r"}}`, nil, dep(1)), placed("us-1", `{"replicas":1,"image":{"registry":"r"}}`, nil, dep(1)),
+			Workload{Name: "ns/web", Cluster: "us-1"}},
+		{"an override that matches: its values, the objects they change",
+			placed("eu-1", `{"replicas":1,"image":{"registry":"r"}}`, nil, dep(1)), placed("eu-1", `{"replicas":3,"image":{"registry":"eu.mirror"},"tier":"gold"}`, nil, dep(3)),
+			Workload{Name: "ns/web", Cluster: "eu-1", Changes: []Change{{What: `values: image.registry: "r" → "eu.mirror"`}, {What: "values: replicas: 1 → 3"}, {What: `values: tier: (none) → "gold"`}},
+				Objects: []ObjectChange{{Action: "changed", Object: "Deployment ns/web"}}}},
+		{"moved with a dependency: risky",
+			placed("eu-1", `{}`, []offline.Claim{db}, dep(1)), placed("us-1", `{}`, []offline.Claim{db}, dep(1)),
+			Workload{Name: "ns/web", Cluster: "us-1", Changes: []Change{{What: "cluster eu-1 → us-1", Risky: true}}}},
+		{"moved from the hub without dependencies",
+			placed("", `{}`, nil, dep(1)), placed("eu-1", `{}`, nil, dep(1)),
+			Workload{Name: "ns/web", Cluster: "eu-1", Changes: []Change{{What: "cluster the hub → eu-1"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Compare("ns/web", tc.before, tc.after); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
 	}
 }

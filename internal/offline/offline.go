@@ -24,6 +24,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
@@ -47,6 +48,12 @@ type Input struct {
 	Region   string
 	// Cluster supplies what only a cluster knows; its zero value is the offline stand-ins.
 	Cluster Cluster
+	// Members are the member clusters placement chooses from (names and labels, as
+	// registered), and Placed, when set, names the one a Workload runs on now ("" for none),
+	// which placement keeps while it matches. With Members nil, placement is not decided: a
+	// placed backend's plan names no cluster and none of its overrides applies.
+	Members []placement.Cluster
+	Placed  func(namespace, name string) string
 }
 
 // Cluster supplies the values only a cluster knows. Each nil field has an offline stand-in.
@@ -78,6 +85,9 @@ type Claim struct {
 type Result struct {
 	Workload  *scorev1b1.Workload
 	Selection selection.Result
+	// Placement is where the Workload is placed (its Cluster "" is the hub), decided with
+	// Input.Members.
+	Placement placement.Result
 	Claims    []Claim
 	Plan      *scorev1b1.WorkloadPlan
 	// Objects are what the runtime applies for the plan, prepared.
@@ -127,6 +137,10 @@ func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1
 	if !res.Selection.OK {
 		return res, fmt.Errorf("selection: %s", res.Selection.Message)
 	}
+	if res.Placement = in.place(w, res.Selection.Backend); !res.Placement.OK {
+		return res, fmt.Errorf("placement: backend %s places on clusters matching %s, and no cluster given does%s",
+			res.Selection.Backend.BackendID, res.Placement.Selector, memberList(res.Placement.Candidates))
+	}
 
 	views := map[string]planner.ClaimView{}
 	for len(views) < len(w.Spec.Resources) {
@@ -154,13 +168,15 @@ func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1
 	}
 	sort.Slice(res.Claims, func(i, j int) bool { return res.Claims[i].Key < res.Claims[j].Key })
 
-	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: res.Selection.Profile, Backend: *res.Selection.Backend, Claims: views})
+	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: res.Selection.Profile, Backend: *res.Selection.Backend, Claims: views,
+		Cluster: res.Placement.Cluster, ClusterLabels: res.Placement.Labels})
 	if err != nil {
 		return res, err
 	}
 	if len(built.Unresolved) > 0 {
 		return res, fmt.Errorf("outputs not provided by the provisioners: %s", strings.Join(built.Unresolved, ", "))
 	}
+	built.Spec.Cluster = res.Placement.Cluster
 	res.Plan = &scorev1b1.WorkloadPlan{
 		TypeMeta:   metav1.TypeMeta{APIVersion: scorev1b1.GroupVersion.String(), Kind: "WorkloadPlan"},
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, UID: in.planUID(w)},
@@ -184,6 +200,28 @@ func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1
 	}
 	res.Objects, err = prepareFor(in, objs, prepare.PlanMarks(res.Plan))
 	return res, err
+}
+
+// place chooses the Workload's cluster as the orchestrator does, among Members; with none
+// given, a placed backend is not decided (the hub, and no override).
+func (in Input) place(w *scorev1b1.Workload, b *orchconfig.Backend) placement.Result {
+	if in.Members == nil || b.Placement == nil {
+		return placement.Result{OK: true}
+	}
+	pin := placement.Input{Placement: b.Placement, Clusters: in.Members, Namespace: w.Namespace, Name: w.Name}
+	if in.Placed != nil {
+		pin.Current = in.Placed(w.Namespace, w.Name)
+	}
+	return placement.Place(pin)
+}
+
+// memberList says why each cluster placement saw was not chosen, for an error.
+func memberList(candidates []placement.Candidate) string {
+	var b strings.Builder
+	for _, c := range candidates {
+		fmt.Fprintf(&b, "; %s: %s", c.Name, c.Why)
+	}
+	return b.String()
 }
 
 // prepareFor marks and orders objects as the applier does.

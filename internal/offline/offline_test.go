@@ -10,6 +10,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
@@ -144,4 +145,69 @@ func mustJSON(t *testing.T, v map[string]any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// placeAll places every backend on env=prod clusters, with three replicas on region=eu.
+func placeAll(cfg *orchconfig.Config) {
+	for i := range cfg.Profiles {
+		for j := range cfg.Profiles[i].Backends {
+			cfg.Profiles[i].Backends[j].Placement = &orchconfig.Placement{
+				ClusterSelector: orchconfig.Selector{MatchLabels: map[string]string{"env": "prod"}},
+				Overrides: []orchconfig.Override{{ClusterSelector: orchconfig.Selector{MatchLabels: map[string]string{"region": "eu"}},
+					Values: map[string]any{"replicas": 3}}},
+			}
+		}
+	}
+}
+
+// The offline pipeline places as the orchestrator does, among the members it is given, and
+// composes the values the chosen cluster gets: the Deployment on an eu cluster carries the
+// override, on another cluster it does not; with no member that matches, the Workload fails
+// naming each cluster's reason; with no members given, placement is not decided.
+func TestClusterOverridesOffline(t *testing.T) {
+	cfg := devConfig(t)
+	placeAll(cfg)
+	eu := []placement.Cluster{{Name: "eu-1", Labels: map[string]string{"env": "prod", "region": "eu"}}}
+	us := []placement.Cluster{{Name: "us-1", Labels: map[string]string{"env": "prod", "region": "us"}}}
+	dev := []placement.Cluster{{Name: "dev-1", Labels: map[string]string{"env": "dev"}}}
+	cases := []struct {
+		name     string
+		members  []placement.Cluster
+		placed   func(namespace, name string) string
+		cluster  string
+		replicas int64
+		err      string
+	}{
+		{name: "on an eu cluster", members: eu, cluster: "eu-1", replicas: 3},
+		{name: "on a us cluster", members: us, cluster: "us-1", replicas: 1},
+		{name: "kept where it runs while it matches", members: append(append([]placement.Cluster{}, eu...), us...),
+			placed: func(string, string) string { return "us-1" }, cluster: "us-1", replicas: 1},
+		{name: "no member matches", members: dev, err: "placement: backend k8s-web-v2 places on clusters matching env=prod, and no cluster given does; dev-1: Its labels (env=dev) do not match the selector."},
+		{name: "no members: not decided", members: nil, cluster: "", replicas: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			results, err := Run(context.Background(), Input{Workloads: []*scorev1b1.Workload{score(t, backend)}, Config: cfg, Members: tc.members, Placed: tc.placed,
+				Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+					return templates.FromDir(context.Background(), ref, "../../config/templates", nil)
+				}})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := results[0]
+			if res.Plan.Spec.Cluster != tc.cluster || res.Placement.Cluster != tc.cluster {
+				t.Fatalf("placed on %q, want %q", res.Plan.Spec.Cluster, tc.cluster)
+			}
+			replicas, _, _ := unstructured.NestedInt64(byKind(res.Objects, "Deployment").Object, "spec", "replicas")
+			if replicas != tc.replicas {
+				t.Fatalf("replicas %d, want %d", replicas, tc.replicas)
+			}
+		})
+	}
 }

@@ -325,6 +325,50 @@ type Placement struct {
 	ClusterSelector Selector `json:"clusterSelector" yaml:"clusterSelector"`
 	// Policy chooses among the matching clusters: Spread (the default) or Ordered.
 	Policy string `json:"policy,omitempty" yaml:"policy,omitempty"`
+	// Overrides are values per cluster: each matching override's values are merged over the
+	// template's values for the copies placed on the clusters its selector matches.
+	Overrides []Override `json:"overrides,omitempty" yaml:"overrides,omitempty"`
+}
+
+// Override is values for the copies of a backend's Workloads placed on some clusters (a
+// regional registry mirror, a storage class, a replica count): part of the backend's
+// defaults there, so the Workload and its dependencies' outputs still win over it.
+type Override struct {
+	// ClusterSelector matches the labels of the cluster a copy is placed on, as the
+	// placement's clusterSelector does.
+	ClusterSelector Selector `json:"clusterSelector" yaml:"clusterSelector"`
+	// Values are merged over the template's values (maps key by key, anything else replaced).
+	Values map[string]any `json:"values" yaml:"values"`
+}
+
+// OverridesFor are the values of the overrides whose selector matches the labels of the
+// member cluster a copy is placed on, in list order: a later one wins where they overlap.
+// A copy on the hub (placed false) gets none: the hub is not a placement candidate and has
+// no labels, so no selector speaks of it.
+func (p *Placement) OverridesFor(labels map[string]string, placed bool) []map[string]any {
+	if !placed {
+		return nil
+	}
+	var out []map[string]any
+	for _, i := range p.Matching(labels) {
+		out = append(out, p.Overrides[i].Values)
+	}
+	return out
+}
+
+// Matching are the indexes of the overrides whose selector matches a member cluster's labels,
+// in list order.
+func (p *Placement) Matching(labels map[string]string) []int {
+	if p == nil {
+		return nil
+	}
+	var out []int
+	for i, o := range p.Overrides {
+		if o.ClusterSelector.MatchesLabels(labels) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // The placement policies.

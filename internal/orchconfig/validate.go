@@ -1,6 +1,7 @@
 package orchconfig
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
 	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 	"github.com/score-orchestrator/score-orchestrator/internal/urltemplate"
@@ -140,9 +142,45 @@ func (v *validator) placement(path string, p Placement) {
 	}
 	if len(p.ClusterSelector.MatchLabels) == 0 && len(p.ClusterSelector.MatchExpressions) == 0 {
 		v.fail(path+".clusterSelector", "a cluster selector needs matchLabels or matchExpressions (a backend without placement runs on the hub)")
+	} else {
+		v.selector(path+".clusterSelector", p.ClusterSelector)
+	}
+	for i, o := range p.Overrides {
+		v.override(fmt.Sprintf("%s.overrides[%d]", path, i), o, p.ClusterSelector)
+	}
+}
+
+// override checks one placement override: a cluster selector as the placement's (labels
+// only, not empty: an override for every cluster belongs in the template's values), one
+// that does not contradict the placement's matchLabels (it could never apply), and values
+// that are not empty and fit the plan's budget on their own (a plan holding them could
+// never be emitted).
+func (v *validator) override(path string, o Override, placement Selector) {
+	sel := o.ClusterSelector
+	switch {
+	case len(sel.Namespaces) > 0:
+		v.fail(path+".clusterSelector.namespaces", "a cluster selector matches cluster labels only")
+	case len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0:
+		v.fail(path+".clusterSelector", "an override's cluster selector needs matchLabels or matchExpressions (values for every cluster belong in template.values)")
+	default:
+		v.selector(path+".clusterSelector", sel)
+	}
+	for _, k := range sortedKeys(sel.MatchLabels) {
+		if want, ok := placement.MatchLabels[k]; ok && want != sel.MatchLabels[k] {
+			v.fail(path+".clusterSelector.matchLabels."+k, "%q can never match: the placement only chooses clusters with %s=%s", sel.MatchLabels[k], k, want)
+		}
+	}
+	if len(o.Values) == 0 {
+		v.fail(path+".values", "an override needs values")
 		return
 	}
-	v.selector(path+".clusterSelector", p.ClusterSelector)
+	raw, err := json.Marshal(o.Values)
+	switch {
+	case err != nil:
+		v.fail(path+".values", "cannot be encoded as JSON: %v", err)
+	case len(raw) > placeholder.MaxExpanded:
+		v.fail(path+".values", "%d bytes is more than a plan may hold (%d)", len(raw), placeholder.MaxExpanded)
+	}
 }
 
 func (v *validator) template(path string, t Template, allowMutable bool) {

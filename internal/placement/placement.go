@@ -48,8 +48,10 @@ type Candidate struct {
 type Result struct {
 	// OK is false when no registered cluster matches.
 	OK bool
-	// Cluster is the chosen cluster; "" is the hub (no placement).
+	// Cluster is the chosen cluster; "" is the hub (no placement). Labels are its labels,
+	// which the backend's placement overrides are matched against.
 	Cluster string
+	Labels  map[string]string
 	// Moved is set when the Workload ran on another cluster, which no longer fits.
 	Moved bool
 	// Candidates are every registered cluster, by name.
@@ -92,6 +94,11 @@ func Place(in Input) Result {
 		res.Cluster = highestWeight(matching, in.Namespace+"/"+in.Name)
 	}
 	res.Moved = in.Current != "" && in.Current != res.Cluster
+	for _, c := range clusters {
+		if c.Name == res.Cluster {
+			res.Labels = c.Labels
+		}
+	}
 	for i := range res.Candidates {
 		c := &res.Candidates[i]
 		switch {

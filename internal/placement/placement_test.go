@@ -67,6 +67,15 @@ func TestPlace(t *testing.T) {
 			if tc.ok && tc.in.Placement != nil && chosen != 1 {
 				t.Errorf("%d candidates chosen", chosen)
 			}
+			// The chosen cluster's labels come with it: the backend's overrides match them.
+			for _, c := range tc.in.Clusters {
+				if c.Name == res.Cluster && res.Labels["region"] != c.Labels["region"] {
+					t.Errorf("labels %v, want %s's %v", res.Labels, c.Name, c.Labels)
+				}
+			}
+			if res.Cluster == "" && res.Labels != nil {
+				t.Errorf("the hub has no labels, got %v", res.Labels)
+			}
 		})
 	}
 }

@@ -21,6 +21,10 @@ type PlanInput struct {
 	Backend  orchconfig.Backend
 	// Claims are the Workload's claims by key; all must be ready.
 	Claims map[string]ClaimView
+	// Cluster is the member cluster the plan is placed on ("" is the hub) and ClusterLabels
+	// its labels: the backend's placement overrides that match them join its defaults.
+	Cluster       string
+	ClusterLabels map[string]string
 }
 
 // PlanResult is the plan spec, or the placeholders that keep it from being emitted.
@@ -32,8 +36,9 @@ type PlanResult struct {
 }
 
 // BuildPlan composes the plan: values = defaults ⊕ normalize(Workload) ⊕ outputs (non-secret
-// outputs only, under resources.<key>.outputs), and the projection of every string that may
-// hold placeholders, where outputs stay references. Same input, same plan.
+// outputs only, under resources.<key>.outputs), where defaults are the backend's for the
+// cluster (Defaults), and the projection of every string that may hold placeholders, where
+// outputs stay references. Same input, same plan.
 func BuildPlan(in PlanInput) (PlanResult, error) {
 	w := in.Workload
 	b := &builder{meta: Metadata(w), claims: in.Claims, budget: placeholder.NewBudget(placeholder.MaxExpanded)}
@@ -50,7 +55,7 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 		}
 		outputs[key] = entry
 	}
-	composed := values.Compose(in.Backend.Template.Values, values.Normalize(w), map[string]any{"resources": outputs})
+	composed := values.Compose(Defaults(in.Backend, in.Cluster, in.ClusterLabels), values.Normalize(w), map[string]any{"resources": outputs})
 
 	var projection scorev1b1.Projection
 	for _, cname := range values.SortedKeys(w.Spec.Containers) {
@@ -85,6 +90,15 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 		spec.Claims = append(spec.Claims, scorev1b1.PlanClaim{Key: key, ClaimName: c.Name, SecretName: c.SecretName, SecretKeys: c.SecretKeys, Instance: c.Instance})
 	}
 	return PlanResult{Spec: spec}, nil
+}
+
+// Defaults are a backend's values for the copies placed on a cluster: the template's values,
+// then the values of each placement override whose selector matches the cluster's labels, in
+// the order the overrides are listed (a later one wins; maps merge key by key, anything else,
+// lists included, is replaced). On the hub (cluster "") no override applies.
+func Defaults(b orchconfig.Backend, cluster string, labels map[string]string) map[string]any {
+	layers := append([]map[string]any{b.Template.Values}, b.Placement.OverridesFor(labels, cluster != "")...)
+	return values.Compose(layers...)
 }
 
 func templateRef(t orchconfig.Template) scorev1b1.TemplateRef {

@@ -254,7 +254,11 @@ func (t *walk) outputs() []Blocker {
 	if r := t.selection(); r.Backend != nil {
 		backend = *r.Backend
 	}
-	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Backend: backend, Claims: views})
+	in := planner.PlanInput{Workload: w, Backend: backend, Claims: views}
+	if p := t.in.Plan; p != nil && p.Spec.Cluster != "" {
+		in.Cluster, in.ClusterLabels = p.Spec.Cluster, t.in.Clusters[p.Spec.Cluster].Labels
+	}
+	built, err := planner.BuildPlan(in)
 	if err != nil {
 		return []Blocker{{What: "Workload " + w.Namespace + "/" + w.Name, Says: "its values do not compose: " + err.Error()}}
 	}

@@ -120,7 +120,8 @@ func (d *decision) runtime(sel selection.Result, placed placement.Result, states
 		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.WaitingForClaims())
 		return
 	}
-	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: sel.Profile, Backend: *sel.Backend, Claims: d.claimViews()})
+	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: sel.Profile, Backend: *sel.Backend, Claims: d.claimViews(),
+		Cluster: placed.Cluster, ClusterLabels: placed.Labels})
 	if err != nil {
 		d.specInvalid(planner.Sentence(err.Error()), 0)
 		return
