@@ -11,7 +11,7 @@ import (
 )
 
 func TestReady(t *testing.T) {
-	ok := Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, "ok"}
+	ok := cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, "ok")
 	cases := []struct {
 		name       string
 		c          Conditions
@@ -21,7 +21,7 @@ func TestReady(t *testing.T) {
 		{"all true", Conditions{ok, ok, ok}, metav1.ConditionTrue, scorev1b1.ReasonSucceeded},
 		{"degraded is ready", Conditions{ok, ok, Runtime(metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded)}, metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded},
 		{"inputs first", Conditions{SpecInvalid("x.", 0), WaitingForClaims(), ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid},
-		{"then claims", Conditions{ok, Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimFailed, "m"}, ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonClaimFailed},
+		{"then claims", Conditions{ok, cond(metav1.ConditionFalse, scorev1b1.ReasonClaimFailed, "m"), ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonClaimFailed},
 		{"then runtime", Conditions{ok, ok, ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonProjectionError},
 		{"unknown runtime is not ready", Conditions{ok, ok, Provisioning()}, metav1.ConditionFalse, scorev1b1.ReasonRuntimeProvisioning},
 	}
@@ -105,7 +105,7 @@ func TestApplyKeepsTransitionTimes(t *testing.T) {
 			t.Fatalf("%s: %+v", cond.Type, cond)
 		}
 	}
-	c.ClaimsReady = Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies}
+	c.ClaimsReady = cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies)
 	third := Apply(second, c, 2, t1)
 	if got := meta.FindStatusCondition(third, scorev1b1.ConditionClaimsReady); !got.LastTransitionTime.Equal(&t1) {
 		t.Fatalf("a changed status moves the time: %+v", got)
@@ -187,8 +187,8 @@ func TestStalledFollowsReady(t *testing.T) {
 			continue
 		}
 		t.Run(string(reason), func(t *testing.T) {
-			c := Conditions{InputsValid: InputsValid(), ClaimsReady: Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies},
-				RuntimeReady: Condition{metav1.ConditionFalse, reason, "Some neutral sentence."}}
+			c := Conditions{InputsValid: InputsValid(), ClaimsReady: cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies),
+				RuntimeReady: cond(metav1.ConditionFalse, reason, "Some neutral sentence.")}
 			got := meta.FindStatusCondition(Apply(nil, c, 2, now), scorev1b1.ConditionStalled)
 			if reason.Waits() != (got == nil) {
 				t.Fatalf("waits %v, Stalled %+v", reason.Waits(), got)
@@ -199,7 +199,7 @@ func TestStalledFollowsReady(t *testing.T) {
 		})
 	}
 	stalled := Apply(nil, Conditions{InputsValid: SpecInvalid("Bad.", 0), ClaimsReady: BlockedByInputs(), RuntimeReady: BlockedByInputs()}, 1, now)
-	ready := Conditions{InputsValid: InputsValid(), ClaimsReady: Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies}, RuntimeReady: Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}
+	ready := Conditions{InputsValid: InputsValid(), ClaimsReady: cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies), RuntimeReady: Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}
 	if meta.FindStatusCondition(stalled, scorev1b1.ConditionStalled) == nil {
 		t.Fatal("SpecInvalid is not Stalled")
 	}
