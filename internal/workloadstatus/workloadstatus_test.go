@@ -51,6 +51,14 @@ func TestClaims(t *testing.T) {
 		{"failed keeps an abstract reason", []ClaimState{{Key: "db", Phase: "Failed", Reason: scorev1b1.ReasonQuotaExceeded}}, "False", scorev1b1.ReasonQuotaExceeded, `Dependency "db" exceeds a quota.`},
 		{"a denied write", []ClaimState{{Key: "db", Denied: scorev1b1.ReasonPolicyViolation}}, "False", scorev1b1.ReasonPolicyViolation, `A platform policy denied dependency "db".`},
 		{"waiting for another's outputs", []ClaimState{{Key: "route", WaitingFor: []string{"dns"}}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: route."},
+		// Issue 39: a dependency provisioned again (its definition changed) while it serves.
+		{"ready and being updated with its outputs published", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}, {Key: "q", Phase: "Bound", OutputsAvailable: true}},
+			"True", scorev1b1.ReasonSucceeded, "All dependencies are ready; being updated: db."},
+		{"being updated without its outputs is pending", []ClaimState{{Key: "db", Phase: "Binding", WasReady: true}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: db."},
+		{"binding for the first time is pending", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: db."},
+		{"one updated, another pending: pending", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}, {Key: "cache", Phase: "Binding"}},
+			"False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 2 dependencies: cache."},
+		{"ready before, failed now", []ClaimState{{Key: "db", Phase: "Failed", WasReady: true}}, "False", scorev1b1.ReasonClaimFailed, `Dependency "db" could not be provisioned.`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,6 +162,10 @@ func TestMessagesAreNeutral(t *testing.T) {
 	add(c)
 	_, c = Claims(nil)
 	add(c)
+	sums, c := Claims([]ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}})
+	add(c)
+	all = append(all, sums[0].Message)
+	add(Ready(Conditions{InputsValid(), c, Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}))
 	add(Ready(Conditions{InputsValid(), InputsValid(), Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}))
 	add(Ready(Conditions{InputsValid(), InputsValid(), Runtime(metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded)}))
 	for _, m := range all {
