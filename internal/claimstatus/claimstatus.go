@@ -247,9 +247,16 @@ func (d *decision) applyFailed(err error) {
 		// or retry.
 	case class == apierror.Transient || class == apierror.Unreachable:
 		// Not a failure of the claim: the API server was busy, unreachable or raced; retried
-		// with backoff, it clears by itself. A Bound claim stays Bound (its objects are there).
-		d.keepPhase(fmt.Sprintf("Provisioner %s: retrying after a transient error: %v.", uri, err))
+		// with backoff, it clears by itself. A claim the provisioner has reported on (Binding,
+		// Bound) keeps what it says, as a plan does: saying it would cost a write now and
+		// another when it clears, for no transition (issue 39); the log says it. One not
+		// reported on yet is Binding, and says why it waits.
 		d.Retry = retry(err)
+		if phase := d.o.Claim.Status.Phase; phase == scorev1b1.ClaimPhaseBinding || phase == scorev1b1.ClaimPhaseBound {
+			d.keepSaying()
+			return
+		}
+		d.keepPhase(fmt.Sprintf("Provisioner %s: retrying after a transient error: %v.", uri, err))
 	default:
 		// Reported (a denial, an invalid object, a kind not served), and retried with backoff:
 		// what lifts it (a quota raised, a CRD installed) is not something the provisioner
@@ -397,6 +404,13 @@ func (d *decision) provisioning() {
 	if d.Status.Phase != scorev1b1.ClaimPhaseBound {
 		d.mark(scorev1b1.ClaimPhaseBinding, "", "Provisioning.")
 	}
+}
+
+// keepSaying keeps the phase, reason, message and conditions the claim has, as read.
+func (d *decision) keepSaying() {
+	read := d.o.Claim.Status
+	d.Status.Phase, d.Status.Reason, d.Status.Message = read.Phase, read.Reason, read.Message
+	d.Status.Conditions = slices.Clone(read.Conditions)
 }
 
 // unreachable reports an instance whose cluster does not answer or is not registered: a Bound

@@ -177,8 +177,16 @@ func TestFrom(t *testing.T) {
 			want{phase: scorev1b1.ClaimPhaseBinding, message: "Provisioning."}},
 		{"a transient error", observed(failedAt(provisioning.StepApply, conflict)),
 			want{phase: scorev1b1.ClaimPhaseBinding, message: "Provisioner " + uri + ": retrying after a transient error: " + conflict.Error() + ".", retry: true}},
-		{"a transient error keeps a Bound claim Bound", observed(bound(live), failedAt(provisioning.StepApply, apierrors.NewServiceUnavailable("restarting"))),
-			want{phase: scorev1b1.ClaimPhaseBound, reason: scorev1b1.ReasonSucceeded, message: "Provisioner " + uri + ": retrying after a transient error: restarting.", retry: true, resources: "db"}},
+		{"a transient error keeps a Bound claim as it was", observed(bound(live), failedAt(provisioning.StepApply, apierrors.NewServiceUnavailable("restarting"))),
+			want{phase: scorev1b1.ClaimPhaseBound, reason: scorev1b1.ReasonSucceeded, message: "Provisioned by " + uri + ".", retry: true, resources: "db"}},
+		{"a transient error keeps a Binding claim as it was (issue 39: no write for no transition)", observed(func(o *Observed) {
+			SetPhase(&o.Claim.Status, o.Claim.Generation, now, scorev1b1.ClaimPhaseBinding, "", "Waiting for StatefulSet db (inprogress).")
+		}, failedAt(provisioning.StepApply, conflict)),
+			want{phase: scorev1b1.ClaimPhaseBinding, message: "Waiting for StatefulSet db (inprogress).", retry: true, check: func(t *testing.T, d Decision) {
+				if c := d.Status.Conditions; len(c) != 1 || c[0].Message != "Waiting for StatefulSet db (inprogress)." {
+					t.Errorf("conditions %+v", c)
+				}
+			}}},
 		{"the member stops answering while applying", observed(on("eu"), bound(moved), failedAt(provisioning.StepApply, noAnswer)),
 			want{phase: scorev1b1.ClaimPhaseBound, message: "The instance cannot be provisioned: cluster eu does not answer: " + noAnswer.Error() + ". Nothing was changed or deleted."}},
 		{"a quota", observed(failedAt(provisioning.StepApply, quota)),

@@ -54,6 +54,7 @@ func Run(name string, args []string, output io.Writer) int {
 	fs.StringVar(&watchSelector, "watch-label-selector", "", "own only the Workloads this selector on "+scorev1b1.LabelShard+" matches, and their claims, plans and exposures: score.dev/shard=NAME for a shard, !score.dev/shard for the unlabelled rest (empty: every Workload)")
 	fs.StringVar(&opts.Orchestrator.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions); the rollout reads it too")
 	fs.IntVar(&opts.Orchestrator.Concurrency, "concurrency", opts.Orchestrator.Concurrency, "Workloads reconciled at once")
+	fs.DurationVar(&opts.Orchestrator.ProgressHold, "progress-hold", opts.Orchestrator.ProgressHold, "how long a Workload status that only reports progress (a dependency being provisioned, the workload being deployed, an endpoint before Ready) waits for the next step, so that both are written once; measured from the step's own time, never applied to a first status, a new generation, a failure or Ready (0: write every step)")
 	fs.IntVar(&opts.Provisioner.Concurrency, "provisioner-concurrency", opts.Provisioner.Concurrency, "claims provisioned at once")
 	fs.IntVar(&opts.Runtime.Concurrency, "runtime-concurrency", opts.Runtime.Concurrency, "plans rendered and applied at once")
 	fs.BoolVar(&opts.Provisioner.EnableCmd, "enable-cmd-provisioners", false, "allow cmd:// provisioners, which run binaries inside the controller with its user and file system (off: their claims fail with PermissionDenied); only cmd:///absolute/path and cmd://name-on-PATH are run")

@@ -1,6 +1,7 @@
 package planstatus
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -23,10 +24,19 @@ var healthConditions = []struct {
 // (route and Ingress hosts, load balancer addresses, cluster DNS names), and the runtime's
 // conditions for the orchestrator's mirror to normalise: Healthy, Provisioning or Degraded,
 // and LBPending and IngressPending while the platform has not given an address.
+//
+// While the objects are still becoming healthy, an endpoint that only turned reachable keeps
+// what was published for it: the pod that answers it is the one the objects wait for, seen
+// through another watch (its Service's EndpointSlice before its Deployment), and its health is
+// written with it — one write for one transition, not one per watch (issue 39).
 func exposureStatus(e Exposure, state Health, workloadGeneration int64) *scorev1b1.WorkloadExposureStatus {
 	next := e.Status.DeepCopy()
 	next.ObservedWorkloadGeneration = workloadGeneration
 	next.Exposures = e.Endpoints.Exposures
+	if state == Provisioning && e.Status.ObservedWorkloadGeneration == workloadGeneration &&
+		meta.IsStatusConditionTrue(e.Status.Conditions, scorev1b1.ExposureConditionProvisioning) && onlyReachable(e.Status.Exposures, next.Exposures) {
+		next.Exposures = e.Status.Exposures
+	}
 	for _, c := range healthConditions {
 		status := metav1.ConditionFalse
 		if state == c.on {
@@ -42,4 +52,19 @@ func exposureStatus(e Exposure, state Health, workloadGeneration int64) *scorev1
 		meta.SetStatusCondition(&next.Conditions, cond)
 	}
 	return next
+}
+
+// onlyReachable reports whether two lists of endpoints differ in reachable alone.
+func onlyReachable(published, derived []scorev1b1.Exposure) bool {
+	if len(published) != len(derived) {
+		return false
+	}
+	for i := range published {
+		a, b := published[i], derived[i]
+		a.Reachable, b.Reachable = nil, nil
+		if !equality.Semantic.DeepEqual(a, b) {
+			return false
+		}
+	}
+	return true
 }

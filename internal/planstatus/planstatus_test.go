@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
@@ -398,6 +399,39 @@ func TestExposureStatus(t *testing.T) {
 	}
 	if len(read.Conditions) != 1 {
 		t.Fatal("the status read was changed")
+	}
+}
+
+// Issue 39: an endpoint that turns reachable while the objects are still becoming healthy is
+// written with their health, not on its own; once healthy, or when more than reachable
+// changed, or for a new generation, what was derived is written.
+func TestExposureReachableWithItsHealth(t *testing.T) {
+	url := "http://web.team.svc.cluster.local:80"
+	// What the first pass published: the objects becoming healthy, the endpoint not reachable.
+	published := *exposureStatus(Exposure{Endpoints: exposure.Result{Exposures: []scorev1b1.Exposure{{URL: url, Reachable: ptr.To(false)}}}}, Provisioning, 7)
+	reachable := exposure.Result{Exposures: []scorev1b1.Exposure{{URL: url, Reachable: ptr.To(true)}}}
+	for _, c := range []struct {
+		name          string
+		endpoints     exposure.Result
+		state         Health
+		generation    int64
+		wantReachable bool
+	}{
+		{"reachable while provisioning: kept as published", reachable, Provisioning, 7, false},
+		{"reachable and healthy: written", reachable, Healthy, 7, true},
+		{"reachable while provisioning a new generation: written", reachable, Provisioning, 8, true},
+		{"another URL while provisioning: written", exposure.Result{Exposures: []scorev1b1.Exposure{{URL: "http://other:80", Reachable: ptr.To(true)}}}, Provisioning, 7, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := exposureStatus(Exposure{Status: published, Endpoints: c.endpoints}, c.state, c.generation)
+			if r := got.Exposures[0].Reachable; r == nil || *r != c.wantReachable {
+				t.Fatalf("reachable %v, want %v", r, c.wantReachable)
+			}
+		})
+	}
+	// Kept as published, the pass writes nothing.
+	if got := exposureStatus(Exposure{Status: published, Endpoints: reachable}, Provisioning, 7); !equality.Semantic.DeepEqual(*got, published) {
+		t.Fatalf("status %+v, want it as published", got)
 	}
 }
 

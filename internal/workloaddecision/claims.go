@@ -148,6 +148,13 @@ func (d *decision) claimWrites(desired []planner.DesiredClaim) ([]ClaimWrite, []
 func (d *decision) ownClaim(state *workloadstatus.ClaimState, existing *scorev1b1.ResourceClaim, dc planner.DesiredClaim, writes *[]ClaimWrite) {
 	v := planner.ViewClaim(existing)
 	state.Phase, state.Reason, state.OutputsAvailable, state.WaitingFor = v.Phase, v.Reason, v.OutputsAvailable, nil
+	// What the Workload's status last said of it: a dependency that was ready and is being
+	// updated, its outputs still published, keeps counting as ready.
+	for _, sum := range d.o.Workload.Status.Claims {
+		if sum.Key == dc.Key {
+			state.WasReady = sum.Reason == scorev1b1.ReasonSucceeded
+		}
+	}
 	if len(dc.WaitingFor) > 0 || values.SameJSON(existing.Spec, dc.Spec) {
 		return
 	}

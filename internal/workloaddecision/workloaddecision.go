@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,8 +42,12 @@ type Observed struct {
 	// cache does not show that write yet. A write of the pass (the finalizer) changes its
 	// metadata, never its status.
 	Workload *scorev1b1.Workload
-	// Now stamps a condition that changes.
+	// Now stamps a condition that changes, and ends a status held back (ProgressHold).
 	Now metav1.Time
+	// ProgressHold is how long a status that only reports progress is held back, from the
+	// moment its sources changed, for the next step to be written with it (hold); 0 holds
+	// nothing.
+	ProgressHold time.Duration
 	// Region is where the orchestrator runs, for backends restricted to regions.
 	Region string
 
@@ -163,6 +168,8 @@ type Decision struct {
 	// Retry is the error the pass ends with, retried with backoff; nil when a watch brings
 	// the Workload back, or nothing needs to.
 	Retry error
+	// RequeueAfter brings the Workload back when a status held back (Status nil) is due.
+	RequeueAfter time.Duration
 
 	// What the pass found worth a log line: an exposure URL the mirror rejected, the
 	// placeholders that withhold the plan, a derived object refused for its size, a namespace
@@ -216,6 +223,7 @@ func From(o Observed) Decision {
 	}
 	if d.Next == Done && d.decided {
 		d.status()
+		d.hold()
 	}
 	return d.Decision
 }

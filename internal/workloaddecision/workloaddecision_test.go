@@ -656,11 +656,45 @@ func TestFrom(t *testing.T) {
 		// Deploying: outputs, the exposure, the plan.
 		{name: "outputs available while the claim becomes healthy: the default policy waits for it",
 			observed: func(t *testing.T) Observed {
+				o := fresh(t, withResource("db", "postgres"), withVar("DB_HOST", "${resources.db.host}"), withFinalizer)
+				o.Claims = []scorev1b1.ResourceClaim{claimFor(t, o, "db", bindingWithOutputs(`{"host":"db.team"}`))}
+				return o
+			},
+			want: want{writes: []string{"creating exposure"}, claims: scorev1b1.ReasonClaimPending, runtime: scorev1b1.ReasonClaimPending, ready: "False/ClaimPending",
+				summaries: []string{"db: Binding/ClaimPending"}}},
+		// A dependency that was ready provisioned again (its definition changed): issue 39.
+		{name: "a ready dependency being updated, its outputs still published, keeps the Workload Ready and says so",
+			observed: func(t *testing.T) Observed {
 				o := settled(t, nil)
 				bindingWithOutputs(`{"host":"db.team"}`)(&o.Claims[0])
 				return o
 			},
-			want: want{claims: scorev1b1.ReasonClaimPending, runtime: scorev1b1.ReasonClaimPending, ready: "False/ClaimPending"}},
+			want: want{claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", message: "a dependency is being updated",
+				summaries: []string{"db: Binding/Succeeded"}, noEvents: true}},
+		{name: "a dependency being updated stays ready through later passes, until it is Bound",
+			observed: func(t *testing.T) Observed {
+				o := settled(t, nil)
+				bindingWithOutputs(`{"host":"db.team"}`)(&o.Claims[0])
+				o.Workload.Status = *From(o).Status
+				return o
+			},
+			want: want{claims: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", message: "a dependency is being updated", summaries: []string{"db: Binding/Succeeded"}, noEvents: true}},
+		{name: "a ready dependency updated whose outputs are withdrawn is pending again",
+			observed: func(t *testing.T) Observed {
+				o := settled(t, nil)
+				bindingWithOutputs(`{"host":"db.team"}`)(&o.Claims[0])
+				o.Claims[0].Status.OutputsAvailable = false
+				return o
+			},
+			want: want{claims: scorev1b1.ReasonClaimPending, ready: "False/ClaimPending", summaries: []string{"db: Binding/ClaimPending"}, events: []string{"Normal/ClaimPending"}}},
+		{name: "a ready dependency updated to new outputs: the plan follows them, and the Workload is being deployed",
+			observed: func(t *testing.T) Observed {
+				o := settled(t, nil)
+				bindingWithOutputs(`{"host":"db2.team"}`)(&o.Claims[0])
+				return o
+			},
+			want: want{writes: []string{"updating plan"}, claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonRuntimeProvisioning, ready: "False/RuntimeProvisioning",
+				events: []string{"Normal/RuntimeProvisioning"}}},
 		{name: "outputs available and deployWhen OutputsAvailable: the plan goes ahead",
 			observed: func(t *testing.T) Observed {
 				o := fresh(t, withResource("db", "postgres"), withVar("DB_HOST", "${resources.db.host}"), withFinalizer)

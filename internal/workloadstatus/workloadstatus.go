@@ -20,6 +20,9 @@ type Condition struct {
 	Status  metav1.ConditionStatus
 	Reason  scorev1b1.Reason
 	Message string
+	// Updating: the dependencies are ready, and one of them is being updated while its
+	// outputs stay published (ClaimsReady only); Ready says so.
+	Updating bool
 }
 
 // Conditions are the three conditions Ready derives from.
@@ -41,6 +44,9 @@ func Ready(c Conditions) Condition {
 	}
 	if c.RuntimeReady.Reason == scorev1b1.ReasonRuntimeDegraded {
 		return Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonRuntimeDegraded, Message: msgReadyDegraded}
+	}
+	if c.ClaimsReady.Updating {
+		return Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded, Message: msgReadyUpdating}
 	}
 	return Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded, Message: msgReady}
 }
@@ -73,6 +79,11 @@ func Apply(existing []metav1.Condition, c Conditions, generation int64, now meta
 	return out
 }
 
+// cond is a condition that is not Updating.
+func cond(status metav1.ConditionStatus, reason scorev1b1.Reason, message string) Condition {
+	return Condition{Status: status, Reason: reason, Message: message}
+}
+
 // Transition is a condition whose status or reason changed.
 type Transition struct {
 	Type      string
@@ -96,9 +107,11 @@ func Transitions(before, after []metav1.Condition) []Transition {
 const (
 	msgReady                = "The workload is ready."
 	msgReadyDegraded        = "The workload is ready with reduced capacity."
+	msgReadyUpdating        = "The workload is ready; a dependency is being updated."
 	msgInputsValid          = "The workload specification is valid."
 	msgNoDependencies       = "The workload has no dependencies."
 	msgAllDependencies      = "All dependencies are ready."
+	msgDependenciesUpdating = "All dependencies are ready; being updated: %s."
 	msgBlockedByInputs      = "Not evaluated while the workload specification is invalid."
 	msgAwaitingConfig       = "Waiting for the platform configuration."
 	msgWaitingForClaims     = "Waiting for dependencies before deployment."
@@ -123,6 +136,7 @@ const (
 	msgClaimBinding         = "Being provisioned."
 	msgClaimBoundNoOutputs  = "Provisioned; waiting for its outputs."
 	msgClaimBound           = "Ready."
+	msgClaimUpdating        = "Ready; being updated."
 	msgClaimsWaiting        = "Waiting for %d of %d dependencies: %s."
 	msgDeleting             = "Deleting; waiting for dependencies to be released: %s."
 	msgNamespaceDeleting    = "The namespace is being deleted; nothing more is deployed in it."
@@ -131,7 +145,7 @@ const (
 
 // InputsValid says the specification is valid.
 func InputsValid() Condition {
-	return Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgInputsValid}
+	return cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgInputsValid)
 }
 
 // SpecInvalid reports the first problem and how many more there are.
@@ -141,68 +155,68 @@ func SpecInvalid(first string, more int) Condition {
 		msg = fmt.Sprintf("%s (and %d more problem%s)", strings.TrimSuffix(first, "."), more, plural(more))
 		msg += "."
 	}
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msg}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msg)
 }
 
 // TooLarge says an object derived from the workload was refused for its size: it stays
 // refused until the workload changes.
 func TooLarge() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msgTooLarge}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msgTooLarge)
 }
 
 // Selection reports a selection failure with the selection's own neutral message.
 func Selection(reason scorev1b1.Reason, message string) Condition {
-	return Condition{metav1.ConditionFalse, reason, message}
+	return cond(metav1.ConditionFalse, reason, message)
 }
 
 // BlockedByInputs is the claims and runtime conditions while the inputs are invalid.
 func BlockedByInputs() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msgBlockedByInputs}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid, msgBlockedByInputs)
 }
 
 // AwaitingConfig is the runtime condition before any valid platform configuration is known.
 func AwaitingConfig() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting, msgAwaitingConfig}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting, msgAwaitingConfig)
 }
 
 // NamespaceDeleting is the claims' and the runtime's condition while the Workload's namespace is
 // being deleted: nothing is created in it any more, and the Workload goes with it.
 func NamespaceDeleting() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgNamespaceDeleting}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgNamespaceDeleting)
 }
 
 // PreviewRefused is the claims' and the runtime's condition in a preview environment the
 // platform refuses (previews disabled, over its limit): nothing is provisioned or deployed
 // until it is admitted. The message is the policy's own.
 func PreviewRefused(message string) Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation, message}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation, message)
 }
 
 // WaitingForClaims is the runtime condition while dependencies are not ready.
 func WaitingForClaims() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgWaitingForClaims}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgWaitingForClaims)
 }
 
 // ProjectionError is the runtime condition while an output is not resolved: no plan is emitted.
 func ProjectionError() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonProjectionError, msgProjectionError}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonProjectionError, msgProjectionError)
 }
 
 // Provisioning is the runtime condition while the runtime works on the plan.
 func Provisioning() Condition {
-	return Condition{metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning, msgProvisioning}
+	return cond(metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning, msgProvisioning)
 }
 
 // RuntimeUnreachable is the runtime condition while the cluster the workload is placed on does
 // not answer: what runs there is left as it is.
 func RuntimeUnreachable() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonNetworkUnavailable, msgRuntimeUnreachable}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonNetworkUnavailable, msgRuntimeUnreachable)
 }
 
 // NoCluster is the runtime condition when the backend places its Workloads on member clusters
 // and none of the registered clusters matches.
 func NoCluster() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting, msgNoCluster}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonRuntimeSelecting, msgNoCluster)
 }
 
 // Denied is the condition for a write the API server refused with an abstract reason.
@@ -213,31 +227,31 @@ func Denied(reason scorev1b1.Reason) Condition {
 // ObjectConflict is the runtime condition when an object the workload's template renders
 // belongs to another workload: nothing is deployed, and the other workload keeps it.
 func ObjectConflict() Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied, msgObjectConflict}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonPermissionDenied, msgObjectConflict)
 }
 
 // Runtime is the runtime condition for a normalised runtime status and reason.
 func Runtime(status metav1.ConditionStatus, reason scorev1b1.Reason) Condition {
 	switch reason {
 	case scorev1b1.ReasonSucceeded:
-		return Condition{status, reason, msgRunning}
+		return cond(status, reason, msgRunning)
 	case scorev1b1.ReasonRuntimeDegraded:
-		return Condition{status, reason, msgDegraded}
+		return cond(status, reason, msgDegraded)
 	case scorev1b1.ReasonRuntimeProvisioning:
-		return Condition{status, reason, msgProvisioning}
+		return cond(status, reason, msgProvisioning)
 	case scorev1b1.ReasonNetworkUnavailable:
-		return Condition{status, reason, msgNetworkUnavailable}
+		return cond(status, reason, msgNetworkUnavailable)
 	case scorev1b1.ReasonPolicyViolation:
-		return Condition{status, reason, msgPolicyViolation}
+		return cond(status, reason, msgPolicyViolation)
 	case scorev1b1.ReasonQuotaExceeded:
-		return Condition{status, reason, msgQuotaExceeded}
+		return cond(status, reason, msgQuotaExceeded)
 	case scorev1b1.ReasonPermissionDenied:
-		return Condition{status, reason, msgPermissionDenied}
+		return cond(status, reason, msgPermissionDenied)
 	default:
 		if !reason.IsKnown() || reason == scorev1b1.ReasonClaimPending || reason == scorev1b1.ReasonClaimFailed {
 			reason = scorev1b1.ReasonRuntimeProvisioning
 		}
-		return Condition{metav1.ConditionFalse, reason, msgRuntimeFailed}
+		return cond(metav1.ConditionFalse, reason, msgRuntimeFailed)
 	}
 }
 
@@ -252,25 +266,38 @@ type ClaimState struct {
 	WaitingFor []string
 	// Denied is the reason the API server refused to write the claim, if it did.
 	Denied scorev1b1.Reason
+	// WasReady: the Workload's status last said the dependency was ready (its summary's
+	// reason Succeeded). Such a claim that is Binding again with its outputs still published
+	// is being updated (its provisioner's definition changed, say): it still counts as ready.
+	WasReady bool
+}
+
+// updating reports whether a dependency that was ready is being provisioned again while its
+// outputs stay published: what it serves is still there, so it still counts as ready.
+func (s ClaimState) updating() bool {
+	return s.WasReady && s.Phase == scorev1b1.ClaimPhaseBinding && s.OutputsAvailable && s.Denied == "" && len(s.WaitingFor) == 0
 }
 
 // Claims summarises the dependencies into status.claims[] and ClaimsReady: True when every
-// claim is Bound with its outputs; False with the first failed claim's reason when one
-// failed; False/ClaimPending otherwise.
+// claim is Bound with its outputs, or was ready and is being updated with its outputs still
+// published (the condition then names those, and is Updating); False with the first failed
+// claim's reason when one failed; False/ClaimPending otherwise.
 func Claims(states []ClaimState) ([]scorev1b1.ClaimSummary, Condition) {
 	sort.Slice(states, func(i, j int) bool { return states[i].Key < states[j].Key })
 	if len(states) == 0 {
-		return nil, Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgNoDependencies}
+		return nil, cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgNoDependencies)
 	}
 	var summaries []scorev1b1.ClaimSummary
 	var failed *Condition
-	var waiting []string
+	var waiting, updating []string
 	for _, s := range states {
 		sum := summarize(s)
 		summaries = append(summaries, sum)
 		switch {
 		case sum.Phase == scorev1b1.ClaimPhaseFailed && failed == nil:
-			failed = &Condition{metav1.ConditionFalse, sum.Reason, sum.Message}
+			failed = &Condition{Status: metav1.ConditionFalse, Reason: sum.Reason, Message: sum.Message}
+		case s.updating():
+			updating = append(updating, s.Key)
 		case sum.Phase != scorev1b1.ClaimPhaseBound || !sum.OutputsAvailable:
 			waiting = append(waiting, s.Key)
 		}
@@ -279,10 +306,13 @@ func Claims(states []ClaimState) ([]scorev1b1.ClaimSummary, Condition) {
 	case failed != nil:
 		return summaries, *failed
 	case len(waiting) > 0:
-		return summaries, Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending,
-			fmt.Sprintf(msgClaimsWaiting, len(waiting), len(states), strings.Join(waiting, ", "))}
+		return summaries, Condition{Status: metav1.ConditionFalse, Reason: scorev1b1.ReasonClaimPending,
+			Message: fmt.Sprintf(msgClaimsWaiting, len(waiting), len(states), strings.Join(waiting, ", "))}
+	case len(updating) > 0:
+		return summaries, Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded,
+			Message: fmt.Sprintf(msgDependenciesUpdating, strings.Join(updating, ", ")), Updating: true}
 	default:
-		return summaries, Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies}
+		return summaries, Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded, Message: msgAllDependencies}
 	}
 }
 
@@ -329,6 +359,11 @@ func summarize(s ClaimState) scorev1b1.ClaimSummary {
 		}
 	case scorev1b1.ClaimPhaseBinding:
 		sum.Reason, sum.Message = scorev1b1.ReasonClaimPending, msgClaimBinding
+		if s.updating() {
+			// Its reason stays Succeeded: the next pass reads from it that the dependency
+			// was ready (WasReady), so the update goes on counting as ready until it is Bound.
+			sum.Reason, sum.Message = scorev1b1.ReasonSucceeded, msgClaimUpdating
+		}
 	default:
 		sum.Phase, sum.Reason, sum.Message = scorev1b1.ClaimPhasePending, scorev1b1.ReasonClaimPending, msgClaimPending
 	}
@@ -350,7 +385,7 @@ func claimFailure(reason scorev1b1.Reason, key string) string {
 
 // Deleting says what deletion waits for.
 func Deleting(waitingFor []string) Condition {
-	return Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimPending, fmt.Sprintf(msgDeleting, strings.Join(waitingFor, ", "))}
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonClaimPending, fmt.Sprintf(msgDeleting, strings.Join(waitingFor, ", ")))
 }
 
 func quoteAll(keys []string) string {

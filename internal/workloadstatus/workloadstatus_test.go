@@ -11,7 +11,7 @@ import (
 )
 
 func TestReady(t *testing.T) {
-	ok := Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, "ok"}
+	ok := cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, "ok")
 	cases := []struct {
 		name       string
 		c          Conditions
@@ -21,7 +21,7 @@ func TestReady(t *testing.T) {
 		{"all true", Conditions{ok, ok, ok}, metav1.ConditionTrue, scorev1b1.ReasonSucceeded},
 		{"degraded is ready", Conditions{ok, ok, Runtime(metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded)}, metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded},
 		{"inputs first", Conditions{SpecInvalid("x.", 0), WaitingForClaims(), ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonSpecInvalid},
-		{"then claims", Conditions{ok, Condition{metav1.ConditionFalse, scorev1b1.ReasonClaimFailed, "m"}, ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonClaimFailed},
+		{"then claims", Conditions{ok, cond(metav1.ConditionFalse, scorev1b1.ReasonClaimFailed, "m"), ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonClaimFailed},
 		{"then runtime", Conditions{ok, ok, ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonProjectionError},
 		{"unknown runtime is not ready", Conditions{ok, ok, Provisioning()}, metav1.ConditionFalse, scorev1b1.ReasonRuntimeProvisioning},
 	}
@@ -51,6 +51,14 @@ func TestClaims(t *testing.T) {
 		{"failed keeps an abstract reason", []ClaimState{{Key: "db", Phase: "Failed", Reason: scorev1b1.ReasonQuotaExceeded}}, "False", scorev1b1.ReasonQuotaExceeded, `Dependency "db" exceeds a quota.`},
 		{"a denied write", []ClaimState{{Key: "db", Denied: scorev1b1.ReasonPolicyViolation}}, "False", scorev1b1.ReasonPolicyViolation, `A platform policy denied dependency "db".`},
 		{"waiting for another's outputs", []ClaimState{{Key: "route", WaitingFor: []string{"dns"}}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: route."},
+		// Issue 39: a dependency provisioned again (its definition changed) while it serves.
+		{"ready and being updated with its outputs published", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}, {Key: "q", Phase: "Bound", OutputsAvailable: true}},
+			"True", scorev1b1.ReasonSucceeded, "All dependencies are ready; being updated: db."},
+		{"being updated without its outputs is pending", []ClaimState{{Key: "db", Phase: "Binding", WasReady: true}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: db."},
+		{"binding for the first time is pending", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: db."},
+		{"one updated, another pending: pending", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}, {Key: "cache", Phase: "Binding"}},
+			"False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 2 dependencies: cache."},
+		{"ready before, failed now", []ClaimState{{Key: "db", Phase: "Failed", WasReady: true}}, "False", scorev1b1.ReasonClaimFailed, `Dependency "db" could not be provisioned.`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +113,7 @@ func TestApplyKeepsTransitionTimes(t *testing.T) {
 			t.Fatalf("%s: %+v", cond.Type, cond)
 		}
 	}
-	c.ClaimsReady = Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies}
+	c.ClaimsReady = cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies)
 	third := Apply(second, c, 2, t1)
 	if got := meta.FindStatusCondition(third, scorev1b1.ConditionClaimsReady); !got.LastTransitionTime.Equal(&t1) {
 		t.Fatalf("a changed status moves the time: %+v", got)
@@ -154,6 +162,10 @@ func TestMessagesAreNeutral(t *testing.T) {
 	add(c)
 	_, c = Claims(nil)
 	add(c)
+	sums, c := Claims([]ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}})
+	add(c)
+	all = append(all, sums[0].Message)
+	add(Ready(Conditions{InputsValid(), c, Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}))
 	add(Ready(Conditions{InputsValid(), InputsValid(), Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}))
 	add(Ready(Conditions{InputsValid(), InputsValid(), Runtime(metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded)}))
 	for _, m := range all {
@@ -187,8 +199,8 @@ func TestStalledFollowsReady(t *testing.T) {
 			continue
 		}
 		t.Run(string(reason), func(t *testing.T) {
-			c := Conditions{InputsValid: InputsValid(), ClaimsReady: Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies},
-				RuntimeReady: Condition{metav1.ConditionFalse, reason, "Some neutral sentence."}}
+			c := Conditions{InputsValid: InputsValid(), ClaimsReady: cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies),
+				RuntimeReady: cond(metav1.ConditionFalse, reason, "Some neutral sentence.")}
 			got := meta.FindStatusCondition(Apply(nil, c, 2, now), scorev1b1.ConditionStalled)
 			if reason.Waits() != (got == nil) {
 				t.Fatalf("waits %v, Stalled %+v", reason.Waits(), got)
@@ -199,7 +211,7 @@ func TestStalledFollowsReady(t *testing.T) {
 		})
 	}
 	stalled := Apply(nil, Conditions{InputsValid: SpecInvalid("Bad.", 0), ClaimsReady: BlockedByInputs(), RuntimeReady: BlockedByInputs()}, 1, now)
-	ready := Conditions{InputsValid: InputsValid(), ClaimsReady: Condition{metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies}, RuntimeReady: Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}
+	ready := Conditions{InputsValid: InputsValid(), ClaimsReady: cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgAllDependencies), RuntimeReady: Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)}
 	if meta.FindStatusCondition(stalled, scorev1b1.ConditionStalled) == nil {
 		t.Fatal("SpecInvalid is not Stalled")
 	}

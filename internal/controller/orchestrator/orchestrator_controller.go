@@ -61,6 +61,9 @@ type Reconciler struct {
 	revisions *configsource.Revisions
 	// Now is the clock; tests inject one.
 	Now func() time.Time
+	// ProgressHold is how long a status that only reports progress waits for the next step
+	// (workloaddecision.Observed.ProgressHold); 0 writes every step at once.
+	ProgressHold time.Duration
 
 	memory    memory
 	readiness readiness
@@ -102,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// is written once at the end, only when it differs.
 	w.Status = *r.memory.statusAsOf(w.UID, w.ResourceVersion, &w.Status)
 	s := &scope{patch: statuspatch.Begin(w)}
-	s.Workload, s.Now, s.Region = w, metav1.NewTime(r.now()), r.Region
+	s.Workload, s.Now, s.Region, s.ProgressHold = w, metav1.NewTime(r.now()), r.Region, r.ProgressHold
 	if !deleting {
 		r.readiness.seen(w.UID, w.Generation, s.Now.Time)
 	}
@@ -116,8 +119,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.act(ctx, s, d)
 		d = workloaddecision.From(s.Observed)
 	}
-	// 3. The status.
-	return ctrl.Result{}, r.finish(ctx, s, d)
+	// 3. The status, or, when it is held back, the pass that writes it.
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, r.finish(ctx, s, d)
 }
 
 // act makes the write d names and records what it did in the pass's observations.
@@ -147,6 +150,9 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d workloaddecision.Decis
 // Only a status written logs its transitions and records their events.
 func (r *Reconciler) finish(ctx context.Context, s *scope, d workloaddecision.Decision) error {
 	r.report(ctx, d)
+	if d.RequeueAfter > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Holding a status that only reports progress", "for", d.RequeueAfter)
+	}
 	if d.Status == nil {
 		return d.Retry
 	}

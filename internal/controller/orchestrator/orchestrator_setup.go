@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"reflect"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
 
 // Options configure the orchestrator.
@@ -40,17 +42,20 @@ type Options struct {
 	// Namespace is the control plane's: the runtime publishes the member clusters' status
 	// there (clusters.StatusConfigMap), which placement reads.
 	Namespace string
+	// ProgressHold is how long a Workload status that only reports progress waits for the
+	// next step, so that both are written once (docs/lifecycle.md); 0 writes every step.
+	ProgressHold time.Duration
 }
 
 // DefaultOptions are the documented defaults.
 func DefaultOptions() Options {
-	return Options{Concurrency: 4, Namespace: "score-system"}
+	return Options{Concurrency: 4, Namespace: "score-system", ProgressHold: workloaddecision.DefaultProgressHold}
 }
 
 // Setup adds the orchestrator to mgr; store is the process's config.
 func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
-		Region: opts.Region, Concurrency: opts.Concurrency, Shard: opts.Shard, Namespace: opts.Namespace}
+		Region: opts.Region, Concurrency: opts.Concurrency, Shard: opts.Shard, Namespace: opts.Namespace, ProgressHold: opts.ProgressHold}
 	return r.SetupWithManager(mgr)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -305,4 +306,60 @@ func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 			t.Fatalf("the plan was written again when the dependency became healthy: generation %d → %d", plan.Generation, p.Generation)
 		}
 	})
+}
+
+// Issue 39, each step's status written once: a Workload with a postgres dependency goes from
+// created to Ready in at most three status writes. Its orchestrator holds a status that only
+// reports progress for an hour (heldShard), so the count does not depend on this machine's
+// speed: the first status (the claim pending) and Ready are written; the claim Binding, then
+// Bound with the plan written, the plan applied and the endpoint published before the workload
+// is healthy are each superseded before the hour is out, and never written.
+func TestCreatedToReadyInThreeStatusWrites(t *testing.T) {
+	applyConfig(t, baseConfig)
+	ns := testenv.Namespace(t, env.Client)
+	w := workload(ns, "orders", testenv.WithResource("db", "postgres"), testenv.WithVar("DB_HOST", "${resources.db.host}"))
+	w.Labels = map[string]string{scorev1b1.LabelShard: heldShard}
+	testenv.Create(t, env.Client, w)
+	statusWrites := func() int64 {
+		n, ok := heldStatusWrites.Load("orders")
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int64).Load()
+	}
+
+	// The first status is never held.
+	w = conditionIs(t, ns, "orders", scorev1b1.ConditionReady, metav1.ConditionFalse, scorev1b1.ReasonClaimPending)
+	if len(w.Status.Claims) != 1 || w.Status.Claims[0].Phase != scorev1b1.ClaimPhasePending {
+		t.Fatalf("claims %+v", w.Status.Claims)
+	}
+	claim := claimOf(t, w, "db", "postgres")
+	// The provisioner publishes the outputs while the database becomes healthy, then binds.
+	setClaimStatus(t, claim, scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseBinding, OutputsAvailable: true, Provisioner: "test",
+		Outputs:    &apiextensionsv1.JSON{Raw: []byte(`{"host":"orders-db.svc"}`)},
+		Conditions: []metav1.Condition{{Type: scorev1b1.ClaimConditionReady, Status: metav1.ConditionFalse, Reason: "Binding", LastTransitionTime: metav1.Now()}}})
+	bind(t, claim, map[string]any{"host": "orders-db.svc"}, nil)
+	// The plan is written while the status waits: the orchestrator has seen the claim Bound.
+	planOf(t, ns, "orders")
+	project(t, ns, "orders", scorev1b1.PlanPhasePlanning, "")
+	url := "http://orders." + ns + ".svc.cluster.local:80"
+	expose(t, ns, "orders", w.Generation, []scorev1b1.Exposure{{URL: url, Scope: scorev1b1.ScopeClusterLocal}}, scorev1b1.ExposureConditionProvisioning)
+	project(t, ns, "orders", scorev1b1.PlanPhaseProjected, "")
+	expose(t, ns, "orders", w.Generation, []scorev1b1.Exposure{{URL: url, Scope: scorev1b1.ScopeClusterLocal, Reachable: ptr.To(true)}}, scorev1b1.ExposureConditionHealthy)
+	w = conditionIs(t, ns, "orders", scorev1b1.ConditionReady, metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+	if w.Status.Endpoint == nil || *w.Status.Endpoint != url || w.Status.Claims[0].Phase != scorev1b1.ClaimPhaseBound {
+		t.Fatalf("endpoint %v, claims %+v", w.Status.Endpoint, w.Status.Claims)
+	}
+	n := statusWrites()
+	t.Logf("Workload status writes from creation to Ready: %d", n)
+	if n > 3 {
+		t.Errorf("%d status writes from creation to Ready; the target is at most three", n)
+	}
+	if n != 2 {
+		t.Errorf("%d status writes; with every step within the hour, the first status and Ready", n)
+	}
+	// One event: Ready. Being deployed was never written, so never recorded.
+	if e := countEvents(t, ns, "orders"); e != 1 {
+		t.Errorf("%d events from creation to Ready, want 1", e)
+	}
 }

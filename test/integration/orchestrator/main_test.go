@@ -10,16 +10,23 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -29,17 +36,29 @@ var (
 	writes atomic.Int64
 	// orchestratorCache is what the orchestrator reads: its manager's cache.
 	orchestratorCache client.Reader
+	// heldStatusWrites counts the Workload status writes of the orchestrator that holds
+	// progress (heldShard), by Workload name.
+	heldStatusWrites sync.Map
 )
+
+// heldShard is the shard of the Workloads an orchestrator with a progress hold of an hour
+// serves (--progress-hold): its writes are counted whatever the machine's speed. Every other
+// Workload is served by an orchestrator that holds nothing, so that each test sees every step
+// at once.
+const heldShard = "held"
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
 		env = e
-		return startOrchestrator(ctx)
+		if err := startOrchestrator(ctx); err != nil {
+			return err
+		}
+		return startHeldOrchestrator(ctx)
 	}))
 }
 
-// startOrchestrator runs the orchestrator's manager as the binary does, with a transport that
-// counts its writes.
+// startOrchestrator runs the orchestrator's manager as the binary does, for the Workloads of
+// no shard and without a progress hold, with a transport that counts its writes.
 func startOrchestrator(ctx context.Context) error {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -61,13 +80,57 @@ func startOrchestrator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := orchestrator.Setup(mgr, store, orchestrator.DefaultOptions()); err != nil {
+	opts := orchestrator.DefaultOptions()
+	opts.ProgressHold = 0
+	if opts.Shard, err = shard.Selector("!" + scorev1b1.LabelShard); err != nil {
+		return err
+	}
+	if err := orchestrator.Setup(mgr, store, opts); err != nil {
 		return err
 	}
 	if err := preview.Setup(mgr, store); err != nil {
 		return err
 	}
 	orchestratorCache = mgr.GetCache()
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return nil
+}
+
+// startHeldOrchestrator runs a second orchestrator, for the Workloads of heldShard, holding
+// progress for an hour, and counts its Workload status writes.
+func startHeldOrchestrator(ctx context.Context) error {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if rest, ok := strings.CutSuffix(req.URL.Path, "/status"); ok && req.Method != http.MethodGet && strings.Contains(rest, "/workloads/") {
+				n, _ := heldStatusWrites.LoadOrStore(path.Base(rest), new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	options := testenv.ManagerOptions()
+	options.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := ctrl.NewManager(cfg, options)
+	if err != nil {
+		return err
+	}
+	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-orchestrator")
+	if err != nil {
+		return err
+	}
+	opts := orchestrator.DefaultOptions()
+	opts.ProgressHold = time.Hour
+	if opts.Shard, err = shard.Selector(scorev1b1.LabelShard + "=" + heldShard); err != nil {
+		return err
+	}
+	if err := orchestrator.Setup(mgr, store, opts); err != nil {
+		return err
+	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
