@@ -165,19 +165,30 @@ func runOnce(ctx context.Context, strategy Strategy, def orchconfig.Provisioner,
 		return Outcome{}, &StepError{Step: StepProvision, Err: err}
 	}
 	out := Outcome{Result: res}
-	if err := env.saveState(ctx, res); err != nil {
-		return out, &StepError{Step: StepState, Err: err}
-	}
 	objs, err := res.Objects()
 	if err != nil {
 		return out, &StepError{Step: StepApply, Err: err}
 	}
-	if env.Apply != nil {
-		// What was placed is kept also when placing failed: a failed run is listed.
-		out.Applied, err = env.Apply(ctx, objs, res.Run)
-		if err != nil {
-			return out, &StepError{Step: StepApply, Err: err}
+	if env.Apply == nil {
+		if err := env.saveState(ctx, res); err != nil {
+			return out, &StepError{Step: StepState, Err: err}
 		}
+		return out, nil
+	}
+	// The state is kept by the applier, before it changes anything that exists (Env.Apply):
+	// its error is the run's, at StepState.
+	var saveErr error
+	save := func(ctx context.Context) error {
+		saveErr = env.saveState(ctx, res)
+		return saveErr
+	}
+	// What was placed is kept also when placing failed: a failed run is listed.
+	out.Applied, err = env.Apply(ctx, objs, res.Run, save)
+	switch {
+	case saveErr != nil:
+		return out, &StepError{Step: StepState, Err: saveErr}
+	case err != nil:
+		return out, &StepError{Step: StepApply, Err: err}
 	}
 	if res.Run != nil {
 		out.Result.Outputs = PatchMap(res.Outputs, out.Applied.RunOutputs)
