@@ -125,7 +125,7 @@ func (r *recorder) recorded(namespace string) []request {
 	defer r.mu.Unlock()
 	var out []request
 	for _, q := range r.log {
-		if strings.Contains(q.path, "/namespaces/"+namespace+"/") {
+		if strings.Contains(q.path+"/", "/namespaces/"+namespace+"/") {
 			out = append(out, q)
 		}
 	}
@@ -137,13 +137,16 @@ func (r *recorder) recordable(req *http.Request) bool {
 	path := req.URL.Path
 	parts := strings.Split(path, "/")
 	at := slices.Index(parts, "namespaces")
-	collection := at+3 >= len(parts)
-	if at < 0 || at+2 >= len(parts) || collection && req.Method == http.MethodGet || req.URL.Query().Get("watch") == "true" || strings.Contains(path, "/events") {
-		return false // not namespaced, the namespace itself, a list or a watch, an event
+	if at < 0 || at+1 >= len(parts) || req.URL.Query().Get("watch") == "true" || strings.Contains(path, "/events") {
+		return false // not about a namespace or its objects, a watch, an event
+	}
+	if collection := at+3 == len(parts); collection && req.Method == http.MethodGet {
+		return false // a list
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.namespaces[parts[at+1]]
+	return r.namespaces[parts[at+1]] // its objects, or the namespace itself
+
 }
 
 func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
