@@ -119,17 +119,21 @@ func (r Result) Complete() bool { return len(r.Waiting) == 0 }
 const parallel = 8
 
 // createOnly is the resourceVersion a server-side apply carries to create an object only: on
-// an object that does not exist, the apply creates it (the API server does not check the
-// version of an object it creates); on one that exists, whoever's it is, the version differs
-// and the apply fails with a conflict, writing nothing. It is the largest revision etcd can
-// hold (an int64), which no object ever reaches.
+// an object that does not exist, the apply creates it (kube-apiserver's registry, that of the
+// built-in kinds and of custom resources, does not check the version of an object it creates;
+// the object gets an Apply managed-fields entry, as any apply's); on one that exists, whoever's
+// it is, the version differs and the apply fails with a conflict, writing nothing. It is the
+// largest revision etcd can hold (an int64), which no object ever reaches. Checked on a real
+// API server by test/integration/firstpass (and by hand: a POST create instead leaves an
+// Update entry, whose fields a later apply that drops them does not remove).
 const createOnly = "9223372036854775807"
 
 // Apply prepares objs with marks and applies them in stages. Before anything is written, every
 // object that already exists is checked: one that belongs to another owner refuses the whole
 // set (*OwnedElsewhere), so nothing is half-applied over someone else's object. It stops
 // after the definitions stage while a CustomResourceDefinition of the set is not Established
-// (Result.Waiting).
+// (Result.Waiting). With CreateUnseen, an object the cache does not hold is not read first
+// (see there).
 //
 // The reads of the set run at once, and so do the applies of each stage (at most parallel in
 // flight); stages follow each other. An object read as absent is created with a create-only
@@ -148,7 +152,7 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 // state with it: the state holds the credentials its objects are made with, and must be
 // durable before anything that uses them is applied, and before anything made with other
 // credentials (another claim's of the same instance, which wrote its state first) is changed.
-// nil writes nothing.
+// A nil first is Apply.
 func (a *Applier) ApplyAfter(ctx context.Context, first func(context.Context) error, objs []*unstructured.Unstructured, marks prepare.Marks) (Result, error) {
 	g := startGate(ctx, first)
 	res, err := a.apply(ctx, g, objs, marks)
