@@ -202,3 +202,28 @@ func TestRunTakesAnAPIStep(t *testing.T) {
 		t.Fatalf("a state the step could not keep: %v (step %d)", err, StepOf(err))
 	}
 }
+
+// The state is kept once, by the placing when there is one (Env.Apply calls save before it
+// changes anything), else before the run ends; a state that could not be kept is the run's
+// StepState error, whatever the placing returned.
+func TestRunKeepsTheStateThroughThePlacing(t *testing.T) {
+	rec := &recorder{}
+	env := rec.env()
+	env.Apply = nil
+	if _, err := Run(context.Background(), runInput(kv), env); err != nil || len(rec.saved) != 1 {
+		t.Fatalf("without placing: saved %d times, %v", len(rec.saved), err)
+	}
+
+	rec = &recorder{}
+	env = rec.env()
+	raced := errors.New("raced")
+	env.SaveState = func(context.Context, Result) error { return raced }
+	placed := env.Apply
+	env.Apply = func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (Applied, error) {
+		a, err := placed(ctx, objs, run, save)
+		return a, fmt.Errorf("stopped: %w", err)
+	}
+	if _, err := Run(context.Background(), runInput(kv), env); StepOf(err) != StepState || !errors.Is(err, raced) {
+		t.Fatalf("a state the placing could not keep: %v (step %d)", err, StepOf(err))
+	}
+}
