@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,6 +57,15 @@ type Applier struct {
 	Judge func(*unstructured.Unstructured) (string, string)
 	// Allowed says whether a kind may be applied; nil allows every kind.
 	Allowed func(group, kind string) bool
+	// CreateUnseen creates an object of a watched kind that the watch's cache does not hold
+	// with a create-only apply, without reading it from the API server first: an object that
+	// exists after all (ours, the cache a moment behind; or another owner's, which no cache of
+	// ours holds) makes the create fail, writing nothing, and is then read and judged. A set
+	// can then be refused for such an object after its other new objects were created: they
+	// are ours, and listed (Result.Objects). For a controller whose objects' names carry an
+	// identity no one else's do (the provisioner's), which an object of another owner holds
+	// only when someone made it so; the runtime reads first.
+	CreateUnseen bool
 }
 
 // OwnedElsewhere is an object that exists and does not belong to the marks' owner.
@@ -66,9 +76,14 @@ type OwnedElsewhere struct {
 	// OwnerValue is the object's owner annotation ("" when it has none: not created by us);
 	// OwnerName the owner's name, when the object's OwnerNameLabel says it.
 	OwnerValue, OwnerName string
+	// Maker is the marks' Maker: what would have made the object ("" the runtime).
+	Maker string
 }
 
 func (e *OwnedElsewhere) Error() string {
+	if e.Maker != "" && e.OwnerValue == "" {
+		return fmt.Sprintf("%s %s exists and was not created by %s", e.GroupKind.Kind, e.Name, e.Maker)
+	}
 	return ConflictMessage(e.GroupKind.Kind, e.Name, e.OwnerValue, e.OwnerName)
 }
 
@@ -100,55 +115,239 @@ type Result struct {
 // Complete reports whether every object of the set was applied.
 func (r Result) Complete() bool { return len(r.Waiting) == 0 }
 
+// parallel bounds the requests one apply has in flight: its reads, and the applies of a stage.
+const parallel = 8
+
+// createOnly is the resourceVersion a server-side apply carries to create an object only: on
+// an object that does not exist, the apply creates it (kube-apiserver's registry, that of the
+// built-in kinds and of custom resources, does not check the version of an object it creates;
+// the object gets an Apply managed-fields entry, as any apply's); on one that exists, whoever's
+// it is, the version differs and the apply fails with a conflict, writing nothing. It is the
+// largest revision etcd can hold (an int64), which no object ever reaches. Checked on a real
+// API server by test/integration/firstpass (and by hand: a POST create instead leaves an
+// Update entry, whose fields a later apply that drops them does not remove).
+const createOnly = "9223372036854775807"
+
 // Apply prepares objs with marks and applies them in stages. Before anything is written, every
 // object that already exists is checked: one that belongs to another owner refuses the whole
 // set (*OwnedElsewhere), so nothing is half-applied over someone else's object. It stops
 // after the definitions stage while a CustomResourceDefinition of the set is not Established
-// (Result.Waiting).
+// (Result.Waiting). With CreateUnseen, an object the cache does not hold is not read first
+// (see there).
+//
+// The reads of the set run at once, and so do the applies of each stage (at most parallel in
+// flight); stages follow each other. An object read as absent is created with a create-only
+// apply (createOnly), so one made since the read, by anyone, is never written over: the apply
+// fails, the object is read from the API server, refused if it is another owner's, and applied
+// if it is ours. Results are in the order of the prepared objects; of several errors, the one
+// of the earliest object is returned, with everything applied before the apply stopped.
 func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, marks prepare.Marks) (Result, error) {
+	return a.ApplyAfter(ctx, nil, objs, marks)
+}
+
+// ApplyAfter is Apply with first, a write that may overlap the apply's reads and its creations
+// of objects that do not exist in the first stage, and that every other write waits for: no
+// object that exists is changed, and no later stage is applied, before first returned nil. Its
+// error stops the apply and is returned before any other. The provisioner keeps an instance's
+// state with it: the state holds the credentials its objects are made with, and must be
+// durable before anything that uses them is applied, and before anything made with other
+// credentials (another claim's of the same instance, which wrote its state first) is changed.
+// A nil first is Apply.
+func (a *Applier) ApplyAfter(ctx context.Context, first func(context.Context) error, objs []*unstructured.Unstructured, marks prepare.Marks) (Result, error) {
+	g := startGate(ctx, first)
+	res, err := a.apply(ctx, g, objs, marks)
+	if gerr := g.wait(); gerr != nil {
+		return res, gerr
+	}
+	return res, err
+}
+
+func (a *Applier) apply(ctx context.Context, g *gate, objs []*unstructured.Unstructured, marks prepare.Marks) (Result, error) {
 	prepared, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: marks, Scope: a.scope, Allowed: a.Allowed})
 	if err != nil {
 		return Result{}, err
 	}
 	// Read and guard everything first.
 	live := make([]*unstructured.Unstructured, len(prepared))
-	for i, o := range prepared {
-		if live[i], err = a.read(ctx, o, marks); err != nil {
-			return Result{}, err
-		}
+	if err := each(len(prepared), func(i int) (err error) {
+		live[i], err = a.readFirst(ctx, prepared[i], marks)
+		return err
+	}); err != nil {
+		return Result{}, err
 	}
 	var res Result
-	for i, o := range prepared {
-		if i > 0 && o.Stage != prepared[i-1].Stage && len(res.Waiting) > 0 {
+	for start, stage := 0, 0; start < len(prepared); start, stage = end(prepared, start), stage+1 {
+		if len(res.Waiting) > 0 {
 			break // the definitions this stage may need are not served yet
 		}
-		// Watched before it is applied, so no change after the apply can be missed (a kind a
-		// definition of this set made served is watched now, its read having found nothing).
-		a.Watcher.Ensure(ctx, o.GroupVersionKind())
-		current := live[i]
-		if !Unchanged(o.Unstructured, current) {
-			u := o.Unstructured
-			if err := a.Client.Patch(ctx, u, client.Apply, client.FieldOwner(a.FieldManager), client.ForceOwnership); err != nil {
-				return res, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		if stage > 0 {
+			if err := g.wait(); err != nil {
+				return res, err
 			}
-			current = u
 		}
-		state, message := a.judge(current)
-		res.Objects = append(res.Objects, inventory.Applied(current, state, message))
-		res.Live = append(res.Live, current)
-		if o.GroupVersionKind().GroupKind() == prepare.CRDKind && !established(current) {
-			res.Waiting = append(res.Waiting, "CustomResourceDefinition "+current.GetName())
+		stop := end(prepared, start)
+		current := make([]*unstructured.Unstructured, stop-start)
+		err := each(stop-start, func(i int) (err error) {
+			current[i], err = a.applyOne(ctx, g, prepared[start+i], live[start+i], marks)
+			return err
+		})
+		for i, o := range prepared[start:stop] {
+			if current[i] == nil {
+				continue // not applied: its error, or another's
+			}
+			state, message := a.judge(current[i])
+			res.Objects = append(res.Objects, inventory.Applied(current[i], state, message))
+			res.Live = append(res.Live, current[i])
+			if o.GroupVersionKind().GroupKind() == prepare.CRDKind && !established(current[i]) {
+				res.Waiting = append(res.Waiting, "CustomResourceDefinition "+current[i].GetName())
+			}
+		}
+		if err != nil {
+			return res, err
 		}
 	}
 	return res, nil
 }
 
+// end is the index after the stage of prepared[start] (prepared is ordered by stage).
+func end(prepared []prepare.Object, start int) int {
+	i := start
+	for i < len(prepared) && prepared[i].Stage == prepared[start].Stage {
+		i++
+	}
+	return i
+}
+
+// each calls f for 0..n-1, at most parallel at once, and returns the error of the lowest index
+// that failed: the one a loop in order would have stopped at, whichever failed first in time.
+// Every call runs to its end (none is cancelled by another's error), so that what was written
+// is known.
+func each(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var g errgroup.Group
+	g.SetLimit(parallel)
+	for i := range n {
+		g.Go(func() error {
+			errs[i] = f(i)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFirst reads what exists of o before anything is written: nothing, taken as absent, when
+// the Applier creates unseen objects, o's kind is watched and the watch's cache does not hold
+// it (CreateUnseen); otherwise what read returns.
+func (a *Applier) readFirst(ctx context.Context, o prepare.Object, marks prepare.Marks) (*unstructured.Unstructured, error) {
+	if a.CreateUnseen {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(o.GroupVersionKind())
+		found, watched, err := a.Watcher.Lookup(ctx, client.ObjectKeyFromObject(o), u)
+		if err == nil && watched && !found {
+			return nil, nil
+		}
+	}
+	return a.read(ctx, o, marks)
+}
+
+// applyOne applies o, read as live (nil: not found, or not read), and returns it as the API
+// server has it. An object read as absent is created with a create-only apply, which may
+// overlap the gate; one that exists after all is read from the API server and applied, or
+// refused, once the gate is passed, as is any object that exists.
+func (a *Applier) applyOne(ctx context.Context, g *gate, o prepare.Object, live *unstructured.Unstructured, marks prepare.Marks) (*unstructured.Unstructured, error) {
+	// Watched before it is applied, so no change after the apply can be missed (a kind a
+	// definition of this set made served is watched now, its read having found nothing).
+	a.Watcher.Ensure(ctx, o.GroupVersionKind())
+	if live == nil {
+		u := o.Unstructured.DeepCopy()
+		u.SetResourceVersion(createOnly)
+		err := a.Client.Patch(ctx, u, client.Apply, client.FieldOwner(a.FieldManager), client.ForceOwnership)
+		if err == nil {
+			return u, nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		// It exists: made since it was read (by another pass of ours, or by anyone), or ours
+		// where the cache was behind or did not hold it (unseen). Whose it is, the API server
+		// says.
+		if err := g.wait(); err != nil {
+			return nil, err
+		}
+		if live, err = a.readAPIServer(ctx, o, marks); err != nil {
+			return nil, err
+		}
+	} else if err := g.wait(); err != nil {
+		return nil, err
+	}
+	if Unchanged(o.Unstructured, live) {
+		return live, nil
+	}
+	u := o.Unstructured
+	if err := a.Client.Patch(ctx, u, client.Apply, client.FieldOwner(a.FieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return u, nil
+}
+
+// gate is a write the applies wait for (ApplyAfter's first), started at once.
+type gate struct {
+	done chan struct{}
+	err  error
+}
+
+func startGate(ctx context.Context, first func(context.Context) error) *gate {
+	g := &gate{done: make(chan struct{})}
+	if first == nil {
+		close(g.done)
+		return g
+	}
+	go func() {
+		defer close(g.done)
+		g.err = first(ctx)
+	}()
+	return g
+}
+
+// wait returns first's error once it returned.
+func (g *gate) wait() error {
+	<-g.done
+	return g.err
+}
+
 // read returns the object as it exists (nil when it does not) and applies the marks' rules
 // for an existing object: refused when another owner's, keeping KeepLabel's value.
 func (a *Applier) read(ctx context.Context, o prepare.Object, marks prepare.Marks) (*unstructured.Unstructured, error) {
+	return a.readWith(ctx, o, marks, func(key client.ObjectKey, u *unstructured.Unstructured) error {
+		return a.Watcher.Get(ctx, a.Client, key, u)
+	})
+}
+
+// readAPIServer is read from the API server alone: for an object a create-only apply found,
+// which the cache may not hold yet.
+func (a *Applier) readAPIServer(ctx context.Context, o prepare.Object, marks prepare.Marks) (*unstructured.Unstructured, error) {
+	live, err := a.readWith(ctx, o, marks, func(key client.ObjectKey, u *unstructured.Unstructured) error {
+		return a.Client.Get(ctx, key, u)
+	})
+	if err == nil && live == nil {
+		// Gone again since the apply found it: a conflict to retry, never a write over
+		// whatever comes next.
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: o.GroupVersionKind().Group, Resource: o.GetKind()}, o.GetName(),
+			errors.New("the object was deleted while it was created"))
+	}
+	return live, err
+}
+
+func (a *Applier) readWith(ctx context.Context, o prepare.Object, marks prepare.Marks, get func(client.ObjectKey, *unstructured.Unstructured) error) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(o.GroupVersionKind())
-	err := a.Watcher.Get(ctx, a.Client, client.ObjectKeyFromObject(o), live)
+	err := get(client.ObjectKeyFromObject(o), live)
 	switch {
 	case meta.IsNoMatchError(err):
 		return nil, nil // of a kind a definition of the same set has not made served yet
@@ -164,7 +363,7 @@ func (a *Applier) read(ctx context.Context, o prepare.Object, marks prepare.Mark
 	}
 	if !marks.Ours(live) {
 		owner := live.GetAnnotations()[marks.OwnerAnnotation]
-		e := &OwnedElsewhere{GroupKind: o.GroupVersionKind().GroupKind(), Namespace: live.GetNamespace(), Name: live.GetName(), OwnerValue: owner}
+		e := &OwnedElsewhere{GroupKind: o.GroupVersionKind().GroupKind(), Namespace: live.GetNamespace(), Name: live.GetName(), OwnerValue: owner, Maker: marks.Maker}
 		if owner != "" && marks.OwnerNameLabel != "" {
 			e.OwnerName = live.GetLabels()[marks.OwnerNameLabel]
 		}

@@ -228,6 +228,10 @@ func (d *decision) runFailed(err error) {
 		// next pass provisions again from the state written.
 		d.Retry = err
 	case step == provisioning.StepApply:
+		// What was placed before the apply stopped is listed, so that it is released with the
+		// claim: the applies of a stage run at once, and objects made before the set was
+		// refused for one that exists are ours (apply.Applier.CreateUnseen).
+		d.Status.Resources = inventory.Union(d.Status.Resources, d.o.Run.Outcome.Applied.Objects)
 		d.provisioning()
 		d.applyFailed(err)
 	default: // StepOutputs

@@ -197,6 +197,9 @@ func TestFrom(t *testing.T) {
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, message: "Provisioner " + uri + ": ClusterRole x: not allowed.", retry: true}},
 		{"a member namespace the hub may not place into", observed(on("eu"), failedAt(provisioning.StepApply, fmt.Errorf("the namespace team on cluster eu: %w", clusters.ErrNotPlaceable))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, retry: true}},
+		{"a set refused after some of its objects were created lists them", observed(bound(object("old", "")), failedAt(provisioning.StepApply,
+			errors.New("Service db exists and was not created by the runtime"), object("db-secret", ""))),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonClaimFailed, message: "Provisioner " + uri + ": Service db exists and was not created by the runtime.", retry: true, resources: "old,db-secret"}},
 		{"the run failed", observed(bound(moved), on(""), failedAt(provisioning.StepApply, fmt.Errorf("%w: Job migrate: BackoffLimitExceeded", provisioning.ErrRunFailed), object("migrate", "", scorev1b1.HealthFailed))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonClaimFailed, message: "Provisioner " + uri + ": the run failed: Job migrate: BackoffLimitExceeded.", resources: "migrate,old"}},
 		{"a CRD not established yet", observed(bound(object("stale", "")), func(o *Observed) {

@@ -305,7 +305,10 @@ func offlineEnv(in Input, def orchconfig.Provisioner, id provisioning.Identity, 
 			chart, err := in.Template(ref)
 			return chart.Data, err
 		},
-		Apply: func(_ context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (provisioning.Applied, error) {
+		Apply: func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (provisioning.Applied, error) {
+			if err := save(ctx); err != nil {
+				return provisioning.Applied{}, err
+			}
 			var err error
 			if *objects, err = prepareFor(in, objs, prepare.InstanceMarks(id.Namespace, id.Hash())); err != nil || run == nil {
 				return provisioning.Applied{}, err

@@ -53,15 +53,29 @@ type Marks struct {
 	OwnerAnnotation string
 	// OwnerNameLabel is the label that names the owner, for a refusal's message.
 	OwnerNameLabel string
+	// OwnLabel, when set, is a label (one of Labels) that everything this kind of owner makes
+	// carries, whatever its value: an existing object without it was made by someone else,
+	// and is refused (*OwnedElsewhere), never taken over, unless Listed holds its UID (one of
+	// ours whose label was removed since). An object labelled with another value (another
+	// instance's: the object several instances produce) is ours to apply.
+	OwnLabel string
+	// Listed holds the UIDs of the objects the owner's inventory lists.
+	Listed map[string]bool
+	// Maker names what makes the objects, for a refusal's message ("" is the runtime).
+	Maker string
 	// KeepLabel, when set, is a label (one of Labels) an existing object keeps: an object
 	// several owners produce keeps the value of the one that created it, instead of being
 	// relabelled back and forth.
 	KeepLabel string
 }
 
-// Ours reports whether an existing object belongs to the marks' owner: its owner
-// annotation has the owner's value, or the marks name no owner annotation.
+// Ours reports whether an existing object belongs to the marks' owner: it carries OwnLabel
+// (or Listed holds it) when the marks name one, and its owner annotation has the owner's
+// value, or the marks name no owner annotation.
 func (m Marks) Ours(live *unstructured.Unstructured) bool {
+	if _, labelled := live.GetLabels()[m.OwnLabel]; m.OwnLabel != "" && !labelled && !m.Listed[string(live.GetUID())] {
+		return false
+	}
 	return m.OwnerAnnotation == "" || live.GetAnnotations()[m.OwnerAnnotation] == m.Annotations[m.OwnerAnnotation]
 }
 
@@ -304,13 +318,26 @@ func PlanMarks(p *scorev1b1.WorkloadPlan) Marks {
 }
 
 // InstanceMarks are the marks of what a provisioner applies for an instance: in the
-// instance's namespace, labelled with its identity hash. An existing object is taken over,
-// except that one labelled for another instance keeps that label: an object several
-// instances produce (the broker every topic of a namespace uses) stays the first one's.
-func InstanceMarks(namespace, instance string) Marks {
-	return Marks{
+// instance's namespace, labelled with its identity hash. An existing object that an instance
+// made (it carries the instance label, of any instance) is taken over, keeping that label: an
+// object several instances produce (the broker every topic of a namespace uses) stays the
+// first one's. An object no instance made (no instance label) is refused, never taken over,
+// unless listed holds its UID (the claim's inventory: one of ours whose label was removed).
+func InstanceMarks(namespace, instance string, listed ...scorev1b1.AppliedObject) Marks {
+	m := Marks{
 		Namespace: namespace,
 		Labels:    map[string]string{scorev1b1.LabelInstance: instance},
 		KeepLabel: scorev1b1.LabelInstance,
+		OwnLabel:  scorev1b1.LabelInstance,
+		Maker:     "the provisioner",
 	}
+	for _, o := range listed {
+		if o.UID != "" {
+			if m.Listed == nil {
+				m.Listed = map[string]bool{}
+			}
+			m.Listed[o.UID] = true
+		}
+	}
+	return m
 }

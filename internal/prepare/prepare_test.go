@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
@@ -139,6 +140,16 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
+func labelled(u *unstructured.Unstructured, instance string) *unstructured.Unstructured {
+	u.SetLabels(map[string]string{scorev1b1.LabelInstance: instance})
+	return u
+}
+
+func withUID(u *unstructured.Unstructured, uid string) *unstructured.Unstructured {
+	u.SetUID(types.UID(uid))
+	return u
+}
+
 func TestMarksOurs(t *testing.T) {
 	plan := &scorev1b1.WorkloadPlan{Spec: scorev1b1.WorkloadPlanSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "web", UID: "mine"}}}
 	marked := func(uid string) *unstructured.Unstructured {
@@ -157,7 +168,10 @@ func TestMarksOurs(t *testing.T) {
 		{"the plan's own object", marked("mine"), PlanMarks(plan), true},
 		{"another Workload's object", marked("theirs"), PlanMarks(plan), false},
 		{"an object the runtime did not create", marked(""), PlanMarks(plan), false},
-		{"an instance takes any object over", marked("theirs"), InstanceMarks("team", "abc"), true},
+		{"an instance takes over what another instance made", labelled(marked(""), "other"), InstanceMarks("team", "abc"), true},
+		{"an instance refuses what no instance made", marked("theirs"), InstanceMarks("team", "abc"), false},
+		{"an instance takes back its listed object that lost its label", withUID(marked(""), "u1"), InstanceMarks("team", "abc", scorev1b1.AppliedObject{UID: "u1"}), true},
+		{"an unlabelled object another claim listed is not this one's", withUID(marked(""), "u2"), InstanceMarks("team", "abc", scorev1b1.AppliedObject{UID: "u1"}), false},
 	} {
 		if got := tc.marks.Ours(tc.live); got != tc.want {
 			t.Errorf("%s: Ours = %v, want %v", tc.name, got, tc.want)

@@ -165,17 +165,29 @@ func runOnce(ctx context.Context, strategy Strategy, def orchconfig.Provisioner,
 		return Outcome{}, &StepError{Step: StepProvision, Err: err}
 	}
 	out := Outcome{Result: res}
-	if err := env.saveState(ctx, res); err != nil {
-		return out, &StepError{Step: StepState, Err: err}
-	}
-	objs, err := res.Objects()
-	if err != nil {
-		return out, &StepError{Step: StepApply, Err: err}
-	}
-	if env.Apply != nil {
-		// What was placed is kept also when placing failed: a failed run is listed.
-		out.Applied, err = env.Apply(ctx, objs, res.Run)
-		if err != nil {
+	objs, objsErr := res.Objects()
+	if env.Apply == nil || objsErr != nil {
+		// Nothing to place: the state is kept as it is when placing starts.
+		if err := env.saveState(ctx, res); err != nil {
+			return out, &StepError{Step: StepState, Err: err}
+		}
+		if objsErr != nil {
+			return out, &StepError{Step: StepApply, Err: objsErr}
+		}
+	} else {
+		// The state is kept by the applier, before it changes anything that exists
+		// (Env.Apply); its error is the run's, at StepState. What was placed is kept also when
+		// placing failed: a failed run is listed.
+		var saveErr error
+		save := func(ctx context.Context) error {
+			saveErr = env.saveState(ctx, res)
+			return saveErr
+		}
+		out.Applied, err = env.Apply(ctx, objs, res.Run, save)
+		switch {
+		case saveErr != nil:
+			return out, &StepError{Step: StepState, Err: saveErr}
+		case err != nil:
 			return out, &StepError{Step: StepApply, Err: err}
 		}
 	}

@@ -34,7 +34,10 @@ type recorder struct {
 func (r *recorder) env() Env {
 	return Env{
 		SaveState: func(_ context.Context, res Result) error { r.saved = append(r.saved, res); return nil },
-		Apply: func(_ context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (Applied, error) {
+		Apply: func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (Applied, error) {
+			if err := save(ctx); err != nil {
+				return Applied{}, err
+			}
 			for _, o := range objs {
 				r.applied = append(r.applied, o.GetKind()+"/"+o.GetName())
 			}
@@ -92,8 +95,8 @@ func TestRunStopsAtTheStepThatFailed(t *testing.T) {
 		}, StepState, false},
 		{"placing the objects, what was placed kept", kv, func(e Env) Env {
 			apply := e.Apply
-			e.Apply = func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (Applied, error) {
-				a, _ := apply(ctx, objs, run)
+			e.Apply = func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (Applied, error) {
+				a, _ := apply(ctx, objs, run, save)
 				return a, refused
 			}
 			return e
@@ -126,7 +129,7 @@ func TestRunStopsWhileObjectsWait(t *testing.T) {
 	rec := &recorder{}
 	env := rec.env()
 	env.Secret = nil
-	env.Apply = func(context.Context, []*unstructured.Unstructured, *unstructured.Unstructured) (Applied, error) {
+	env.Apply = func(context.Context, []*unstructured.Unstructured, *unstructured.Unstructured, func(context.Context) error) (Applied, error) {
 		return Applied{Waiting: []string{"CustomResourceDefinition kvs.example.com"}}, nil
 	}
 	out, err := Run(context.Background(), runInput(kv), env)
@@ -141,7 +144,7 @@ func TestRunAddsTheRunsOutputs(t *testing.T) {
 		Manifests: "- {apiVersion: batch/v1, kind: Job, metadata: {name: migrate}, spec: {template: {spec: {containers: [{name: m, image: m}]}}}}"}
 	rec := &recorder{}
 	env := rec.env()
-	env.Apply = func(_ context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (Applied, error) {
+	env.Apply = func(_ context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, _ func(context.Context) error) (Applied, error) {
 		rec.run = run
 		return Applied{RunOutputs: map[string]any{"version": "42"}}, nil
 	}
@@ -197,5 +200,30 @@ func TestRunTakesAnAPIStep(t *testing.T) {
 	env.SaveState = func(context.Context, Result) error { return errors.New("raced") }
 	if _, err := Run(context.Background(), runInput(def), env); StepOf(err) != StepState {
 		t.Fatalf("a state the step could not keep: %v (step %d)", err, StepOf(err))
+	}
+}
+
+// The state is kept once, by the placing when there is one (Env.Apply calls save before it
+// changes anything), else before the run ends; a state that could not be kept is the run's
+// StepState error, whatever the placing returned.
+func TestRunKeepsTheStateThroughThePlacing(t *testing.T) {
+	rec := &recorder{}
+	env := rec.env()
+	env.Apply = nil
+	if _, err := Run(context.Background(), runInput(kv), env); err != nil || len(rec.saved) != 1 {
+		t.Fatalf("without placing: saved %d times, %v", len(rec.saved), err)
+	}
+
+	rec = &recorder{}
+	env = rec.env()
+	raced := errors.New("raced")
+	env.SaveState = func(context.Context, Result) error { return raced }
+	placed := env.Apply
+	env.Apply = func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (Applied, error) {
+		a, err := placed(ctx, objs, run, save)
+		return a, fmt.Errorf("stopped: %w", err)
+	}
+	if _, err := Run(context.Background(), runInput(kv), env); StepOf(err) != StepState || !errors.Is(err, raced) {
+		t.Fatalf("a state the placing could not keep: %v (step %d)", err, StepOf(err))
 	}
 }

@@ -75,8 +75,12 @@ type Env struct {
 	SaveState func(ctx context.Context, res Result) error
 	// Apply places a run's objects (the controller's applier; offline, the applier's Prepare)
 	// and, for a runnable:// definition, reads the outputs run (the stamped run) publishes.
-	// nil places nothing.
-	Apply func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (Applied, error)
+	// It calls save, which keeps the state (SaveState), once, and before it has changed any
+	// object that exists or placed anything beyond creating objects that did not exist: the
+	// state holds the credentials the objects are made with, and is durable before anything
+	// can use them (apply.Applier.ApplyAfter). Its error is returned, and stops the placing.
+	// nil places nothing, and keeps the state.
+	Apply func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (Applied, error)
 	// Secret reads a key of a Secret an output refers to that the run's manifests do not
 	// create (one the platform owns); nil refuses such outputs.
 	Secret func(ctx context.Context, ref SecretRef) (string, error)

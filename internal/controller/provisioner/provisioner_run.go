@@ -19,8 +19,8 @@ func (r *Reconciler) run(ctx context.Context, p *pass) *claimstatus.Run {
 	env := r.env()
 	st := p.state
 	env.SaveState = func(ctx context.Context, res provisioning.Result) error { return r.saveState(ctx, p.id, &st, res) }
-	env.Apply = func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (provisioning.Applied, error) {
-		return r.place(ctx, p, objs, run)
+	env.Apply = func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (provisioning.Applied, error) {
+		return r.place(ctx, p, objs, run, save)
 	}
 	get := r.secrets.Get
 	if p.target.Member != nil {
@@ -34,19 +34,24 @@ func (r *Reconciler) run(ctx context.Context, p *pass) *claimstatus.Run {
 }
 
 // place applies a run's objects on the instance's cluster with the instance's marks (on a
-// member, its namespace made ready there first) and judges a runnable:// run, reading its
-// outputs once it succeeded. A request to a member that got no answer marks the member
-// unreachable (members.Failed).
-func (r *Reconciler) place(ctx context.Context, p *pass, objs []*unstructured.Unstructured, run *unstructured.Unstructured) (provisioning.Applied, error) {
+// member, its namespace made ready there first) after save (the state kept: ApplyAfter lets
+// only the creation of objects that do not exist overlap it) and judges a runnable:// run,
+// reading its outputs once it succeeded. A request to a member that got no answer marks the
+// member unreachable (members.Failed).
+func (r *Reconciler) place(ctx context.Context, p *pass, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (provisioning.Applied, error) {
 	tgt, namespace := p.target, p.id.Namespace
-	marks := prepare.InstanceMarks(namespace, p.id.Hash())
+	marks := prepare.InstanceMarks(namespace, p.id.Hash(), p.Claim.Status.Resources...)
 	var applied apply.Result
 	var err error
 	if tgt.Member != nil {
 		err = tgt.Member.EnsureNamespace(ctx, namespace)
 	}
-	if err == nil {
-		applied, err = tgt.Applier.Apply(ctx, objs, marks)
+	if err != nil {
+		if serr := save(ctx); serr != nil {
+			return provisioning.Applied{}, serr
+		}
+	} else {
+		applied, err = tgt.Applier.ApplyAfter(ctx, save, objs, marks)
 	}
 	var outputs map[string]any
 	if err == nil && run != nil {

@@ -127,7 +127,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
+	// An object the cache does not hold is created with a create-only apply, not read first
+	// (CreateUnseen): provisioned objects carry their instance's label from their creation,
+	// and their names its identity, so one that exists and is not in the cache is rare (the
+	// cache a moment behind, or someone else's), and only then read.
+	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed, CreateUnseen: true,
 		Watcher: &apply.Watcher{Controller: c, Cache: provisioned, Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}}
 	r.secrets = apply.CacheFirst{Cache: r.Client, APIServer: mgr.GetAPIReader()}
 	r.members = &members.Pool{Name: "cluster-provisioner", Namespace: r.APINamespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), UserAgent: mgr.GetConfig().UserAgent,
@@ -136,7 +140,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return nil // no control-plane namespace, no registrations: the hub only
 	}
 	r.members.NewApplier = func(cluster string, cl client.Client, ca cache.Cache) *apply.Applier {
-		return &apply.Applier{Client: cl, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
+		return &apply.Applier{Client: cl, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed, CreateUnseen: true,
 			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: r.claimsOfObjectOn(cluster)}}
 	}
 	return r.members.Setup(mgr)

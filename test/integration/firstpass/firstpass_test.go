@@ -1,0 +1,360 @@
+// Package firstpass tests what the provisioner's first pass over a new claim asks of a real
+// kube-apiserver: which requests, and how many of them wait on each other (issue 39), and that
+// an object a tenant made under the name of an instance's object is neither written over nor
+// taken over.
+package firstpass
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	provisionerctl "github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+)
+
+var (
+	env *testenv.Env
+	ctx context.Context
+	// requests records every request of the provisioner's clients.
+	requests = &recorder{}
+)
+
+// hold is how long the recorder holds each answer it records. It only widens the requests'
+// intervals, so that requests a pass sends together are seen overlapping even when one of its
+// goroutines is scheduled late; the depth is derived from which requests had ended before
+// which started, never compared with a time. A scheduler delay longer than the hold can only
+// make the measured depth larger than the pass's: the test may fail for it, never pass.
+const hold = 150 * time.Millisecond
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, func(c context.Context, e *testenv.Env) error {
+		env, ctx = e, c
+		return start()
+	}))
+}
+
+// start creates the config (the development catalog's postgres) and starts a provisioner whose
+// requests go through the recorder.
+func start() error {
+	catalog, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "provisioners", "postgres.yaml"))
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("apiVersion: score.dev/v1b1\nkind: OrchestratorConfig\nallowMutableRefs: true\nprofiles:\n  - name: web-service\n    backends:\n" +
+		"      - {backendId: k8s-web, runtimeClass: kubernetes, version: 1.0.0, template: {kind: manifests, ref: \"configmap://score-system/t/web.yaml\"}}\n" +
+		"defaults: {profile: web-service}\nprovisioners:\n")
+	for _, line := range strings.Split(string(catalog), "\n") {
+		if line != "" {
+			b.WriteString("  " + line + "\n")
+		}
+	}
+	if err := testenv.CreateAll(ctx, env.Client,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": b.String()}},
+	); err != nil {
+		return err
+	}
+	cfg := rest.CopyConfig(env.Config)
+	// No client-side rate limit: a request it delayed would start late, and read as waiting.
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return requests.wrap(rt) }
+	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
+	if err != nil {
+		return err
+	}
+	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-provisioner")
+	if err != nil {
+		return err
+	}
+	r := &provisionerctl.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), APINamespace: "score-system"}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return nil
+}
+
+// request is one request the provisioner made: what, and when it started and ended.
+type request struct {
+	method, path string
+	start, end   time.Time
+}
+
+func (r request) String() string { return r.method + " " + r.path }
+
+// recorder records the requests about objects of the namespaces it is told of (reads of one
+// object and writes; not lists, watches or events), holding each answer for hold.
+type recorder struct {
+	mu         sync.Mutex
+	namespaces map[string]bool
+	log        []request
+}
+
+func (r *recorder) watch(namespace string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.namespaces == nil {
+		r.namespaces = map[string]bool{}
+	}
+	r.namespaces[namespace] = true
+}
+
+// recorded are the requests about namespace's objects so far.
+func (r *recorder) recorded(namespace string) []request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []request
+	for _, q := range r.log {
+		if strings.Contains(q.path+"/", "/namespaces/"+namespace+"/") {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// recordable reports whether req is about one object of a namespace the recorder watches.
+func (r *recorder) recordable(req *http.Request) bool {
+	path := req.URL.Path
+	parts := strings.Split(path, "/")
+	at := slices.Index(parts, "namespaces")
+	if at < 0 || at+1 >= len(parts) || req.URL.Query().Get("watch") == "true" || strings.Contains(path, "/events") {
+		return false // not about a namespace or its objects, a watch, an event
+	}
+	if collection := at+3 == len(parts); collection && req.Method == http.MethodGet {
+		return false // a list
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.namespaces[parts[at+1]] // its objects, or the namespace itself
+
+}
+
+func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if !r.recordable(req) {
+			return rt.RoundTrip(req)
+		}
+		q := request{method: req.Method, path: strings.TrimPrefix(req.URL.Path, "/"), start: time.Now()}
+		resp, err := rt.RoundTrip(req)
+		time.Sleep(hold)
+		q.end = time.Now()
+		r.mu.Lock()
+		r.log = append(r.log, q)
+		r.mu.Unlock()
+		return resp, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// depths is each request's depth: one more than the deepest request that had ended before it
+// started (1 for a request that waited on none).
+func depths(reqs []request) []int {
+	out := make([]int, len(reqs))
+	for i, q := range reqs {
+		out[i] = 1
+		for j, p := range reqs {
+			if !p.end.After(q.start) && out[j]+1 > out[i] {
+				out[i] = out[j] + 1
+			}
+		}
+	}
+	return out
+}
+
+func claim(ns, workload string) *scorev1b1.ResourceClaim {
+	return &scorev1b1.ResourceClaim{
+		// Created as the orchestrator creates claims: with the finalizer.
+		ObjectMeta: metav1.ObjectMeta{Name: workload + "-db", Namespace: ns, Finalizers: []string{scorev1b1.ClaimFinalizer}},
+		Spec: scorev1b1.ResourceClaimSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: workload, UID: "uid-" + workload},
+			Key: "db", Type: "postgres", DeprovisionPolicy: scorev1b1.DeprovisionDelete},
+	}
+}
+
+// provisioned waits until the provisioner wrote the claim's status for its generation.
+func provisioned(t *testing.T, c *scorev1b1.ResourceClaim) *scorev1b1.ResourceClaim {
+	t.Helper()
+	out := &scorev1b1.ResourceClaim{}
+	testenv.Eventually(t, testenv.WaitTimeout, "claim "+c.Name+" provisioned", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
+			return err
+		}
+		if out.Status.ObservedGeneration != out.Generation || out.Status.Phase == "" || out.Status.Phase == scorev1b1.ClaimPhasePending {
+			return fmt.Errorf("phase %q (%s)", out.Status.Phase, out.Status.Message)
+		}
+		return nil
+	})
+	return out
+}
+
+// A first pass over a new claim of the catalog's postgres, once the provisioner watches the
+// kinds it applies (after its first claim), is seven requests in four steps that wait on each
+// other: the state Secret written together with the creation of the instance's Secret (the
+// configuration stage), then the NetworkPolicy, Service and StatefulSet together, then the
+// outputs Secret, then the claim's status. It read nothing from the API server: every object
+// it applies is created with a create-only apply, none read first. It was eleven requests in
+// a row.
+func TestFirstPassIsFourStepsDeep(t *testing.T) {
+	// The first claim of the process starts the watches of the applied kinds.
+	warm := testenv.Namespace(t, env.Client)
+	first := claim(warm, "warm")
+	testenv.Create(t, env.Client, first)
+	provisioned(t, first)
+
+	ns := testenv.Namespace(t, env.Client)
+	requests.watch(ns)
+	c := claim(ns, "web")
+	testenv.Create(t, env.Client, c)
+	provisioned(t, c)
+
+	// The pass ends with its status (recorded once its answer was held); what follows is a
+	// later pass.
+	var all []request
+	status := -1
+	testenv.Eventually(t, testenv.WaitTimeout, "the status write recorded", func() error {
+		all = requests.recorded(ns)
+		if status = slices.IndexFunc(all, func(q request) bool {
+			return q.method == http.MethodPatch && strings.HasSuffix(q.path, "/resourceclaims/"+c.Name+"/status")
+		}); status < 0 {
+			return fmt.Errorf("no status write among %v", all)
+		}
+		return nil
+	})
+	var pass []request
+	for _, q := range all {
+		if q.start.Before(all[status].end) {
+			pass = append(pass, q)
+		}
+	}
+	slices.SortFunc(pass, func(a, b request) int { return a.start.Compare(b.start) })
+	depth := depths(pass)
+	var b strings.Builder
+	for i, q := range pass {
+		fmt.Fprintf(&b, "\n  step %d: %s", depth[i], q)
+	}
+	t.Logf("the first pass:%s", b.String())
+
+	id := provisioning.NewIdentity(ns, "web", "db", "postgres", "", "")
+	name := "pg-" + id.Guid()[:12]
+	var got []string
+	for _, q := range pass {
+		got = append(got, q.String())
+	}
+	want := []string{
+		"POST api/v1/namespaces/" + ns + "/secrets",
+		"PATCH api/v1/namespaces/" + ns + "/secrets/" + name,
+		"PATCH apis/networking.k8s.io/v1/namespaces/" + ns + "/networkpolicies/" + name,
+		"PATCH api/v1/namespaces/" + ns + "/services/" + name,
+		"PATCH apis/apps/v1/namespaces/" + ns + "/statefulsets/" + name,
+		"POST api/v1/namespaces/" + ns + "/secrets",
+		"PATCH apis/score.dev/v1b1/namespaces/" + ns + "/resourceclaims/" + c.Name + "/status",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if deepest := slices.Max(depth); deepest > 4 {
+		t.Errorf("the first pass is %d requests deep, want at most 4:%s", deepest, b.String())
+	}
+}
+
+// A tenant who computes the name of an instance's object and makes one of that name first
+// (here its Service, with a selector of its own) gets nothing of theirs written over or taken
+// over: the claim fails naming it, the tenant's Service is as they made it (no field of ours,
+// no instance label, no apply of ours in its managed fields), and what the pass created before
+// it knew is ours, listed, and deleted with the claim, leaving the tenant's Service.
+func TestHostilePrecreatedObjectIsNeitherWrittenNorTaken(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	name := "pg-" + provisioning.NewIdentity(ns, "web", "db", "postgres", "", "").Guid()[:12]
+	theirs := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"made-by": "tenant"}},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "eavesdropper"}, Ports: []corev1.ServicePort{{Name: "sniff", Port: 5432, TargetPort: intstr.FromInt32(9999)}}},
+	}
+	testenv.Create(t, env.Client, theirs)
+	before := &corev1.Service{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), before); err != nil {
+		t.Fatal(err)
+	}
+
+	c := claim(ns, "web")
+	testenv.Create(t, env.Client, c)
+	want := fmt.Sprintf("Service %s exists and was not created by the provisioner", name)
+	out := &scorev1b1.ResourceClaim{}
+	testenv.Eventually(t, testenv.WaitTimeout, "the claim reports the conflict", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
+			return err
+		}
+		if out.Status.Phase != scorev1b1.ClaimPhaseFailed || !strings.Contains(out.Status.Message, want) {
+			return fmt.Errorf("%s: %s", out.Status.Phase, out.Status.Message)
+		}
+		return nil
+	})
+
+	after := &corev1.Service{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion || after.Labels[scorev1b1.LabelInstance] != "" || after.Spec.Selector["app"] != "eavesdropper" {
+		t.Fatalf("the tenant's Service was written: %+v", after.ObjectMeta)
+	}
+	for _, f := range after.ManagedFields {
+		if f.Manager == scorev1b1.FieldManagerProvisioner {
+			t.Fatalf("the provisioner manages fields of the tenant's Service: %+v", f)
+		}
+	}
+	for _, o := range out.Status.Resources {
+		if o.Kind == "Service" {
+			t.Fatalf("the tenant's Service is in the claim's inventory: %+v", out.Status.Resources)
+		}
+	}
+
+	// What the pass created is the claim's, and goes with it; the tenant's Service stays.
+	if len(out.Status.Resources) == 0 {
+		t.Fatal("the objects the pass created are not listed")
+	}
+	if err := env.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitGone(t, env.Client, c)
+	for _, o := range out.Status.Resources {
+		u := &metav1.PartialObjectMetadata{}
+		u.SetGroupVersionKind(schemaOf(o))
+		testenv.WaitGone(t, env.Client, withKey(u, o.Namespace, o.Name))
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), after); err != nil || after.ResourceVersion != before.ResourceVersion {
+		t.Fatalf("the tenant's Service after the release: %v, %+v", err, after.ObjectMeta)
+	}
+}
+
+func schemaOf(o scorev1b1.AppliedObject) schema.GroupVersionKind {
+	gv, _ := schema.ParseGroupVersion(o.APIVersion)
+	return gv.WithKind(o.Kind)
+}
+
+func withKey(u *metav1.PartialObjectMetadata, namespace, name string) *metav1.PartialObjectMetadata {
+	u.Namespace, u.Name = namespace, name
+	return u
+}
