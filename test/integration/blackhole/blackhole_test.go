@@ -279,4 +279,22 @@ func TestBlackholedMemberCostsTheOthersNothing(t *testing.T) {
 			t.Fatalf("%d deployments of A's Workload %s on B", n, p.Namespace)
 		}
 	}
+
+	// The watches of a namespace new on A, synced off the workers, bring its plan back: a
+	// Deployment deleted there is recreated.
+	last := onA[len(onA)-1]
+	gone, err := applied(last, memberA.Client, "nginx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := memberA.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: last.Namespace, Name: last.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the deleted Deployment recreated on A", func() error {
+		uid, err := applied(last, memberA.Client, "nginx")
+		if err == nil && uid == gone {
+			return fmt.Errorf("not recreated yet")
+		}
+		return err
+	})
 }
