@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
@@ -100,9 +101,12 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 // (RequestTimeout) passed, or the connection failed. A request its caller gave up on (a
 // worker stopping) says nothing of the member, nor does one ended by the suspicion.
 func (g *guard) failed(ctx context.Context, err error) {
+	deadline, bounded := ctx.Deadline()
 	switch {
 	case errors.Is(err, ErrSuspect):
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), bounded && !time.Now().Before(deadline):
+		// Its timeout passed (http.Client's own timer may end it a moment before its
+		// context's).
 		g.mem.suspect(context.DeadlineExceeded)
 	case ctx.Err() == nil && apierror.Unanswered(err):
 		g.mem.suspect(err)
