@@ -34,6 +34,13 @@ type Watcher struct {
 	Cache      cache.Cache
 	// Handler maps an event on a watched object to requests of the controller.
 	Handler handler.EventHandler
+	// Synced, when set, makes Ensure return at once rather than wait for a new watch to
+	// deliver events: a member cluster's watch, whose API server may not answer, and a worker
+	// that serves every cluster must not wait on it. The wait goes on off the worker, bounded
+	// by SyncTimeout, and Synced is called once the watch delivers events, so that the
+	// controller brings back what it applied meanwhile (an event before then is lost). Until
+	// then reads go to the API server, as for a kind not watched.
+	Synced func(ctx context.Context)
 
 	mu    sync.Mutex
 	kinds map[schema.GroupVersionKind]*kindWatch
@@ -44,10 +51,14 @@ type Watcher struct {
 type kindWatch struct {
 	mu     sync.Mutex
 	synced atomic.Bool
+	// syncing is set while a watch started in the background (Synced) has not delivered
+	// events yet, so that no second watch of the kind is started meanwhile.
+	syncing bool
 }
 
-// Ensure watches gvk, once, and returns when the watch delivers events. A failure is logged:
-// the controller still works, it only learns of that kind's changes on its next pass.
+// Ensure watches gvk, once, and returns when the watch delivers events (at once with Synced
+// set). A failure is logged: the controller still works, it only learns of that kind's
+// changes on its next pass.
 func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
 	if w == nil {
 		return
@@ -55,7 +66,7 @@ func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
 	k := w.kind(gvk, true)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.synced.Load() {
+	if k.synced.Load() || k.syncing {
 		return
 	}
 	u := &unstructured.Unstructured{}
@@ -65,9 +76,32 @@ func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
 		ctrl.LoggerFrom(ctx).Error(err, "Watching applied objects", "kind", gvk.String())
 		return
 	}
+	if w.Synced != nil {
+		k.syncing = true
+		go func() {
+			// Not the pass's context, which ends with the pass; bounded all the same.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*SyncTimeout)
+			defer cancel()
+			synced := w.waitForSync(ctx, src, u)
+			k.mu.Lock()
+			k.syncing = false
+			k.mu.Unlock()
+			if synced {
+				w.Synced(ctx)
+			}
+		}()
+		return
+	}
 	// Return only once the handler receives events: an event before that is lost, so a
 	// caller that watches before it applies sees every later change (a deletion right after
 	// the first apply of a kind went unnoticed until something else woke the controller).
+	w.waitForSync(ctx, src, u)
+}
+
+// waitForSync waits, at most SyncTimeout, for a new watch of u's kind to deliver events, and
+// reports whether it does; when it does not, the watch is dropped.
+func (w *Watcher) waitForSync(ctx context.Context, src source.SyncingSource, u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
 	wait, cancel := context.WithTimeout(ctx, SyncTimeout)
 	defer cancel()
 	if err := src.WaitForSync(wait); err != nil {
@@ -77,9 +111,10 @@ func (w *Watcher) Ensure(ctx context.Context, gvk schema.GroupVersionKind) {
 		if err := w.Cache.RemoveInformer(ctx, u); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Removing the watch on applied objects", "kind", gvk.String())
 		}
-		return
+		return false
 	}
-	k.synced.Store(true)
+	w.kind(gvk, true).synced.Store(true)
+	return true
 }
 
 // Get reads an applied object into u (whose kind is set): from the watch's cache when its

@@ -8,6 +8,13 @@
 // remote API server stops answering, so no watch can tell — and a change calls Changed, which
 // brings back the controller's objects placed there. The runtime and the provisioner each
 // keep a pool; the runtime's publishes the clusters' status (clusters.StatusConfigMap).
+//
+// One member that does not answer costs the others nothing: a request to a member (not a
+// watch) gets RequestTimeout; the first that gets no answer makes the member suspect, which
+// ends every request in flight to it and refuses the next ones without sending them (Get
+// says it does not answer, so the workers record that and return); only the probe contacts
+// it then, and its answer brings back what is placed there. A new namespace's watches sync
+// off the workers (apply.Watcher.Synced).
 package members
 
 import (
@@ -46,15 +53,17 @@ import (
 )
 
 // ProbeInterval is how often each member cluster's API server is asked whether it answers;
-// ProbeTimeout how long an answer may take.
+// ProbeTimeout how long an answer may take. RequestTimeout bounds any other request to a
+// member (not its watches): the Kubernetes default of an admission webhook's timeout, so that
+// a member whose webhook takes its time is not taken for one that does not answer. A request
+// that gets no answer in that time makes the member suspect (Member.suspect): whatever is in
+// flight to it ends at once, so a member that goes silent holds the workers that were talking
+// to it at most RequestTimeout (or until the probe's verdict, if that comes first), once.
 var (
-	ProbeInterval = 15 * time.Second
-	ProbeTimeout  = 5 * time.Second
+	ProbeInterval  = 15 * time.Second
+	ProbeTimeout   = 5 * time.Second
+	RequestTimeout = 10 * time.Second
 )
-
-// requestTimeout bounds a request to a member (not its watches): a member that stops
-// answering holds a pass at most that long.
-const requestTimeout = 30 * time.Second
 
 // ErrNotRegistered is a cluster that no registration names.
 var ErrNotRegistered = errors.New("not registered")
@@ -76,8 +85,9 @@ type Pool struct {
 	// those only.
 	Scope string
 	// NewApplier makes the applier of a namespace of a cluster, its watches in the
-	// controller (ca is scoped to the namespace).
-	NewApplier func(cluster string, c client.Client, ca cache.Cache) *apply.Applier
+	// controller (ca is scoped to the namespace). Its watcher should have Synced set: bring
+	// back what is placed in that namespace there.
+	NewApplier func(cluster, namespace string, c client.Client, ca cache.Cache) *apply.Applier
 	// Changed is called when a cluster starts or stops answering, or is let go of.
 	Changed func(ctx context.Context, cluster string)
 	// Publish writes the clusters' status into clusters.StatusConfigMap (the runtime's pool).
@@ -91,6 +101,8 @@ type Pool struct {
 
 	mu     sync.Mutex
 	byName map[string]*Member
+	// publishing serialises publish: the members are probed concurrently.
+	publishing sync.Mutex
 }
 
 // Member is one registered cluster.
@@ -101,9 +113,19 @@ type Member struct {
 	digest string
 	cfg    *rest.Config
 	stop   context.CancelFunc
-	// status is the last probe's result; probed is set once there was one.
+
+	state sync.Mutex
+	// status is the last probe's result, or that a request got no answer since; probed is set
+	// once there was a probe.
 	status clusters.Status
 	probed bool
+	// answering is the context of the requests to the member while it is not suspect: ended
+	// (end) when it is, which ends them all.
+	answering context.Context
+	end       context.CancelFunc
+	// suspected is called when a request makes the member suspect.
+	suspected func()
+
 	// hub reads the hub's namespaces.
 	hub client.Reader
 	// newApplier makes the applier of one namespace there.
@@ -141,7 +163,8 @@ func (p *Pool) Setup(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(p.Name).
 		WatchesRawSource(source.Kind[client.Object](registry, &corev1.Secret{}, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		// Each member is probed on its own: one that does not answer holds up no other's probe.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return p.reconcile(ctx, req.Name)
 		}))
@@ -170,10 +193,7 @@ func (p *Pool) reconcile(ctx context.Context, name string) (reconcile.Result, er
 	mem := p.connect(ctx, s)
 	status := probe(mem)
 	status.Labels = clusters.Labels(s)
-	p.mu.Lock()
-	before, first := mem.status, !mem.probed
-	mem.status, mem.probed = status, true
-	p.mu.Unlock()
+	before, first := mem.probedAs(status)
 	if first || before.Reachable != status.Reachable {
 		ctrl.LoggerFrom(ctx).Info("Cluster probed", "cluster", name, "reachable", status.Reachable, "message", status.Message)
 		p.Changed(ctx, name)
@@ -197,6 +217,9 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 		hub = p.Hub
 	}
 	mem := &Member{Name: s.Name, digest: digest, stop: func() {}, hub: hub}
+	mem.answering, mem.end = context.WithCancel(context.Background())
+	// A suspicion brings back what is placed there, to say so, as the probe's verdict would.
+	mem.suspected = func() { go p.Changed(p.ctx, s.Name) }
 	if p.byName == nil {
 		p.byName = map[string]*Member{}
 	}
@@ -209,25 +232,30 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 	if err != nil {
 		// registration.Config's errors carry no value of the registration; client-go's say which setting
 		// failed (a certificate that does not parse).
+		mem.state.Lock()
 		mem.status.Message = "The registration cannot be used: " + err.Error()
+		mem.state.Unlock()
 	}
 	return mem
 }
 
 // start makes the member's client and the way to make a namespace's applier; their caches
-// run until ctx ends or the member is let go.
-func (mem *Member) start(ctx context.Context, cfg *rest.Config, scheme *kruntime.Scheme, scope string, newApplier func(string, client.Client, cache.Cache) *apply.Applier) error {
+// run until ctx ends or the member is let go. The client's requests, the discovery of its
+// kinds included, are bounded by RequestTimeout and go through the member's guard; the
+// caches' lists and watches are not bounded (a watch lasts).
+func (mem *Member) start(ctx context.Context, cfg *rest.Config, scheme *kruntime.Scheme, scope string, newApplier func(string, string, client.Client, cache.Cache) *apply.Applier) error {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return err
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	bounded := rest.CopyConfig(cfg)
+	bounded.Timeout = RequestTimeout
+	boundedHTTP, err := rest.HTTPClientFor(bounded)
 	if err != nil {
 		return err
 	}
-	bounded := rest.CopyConfig(cfg)
-	bounded.Timeout = requestTimeout
-	boundedHTTP, err := rest.HTTPClientFor(bounded)
+	boundedHTTP.Transport = &guard{next: boundedHTTP.Transport, mem: mem}
+	mapper, err := apiutil.NewDynamicRESTMapper(bounded, boundedHTTP)
 	if err != nil {
 		return err
 	}
@@ -247,7 +275,7 @@ func (mem *Member) start(ctx context.Context, cfg *rest.Config, scheme *kruntime
 			return nil, fmt.Errorf("the cache of namespace %s on cluster %s: %w", namespace, mem.Name, err)
 		}
 		go func() { _ = ca.Start(cctx) }()
-		return newApplier(mem.Name, c, ca), nil
+		return newApplier(mem.Name, namespace, c, ca), nil
 	}
 	mem.cfg, mem.Client, mem.stop = cfg, c, cancel
 	return nil
@@ -274,7 +302,8 @@ func (mem *Member) applierIn(namespace string) (*apply.Applier, error) {
 // probe asks the cluster's API server for its version.
 func probe(mem *Member) clusters.Status {
 	if mem.Client == nil {
-		return clusters.Status{Message: mem.status.Message}
+		st, _ := mem.Status()
+		return clusters.Status{Message: st.Message}
 	}
 	cfg := rest.CopyConfig(mem.cfg)
 	cfg.Timeout = ProbeTimeout
@@ -332,13 +361,14 @@ func (p *Pool) Get(name string) (*Member, error) {
 		return nil, fmt.Errorf("cluster %s is %w: this controller applies on the hub only (no control-plane namespace)", name, ErrNotRegistered)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	mem := p.byName[name]
-	switch {
-	case mem == nil:
+	connected := mem != nil && mem.Client != nil
+	p.mu.Unlock()
+	if mem == nil {
 		return nil, fmt.Errorf("cluster %s is %w", name, ErrNotRegistered)
-	case !mem.status.Reachable || mem.Client == nil:
-		return nil, fmt.Errorf("cluster %s does not answer: %s", name, mem.status.Message)
+	}
+	if st, _ := mem.Status(); !st.Reachable || !connected {
+		return nil, fmt.Errorf("cluster %s does not answer: %s", name, st.Message)
 	}
 	return mem, nil
 }
@@ -352,26 +382,24 @@ func (p *Pool) Pending(ctx context.Context, name string) bool {
 	}
 	p.mu.Lock()
 	mem := p.byName[name]
-	probed := mem != nil && mem.probed
 	p.mu.Unlock()
-	if probed {
-		return false
+	if mem != nil {
+		if _, probed := mem.Status(); probed {
+			return false
+		}
 	}
 	return p.registry.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, &corev1.Secret{}) == nil
 }
 
-// Failed records a failed request to the cluster: one that got no answer (Unanswered) marks
-// it unreachable until the next probe says whether it answers again, and is reported true.
+// Failed records a failed request to the cluster: one that got no answer (Unanswered: a 503
+// or 504 too, which the guard does not see) makes it suspect until the next probe says
+// whether it answers again, and is reported true.
 func (p *Pool) Failed(mem *Member, namespace string, err error) bool {
 	mem.placed.Delete(namespace) // it, or the identity's rights there, may be what is missing
 	if !apierror.Unanswered(err) {
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if mem.status.Reachable {
-		mem.status.Reachable, mem.status.Message = false, "A request failed: "+describe(err)+"."
-	}
+	mem.suspect(err)
 	return true
 }
 
@@ -383,6 +411,8 @@ func (p *Pool) publish(ctx context.Context) error {
 	if !p.Publish {
 		return nil
 	}
+	p.publishing.Lock()
+	defer p.publishing.Unlock()
 	cm := &corev1.ConfigMap{}
 	err := p.status.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: clusters.StatusConfigMap}, cm)
 	if client.IgnoreNotFound(err) != nil {
@@ -403,8 +433,10 @@ func (p *Pool) publish(ctx context.Context) error {
 		if !ok {
 			st = clusters.Status{Message: "Not probed yet."}
 		}
-		if mem := p.byName[s.Name]; mem != nil && mem.probed {
-			st = mem.status
+		if mem := p.byName[s.Name]; mem != nil {
+			if status, probed := mem.Status(); probed {
+				st = status
+			}
 		}
 		st.Labels = clusters.Labels(&s)
 		statuses[s.Name] = st

@@ -59,9 +59,31 @@ func (r *Reconciler) bringBack(ctx context.Context, cluster string) {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the claims of a cluster", "cluster", cluster)
 		return
 	}
-	for i := range list.Items {
+	r.enqueue(ctx, list.Items)
+}
+
+// bringBackIn enqueues the claims whose instances are in a namespace of a cluster: those of
+// the namespace placed there, and those sharing an instance from it. A new watch there has
+// synced (apply.Watcher.Synced), and an event before that is lost.
+func (r *Reconciler) bringBackIn(ctx context.Context, cluster, namespace string) {
+	var placed, shared scorev1b1.ResourceClaimList
+	if err := r.Client.List(ctx, &placed, client.InNamespace(namespace), client.MatchingFields{indexCluster: cluster}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the claims of a cluster", "cluster", cluster)
+		return
+	}
+	if err := r.Client.List(ctx, &shared, client.MatchingFields{indexInstanceNamespace: namespace}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the claims of a cluster", "cluster", cluster)
+		return
+	}
+	shared.Items = slices.DeleteFunc(shared.Items, func(c scorev1b1.ResourceClaim) bool { return !slices.Contains(claimClusters(&c), cluster) })
+	r.enqueue(ctx, append(placed.Items, shared.Items...))
+}
+
+// enqueue sends claims to the controller's queue.
+func (r *Reconciler) enqueue(ctx context.Context, claims []scorev1b1.ResourceClaim) {
+	for i := range claims {
 		select {
-		case r.clusterChanged <- event.GenericEvent{Object: &list.Items[i]}:
+		case r.clusterChanged <- event.GenericEvent{Object: &claims[i]}:
 		case <-ctx.Done():
 			return
 		}

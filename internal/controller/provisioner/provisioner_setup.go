@@ -139,9 +139,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APINamespace == "" {
 		return nil // no control-plane namespace, no registrations: the hub only
 	}
-	r.members.NewApplier = func(cluster string, cl client.Client, ca cache.Cache) *apply.Applier {
+	r.members.NewApplier = func(cluster, namespace string, cl client.Client, ca cache.Cache) *apply.Applier {
+		// A new watch there syncs off the workers, and brings back the namespace's claims.
+		synced := func(ctx context.Context) { r.bringBackIn(ctx, cluster, namespace) }
 		return &apply.Applier{Client: cl, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed, CreateUnseen: true,
-			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: r.claimsOfObjectOn(cluster)}}
+			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: r.claimsOfObjectOn(cluster), Synced: synced}}
 	}
 	return r.members.Setup(mgr)
 }

@@ -32,8 +32,15 @@ const indexCluster = "score.dev/cluster"
 
 // bringBack enqueues the plans placed on, or holding objects on, a cluster.
 func (r *Reconciler) bringBack(ctx context.Context, name string) {
+	r.bringBackIn(ctx, name, "")
+}
+
+// bringBackIn enqueues the plans of a namespace ("": every namespace) placed on, or holding
+// objects on, a cluster: a new watch there has synced (apply.Watcher.Synced), and an event
+// before that is lost.
+func (r *Reconciler) bringBackIn(ctx context.Context, name, namespace string) {
 	var plans scorev1b1.WorkloadPlanList
-	if err := r.Client.List(ctx, &plans, client.MatchingFields{indexCluster: name}); err != nil {
+	if err := r.Client.List(ctx, &plans, client.InNamespace(namespace), client.MatchingFields{indexCluster: name}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the plans of a cluster", "cluster", name)
 		return
 	}

@@ -130,9 +130,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	// On a member no owner reference crosses clusters: the Workload's UID finds the plan.
 	remote := releaseBlocked{EventHandler: handler.EnqueueRequestsFromMapFunc(r.byWorkloadUID), blocked: &r.blocked}
-	r.members.NewApplier = func(_ string, cl client.Client, ca cache.Cache) *apply.Applier {
+	r.members.NewApplier = func(cluster, namespace string, cl client.Client, ca cache.Cache) *apply.Applier {
+		// A new watch there syncs off the workers, and brings back the namespace's plans.
+		synced := func(ctx context.Context) { r.bringBackIn(ctx, cluster, namespace) }
 		return &apply.Applier{Client: cl, FieldManager: scorev1b1.FieldManagerRuntime, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
-			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: remote}}
+			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: remote, Synced: synced}}
 	}
 	return r.members.Setup(mgr)
 }

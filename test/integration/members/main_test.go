@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 		// The runtime's pool, as the runtime sets it up, publishing score-clusters.
 		pool = &members.Pool{Name: "cluster", Namespace: controlPlane, Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), UserAgent: "members-test",
 			Scope: scorev1b1.LabelWorkload, Publish: true, Changed: func(context.Context, string) {},
-			NewApplier: func(_ string, c client.Client, _ cache.Cache) *apply.Applier {
+			NewApplier: func(_, _ string, c client.Client, _ cache.Cache) *apply.Applier {
 				return &apply.Applier{Client: c, FieldManager: scorev1b1.FieldManagerRuntime}
 			}}
 		if err := pool.Setup(mgr); err != nil {

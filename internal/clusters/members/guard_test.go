@@ -1,0 +1,128 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+)
+
+// silent is a server that answers /ok and holds every other request until the test ends: a
+// member that stopped answering. seen receives each held request as it arrives.
+type silent struct {
+	*httptest.Server
+	requests atomic.Int32
+	seen     chan struct{}
+}
+
+func newSilent(t *testing.T) *silent {
+	s := &silent{seen: make(chan struct{}, 16)}
+	done := make(chan struct{})
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		if r.URL.Path == "/ok" {
+			return
+		}
+		s.seen <- struct{}{}
+		select {
+		case <-done:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(done); s.Close() })
+	return s
+}
+
+// guarded is a member that answered its probe, and a client of it through its guard.
+func guarded(timeout time.Duration) (*Member, *http.Client, *atomic.Int32) {
+	mem := &Member{Name: "b"}
+	mem.answering, mem.end = context.WithCancel(context.Background())
+	mem.probedAs(clusters.Status{Reachable: true})
+	suspicions := &atomic.Int32{}
+	mem.suspected = func() { suspicions.Add(1) }
+	return mem, &http.Client{Timeout: timeout, Transport: &guard{next: http.DefaultTransport.(*http.Transport).Clone(), mem: mem}}, suspicions
+}
+
+func get(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// A request that gets no answer within its timeout makes the member suspect, once; the next
+// requests are refused without being sent; the probe's answer lets them through again.
+func TestGuardSuspectsAMemberThatDoesNotAnswer(t *testing.T) {
+	s := newSilent(t)
+	mem, c, suspicions := guarded(300 * time.Millisecond)
+	if err := get(context.Background(), c, s.URL+"/ok"); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(context.Background(), c, s.URL+"/hang"); err == nil {
+		t.Fatal("a request the member holds answered")
+	}
+	if st, _ := mem.Status(); st.Reachable || st.Message == "" || suspicions.Load() != 1 {
+		t.Fatalf("after a request timed out: %+v, %d suspicions", st, suspicions.Load())
+	}
+	sent := s.requests.Load()
+	if err := get(context.Background(), c, s.URL+"/ok"); !errors.Is(err, ErrSuspect) || s.requests.Load() != sent {
+		t.Fatalf("a request to a suspect member: %v, %d sent", err, s.requests.Load()-sent)
+	}
+	mem.suspect(errors.New("again"))
+	if suspicions.Load() != 1 {
+		t.Fatalf("a suspect member suspected again: %d", suspicions.Load())
+	}
+	mem.probedAs(clusters.Status{Reachable: true})
+	if err := get(context.Background(), c, s.URL+"/ok"); err != nil {
+		t.Fatalf("after the probe's answer: %v", err)
+	}
+}
+
+// The requests in flight when the member becomes suspect (another request's timeout, or the
+// probe's verdict) end at once: no worker waits out its own timeout on the same member.
+func TestGuardEndsTheRequestsInFlight(t *testing.T) {
+	for _, by := range []string{"a request", "the probe"} {
+		t.Run(by, func(t *testing.T) {
+			s := newSilent(t)
+			mem, c, _ := guarded(time.Hour)
+			errs := make(chan error, 1)
+			go func() { errs <- get(context.Background(), c, s.URL+"/hang") }()
+			<-s.seen
+			if by == "the probe" {
+				mem.probedAs(clusters.Status{Message: "The API server does not answer."})
+			} else {
+				mem.suspect(context.DeadlineExceeded)
+			}
+			if err := <-errs; !errors.Is(err, ErrSuspect) {
+				t.Fatalf("the request in flight: %v", err)
+			}
+		})
+	}
+}
+
+// A request its caller gives up on (a worker stopping) says nothing of the member.
+func TestGuardIgnoresACallerGivingUp(t *testing.T) {
+	s := newSilent(t)
+	mem, c, _ := guarded(time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() { errs <- get(ctx, c, s.URL+"/hang") }()
+	<-s.seen
+	cancel()
+	if err := <-errs; err == nil {
+		t.Fatal("a cancelled request answered")
+	}
+	if st, _ := mem.Status(); !st.Reachable {
+		t.Fatalf("a request its caller cancelled made the member suspect: %+v", st)
+	}
+}
