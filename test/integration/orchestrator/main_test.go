@@ -20,6 +20,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -39,7 +40,8 @@ func TestMain(m *testing.M) {
 }
 
 // startOrchestrator runs the orchestrator's manager as the binary does, with a transport that
-// counts its writes.
+// counts its writes. Its workers are adaptive, from two: every test goes through the gate
+// (internal/controller/workers), which lets more through as requests wait.
 func startOrchestrator(ctx context.Context) error {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -53,6 +55,8 @@ func startOrchestrator(ctx context.Context) error {
 			return rt.RoundTrip(req)
 		})
 	})
+	pushback := workers.NewPushback()
+	cfg.Wrap(pushback.Wrap)
 	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
 	if err != nil {
 		return err
@@ -61,7 +65,9 @@ func startOrchestrator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := orchestrator.Setup(mgr, store, orchestrator.DefaultOptions()); err != nil {
+	opts := orchestrator.DefaultOptions()
+	opts.Workers = &workers.Adaptive{Start: 2, Pushback: pushback}
+	if err := orchestrator.Setup(mgr, store, opts); err != nil {
 		return err
 	}
 	if err := preview.Setup(mgr, store); err != nil {

@@ -1,0 +1,307 @@
+// Package workers tests the adaptive worker gate (internal/controller/workers) on a real
+// kube-apiserver and etcd: a controller wired as the orchestrator, the provisioner and the
+// runtime are (MaxConcurrentReconciles at the cap, the gate in front of urgency.FairQueue,
+// the process's Pushback on the manager's rest.Config), whose limit grows with a deep queue,
+// falls when the API server answers 429 as Priority and Fairness does, and grows back.
+//
+// The 429s come from a transport between the pushback and the API server, switched on by the
+// test: a real flow schema would reject only when enough requests happen to meet, which no
+// test can wait for without timing luck. Latency is left out of the law here (Near and Far
+// infinite): the windows are short and the machine shared, and the law's latency rules are
+// table-tested (internal/workerlimit).
+package workers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/workerlimit"
+)
+
+const (
+	maxWorkers = 8
+	label      = "workers.test/controller"
+)
+
+var (
+	env *testenv.Env
+	// throttled names the namespace whose ConfigMap requests the API server answers with 429
+	// (empty: none).
+	throttled atomic.Value
+	// deep and pushback are the two controllers under test.
+	deep, pushback *probe
+)
+
+func TestMain(m *testing.M) {
+	throttled.Store("")
+	os.Exit(testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
+		env = e
+		return start(ctx)
+	}))
+}
+
+// start runs a manager as controlplane.NewManagers builds it: the process's Pushback wraps
+// every client's transport; here it wraps the 429s injected below it too.
+func start(ctx context.Context) error {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(rejectWhileThrottled)
+	adaptive := &workers.Adaptive{Start: 2, Interval: 20 * time.Millisecond, Pushback: workers.NewPushback(),
+		Params: &workerlimit.Params{Min: 1, Near: math.Inf(1), Far: math.Inf(1), MinSamples: 10, Drift: 128}}
+	cfg.Wrap(adaptive.Pushback.Wrap)
+	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
+	if err != nil {
+		return err
+	}
+	deep, pushback = &probe{name: "deep"}, &probe{name: "pushback"}
+	for _, p := range []*probe{deep, pushback} {
+		p.reader, p.release = mgr.GetAPIReader(), make(chan struct{})
+		a := *adaptive
+		if p == pushback {
+			a.Start = maxWorkers
+		}
+		if err := ctrl.NewControllerManagedBy(mgr).
+			Named(p.name).
+			For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[label] == p.name }))).
+			WithOptions(controller.Options{MaxConcurrentReconciles: maxWorkers, NewQueue: workers.Queue(p.name, maxWorkers, &a, urgency.FairQueue)}).
+			Complete(p); err != nil {
+			return err
+		}
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return nil
+}
+
+// rejectWhileThrottled answers the throttled namespace's ConfigMap requests as Priority and
+// Fairness rejects a request: 429, a Retry-After (0: client-go retries at once, ten times,
+// then the reconcile fails and is requeued), the flow schema's and priority level's UIDs.
+func rejectWhileThrottled(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		ns := throttled.Load().(string)
+		if ns == "" || !strings.Contains(req.URL.Path, "/namespaces/"+ns+"/configmaps") {
+			return rt.RoundTrip(req)
+		}
+		h := http.Header{}
+		h.Set("Content-Type", "application/json")
+		h.Set("Retry-After", "0")
+		h.Set("X-Kubernetes-PF-FlowSchema-UID", "test-flow-schema")
+		h.Set("X-Kubernetes-PF-PriorityLevel-UID", "test-priority-level")
+		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Too many requests, please try again later.","reason":"TooManyRequests","code":429}`
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Header: h,
+			Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// probe is a controller that reads its ConfigMap from the API server (a request through the
+// pushback) and then, while hold is set, waits for release: its workers stay busy and its
+// queue deep. It counts the reconciles running at once.
+type probe struct {
+	name    string
+	reader  client.Reader
+	hold    atomic.Bool
+	release chan struct{}
+
+	mu               sync.Mutex
+	running, busiest int
+	done             map[string]bool
+}
+
+func (p *probe) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	p.mu.Lock()
+	p.running++
+	p.busiest = max(p.busiest, p.running)
+	release := p.release
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.running--
+		p.mu.Unlock()
+	}()
+	if err := p.reader.Get(ctx, req.NamespacedName, &corev1.ConfigMap{}); err != nil {
+		return reconcile.Result{}, err
+	}
+	if p.hold.Load() {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	p.mu.Lock()
+	if p.done == nil {
+		p.done = map[string]bool{}
+	}
+	p.done[req.String()] = true
+	p.mu.Unlock()
+	return reconcile.Result{}, nil
+}
+
+func (p *probe) counts() (running, busiest, done int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running, p.busiest, len(p.done)
+}
+
+// reset forgets what earlier tests reconciled.
+func (p *probe) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.busiest, p.done = p.running, nil
+}
+
+// unhold lets every held reconcile go, and the next ones through without waiting.
+func (p *probe) unhold() {
+	p.hold.Store(false)
+	p.mu.Lock()
+	close(p.release)
+	p.release = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// limit reads the controller's score_workers_limit from the metrics registry.
+func limit(controller string) (int, error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() != "score_workers_limit" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					return int(m.GetGauge().GetValue()), nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("no score_workers_limit{controller=%q}", controller)
+}
+
+func limitIs(controller string, ok func(int) bool, want string) func() error {
+	return func() error {
+		n, err := limit(controller)
+		if err != nil {
+			return err
+		}
+		if !ok(n) {
+			return fmt.Errorf("limit %d, want %s", n, want)
+		}
+		return nil
+	}
+}
+
+// configMaps creates n ConfigMaps for controller p in a new namespace, and returns it.
+func configMaps(t *testing.T, p *probe, n int) string {
+	t.Helper()
+	ns := testenv.Namespace(t, env.Client)
+	for i := range n {
+		testenv.Create(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%02d", i), Labels: map[string]string{label: p.name}}})
+	}
+	return ns
+}
+
+// touch changes every ConfigMap of ns: each is queued again, ready at once.
+func touch(t *testing.T, ns string, round int) {
+	t.Helper()
+	var list corev1.ConfigMapList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range list.Items {
+		if cm.Labels[label] == "" {
+			continue
+		}
+		cm.Data = map[string]string{"round": fmt.Sprint(round)}
+		if err := env.Client.Update(context.Background(), &cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// With requests waiting and every admitted worker busy, the limit grows from its start to the
+// cap, one a window, and no further: the workers reconciling at once follow it, never above
+// the cap. Work done, nothing waiting, it holds.
+func TestTheLimitGrowsWithADeepQueue(t *testing.T) {
+	// 2 at the start; lower after another test's 429s (the pushback is the process's).
+	testenv.Eventually(t, 30*time.Second, "the limit is below the cap", limitIs(deep.name, func(n int) bool { return n <= 2 }, "at most its start, 2"))
+	deep.reset()
+	deep.hold.Store(true)
+	configMaps(t, deep, 30)
+	testenv.Eventually(t, 30*time.Second, "the limit grows to the cap", limitIs(deep.name, func(n int) bool { return n == maxWorkers }, "the cap"))
+	testenv.Eventually(t, 30*time.Second, "the cap's workers reconcile at once", func() error {
+		if running, _, _ := deep.counts(); running != maxWorkers {
+			return fmt.Errorf("%d running, want %d", running, maxWorkers)
+		}
+		return nil
+	})
+	deep.unhold()
+	testenv.Eventually(t, 30*time.Second, "every ConfigMap reconciled", func() error {
+		if _, _, done := deep.counts(); done != 30 {
+			return fmt.Errorf("%d of 30 reconciled", done)
+		}
+		return nil
+	})
+	if _, busiest, _ := deep.counts(); busiest > maxWorkers {
+		t.Fatalf("%d reconciled at once, above the cap %d", busiest, maxWorkers)
+	}
+	if n, _ := limit(deep.name); n != maxWorkers {
+		t.Fatalf("limit %d once the queue is empty, want it held at %d", n, maxWorkers)
+	}
+}
+
+// While the API server answers the controller's requests with 429 (as Priority and Fairness
+// rejects them), its limit falls from the cap to the floor's neighbourhood; once it answers
+// again and requests wait, the limit grows back to the cap.
+func TestTheLimitFallsOnPushbackAndRecovers(t *testing.T) {
+	testenv.Eventually(t, 30*time.Second, "the limit starts at the cap", limitIs(pushback.name, func(n int) bool { return n == maxWorkers }, "the cap"))
+	pushback.reset()
+	ns := testenv.Namespace(t, env.Client)
+	throttled.Store(ns)
+	defer throttled.Store("")
+	for i := range 20 {
+		testenv.Create(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%02d", i), Labels: map[string]string{label: pushback.name}}})
+	}
+	// Halved on each window with a 429; a window whose only reconcile had not sent its request
+	// yet may add one back before the next halves it again.
+	testenv.Eventually(t, 30*time.Second, "the limit falls under 429s", limitIs(pushback.name, func(n int) bool { return n <= 2 }, "at most 2"))
+
+	throttled.Store("")
+	pushback.hold.Store(true)
+	touch(t, ns, 1)
+	testenv.Eventually(t, 30*time.Second, "the limit grows back to the cap", limitIs(pushback.name, func(n int) bool { return n == maxWorkers }, "the cap"))
+	pushback.unhold()
+	if _, busiest, _ := pushback.counts(); busiest > maxWorkers {
+		t.Fatalf("%d reconciled at once, above the cap %d", busiest, maxWorkers)
+	}
+}
