@@ -8,7 +8,8 @@
 // test: a real flow schema would reject only when enough requests happen to meet, which no
 // test can wait for without timing luck. Latency is left out of the law here (Near and Far
 // infinite): the windows are short and the machine shared, and the law's latency rules are
-// table-tested (internal/workerlimit).
+// table-tested (internal/workerlimit). Last, the control plane as the binary builds it gates
+// the orchestrator, the provisioner and the runtime.
 package workers
 
 import (
@@ -27,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +39,7 @@ import (
 
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
+	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/workerlimit"
 )
@@ -303,5 +306,29 @@ func TestTheLimitFallsOnPushbackAndRecovers(t *testing.T) {
 	pushback.unhold()
 	if _, busiest, _ := pushback.counts(); busiest > maxWorkers {
 		t.Fatalf("%d reconciled at once, above the cap %d", busiest, maxWorkers)
+	}
+}
+
+// The control plane as the binary builds it (controlplane.NewManagers with the default
+// options) gates each of the shard's controllers, at the documented start, and records the
+// pushback on a copy of the caller's rest.Config, which it leaves as it was.
+func TestTheControlPlaneGatesItsControllers(t *testing.T) {
+	opts := controlplane.DefaultOptions()
+	opts.Controllers = controlplane.Sharded
+	cfg := rest.CopyConfig(env.Config)
+	base := testenv.ManagerOptions()
+	base.Controller.SkipNameValidation = ptr.To(true) // -count: the same controllers again
+	mgrs, err := controlplane.NewManagers(cfg, opts, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WrapTransport != nil {
+		t.Fatal("NewManagers wrapped the caller's rest.Config")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = controlplane.Start(ctx, mgrs) }()
+	for _, c := range []string{"workload", "resourceclaim", "workloadplan"} {
+		testenv.Eventually(t, 30*time.Second, c+"'s limit at the start", limitIs(c, func(n int) bool { return n == workers.DefaultStart }, fmt.Sprint(workers.DefaultStart)))
 	}
 }
