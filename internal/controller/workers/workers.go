@@ -8,7 +8,8 @@
 // The gate is at the queue's hand-out, not inside Reconcile: a worker held back there has
 // taken nothing, so the waiting requests stay in the queue in their order (urgent first,
 // namespaces in turn, urgency.FairQueue) and are counted as its depth, and an urgent request
-// that arrives while workers are held goes ahead of everything still waiting.
+// that arrives while workers are held goes ahead of everything still waiting. Only a worker
+// that was let through before the limit was lowered holds a request back, until one is done.
 package workers
 
 import (
@@ -104,10 +105,12 @@ type gated struct {
 	pushback   *Pushback
 
 	mu sync.Mutex
-	// limit is the workers that may hold a request at once; busy how many do, busiest the
-	// most that did since the last window.
-	limit, busy, busiest int
-	// wake is closed, and replaced, whenever a slot may have freed or the queue shut down.
+	// limit is how many workers may hold a request at once. admitted counts the workers let
+	// through to the queue (waiting there for a request, or holding one), holding those that
+	// hold one, busiest the most that held one at once since the last window.
+	limit, admitted, holding, busiest int
+	// wake is closed, and replaced, whenever a worker may go on: a request done, the limit
+	// moved.
 	wake     chan struct{}
 	done     chan struct{}
 	shutdown sync.Once
@@ -116,13 +119,13 @@ type gated struct {
 	state workerlimit.State
 }
 
-// acquire waits for a slot under the limit; false once the queue is shut down.
-func (g *gated) acquire() bool {
+// wait waits until below(g) holds, then calls take(g), both under the lock; false once the
+// queue is shut down.
+func (g *gated) wait(below func(*gated) bool, take func(*gated)) bool {
 	for {
 		g.mu.Lock()
-		if g.busy < g.limit {
-			g.busy++
-			g.busiest = max(g.busiest, g.busy)
+		if below(g) {
+			take(g)
 			g.mu.Unlock()
 			return true
 		}
@@ -136,41 +139,59 @@ func (g *gated) acquire() bool {
 	}
 }
 
-// release frees a slot.
-func (g *gated) release() {
-	g.mu.Lock()
-	g.busy--
-	g.wakeLocked()
-	g.mu.Unlock()
-}
-
 func (g *gated) wakeLocked() {
 	close(g.wake)
 	g.wake = make(chan struct{})
 }
 
-// GetWithPriority hands out the next request once a slot is free.
+// GetWithPriority hands out the next request once fewer workers than the limit hold one.
+//
+// A worker is let through to the queue only while fewer than the limit are (admitted), so
+// that requests wait in the queue, in its order, rather than in workers. A worker let through
+// before the limit was lowered may still be handed a request above the new limit: it holds
+// it until a request is done, so the lowered limit applies at once.
 func (g *gated) GetWithPriority() (reconcile.Request, int, bool) {
-	if !g.acquire() {
+	if !g.wait(func(g *gated) bool { return g.admitted < g.limit }, func(g *gated) { g.admitted++ }) {
 		return reconcile.Request{}, 0, true
 	}
 	item, priority, shutdown := g.PriorityQueue.GetWithPriority()
 	if shutdown {
-		g.release()
+		g.leave(false)
+		return item, priority, shutdown
 	}
-	return item, priority, shutdown
+	if !g.wait(func(g *gated) bool { return g.holding < g.limit }, func(g *gated) {
+		g.holding++
+		g.busiest = max(g.busiest, g.holding)
+	}) {
+		// Shut down while holding it back: the controller will not call Done.
+		g.PriorityQueue.Done(item)
+		g.leave(false)
+		return reconcile.Request{}, 0, true
+	}
+	return item, priority, false
 }
 
-// Get hands out the next request once a slot is free.
+// leave is a worker's way out: a request done (held), or none handed out.
+func (g *gated) leave(held bool) {
+	g.mu.Lock()
+	g.admitted--
+	if held {
+		g.holding--
+	}
+	g.wakeLocked()
+	g.mu.Unlock()
+}
+
+// Get hands out the next request once fewer workers than the limit hold one.
 func (g *gated) Get() (reconcile.Request, bool) {
 	item, _, shutdown := g.GetWithPriority()
 	return item, shutdown
 }
 
-// Done frees the slot of a request handed out.
+// Done lets the next worker have a request.
 func (g *gated) Done(item reconcile.Request) {
 	g.PriorityQueue.Done(item)
-	g.release()
+	g.leave(true)
 }
 
 // ShutDown stops the queue, the workers waiting for a slot and the law's windows.
@@ -204,7 +225,7 @@ func (g *gated) step(before, after *reading) {
 	w := workerlimit.Window{Waiting: g.PriorityQueue.Len()}
 	between(before, after, &w)
 	g.mu.Lock()
-	w.Busy, g.busiest = g.busiest, g.busy
+	w.Busy, g.busiest = g.busiest, g.holding
 	g.mu.Unlock()
 	next, reason := workerlimit.Next(g.params, g.state, w)
 	g.state = next

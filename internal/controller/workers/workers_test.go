@@ -91,3 +91,53 @@ func TestPushbackHalvesTheLimit(t *testing.T) {
 		t.Fatalf("limit %d after a 429, want 4", g.limit)
 	}
 }
+
+// Workers let through to an empty queue before the limit was lowered do not exceed the new
+// limit when requests arrive: those above it hold theirs back until a request is done.
+func TestALoweredLimitAppliesToWorkersAlreadyWaiting(t *testing.T) {
+	pq := priorityqueue.New[reconcile.Request]("test")
+	g := newGated("test", pq, workerlimit.Defaults(4, 4), 4, NewPushback())
+	defer g.ShutDown()
+	got := make(chan reconcile.Request, 4)
+	for range 4 {
+		go func() {
+			if item, shutdown := g.Get(); !shutdown {
+				got <- item
+			}
+		}()
+	}
+	state := func() (admitted, holding int) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.admitted, g.holding
+	}
+	eventually(t, "four workers waiting at the queue", func() bool { a, _ := state(); return a == 4 })
+	g.mu.Lock()
+	g.limit = 2
+	g.wakeLocked()
+	g.mu.Unlock()
+	for _, n := range []string{"a", "b", "c", "d"} {
+		g.Add(request(n))
+	}
+	eventually(t, "every request taken, two held", func() bool { _, h := state(); return h == 2 && g.Len() == 0 })
+	first := <-got
+	<-got
+	if len(got) != 0 {
+		t.Fatal("a third request handed out above the lowered limit")
+	}
+	g.Done(first)
+	<-got // the third goes once one is done
+	if _, h := state(); h != 2 {
+		t.Fatalf("%d holding, want 2", h)
+	}
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if ok() {
+			return
+		}
+	}
+	t.Fatal(what)
+}
