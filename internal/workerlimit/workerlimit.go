@@ -103,6 +103,8 @@ func Start(p Params, start int) State {
 func Next(p Params, s State, w Window) (State, Reason) {
 	limit := bound(p, s.Limit)
 	judged := w.Samples >= max(p.MinSamples, 1) && w.Latency > 0
+	// ratio is the window's median over the floor; 0, which counts as near, when latency was
+	// not judged, no floor is known yet, or the rise is within Slack.
 	ratio := 0.0
 	if judged && s.Floor > 0 && w.Latency-s.Floor > p.Slack {
 		ratio = float64(w.Latency) / float64(s.Floor)
