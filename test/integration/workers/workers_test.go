@@ -5,8 +5,10 @@
 // falls when the API server answers 429 as Priority and Fairness does, and grows back.
 //
 // The 429s come from a transport between the pushback and the API server, switched on by the
-// test: a real flow schema would reject only when enough requests happen to meet, which no
-// test can wait for without timing luck. Latency is left out of the law here (Near and Far
+// test, and, in TestTheLimitFallsUnderPriorityAndFairness, from the API server itself: a flow
+// schema puts the controller's reads in a priority level without seats, which rejects every
+// one (a level with seats would reject only when enough requests happen to meet, which no
+// test can wait for without timing luck). Latency is left out of the law here (Near and Far
 // infinite): the windows are short and the machine shared, and the law's latency rules are
 // table-tested (internal/workerlimit). Last, the control plane as the binary builds it gates
 // the orchestrator, the provisioner and the runtime.
@@ -26,6 +28,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -54,8 +58,9 @@ var (
 	// throttled names the namespace whose ConfigMap requests the API server answers with 429
 	// (empty: none).
 	throttled atomic.Value
-	// deep and pushback are the two controllers under test.
-	deep, pushback *probe
+	// deep and pushback are controllers under test; apf's reads are made as throttledUser,
+	// whom a real flow schema may put in a priority level without seats.
+	deep, pushback, apf *probe
 )
 
 func TestMain(m *testing.M) {
@@ -78,12 +83,23 @@ func start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deep, pushback = &probe{name: "deep"}, &probe{name: "pushback"}
-	for _, p := range []*probe{deep, pushback} {
+	deep, pushback, apf = &probe{name: "deep"}, &probe{name: "pushback"}, &probe{name: "apf"}
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: throttledUser}
+	throttledReader, err := client.New(as, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		return err
+	}
+	for _, p := range []*probe{deep, pushback, apf} {
 		p.reader, p.release = mgr.GetAPIReader(), make(chan struct{})
 		a := *adaptive
-		if p == pushback {
+		switch p {
+		case pushback:
 			a.Start = maxWorkers
+		case apf:
+			// The API server's Retry-After is a second: client-go retries each rejected
+			// request then, and windows as long as the default see its 429s.
+			a.Start, a.Interval, p.reader = maxWorkers, workers.DefaultInterval, throttledReader
 		}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named(p.name).
@@ -192,23 +208,32 @@ func (p *probe) unhold() {
 
 // limit reads the controller's score_workers_limit from the metrics registry.
 func limit(controller string) (int, error) {
+	n, err := gathered("score_workers_limit", controller, "")
+	return int(n), err
+}
+
+// gathered reads a series of name from the metrics registry: the controller's, and the
+// reason's when reason is set.
+func gathered(name, controller, reason string) (float64, error) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		return 0, err
 	}
 	for _, f := range families {
-		if f.GetName() != "score_workers_limit" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					return int(m.GetGauge().GetValue()), nil
-				}
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["controller"] == controller && labels["reason"] == reason {
+				return m.GetGauge().GetValue() + m.GetCounter().GetValue(), nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("no score_workers_limit{controller=%q}", controller)
+	return 0, fmt.Errorf("no %s{controller=%q, reason=%q}", name, controller, reason)
 }
 
 func limitIs(controller string, ok func(int) bool, want string) func() error {
@@ -257,7 +282,10 @@ func touch(t *testing.T, ns string, round int) {
 // the cap. Work done, nothing waiting, it holds.
 func TestTheLimitGrowsWithADeepQueue(t *testing.T) {
 	// 2 at the start; lower after another test's 429s (the pushback is the process's).
-	testenv.Eventually(t, 30*time.Second, "the limit is below the cap", limitIs(deep.name, func(n int) bool { return n <= 2 }, "at most its start, 2"))
+	testenv.Eventually(t, 30*time.Second, "the limit is exposed", limitIs(deep.name, func(int) bool { return true }, "any"))
+	if n, _ := limit(deep.name); n == maxWorkers {
+		t.Skip("the limit is at the cap already (-count: an earlier run grew it): nothing to grow")
+	}
 	deep.reset()
 	deep.hold.Store(true)
 	configMaps(t, deep, 30)
@@ -287,21 +315,24 @@ func TestTheLimitGrowsWithADeepQueue(t *testing.T) {
 // rejects them), its limit falls from the cap to the floor's neighbourhood; once it answers
 // again and requests wait, the limit grows back to the cap.
 func TestTheLimitFallsOnPushbackAndRecovers(t *testing.T) {
-	testenv.Eventually(t, 30*time.Second, "the limit starts at the cap", limitIs(pushback.name, func(n int) bool { return n == maxWorkers }, "the cap"))
 	pushback.reset()
-	ns := testenv.Namespace(t, env.Client)
+	// First at the cap, with a deep queue and no pushback (it starts there; another test's
+	// 429s may have lowered it since: the pushback is the process's).
+	pushback.hold.Store(true)
+	ns := configMaps(t, pushback, 20)
+	testenv.Eventually(t, 30*time.Second, "the limit at the cap", limitIs(pushback.name, func(n int) bool { return n == maxWorkers }, "the cap"))
+	pushback.unhold()
+
 	throttled.Store(ns)
 	defer throttled.Store("")
-	for i := range 20 {
-		testenv.Create(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%02d", i), Labels: map[string]string{label: pushback.name}}})
-	}
+	touch(t, ns, 1)
 	// Halved on each window with a 429; a window whose only reconcile had not sent its request
 	// yet may add one back before the next halves it again.
 	testenv.Eventually(t, 30*time.Second, "the limit falls under 429s", limitIs(pushback.name, func(n int) bool { return n <= 2 }, "at most 2"))
 
 	throttled.Store("")
 	pushback.hold.Store(true)
-	touch(t, ns, 1)
+	touch(t, ns, 2)
 	testenv.Eventually(t, 30*time.Second, "the limit grows back to the cap", limitIs(pushback.name, func(n int) bool { return n == maxWorkers }, "the cap"))
 	pushback.unhold()
 	if _, busiest, _ := pushback.counts(); busiest > maxWorkers {
@@ -331,4 +362,67 @@ func TestTheControlPlaneGatesItsControllers(t *testing.T) {
 	for _, c := range []string{"workload", "resourceclaim", "workloadplan"} {
 		testenv.Eventually(t, 30*time.Second, c+"'s limit at the start", limitIs(c, func(n int) bool { return n == workers.DefaultStart }, fmt.Sprint(workers.DefaultStart)))
 	}
+}
+
+// throttledUser is whom the apf controller reads as.
+const throttledUser = "workers-throttled"
+
+// The same, with the API server's own Priority and Fairness: a flow schema puts the
+// controller's user in a priority level without seats, which rejects each of its requests
+// (429, Retry-After, X-Kubernetes-PF-* headers); the limit falls. The flow schema deleted,
+// the user's requests go to the default level, and the limit grows back with a deep queue.
+func TestTheLimitFallsUnderPriorityAndFairness(t *testing.T) {
+	ctx := context.Background()
+	apf.reset()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "workers-read-"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
+	testenv.Create(t, env.Client, role)
+	testenv.Create(t, env.Client, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "workers-read-"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: throttledUser}}})
+	level := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{GenerateName: "workers-no-seats-"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](0), LendablePercent: ptr.To[int32](0),
+				BorrowingLimitPercent: ptr.To[int32](0), LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}}
+	testenv.Create(t, env.Client, level)
+	schema := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{GenerateName: "workers-throttled-"},
+		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: level.Name},
+			MatchingPrecedence:  100,
+			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:      []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: throttledUser}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}}},
+			}}}}
+	defer func() { _ = env.Client.Delete(ctx, level) }()
+
+	// First at the cap, with a deep queue and no pushback (other tests' 429s may have
+	// lowered it: the pushback is the process's).
+	apf.hold.Store(true)
+	ns := configMaps(t, apf, 20)
+	testenv.Eventually(t, 60*time.Second, "the limit at the cap", limitIs(apf.name, func(n int) bool { return n == maxWorkers }, "the cap"))
+	apf.unhold()
+
+	testenv.Create(t, env.Client, schema)
+	defer func() { _ = env.Client.Delete(ctx, schema) }()
+	round := 0
+	falls := limitIs(apf.name, func(n int) bool { return n <= 2 }, "at most 2")
+	testenv.Eventually(t, 60*time.Second, "the limit falls under Priority and Fairness's 429s", func() error {
+		err := falls()
+		if err != nil && round < 20 {
+			round++ // the API server may apply the flow schema after the last round's reads
+			touch(t, ns, round)
+		}
+		return err
+	})
+	if n, err := gathered("score_workers_adjustments_total", apf.name, "throttled"); err != nil || n == 0 {
+		t.Fatalf("moves for 429s: %v (%v), want some", n, err)
+	}
+
+	if err := env.Client.Delete(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	apf.hold.Store(true)
+	defer apf.unhold()
+	touch(t, ns, round+1)
+	testenv.Eventually(t, 60*time.Second, "the limit grows back to the cap", limitIs(apf.name, func(n int) bool { return n == maxWorkers }, "the cap"))
 }
