@@ -46,6 +46,7 @@ var pure = []string{
 	"internal/urltemplate",
 	"internal/values",
 	"internal/why",
+	"internal/workerlimit",
 	"internal/workloaddecision",
 	"internal/workloadstatus",
 }

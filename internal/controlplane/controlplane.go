@@ -21,6 +21,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
@@ -60,15 +61,28 @@ type Options struct {
 	Rollout      rollout.Options
 	// Shard selects the Workloads this instance owns (score.dev/shard); nil: every Workload.
 	Shard labels.Selector
+	// Workers moves the orchestrator's, the provisioner's and the runtime's worker counts up to
+	// their Concurrency, each with its own demand and the process's pushback (NewManagers
+	// records it); nil pins each at its Concurrency.
+	Workers *workers.Adaptive
 }
 
-// DefaultOptions run every controller with the documented defaults.
+// DefaultMaxWorkers is each controller's default cap (--concurrency,
+// --provisioner-concurrency, --runtime-concurrency): the most that measured well on an API
+// server with room (docs/performance.md); the adaptive limit starts at workers.DefaultStart.
+const DefaultMaxWorkers = 16
+
+// DefaultOptions run every controller with the documented defaults: adaptive workers, from
+// four up to DefaultMaxWorkers in each.
 func DefaultOptions() Options {
 	cfg := configsource.DefaultOptions()
-	return Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
-		Provisioner: provisioner.Options{Concurrency: 4, CmdLimits: provisionercmd.DefaultLimits, APINamespace: cfg.ConfigMap.Namespace},
-		Runtime:     runtime.Options{Concurrency: 4, Namespace: cfg.ConfigMap.Namespace},
-		Rollout:     rollout.Options{Namespace: cfg.ConfigMap.Namespace}}
+	o := Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
+		Provisioner: provisioner.Options{Concurrency: DefaultMaxWorkers, CmdLimits: provisionercmd.DefaultLimits, APINamespace: cfg.ConfigMap.Namespace},
+		Runtime:     runtime.Options{Concurrency: DefaultMaxWorkers, Namespace: cfg.ConfigMap.Namespace},
+		Rollout:     rollout.Options{Namespace: cfg.ConfigMap.Namespace},
+		Workers:     &workers.Adaptive{Start: workers.DefaultStart, Interval: workers.DefaultInterval}}
+	o.Orchestrator.Concurrency = DefaultMaxWorkers
+	return o
 }
 
 // LeaderElectionID names the Lease of a process running controllers for sel's shard: one
@@ -136,6 +150,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return &templates.Source{Reader: mgr.GetAPIReader(), OCI: opts.Config.Fetcher(mgr.GetAPIReader())}
 	}
 	opts.Orchestrator.Shard, opts.Provisioner.Shard, opts.Runtime.Shard = opts.Shard, opts.Shard, opts.Shard
+	// One Adaptive for the three: each controller moves its own limit, from the pushback the
+	// process shares (workers.Pushback). The rollout reconciles one request, the fleet, so
+	// it never runs more than one worker whatever its limit; its requests count in the
+	// pushback all the same.
+	opts.Orchestrator.Workers, opts.Provisioner.Workers, opts.Runtime.Workers = opts.Workers, opts.Workers, opts.Workers
 	for _, c := range opts.Controllers {
 		switch c {
 		case Orchestrator:

@@ -6,8 +6,11 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 )
 
 // NewManagers builds the managers that run opts.Controllers against cfg, each with base's
@@ -31,6 +34,15 @@ func NewManagers(cfg *rest.Config, opts Options, base ctrl.Options) ([]ctrl.Mana
 		return nil, fmt.Errorf("no controller to run: use %v", All)
 	}
 	base.Cache = CacheOptions(opts)
+	if opts.Workers != nil && opts.Workers.Pushback == nil {
+		// The API server's pushback is recorded under every client of the process (both
+		// managers, every controller), on a copy of cfg: the caller's is left as it was.
+		a := *opts.Workers
+		a.Pushback = workers.NewPushback()
+		opts.Workers = &a
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(transport.WrapperFunc(a.Pushback.Wrap))
+	}
 	var mgrs []ctrl.Manager
 	if len(sharded) > 0 {
 		o := base

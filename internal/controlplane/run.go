@@ -38,7 +38,7 @@ func Run(name string, args []string, output io.Writer) int {
 	var (
 		controllers, metricsAddr, probeAddr, pprofAddr string
 		watchSelector                                  string
-		leaderElect, printVersion                      bool
+		leaderElect, printVersion, adaptive            bool
 		leaseDuration, renewDeadline, retryPeriod      time.Duration
 		qps                                            float64
 		burst                                          int
@@ -53,10 +53,12 @@ func Run(name string, args []string, output io.Writer) int {
 	fs.StringVar(&cfg.OCIPullSecret, "oci-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in the config namespace holding the OCI registries' credentials (config and templates); read at each fetch, so a replaced Secret is used without a restart")
 	fs.StringVar(&watchSelector, "watch-label-selector", "", "own only the Workloads this selector on "+scorev1b1.LabelShard+" matches, and their claims, plans and exposures: score.dev/shard=NAME for a shard, !score.dev/shard for the unlabelled rest (empty: every Workload)")
 	fs.StringVar(&opts.Orchestrator.Region, "region", "", "region this orchestrator runs in (for backends restricted to regions); the rollout reads it too")
-	fs.IntVar(&opts.Orchestrator.Concurrency, "concurrency", opts.Orchestrator.Concurrency, "Workloads reconciled at once")
+	fs.IntVar(&opts.Orchestrator.Concurrency, "concurrency", opts.Orchestrator.Concurrency, "most Workloads reconciled at once (the orchestrator's workers' cap; with --adaptive-workers=false, its workers)")
 	fs.DurationVar(&opts.Orchestrator.ProgressHold, "progress-hold", opts.Orchestrator.ProgressHold, "how long a Workload status that only reports progress (a dependency being provisioned, the workload being deployed, an endpoint before Ready) waits for the next step, so that both are written once; measured from the step's own time, never applied to a first status, a new generation, a failure or Ready (0: write every step)")
-	fs.IntVar(&opts.Provisioner.Concurrency, "provisioner-concurrency", opts.Provisioner.Concurrency, "claims provisioned at once")
-	fs.IntVar(&opts.Runtime.Concurrency, "runtime-concurrency", opts.Runtime.Concurrency, "plans rendered and applied at once")
+	fs.IntVar(&opts.Provisioner.Concurrency, "provisioner-concurrency", opts.Provisioner.Concurrency, "most claims provisioned at once (the provisioner's workers' cap; with --adaptive-workers=false, its workers)")
+	fs.IntVar(&opts.Runtime.Concurrency, "runtime-concurrency", opts.Runtime.Concurrency, "most plans rendered and applied at once (the runtime's workers' cap; with --adaptive-workers=false, its workers)")
+	fs.BoolVar(&adaptive, "adaptive-workers", true, "move each controller's workers between 1 and its cap: one more while requests wait and the API server answers as fast as it did, half on a 429 (Priority and Fairness), a quarter off when its latency doubles (false: each runs its cap)")
+	fs.IntVar(&opts.Workers.Start, "initial-workers", opts.Workers.Start, "each controller's workers at start, with --adaptive-workers (at most its cap)")
 	fs.BoolVar(&opts.Provisioner.EnableCmd, "enable-cmd-provisioners", false, "allow cmd:// provisioners, which run binaries inside the controller with its user and file system (off: their claims fail with PermissionDenied); only cmd:///absolute/path and cmd://name-on-PATH are run")
 	fs.DurationVar(&opts.Provisioner.CmdLimits.Timeout, "cmd-provisioner-timeout", opts.Provisioner.CmdLimits.Timeout, "longest a cmd:// provisioner may run; its process group is killed after it")
 	fs.IntVar(&opts.Provisioner.CmdLimits.MaxOutput, "cmd-provisioner-max-output", opts.Provisioner.CmdLimits.MaxOutput, "most bytes a cmd:// provisioner may print on stdout")
@@ -95,6 +97,9 @@ func Run(name string, args []string, output io.Writer) int {
 		return ExitSetup
 	}
 	opts.Shard = sel
+	if !adaptive {
+		opts.Workers = nil
+	}
 	opts.Controllers = strings.Split(controllers, ",")
 	// http+api:// credentials live in the control plane's namespace.
 	opts.Provisioner.APINamespace = cfg.ConfigMap.Namespace

@@ -23,6 +23,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
@@ -48,8 +49,11 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	// Region is where this orchestrator runs, for backends restricted to regions.
 	Region string
-	// Concurrency is the number of Workloads reconciled at once.
+	// Concurrency is the most Workloads reconciled at once.
 	Concurrency int
+	// Workers moves the number reconciled at once up to Concurrency, with the API server's
+	// room; nil: Concurrency, fixed.
+	Workers *workers.Adaptive
 	// Shard selects the Workloads this instance orchestrates; nil: every Workload.
 	Shard labels.Selector
 	// Namespace is the control plane's, where the member clusters' status is published.

@@ -26,6 +26,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
@@ -34,8 +35,10 @@ import (
 type Options struct {
 	// Region is where this orchestrator runs, for backends restricted to regions.
 	Region string
-	// Concurrency is the number of Workloads reconciled at once.
+	// Concurrency is the most Workloads reconciled at once.
 	Concurrency int
+	// Workers moves the number reconciled at once up to Concurrency; nil: fixed at it.
+	Workers *workers.Adaptive
 	// Shard selects the Workloads this instance orchestrates (score.dev/shard); nil: every
 	// Workload.
 	Shard labels.Selector
@@ -47,7 +50,8 @@ type Options struct {
 	ProgressHold time.Duration
 }
 
-// DefaultOptions are the documented defaults.
+// DefaultOptions are an orchestrator set up on its own: four workers, fixed. The control
+// plane's defaults (controlplane.DefaultOptions) make them adaptive, up to a higher cap.
 func DefaultOptions() Options {
 	return Options{Concurrency: 4, Namespace: "score-system", ProgressHold: workloaddecision.DefaultProgressHold}
 }
@@ -55,7 +59,7 @@ func DefaultOptions() Options {
 // Setup adds the orchestrator to mgr; store is the process's config.
 func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
-		Region: opts.Region, Concurrency: opts.Concurrency, Shard: opts.Shard, Namespace: opts.Namespace, ProgressHold: opts.ProgressHold}
+		Region: opts.Region, Concurrency: opts.Concurrency, Workers: opts.Workers, Shard: opts.Shard, Namespace: opts.Namespace, ProgressHold: opts.ProgressHold}
 	return r.SetupWithManager(mgr)
 }
 
@@ -127,7 +131,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A preview namespace created, deleted or relabelled may admit or refuse another
 		// preview under the platform's limit.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: urgency.FairQueue}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workload", concurrency, r.Workers, urgency.FairQueue)}).
 		Complete(r)
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
@@ -69,8 +70,11 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// Charts fetches the charts of helm:// provisioners by digest, verified and cached.
 	Charts *templates.Source
-	// Concurrency is the number of claims reconciled at once.
+	// Concurrency is the most claims reconciled at once.
 	Concurrency int
+	// Workers moves the number reconciled at once up to Concurrency, with the API server's
+	// room; nil: Concurrency, fixed.
+	Workers *workers.Adaptive
 	// Shard selects the claims this instance provisions; nil: every claim. The cache holds
 	// every claim still: whether an instance has other consumers is a question about all of
 	// them.

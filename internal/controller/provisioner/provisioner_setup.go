@@ -27,6 +27,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
@@ -45,8 +46,10 @@ const indexInstanceNamespace = "score.dev/instance-namespace"
 
 // Options configure the provisioner.
 type Options struct {
-	// Concurrency is the number of claims provisioned at once.
+	// Concurrency is the most claims provisioned at once.
 	Concurrency int
+	// Workers moves the number provisioned at once up to Concurrency; nil: fixed at it.
+	Workers *workers.Adaptive
 	// EnableCmd allows cmd:// provisioners; CmdLimits bound each run.
 	EnableCmd bool
 	CmdLimits provisionercmd.Limits
@@ -61,7 +64,7 @@ type Options struct {
 // charts come from.
 func Setup(mgr ctrl.Manager, store *configsource.Store, charts *templates.Source, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
-		EnableCmd: opts.EnableCmd, CmdLimits: opts.CmdLimits, APINamespace: opts.APINamespace, Charts: charts, Concurrency: opts.Concurrency, Shard: opts.Shard}
+		EnableCmd: opts.EnableCmd, CmdLimits: opts.CmdLimits, APINamespace: opts.APINamespace, Charts: charts, Concurrency: opts.Concurrency, Workers: opts.Workers, Shard: opts.Shard}
 	r.revisions = &configsource.Revisions{APIReader: mgr.GetAPIReader(), Namespace: opts.APINamespace, Store: store}
 	return r.SetupWithManager(mgr)
 }
@@ -117,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.clusterChanged, &handler.EnqueueRequestForObject{})).
 		// A plan that leaves a cluster lets a moved claim release its instance there.
 		Watches(&scorev1b1.WorkloadPlan{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPlan), builder.WithPredicates(clustersChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: urgency.FairQueue}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("resourceclaim", concurrency, r.Workers, urgency.FairQueue)}).
 		Build(r)
 	if err != nil {
 		return err

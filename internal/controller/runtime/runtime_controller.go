@@ -32,6 +32,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
@@ -70,8 +71,11 @@ type Reconciler struct {
 	// without caching them (default: Client), and is asked about an outputs Secret the
 	// metadata cache does not hold yet.
 	Secrets client.Reader
-	// Concurrency is the number of plans reconciled at once.
+	// Concurrency is the most plans reconciled at once.
 	Concurrency int
+	// Workers moves the number reconciled at once up to Concurrency, with the API server's
+	// room; nil: Concurrency, fixed.
+	Workers *workers.Adaptive
 	// Shard selects the plans this instance applies; nil: every plan.
 	Shard labels.Selector
 	// Namespace is the control plane's, where member clusters are registered; empty applies

@@ -27,6 +27,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 )
 
@@ -40,8 +41,10 @@ const indexInstance = "score.dev/instance"
 
 // Options configure the runtime.
 type Options struct {
-	// Concurrency is the number of plans rendered and applied at once.
+	// Concurrency is the most plans rendered and applied at once.
 	Concurrency int
+	// Workers moves the number applied at once up to Concurrency; nil: fixed at it.
+	Workers *workers.Adaptive
 	// Shard selects the plans this instance applies (their Workload's score.dev/shard);
 	// nil: every plan.
 	Shard labels.Selector
@@ -54,7 +57,7 @@ type Options struct {
 // from.
 func Setup(mgr ctrl.Manager, store *configsource.Store, tpls *templates.Source, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Templates: tpls, Config: store, Secrets: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency, Shard: opts.Shard, Namespace: opts.Namespace}
+		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency, Workers: opts.Workers, Shard: opts.Shard, Namespace: opts.Namespace}
 	return r.SetupWithManager(mgr)
 }
 
@@ -97,7 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A claim's outputs Secret rewritten (rotation) or replaced changes the pods'
 		// secrets revision. Metadata only: the runtime caches no secret values.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(planOfOutputs), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: urgency.FairQueue})
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workloadplan", concurrency, r.Workers, urgency.FairQueue)})
 	r.clusterChanged = make(chan event.GenericEvent)
 	r.members = &members.Pool{Name: "cluster", Namespace: r.Namespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), UserAgent: mgr.GetConfig().UserAgent,
 		Scope: scorev1b1.LabelWorkload, Changed: r.bringBack, Publish: true}

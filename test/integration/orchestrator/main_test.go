@@ -26,6 +26,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
@@ -58,7 +59,9 @@ func TestMain(m *testing.M) {
 }
 
 // startOrchestrator runs the orchestrator's manager as the binary does, for the Workloads of
-// no shard and without a progress hold, with a transport that counts its writes.
+// no shard and without a progress hold, with a transport that counts its writes. Its workers
+// are adaptive, from two: every test goes through the gate (internal/controller/workers),
+// which lets more through as requests wait.
 func startOrchestrator(ctx context.Context) error {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -72,6 +75,8 @@ func startOrchestrator(ctx context.Context) error {
 			return rt.RoundTrip(req)
 		})
 	})
+	pushback := workers.NewPushback()
+	cfg.Wrap(pushback.Wrap)
 	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
 	if err != nil {
 		return err
@@ -85,6 +90,7 @@ func startOrchestrator(ctx context.Context) error {
 	if opts.Shard, err = shard.Selector("!" + scorev1b1.LabelShard); err != nil {
 		return err
 	}
+	opts.Workers = &workers.Adaptive{Start: 2, Pushback: pushback}
 	if err := orchestrator.Setup(mgr, store, opts); err != nil {
 		return err
 	}

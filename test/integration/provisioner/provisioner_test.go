@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +26,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	provisionerctl "github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
@@ -300,7 +302,9 @@ func start(ctx context.Context, document string, chart []byte) error {
 	return startController(ctx, false, fields.OneTermEqualSelector("metadata.namespace", cmdOffNamespace))
 }
 
-// startController runs a provisioner controller over the namespaces the selector admits.
+// startController runs a provisioner controller over the namespaces the selector admits. Its
+// workers are adaptive, from two: every test goes through the gate (internal/controller/workers),
+// which lets more through as requests wait.
 func startController(ctx context.Context, enableCmd bool, namespaces fields.Selector) error {
 	opts := testenv.ManagerOptions()
 	opts.Cache.DefaultFieldSelector = namespaces
@@ -310,7 +314,10 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 	// Namespaces are cluster-scoped: the namespace field selector does not apply to them.
 	opts.Cache.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)} // several controllers in one process
-	mgr, err := ctrl.NewManager(env.Config, opts)
+	cfg := rest.CopyConfig(env.Config)
+	pushback := workers.NewPushback()
+	cfg.Wrap(pushback.Wrap)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -320,7 +327,8 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 	}
 	r := &provisionerctl.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd,
 		CmdLimits:    provisionercmd.Limits{Timeout: 10 * time.Second, MaxOutput: 1 << 20},
-		APINamespace: "score-system", HTTPClient: fakeAPIClient, Charts: &templates.Source{Reader: mgr.GetAPIReader()}}
+		APINamespace: "score-system", HTTPClient: fakeAPIClient, Charts: &templates.Source{Reader: mgr.GetAPIReader()},
+		Workers: &workers.Adaptive{Start: 2, Pushback: pushback}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -18,11 +18,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	runtimectl "github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
@@ -40,7 +42,12 @@ var pullSecret = types.NamespacedName{Namespace: "default", Name: "registry-pull
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
 		env = e
-		mgr, err := ctrl.NewManager(env.Config, testenv.ManagerOptions())
+		// Adaptive workers, from two: every test goes through the gate
+		// (internal/controller/workers), which lets more through as requests wait.
+		cfg := rest.CopyConfig(env.Config)
+		pushback := workers.NewPushback()
+		cfg.Wrap(pushback.Wrap)
+		mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
 		if err != nil {
 			return err
 		}
@@ -49,7 +56,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		r := &runtimectl.Reconciler{Client: mgr.GetClient(), Templates: &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true, PullSecret: &ocifetch.PullSecret{Reader: mgr.GetAPIReader(), Key: pullSecret}}}, Config: store,
-			Recorder: mgr.GetEventRecorder("score-runtime")}
+			Recorder: mgr.GetEventRecorder("score-runtime"), Workers: &workers.Adaptive{Start: 2, Pushback: pushback}}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
 		}
