@@ -77,32 +77,18 @@ func startOrchestrator(ctx context.Context) error {
 	})
 	pushback := workers.NewPushback()
 	cfg.Wrap(pushback.Wrap)
-	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
-	if err != nil {
-		return err
-	}
-	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-orchestrator")
-	if err != nil {
-		return err
-	}
 	opts := orchestrator.DefaultOptions()
 	opts.ProgressHold = 0
+	var err error
 	if opts.Shard, err = shard.Selector("!" + scorev1b1.LabelShard); err != nil {
 		return err
 	}
 	opts.Workers = &workers.Adaptive{Start: 2, Pushback: pushback}
-	if err := orchestrator.Setup(mgr, store, opts); err != nil {
-		return err
-	}
-	if err := preview.Setup(mgr, store); err != nil {
+	mgr, err := runOrchestrator(ctx, cfg, testenv.ManagerOptions(), opts, true)
+	if err != nil {
 		return err
 	}
 	orchestratorCache = mgr.GetCache()
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
 	return nil
 }
 
@@ -121,28 +107,41 @@ func startHeldOrchestrator(ctx context.Context) error {
 	})
 	options := testenv.ManagerOptions()
 	options.Controller.SkipNameValidation = ptr.To(true)
-	mgr, err := ctrl.NewManager(cfg, options)
-	if err != nil {
-		return err
-	}
-	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-orchestrator")
-	if err != nil {
-		return err
-	}
 	opts := orchestrator.DefaultOptions()
 	opts.ProgressHold = time.Hour
+	var err error
 	if opts.Shard, err = shard.Selector(scorev1b1.LabelShard + "=" + heldShard); err != nil {
 		return err
 	}
+	_, err = runOrchestrator(ctx, cfg, options, opts, false)
+	return err
+}
+
+// runOrchestrator starts a manager with the orchestrator as the binary sets it up, and the
+// preview controller beside it when previews is set (one runs for the whole cluster).
+func runOrchestrator(ctx context.Context, cfg *rest.Config, options ctrl.Options, opts orchestrator.Options, previews bool) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, options)
+	if err != nil {
+		return nil, err
+	}
+	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-orchestrator")
+	if err != nil {
+		return nil, err
+	}
 	if err := orchestrator.Setup(mgr, store, opts); err != nil {
-		return err
+		return nil, err
+	}
+	if previews {
+		if err := preview.Setup(mgr, store); err != nil {
+			return nil, err
+		}
 	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	return nil
+	return mgr, nil
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
