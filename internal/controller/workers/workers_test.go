@@ -1,12 +1,15 @@
 package workers
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -111,7 +114,12 @@ func TestALoweredLimitAppliesToWorkersAlreadyWaiting(t *testing.T) {
 		defer g.mu.Unlock()
 		return g.admitted, g.holding
 	}
-	eventually(t, "four workers waiting at the queue", func() bool { a, _ := state(); return a == 4 })
+	eventually(t, "four workers waiting at the queue", func() error {
+		if a, _ := state(); a != 4 {
+			return fmt.Errorf("%d admitted", a)
+		}
+		return nil
+	})
 	g.mu.Lock()
 	g.limit = 2
 	g.wakeLocked()
@@ -119,7 +127,12 @@ func TestALoweredLimitAppliesToWorkersAlreadyWaiting(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		g.Add(request(n))
 	}
-	eventually(t, "every request taken, two held", func() bool { _, h := state(); return h == 2 && g.Len() == 0 })
+	eventually(t, "every request taken, two held", func() error {
+		if _, h := state(); h != 2 || g.Len() != 0 {
+			return fmt.Errorf("%d holding, %d queued", h, g.Len())
+		}
+		return nil
+	})
 	first := <-got
 	<-got
 	if len(got) != 0 {
@@ -132,12 +145,16 @@ func TestALoweredLimitAppliesToWorkersAlreadyWaiting(t *testing.T) {
 	}
 }
 
-func eventually(t *testing.T, what string, ok func() bool) {
+// eventually waits, on apimachinery's poller, until check passes, and fails with what and its
+// last error after ten seconds.
+func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if ok() {
-			return
-		}
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		last = check()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, last)
 	}
-	t.Fatal(what)
 }
