@@ -88,6 +88,13 @@ type Pool struct {
 	// controller (ca is scoped to the namespace). Its watcher should have Synced set: bring
 	// back what is placed in that namespace there.
 	NewApplier func(cluster, namespace string, c client.Client, ca cache.Cache) *apply.Applier
+	// Routes, when set, makes the watcher of the routes a dependency provisioned in a
+	// namespace of a cluster (ca is scoped to the namespace and to RoutesScope, the
+	// provisioner's mark): the runtime reads them into the Workload's endpoint, as on the hub.
+	// Its watcher should have Synced set, as NewApplier's.
+	Routes func(cluster, namespace string, ca cache.Cache) *apply.Watcher
+	// RoutesScope is the label the objects Routes watches carry.
+	RoutesScope string
 	// Changed is called when a cluster starts or stops answering, or is let go of.
 	Changed func(ctx context.Context, cluster string)
 	// Publish writes the clusters' status into clusters.StatusConfigMap (the runtime's pool).
@@ -113,6 +120,11 @@ type Member struct {
 	digest string
 	cfg    *rest.Config
 	stop   context.CancelFunc
+	// cacheCfg, cacheHTTP and cacheCtx make the member's caches: unbounded (a watch lasts),
+	// running until the member is let go of.
+	cacheCfg  *rest.Config
+	cacheHTTP *http.Client
+	cacheCtx  context.Context
 
 	state sync.Mutex
 	// status is the last probe's result, or that a request got no answer since; probed is set
@@ -128,12 +140,16 @@ type Member struct {
 
 	// hub reads the hub's namespaces.
 	hub client.Reader
-	// newApplier makes the applier of one namespace there.
+	// newApplier makes the applier of one namespace there; newRoutes the watcher of the
+	// routes provisioned there (nil: none).
 	newApplier func(namespace string) (*apply.Applier, error)
+	newRoutes  func(namespace string) (*apply.Watcher, error)
 
 	mu sync.Mutex
-	// appliers are the namespaces' appliers, made on first use and kept while connected.
+	// appliers are the namespaces' appliers, made on first use and kept while connected;
+	// routes their watchers of provisioned routes, the same way.
 	appliers map[string]*apply.Applier
+	routes   map[string]*apply.Watcher
 	// placed holds the namespaces known to be placed into: they exist, carry clusters.LabelPlaced, and
 	// grant the identity its rights.
 	placed sync.Map
@@ -229,6 +245,9 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 		cfg.UserAgent = p.UserAgent
 		err = mem.start(p.ctx, cfg, p.Hub.Scheme(), p.Scope, p.NewApplier)
 	}
+	if err == nil && p.Routes != nil {
+		mem.startRoutes(p.RoutesScope, p.Routes)
+	}
 	if err != nil {
 		// registration.Config's errors carry no value of the registration; client-go's say which setting
 		// failed (a certificate that does not parse).
@@ -278,7 +297,47 @@ func (mem *Member) start(ctx context.Context, cfg *rest.Config, scheme *kruntime
 		return newApplier(mem.Name, namespace, c, ca), nil
 	}
 	mem.cfg, mem.Client, mem.stop = cfg, c, cancel
+	mem.cacheCfg, mem.cacheHTTP, mem.cacheCtx = cfg, httpClient, cctx
 	return nil
+}
+
+// startRoutes sets up the way to make a namespace's watcher of provisioned routes: a cache of
+// its own per namespace, scoped to scope (the provisioner's mark, not the runtime's), started
+// with the member's other caches.
+func (mem *Member) startRoutes(scope string, newRoutes func(string, string, cache.Cache) *apply.Watcher) {
+	cfg, scheme, mapper, cctx := mem.cacheCfg, mem.Client.Scheme(), mem.Client.RESTMapper(), mem.cacheCtx
+	mem.newRoutes = func(namespace string) (*apply.Watcher, error) {
+		ca, err := cache.New(cfg, cache.Options{HTTPClient: mem.cacheHTTP, Scheme: scheme, Mapper: mapper,
+			DefaultNamespaces:    map[string]cache.Config{namespace: {}},
+			DefaultLabelSelector: apply.OwnLabelSelector(scope), DefaultTransform: cache.TransformStripManagedFields()})
+		if err != nil {
+			return nil, fmt.Errorf("the cache of routes in namespace %s on cluster %s: %w", namespace, mem.Name, err)
+		}
+		go func() { _ = ca.Start(cctx) }()
+		return newRoutes(mem.Name, namespace, ca), nil
+	}
+}
+
+// routesIn returns the watcher of the routes provisioned in a namespace of the member, nil
+// when the pool watches none.
+func (mem *Member) routesIn(namespace string) (*apply.Watcher, error) {
+	if mem.newRoutes == nil {
+		return nil, nil
+	}
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if w := mem.routes[namespace]; w != nil {
+		return w, nil
+	}
+	w, err := mem.newRoutes(namespace)
+	if err != nil {
+		return nil, err
+	}
+	if mem.routes == nil {
+		mem.routes = map[string]*apply.Watcher{}
+	}
+	mem.routes[namespace] = w
+	return w, nil
 }
 
 // applierIn returns the applier of a namespace of the member.

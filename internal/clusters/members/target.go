@@ -13,6 +13,9 @@ type Target struct {
 	Cluster string // "" is the hub
 	Applier *apply.Applier
 	Member  *Member
+	// Routes watches the routes dependencies provisioned in the namespace on the member (nil
+	// on the hub, or when the pool watches none).
+	Routes *apply.Watcher
 }
 
 // Where says where objects were applied, for a message: "" on the hub.
@@ -38,7 +41,11 @@ func (p *Pool) Target(cluster, namespace string, hub *apply.Applier) (Target, er
 	if err != nil {
 		return Target{}, err
 	}
-	return Target{Cluster: cluster, Applier: a, Member: mem}, nil
+	routes, err := mem.routesIn(namespace)
+	if err != nil {
+		return Target{}, err
+	}
+	return Target{Cluster: cluster, Applier: a, Member: mem, Routes: routes}, nil
 }
 
 // Released is what Release did on each cluster.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
 	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
@@ -36,12 +37,20 @@ func (r *Reconciler) readExposure(ctx context.Context, ps *pass) {
 	if e.Spec.WorkloadRef.UID != p.Spec.WorkloadRef.UID {
 		return
 	}
-	provisioned, err := r.provisionedRoutes(ctx, p)
+	// On a member the routes are the provisioner's objects there, and the Gateways they
+	// attach to are the member's.
+	where, routes := client.Reader(r.Client), r.routes
+	mapper := r.Client.RESTMapper()
+	if ps.tgt.Member != nil {
+		where, routes, mapper = ps.tgt.Member.Client, ps.tgt.Routes, ps.tgt.Member.Client.RESTMapper()
+	}
+	provisioned, err := provisionedRoutes(ctx, p, where, mapper, routes)
 	if err != nil {
+		r.memberFailed(ps, err)
 		ps.ExposureErr = err
 		return
 	}
-	in := exposure.Input{Objects: ps.Live, Provisioned: provisioned, Gateways: r.gateways(ctx, exposure.GatewayKeys(append(slices.Clone(ps.Live), provisioned...)))}
+	in := exposure.Input{Objects: ps.Live, Provisioned: provisioned, Gateways: gateways(ctx, where, exposure.GatewayKeys(append(slices.Clone(ps.Live), provisioned...)))}
 	reachable := r.reachable
 	if ps.tgt.Member != nil {
 		reachable = func(ctx context.Context, namespace, service string) (bool, error) {
@@ -81,10 +90,12 @@ var routeKinds = []schema.GroupVersionKind{
 }
 
 // provisionedRoutes are the HTTPRoutes and Ingresses the plan's claims provisioned (labelled
-// with their instances): a Workload's route resource is its public URL. Each kind is watched,
-// so a gateway accepting a route brings the plan back; a kind the cluster does not serve has
-// none.
-func (r *Reconciler) provisionedRoutes(ctx context.Context, p *scorev1b1.WorkloadPlan) ([]*unstructured.Unstructured, error) {
+// with their instances) on the cluster where reads, through routes' watches: a Workload's route
+// resource is its public URL. Each kind is watched, so a gateway accepting a route (or an
+// ingress controller giving an Ingress its address) brings the plan back; a kind the cluster
+// does not serve has none. The instances are the ones on the plan's cluster: an instance's
+// identity includes its cluster.
+func provisionedRoutes(ctx context.Context, p *scorev1b1.WorkloadPlan, where client.Reader, mapper meta.RESTMapper, routes *apply.Watcher) ([]*unstructured.Unstructured, error) {
 	var instances []string
 	for _, c := range p.Spec.Claims {
 		if c.Instance != "" {
@@ -100,16 +111,16 @@ func (r *Reconciler) provisionedRoutes(ctx context.Context, p *scorev1b1.Workloa
 	}
 	var out []*unstructured.Unstructured
 	for _, gvk := range routeKinds {
-		if _, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 			if meta.IsNoMatchError(err) {
 				continue
 			}
 			return nil, err
 		}
-		r.routes.Ensure(ctx, gvk)
+		routes.Ensure(ctx, gvk)
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.routes.List(ctx, r.Client, list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*selector)}); err != nil {
+		if err := routes.List(ctx, where, list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*selector)}); err != nil {
 			return nil, fmt.Errorf("listing the routes of the plan's dependencies: %w", err)
 		}
 		for i := range list.Items {
@@ -119,16 +130,17 @@ func (r *Reconciler) provisionedRoutes(ctx context.Context, p *scorev1b1.Workloa
 	return out, nil
 }
 
-// gateways reads the Gateways applied HTTPRoutes attach to, for their listeners' protocols.
-// A Gateway that cannot be read (absent, or Gateway API not installed) only means the route
-// is published as http.
-func (r *Reconciler) gateways(ctx context.Context, keys []string) map[string]*unstructured.Unstructured {
+// gateways reads the Gateways applied HTTPRoutes attach to, for their listeners' protocols,
+// on the cluster where reads. A Gateway that cannot be read (absent, Gateway API not
+// installed, or outside the namespaces the identity reaches on a member) only means the
+// route is published as http.
+func gateways(ctx context.Context, where client.Reader, keys []string) map[string]*unstructured.Unstructured {
 	out := map[string]*unstructured.Unstructured{}
 	for _, key := range keys {
 		ns, name, _ := strings.Cut(key, "/")
 		gw := &unstructured.Unstructured{}
 		gw.SetGroupVersionKind(schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "Gateway"})
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err == nil {
+		if err := where.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err == nil {
 			out[key] = gw
 		}
 	}

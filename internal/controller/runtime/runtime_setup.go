@@ -139,6 +139,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return &apply.Applier{Client: cl, FieldManager: scorev1b1.FieldManagerRuntime, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
 			Watcher: &apply.Watcher{Controller: c, Cache: ca, Handler: remote, Synced: synced}}
 	}
+	// The routes a dependency provisioned on a member carry its instance's label, as on the
+	// hub: the plans that claim the instance.
+	r.members.RoutesScope = scorev1b1.LabelInstance
+	r.members.Routes = func(cluster, namespace string, ca cache.Cache) *apply.Watcher {
+		synced := func(ctx context.Context) { r.bringBackIn(ctx, cluster, namespace) }
+		return &apply.Watcher{Controller: c, Cache: ca, Handler: handler.EnqueueRequestsFromMapFunc(r.planOfApplied), Synced: synced}
+	}
 	return r.members.Setup(mgr)
 }
 
