@@ -95,9 +95,8 @@ func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Resul
 	switch {
 	case p != nil && sameContent(p.Spec, *spec) && (!d.o.Reached || p.Spec.ConfigRevision == spec.ConfigRevision):
 		return false, "", true
-	case p != nil && placed.Moved:
-		write.Event = &Event{Type: Normal, Reason: "Placed", Action: "Place",
-			Message: fmt.Sprintf("Placed on cluster %s: cluster %s no longer fits (%s).", placed.Cluster, p.Spec.Cluster, placed.Selector)}
+	case p != nil && p.Spec.Cluster != spec.Cluster:
+		write.Event = placedEvent(&p.Spec, spec, placed)
 	case p != nil:
 	case d.o.Created[Ref{KindPlan, w.Name}]:
 		return false, "", true // created by an earlier pass; the cache does not show it yet

@@ -912,6 +912,28 @@ func TestFrom(t *testing.T) {
 				return o
 			},
 			want: want{writes: []string{"updating plan (Placed) on eu-2"}, runtime: scorev1b1.ReasonRuntimeProvisioning}},
+		{name: "moved from the hub: a Workload selecting a backend with placement is placed, and says so",
+			observed: func(t *testing.T) Observed {
+				o := fresh(t)
+				d := From(o)
+				o.Exposure = exposureOf(o.Workload, d.Exposure.Spec, endpoint)
+				o.Plan = planOf(o.Workload, From(o).Plan.Spec)
+				withAnnotation(scorev1b1.AnnotationProfile, "placed")(o.Workload)
+				o.Clusters = []placement.Cluster{{Name: "eu-1", Labels: map[string]string{"region": "eu"}}}
+				return o
+			},
+			want: want{writes: []string{"updating plan (Placed) on eu-1"}, runtime: scorev1b1.ReasonRuntimeProvisioning}},
+		{name: "moved to the hub: a Workload selecting a backend without placement comes home, and says so",
+			observed: func(t *testing.T) Observed {
+				o := fresh(t, withAnnotation(scorev1b1.AnnotationProfile, "placed"))
+				o.Clusters = []placement.Cluster{{Name: "eu-1", Labels: map[string]string{"region": "eu"}}}
+				d := From(o)
+				o.Exposure = exposureOf(o.Workload, d.Exposure.Spec, endpoint)
+				o.Plan = planOf(o.Workload, From(o).Plan.Spec)
+				delete(o.Workload.Annotations, scorev1b1.AnnotationProfile)
+				return o
+			},
+			want: want{writes: []string{"updating plan (Placed)"}, runtime: scorev1b1.ReasonRuntimeProvisioning}},
 		{name: "the clusters cannot be read: retried, no status",
 			observed: func(t *testing.T) Observed {
 				o := fresh(t, withResource("db", "postgres"), withAnnotation(scorev1b1.AnnotationProfile, "placed"))

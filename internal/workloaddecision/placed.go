@@ -1,0 +1,28 @@
+package workloaddecision
+
+import (
+	"fmt"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+)
+
+// placedEvent is the event a plan's write carries when the Workload moves, nil when it stays
+// where it ran: every move says where it goes and why, between two members as between the hub
+// and a member (a backend gaining or losing placement, a Workload selecting another backend).
+func placedEvent(from, to *scorev1b1.WorkloadPlanSpec, placed placement.Result) *Event {
+	if from.Cluster == to.Cluster {
+		return nil
+	}
+	var message string
+	switch {
+	case from.Cluster != "" && to.Cluster != "" && placed.Moved:
+		message = fmt.Sprintf("Placed on cluster %s: cluster %s no longer fits (%s).", to.Cluster, from.Cluster, placed.Selector)
+	case to.Cluster == "":
+		message = fmt.Sprintf("Placed on the hub: backend %s runs its workloads there; the workload ran on %s.", to.BackendID, clusters.Name(from.Cluster))
+	default:
+		message = fmt.Sprintf("Placed on cluster %s: backend %s places on clusters matching %s; the workload ran on %s.", to.Cluster, to.BackendID, placed.Selector, clusters.Name(from.Cluster))
+	}
+	return &Event{Type: Normal, Reason: "Placed", Action: "Place", Message: message}
+}

@@ -1,0 +1,170 @@
+package placed
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+)
+
+// side is one end of a move: the hub or the member, by its client and its name in a plan's
+// inventory.
+type side struct {
+	name    string // for messages
+	cluster string // in the inventory: "" the hub
+	c       client.Client
+}
+
+func hub() side      { return side{name: "the hub", cluster: "", c: env.Client} }
+func memberEU() side { return side{name: "cluster eu", cluster: "eu", c: member.Client} }
+
+// setPlacement labels the Workload so that it selects the backend that places on the member
+// (true) or the one that runs on the hub (false).
+func setPlacement(t *testing.T, key client.ObjectKey, onMember bool) {
+	t.Helper()
+	w := &scorev1b1.Workload{}
+	if err := env.Client.Get(ctx, key, w); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(w.DeepCopy())
+	if onMember {
+		metav1.SetMetaDataLabel(&w.ObjectMeta, "placement", "members")
+	} else {
+		delete(w.Labels, "placement")
+	}
+	if err := env.Client.Patch(ctx, w, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readyAt waits until the Workload is Ready for its generation, its plan placed on cluster.
+func readyAt(t *testing.T, key client.ObjectKey, s side) {
+	t.Helper()
+	testenv.Eventually(t, 2*time.Minute, fmt.Sprintf("%s Ready on %s", key, s.name), func() error {
+		w := &scorev1b1.Workload{}
+		if err := env.Client.Get(ctx, key, w); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != w.Generation {
+			return fmt.Errorf("not Ready: %+v", c)
+		}
+		if p := planOf(t, key.Namespace, key.Name); p.Spec.Cluster != s.cluster {
+			return fmt.Errorf("placed on %q", p.Spec.Cluster)
+		}
+		return nil
+	})
+}
+
+// judgedUnhealthy waits until the plan's status, for its generation, holds the Deployment on
+// to as applied and not yet healthy, and returns the plan: the runtime has had a pass with the
+// new side not healthy.
+func judgedUnhealthy(t *testing.T, key client.ObjectKey, to side) *scorev1b1.WorkloadPlan {
+	t.Helper()
+	var p *scorev1b1.WorkloadPlan
+	testenv.Eventually(t, 2*time.Minute, "the Deployment on "+to.name+" applied and judged not healthy yet", func() error {
+		p = planOf(t, key.Namespace, key.Name)
+		if p.Spec.Cluster != to.cluster || p.Status.ObservedGeneration != p.Generation {
+			return fmt.Errorf("plan on %q, generation %d observed %d", p.Spec.Cluster, p.Generation, p.Status.ObservedGeneration)
+		}
+		for _, o := range p.Status.Objects {
+			if o.Cluster == to.cluster && o.Kind == "Deployment" && o.Health != "" && o.Health != "Current" {
+				return nil
+			}
+		}
+		return fmt.Errorf("objects %+v", p.Status.Objects)
+	})
+	return p
+}
+
+// gone waits until the Workload's Deployment and Service are deleted from s.
+func gone(t *testing.T, key client.ObjectKey, s side) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, "the Workload's objects deleted from "+s.name, func() error {
+		for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+			if err := s.c.Get(ctx, key, o); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T: %v", o, err)
+			}
+		}
+		return nil
+	})
+}
+
+// move takes a Workload running on from to to, and checks the order: the new side applied
+// and judged while the old side is left running; the old side deleted once the new side is
+// healthy, and only then; a Placed event for the move and a Moved event for the deletion.
+func move(t *testing.T, key client.ObjectKey, from, to side, placed string) {
+	t.Helper()
+	old := &appsv1.Deployment{}
+	if err := from.c.Get(ctx, key, old); err != nil {
+		t.Fatal(err)
+	}
+	setPlacement(t, key, to.cluster != "")
+
+	p := judgedUnhealthy(t, key, to)
+	// The positive control: the runtime has judged the new side not healthy. The old side
+	// still runs, unchanged, and is still in the inventory.
+	still := &appsv1.Deployment{}
+	if err := from.c.Get(ctx, key, still); err != nil || still.UID != old.UID || !still.DeletionTimestamp.IsZero() {
+		t.Fatalf("the Deployment on %s before the new side is healthy: %v (deleting since %v)", from.name, err, still.DeletionTimestamp)
+	}
+	listed := false
+	for _, o := range p.Status.Objects {
+		listed = listed || (o.Cluster == from.cluster && o.Kind == "Deployment")
+	}
+	if !listed {
+		t.Fatalf("the inventory lost the old side's Deployment: %+v", p.Status.Objects)
+	}
+	eventWith(t, key.Namespace, key.Name, "Placed", placed)
+	for _, e := range events(t, key.Namespace, key.Name) {
+		if len(e) > 6 && e[:6] == "Moved:" {
+			t.Fatalf("a Moved event before the new side is healthy: %s", e)
+		}
+	}
+
+	serve(t, to.c, to.name, key.Namespace, key.Name)
+	gone(t, key, from)
+	eventWith(t, key.Namespace, key.Name, "Moved", fmt.Sprintf("from %s: the workload is healthy on %s.", from.name, to.name))
+	readyAt(t, key, to)
+	for _, o := range planOf(t, key.Namespace, key.Name).Status.Objects {
+		if o.Cluster != to.cluster {
+			t.Fatalf("the inventory keeps %s %s on %q", o.Kind, o.Name, o.Cluster)
+		}
+	}
+}
+
+// A Workload that starts selecting a backend with placement moves from the hub to the
+// member: applied there, healthy there, then deleted from the hub, with a Placed event. Before,
+// only a move between members was said (placement's Moved knows only a member it left).
+func TestMoveHubToMember(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	w := testenv.Workload(ns, "web", testenv.WithPort("http", 80))
+	testenv.Create(t, env.Client, w)
+	key := client.ObjectKeyFromObject(w)
+	serve(t, env.Client, "the hub", ns, "web")
+	readyAt(t, key, hub())
+
+	move(t, key, hub(), memberEU(), "Placed on cluster eu: backend k8s-members places on clusters matching env=test; the workload ran on the hub.")
+}
+
+// A Workload that stops selecting the backend with placement comes back to the hub: applied
+// on the hub, healthy there, then deleted from the member, with a Placed event.
+func TestMoveMemberToHub(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	w := testenv.Workload(ns, "web", testenv.WithPort("http", 80))
+	w.Labels = map[string]string{"placement": "members"}
+	testenv.Create(t, env.Client, w)
+	key := client.ObjectKeyFromObject(w)
+	serve(t, member.Client, "cluster eu", ns, "web")
+	readyAt(t, key, memberEU())
+
+	move(t, key, memberEU(), hub(), "Placed on the hub: backend k8s-hub runs its workloads there; the workload ran on cluster eu.")
+}
