@@ -97,8 +97,8 @@ bench: tools build ## The scale benchmark: make bench N=200 MIX=postgres RATE=0 
 	bin/score-bench --n $(or $(N),200) --mix $(MIX) --rate $(RATE) --out $(BENCH_OUT) $(BENCH_ARGS)
 
 .PHONY: chaos
-chaos: tools ## Roll out N Workloads (default 300) while killing controllers, the API server and etcd; audit the result
-	go run ./test/chaos/score-chaos -workloads $(or $(N),300)
+chaos: tools ## Roll out N Workloads (default 300) while killing controllers, the API server and etcd; audit the result (MEMBERS=2: on member clusters too)
+	go run ./test/chaos/score-chaos -workloads $(or $(N),300) -members $(or $(MEMBERS),0)
 
 .PHONY: cluster-up
 cluster-up: ## Start the local simulated cluster (kubeconfig .dev/kubeconfig)

@@ -138,6 +138,13 @@ func (e *Env) DownMembers(ctx context.Context) error {
 // Orchestrator Config the hub runs with: the highest priority, for Workloads labelled
 // score.dev/placement=members only, on clusters labelled env=dev.
 func addMembersBackend(ctx context.Context, hub client.Client) error {
+	return AddPlacedBackend(ctx, hub, MembersBackend, map[string]any{"env": "dev"})
+}
+
+// AddPlacedBackend adds, once, the web-service backend id to the Orchestrator Config the hub
+// runs with: the first backend's template, the highest priority, for Workloads labelled
+// score.dev/placement=members only, placed on the clusters whose labels match clusterLabels.
+func AddPlacedBackend(ctx context.Context, hub client.Client, id string, clusterLabels map[string]any) error {
 	return EditConfig(ctx, hub, func(doc map[string]any) error {
 		profiles, _ := doc["profiles"].([]any)
 		for _, p := range profiles {
@@ -150,14 +157,14 @@ func addMembersBackend(ctx context.Context, hub client.Client) error {
 				return errors.New("the web-service profile has no backend")
 			}
 			for _, b := range backends {
-				if b.(map[string]any)["backendId"] == MembersBackend {
+				if b.(map[string]any)["backendId"] == id {
 					return nil
 				}
 			}
 			first := backends[0].(map[string]any)
-			profile["backends"] = append(backends, map[string]any{"backendId": MembersBackend, "runtimeClass": first["runtimeClass"], "priority": 1000, "version": "1.0.0", "template": first["template"],
+			profile["backends"] = append(backends, map[string]any{"backendId": id, "runtimeClass": first["runtimeClass"], "priority": 1000, "version": "1.0.0", "template": first["template"],
 				"constraints": map[string]any{"selectors": []any{map[string]any{"matchLabels": map[string]any{MembersLabel: "members"}}}},
-				"placement":   map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"env": "dev"}}}})
+				"placement":   map[string]any{"clusterSelector": map[string]any{"matchLabels": clusterLabels}}})
 			return nil
 		}
 		return errors.New("the Orchestrator Config has no web-service profile")

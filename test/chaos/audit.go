@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
 
 // claimRecord is a claim as it was when its Workload was first Ready.
@@ -45,10 +46,13 @@ type recorder struct {
 	// lastFirstReady is when the last Workload was recorded Ready for the first time.
 	lastFirstReady time.Time
 	deleted        []deletedWorkload
+	// moves counts, by Workload, the times a placed one was recorded again after its claims
+	// moved to new instances (current).
+	moves map[string]int
 }
 
 func newRecorder(c client.Client) *recorder {
-	return &recorder{c: c, claims: map[string][]claimRecord{}}
+	return &recorder{c: c, claims: map[string][]claimRecord{}, moves: map[string]int{}}
 }
 
 func (r *recorder) recorded(key string) bool {
@@ -76,7 +80,13 @@ func (r *recorder) pass(ctx context.Context) {
 	for i := range list.Items {
 		w := &list.Items[i]
 		key := w.Namespace + "/" + w.Name
-		if !ready(w) || !w.DeletionTimestamp.IsZero() || r.recorded(key) {
+		if !ready(w) || !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if r.recorded(key) {
+			if w.Labels[devenv.MembersLabel] != "" {
+				r.current(ctx, w)
+			}
 			continue
 		}
 		if recs, ok := r.read(ctx, w); ok {
@@ -316,6 +326,7 @@ func (r *run) audit(ctx context.Context) {
 		}
 	}
 
+	r.auditMembers(ctx, inv)
 	r.auditCredentials(ctx, inv)
 }
 
@@ -432,13 +443,16 @@ func (r *run) selfCheck(ctx context.Context) error {
 			return fmt.Errorf("self-check: planting %s: %w", o.GetName(), err)
 		}
 	}
+	if err := r.plantOnMember(ctx); err != nil {
+		return err
+	}
 	own := *r.report
 	r.report.Duplicates, r.report.Orphans, r.report.Audited = nil, nil, map[string]int{}
 	r.audit(ctx)
 	r.report.PlantedFound = append(append([]string(nil), r.report.Duplicates...), r.report.Orphans...)
 	r.report.Duplicates, r.report.Orphans, r.report.Audited = own.Duplicates, own.Orphans, own.Audited
 	r.report.CredentialsChecked, r.report.RetainedChecked, r.report.SharedInstances = own.CredentialsChecked, own.RetainedChecked, own.SharedInstances
-	r.report.CredentialsChanged, r.report.RetainedMissing = own.CredentialsChanged, own.RetainedMissing
+	r.report.CredentialsChanged, r.report.RetainedMissing, r.report.CopiesChecked = own.CredentialsChanged, own.RetainedMissing, own.CopiesChecked
 	r.logf("self-check: the audit found %d planted problems: %s", len(r.report.PlantedFound), strings.Join(r.report.PlantedFound, "; "))
 	return nil
 }

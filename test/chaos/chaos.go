@@ -6,7 +6,10 @@
 //
 // The controllers run as separate score-controllers processes (one per controller, built by
 // Run), so a kill is a real kill -9. `make chaos N=300` runs it (test/chaos/score-chaos);
-// TestChaos runs a small one inside `make test`.
+// TestChaos runs a small one inside `make test`. With Members (`make chaos MEMBERS=2`) part of
+// the Workloads run on member clusters of their own, whose API servers are killed, one of
+// which is black-holed and one relabelled out of the placement for a while (its Workloads
+// move), and the audit covers every cluster (members.go).
 package chaos
 
 import (
@@ -47,6 +50,9 @@ type Options struct {
 	Kills int
 	// Deletions is how many Workloads (Retain ones and shared consumers) are deleted mid-run.
 	Deletions int
+	// Members is how many member clusters part of the Workloads are placed on (0: the hub
+	// runs every Workload).
+	Members int
 	// Window is how long the faults go on; the Workloads are created over its first half.
 	Window time.Duration
 	// Timeout bounds the wait for every Workload to be Ready after the window.
@@ -69,8 +75,17 @@ type Report struct {
 	Kills, Exits       map[string]int
 	APIServerRestarts  int
 	EtcdRestarts       int
-	RolloutStart       time.Time
-	TimeToAllReady     time.Duration // from the first Workload created to the end of the wait
+	// Members is the number of member clusters; on them, MemberAPIServerRestarts their API
+	// servers killed and started again, BlackHoles the times one was black-holed, Relabels the
+	// times one was relabelled out of the placement, Moved the Workloads that moved (with
+	// their dependencies, to new instances) and CopiesChecked the copies of outputs Secrets
+	// compared with the hub's.
+	Members                 int
+	MemberAPIServerRestarts int
+	BlackHoles, Relabels    int
+	Moved, CopiesChecked    int
+	RolloutStart            time.Time
+	TimeToAllReady          time.Duration // from the first Workload created to the end of the wait
 	// LastFirstReady is from the first Workload created to the last one Ready for the first
 	// time (a poll every second sees it): the rollout's length under the faults.
 	LastFirstReady     time.Duration
@@ -115,6 +130,10 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "%s: killed %d times, exited on its own %d times\n", name, r.Kills[name], r.Exits[name])
 	}
 	fmt.Fprintf(&b, "API server restarts %d, etcd restarts %d\n", r.APIServerRestarts, r.EtcdRestarts)
+	if r.Members > 0 {
+		fmt.Fprintf(&b, "members %d: API servers killed %d, black-holed %d, relabelled out of the placement %d; Workloads moved %d; copies of outputs Secrets checked %d\n",
+			r.Members, r.MemberAPIServerRestarts, r.BlackHoles, r.Relabels, r.Moved, r.CopiesChecked)
+	}
 	fmt.Fprintf(&b, "the last Workload first Ready %s after the first was created; all Ready (the wait's end) %s after it, %s after the faults ended\n",
 		r.LastFirstReady.Round(time.Second), r.TimeToAllReady.Round(100*time.Millisecond), r.ReadyAfterFaults.Round(100*time.Millisecond))
 	var kinds []string
@@ -128,6 +147,12 @@ func (r *Report) String() string {
 		len(r.Duplicates), len(r.Orphans), len(r.CredentialsChanged), r.CredentialsChecked, r.SharedInstances, r.RetainedChecked, len(r.RetainedMissing), len(r.NotReady))
 	for _, p := range r.Problems() {
 		fmt.Fprintf(&b, "  %s\n", p)
+	}
+	if len(r.PlantedFound) > 0 {
+		fmt.Fprintf(&b, "self-check: the audit found the %d planted problems:\n", len(r.PlantedFound))
+		for _, p := range r.PlantedFound {
+			fmt.Fprintf(&b, "  %s\n", p)
+		}
 	}
 	return b.String()
 }
@@ -146,6 +171,10 @@ type run struct {
 	report   *Report
 	restarts sync.Mutex // one cluster component down at a time
 	created  sync.Map   // the Workloads created so far, by namespace/name
+	// members are the member clusters (Options.Members); faultsMu guards the report's
+	// counts of their faults.
+	members  []*member
+	faultsMu sync.Mutex
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -180,10 +209,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r := &run{o: o, dir: dir, cluster: fmt.Sprintf("score-chaos-%d", os.Getpid()), rnd: rand.New(rand.NewPCG(o.Seed, 0)),
 		ctrls:  map[string]*controller{},
-		report: &Report{Dir: dir, Workloads: o.Workloads, Kills: map[string]int{}, Exits: map[string]int{}, Audited: map[string]int{}, Seed: o.Seed}}
+		report: &Report{Dir: dir, Workloads: o.Workloads, Members: o.Members, Kills: map[string]int{}, Exits: map[string]int{}, Audited: map[string]int{}, Seed: o.Seed}}
 	r.logf("seed %d, state in %s", o.Seed, dir)
 	defer func() {
 		if !o.Keep {
+			r.stopMembers()
 			_ = r.simCluster().Down()
 			_ = os.RemoveAll(dir)
 		}
@@ -246,6 +276,11 @@ func (r *run) setUp(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.Members > 0 {
+		if err := r.startMembers(ctx); err != nil {
+			return err
+		}
+	}
 	for _, name := range controlplane.All {
 		argv := []string{bin, "--controllers=" + name, "--kubeconfig=" + kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0"}
 		ctl := newController(name, argv, filepath.Join(r.dir, "score-"+name+".log"))
@@ -266,7 +301,7 @@ func (r *run) stopControllers() {
 // rollOut creates the Workloads while the faults happen, then waits for every Workload to be
 // Ready and every deleted one to be gone.
 func (r *run) rollOut(ctx context.Context) error {
-	planned := rollout(r.o.Workloads, r.o.Namespaces)
+	planned := rollout(r.o.Workloads, r.o.Namespaces, r.o.Members > 0)
 	r.rec = newRecorder(r.c)
 	recCtx, stopRecording := context.WithCancel(ctx)
 	defer stopRecording()
@@ -276,6 +311,7 @@ func (r *run) rollOut(ctx context.Context) error {
 	r.report.RolloutStart = start
 	var faults sync.WaitGroup
 	r.scheduleFaults(ctx, start, &faults)
+	r.scheduleMemberFaults(ctx, start, &faults)
 	deleted := r.scheduleDeletions(ctx, start, planned, &faults)
 
 	// The Workloads arrive over the first half of the window.
@@ -332,6 +368,7 @@ func (r *run) rollOut(ctx context.Context) error {
 	stopRecording()
 	r.rec.mu.Lock()
 	r.report.LastFirstReady = r.rec.lastFirstReady.Sub(start)
+	r.report.Moved = len(r.rec.moves)
 	r.rec.mu.Unlock()
 	r.rec.deleted = deleted.list()
 	return nil
@@ -369,6 +406,8 @@ func (r *run) notReady(ctx context.Context, all []planned, gone map[string]bool)
 			}
 		case !r.rec.recorded(key):
 			out = append(out, key+": Ready, outputs not recorded yet")
+		case p.placed && !r.rec.current(ctx, w):
+			out = append(out, key+": Ready, outputs not recorded since it moved")
 		}
 	}
 	return out, nil

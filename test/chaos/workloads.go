@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
 
 // kind is the shape of a Workload in the rollout. Each is a web service with one port whose
@@ -34,17 +35,22 @@ func (k kind) String() string {
 // SharedID is the id every shared postgres of a namespace uses.
 const SharedID = "shared"
 
-// planned is one Workload of the rollout.
+// planned is one Workload of the rollout; placed ones select the backend that places them on
+// the member clusters.
 type planned struct {
 	namespace, name string
 	kind            kind
+	placed          bool
 }
 
-// rollout spreads n Workloads over namespaces, the kinds in turn.
-func rollout(n, namespaces int) []planned {
+// rollout spreads n Workloads over namespaces, the kinds in turn. With members, every other
+// Workload is placed on them, but never a Retain one: a Retain instance a move leaves behind
+// is let go of on its old cluster, listed by nothing, which the audit would rightly count.
+func rollout(n, namespaces int, members bool) []planned {
 	out := make([]planned, n)
 	for i := range out {
 		out[i] = planned{namespace: fmt.Sprintf("chaos-%d", i%namespaces), name: fmt.Sprintf("w%03d", i), kind: kind((i / namespaces) % int(kinds))}
+		out[i].placed = members && out[i].kind != retainedCache && i%2 == 0
 	}
 	return out
 }
@@ -80,8 +86,12 @@ func (p planned) workload() *scorev1b1.Workload {
 			vars["CACHE_PASSWORD"] = "${resources." + key + ".password}"
 		}
 	}
+	var labels map[string]string
+	if p.placed {
+		labels = map[string]string{devenv.MembersLabel: "members"}
+	}
 	return &scorev1b1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name, Labels: labels},
 		Spec: scorev1b1.WorkloadSpec{
 			Containers: map[string]scorev1b1.Container{"main": {Image: "nginx:1.27", Variables: vars}},
 			Service:    &scorev1b1.Service{Ports: map[string]scorev1b1.ServicePort{"http": {Port: 80, TargetPort: ptr.To(int32(8080))}}},

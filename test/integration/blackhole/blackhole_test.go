@@ -184,7 +184,7 @@ func TestBlackholedMemberCostsTheOthersNothing(t *testing.T) {
 	})
 
 	// B goes dark; its Workloads change, so the runtime's passes go to B.
-	dark.setDark(true)
+	dark.SetDark(true)
 	darkened := time.Now()
 	for _, p := range onB {
 		current := &scorev1b1.WorkloadPlan{}
@@ -214,11 +214,11 @@ func TestBlackholedMemberCostsTheOthersNothing(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("the Workloads on A applied %s after B went dark; %d connections held, %d given up on", time.Since(darkened).Round(time.Millisecond), dark.holding(), dark.abandonedWhileDark())
-	if n := dark.abandonedWhileDark(); n > 0 {
+	t.Logf("the Workloads on A applied %s after B went dark; %d connections held, %d given up on", time.Since(darkened).Round(time.Millisecond), dark.Holding(), dark.AbandonedWhileDark())
+	if n := dark.AbandonedWhileDark(); n > 0 {
 		t.Fatalf("the Workloads on A waited until %d connections to B were given up on", n)
 	}
-	if held := dark.holding(); held == 0 {
+	if held := dark.Holding(); held == 0 {
 		t.Fatal("nothing was sent to B while it was dark: the test did not test a silent member")
 	}
 	testenv.Eventually(t, time.Minute, "B's Workloads say their cluster does not answer, their inventory kept", func() error {
@@ -245,7 +245,7 @@ func TestBlackholedMemberCostsTheOthersNothing(t *testing.T) {
 
 	// B lit again: its Workloads are brought back by the probe and updated in place, the one
 	// placed meanwhile applied in its new namespace there.
-	dark.setDark(false)
+	dark.SetDark(false)
 	testenv.Eventually(t, time.Minute, "B's Workloads applied again once it answers", func() error {
 		if _, err := applied(later, memberB.Client, "nginx:2"); err != nil {
 			return err
