@@ -136,7 +136,10 @@ func (r *run) scheduleMemberFaults(ctx context.Context, start time.Time, wg *syn
 		}()
 	}
 	dark := r.members[r.intn(len(r.members))]
-	darkAt, darkFor := r.between(0.25, 0.5), r.between(0.1, 0.2)
+	// The black hole ends before the relabelling: the moved Workloads' new cluster answers
+	// (a move onto a silent member waits for it, and one taken back before it answers does
+	// not happen at all).
+	darkAt, darkFor := r.between(0.2, 0.4), r.between(0.1, 0.2)
 	if darkFor < 20*time.Second {
 		darkFor = 20 * time.Second // longer than the probe's interval: the controllers notice
 	}
@@ -160,7 +163,7 @@ func (r *run) scheduleMemberFaults(ctx context.Context, start time.Time, wg *syn
 			moved = r.members[r.intn(len(r.members))]
 		}
 	}
-	relabelAt, relabelFor := r.between(0.45, 0.65), r.between(0.1, 0.2)
+	relabelAt, relabelFor := r.between(0.62, 0.72), r.between(0.1, 0.15)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
