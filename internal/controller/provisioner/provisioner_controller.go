@@ -100,6 +100,8 @@ type Reconciler struct {
 	// one that started or stopped answering.
 	members        *members.Pool
 	clusterChanged chan event.GenericEvent
+	// key signs the state Secrets the provisioner writes (provisioner_statekey.go).
+	key stateKey
 	// refused watch the objects no instance made that claims are refused for, and bring the
 	// claims back when they go.
 	refused *refusals

@@ -146,6 +146,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.refused = &refusals{md: md, mapper: mgr.GetRESTMapper(), wake: r.clusterChanged}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		r.refused.start(ctx)
+		// The state's signing key made before any claim is provisioned: a state Secret older
+		// than it is read as an earlier version's (provisioner_statekey.go).
+		if _, err := r.signingKey(ctx); err != nil && r.APINamespace != "" {
+			ctrl.LoggerFrom(ctx).Error(err, "Reading the state's signing key; retried on the first state read")
+		}
 		return nil
 	})); err != nil {
 		return err

@@ -451,3 +451,87 @@ func TestHostilePrecreatedObjectIsAConflictUntilDeleted(t *testing.T) {
 		t.Fatalf("the Service is not the instance's: %+v", ours.ObjectMeta)
 	}
 }
+
+// A tenant with Secret rights in the namespace computes an instance's state Secret's name and
+// makes it before the provisioner does, with state of their own: a password they know, marked
+// with the instance's label and a signature annotation of their making, or without any mark
+// (which no cache of the provisioner holds). The provisioner reads neither as its state: the
+// claim is PermissionDenied naming the Secret, the tenant's Secret is neither written over nor
+// deleted (not even when the claim is released), and their password reaches no other Secret
+// and no status. Once they delete it, the claim comes back by itself and draws its own.
+func TestHostilePrecreatedStateIsNeitherReadNorWritten(t *testing.T) {
+	const known = "the-tenant-knows-this"
+	for _, tc := range []struct {
+		name   string
+		labels func(hash string) map[string]string
+		annots map[string]string
+	}{
+		{"marked as the instance's", func(hash string) map[string]string { return map[string]string{scorev1b1.LabelInstance: hash} },
+			map[string]string{"score.dev/state-mac": "bm90IGEgc2lnbmF0dXJl"}},
+		{"unmarked", func(string) map[string]string { return nil }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := testenv.Namespace(t, env.Client)
+			id := provisioning.NewIdentity(ns, "web", "db", "postgres", "", "")
+			theirs := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.StateSecretName(), Labels: tc.labels(id.Hash()), Annotations: tc.annots},
+				Data:       map[string][]byte{"state.json": []byte(`{"password":"` + known + `"}`)},
+			}
+			testenv.Create(t, env.Client, theirs)
+			before := theirs.ResourceVersion
+
+			c := claim(ns, "web")
+			testenv.Create(t, env.Client, c)
+			out := refused(t, c, fmt.Sprintf("Secret %s exists and was not created by the provisioner", id.StateSecretName()))
+			if out.Status.Outputs != nil && strings.Contains(string(out.Status.Outputs.Raw), known) {
+				t.Fatalf("the tenant's password is in the claim's outputs: %s", out.Status.Outputs.Raw)
+			}
+			unread := func() {
+				t.Helper()
+				got := &corev1.Secret{}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), got); err != nil {
+					t.Fatal(err)
+				}
+				if got.UID != theirs.UID || got.ResourceVersion != before {
+					t.Fatalf("the tenant's Secret was written: %+v", got.ObjectMeta)
+				}
+				var secrets corev1.SecretList
+				if err := env.Client.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range secrets.Items {
+					for k, v := range s.Data {
+						if s.UID != theirs.UID && strings.Contains(string(v), known) {
+							t.Fatalf("the tenant's password reached Secret %s (%s)", s.Name, k)
+						}
+					}
+				}
+			}
+			unread()
+
+			// Released under Delete, the claim leaves the tenant's Secret; a new claim is
+			// refused the same.
+			if err := env.Client.Delete(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			testenv.WaitGone(t, env.Client, c)
+			unread()
+			c = claim(ns, "web")
+			testenv.Create(t, env.Client, c)
+			refused(t, c, id.StateSecretName())
+			unread()
+
+			if err := env.Client.Delete(ctx, theirs); err != nil {
+				t.Fatal(err)
+			}
+			proceeds(t, c)
+			state := &corev1.Secret{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), state); err != nil {
+				t.Fatal(err)
+			}
+			if state.UID == theirs.UID || strings.Contains(string(state.Data["state.json"]), known) || state.Annotations["score.dev/state-mac"] == "" {
+				t.Fatalf("the state after the tenant's Secret went: %+v", state.ObjectMeta)
+			}
+		})
+	}
+}
