@@ -187,6 +187,18 @@ func TestStateTheProvisionerDidNotWriteIsRefused(t *testing.T) {
 			t.Fatalf("%v %v", st.State, err)
 		}
 	})
+	t.Run("a namespace's shared state made by a tenant", func(t *testing.T) {
+		id := provisioning.Identity{Namespace: "shop", Type: "kafka-topic", ID: "orders"}
+		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: sharedStateSecret, CreationTimestamp: metav1.NewTime(time.Now().Add(time.Minute))},
+			Data: map[string][]byte{"state.json": []byte(`{"broker":"theirs"}`)}}
+		if err := c.Create(ctx, forged); err != nil {
+			t.Fatal(err)
+		}
+		var owned *apply.OwnedElsewhere
+		if _, err := r.loadState(ctx, id, true); !errors.As(err, &owned) || owned.Name != sharedStateSecret {
+			t.Fatalf("read: %v, want it refused", err)
+		}
+	})
 	t.Run("the provisioner's, changed since", func(t *testing.T) {
 		changed := signed.DeepCopy()
 		changed.Data["state.json"] = []byte(`{"password":"known"}`)
