@@ -87,6 +87,10 @@ func (e *OwnedElsewhere) Error() string {
 	return ConflictMessage(e.GroupKind.Kind, e.Name, e.OwnerValue, e.OwnerName)
 }
 
+// Is makes an OwnedElsewhere a prepare.ErrOwnedElsewhere, for the pure packages that decide on
+// it.
+func (e *OwnedElsewhere) Is(target error) bool { return target == prepare.ErrOwnedElsewhere }
+
 // ConflictMessage says that an object (kind and name) exists and belongs to another owner
 // (ownerValue, and its name when known), or was not created by us (ownerValue empty).
 func ConflictMessage(kind, name, ownerValue, ownerName string) string {

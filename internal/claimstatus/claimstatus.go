@@ -261,6 +261,17 @@ func (d *decision) applyFailed(err error) {
 			return
 		}
 		d.keepPhase(fmt.Sprintf("Provisioner %s: retrying after a transient error: %v.", uri, err))
+	case errors.Is(err, prepare.ErrOwnedElsewhere):
+		// An object under a name the instance's objects have, which no instance made (a
+		// tenant's, made before the provisioner came): a conflict the user resolves, as the
+		// runtime reports another owner's object. Not retried on the hub: the provisioner
+		// watches that object, and its deletion brings the claim back; a member's objects are
+		// not watched so, and are retried with backoff.
+		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied,
+			fmt.Sprintf("Provisioner %s: %v; it is neither written over nor taken over, and the claim proceeds once it is deleted.", uri, err))
+		if d.o.Cluster != "" {
+			d.Retry = retry(err)
+		}
 	default:
 		// Reported (a denial, an invalid object, a kind not served), and retried with backoff:
 		// what lifts it (a quota raised, a CRD installed) is not something the provisioner

@@ -200,6 +200,13 @@ func TestFrom(t *testing.T) {
 		{"a set refused after some of its objects were created lists them", observed(bound(object("old", "")), failedAt(provisioning.StepApply,
 			errors.New("Service db exists and was not created by the runtime"), object("db-secret", ""))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonClaimFailed, message: "Provisioner " + uri + ": Service db exists and was not created by the runtime.", retry: true, resources: "old,db-secret"}},
+		{"an object no instance made, under an instance's name: a conflict, woken by its deletion", observed(bound(object("old", "")), failedAt(provisioning.StepApply,
+			fmt.Errorf("Service db exists and was not created by the provisioner: %w", prepare.ErrOwnedElsewhere), object("db-secret", ""))),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, resources: "old,db-secret",
+				message: "Provisioner " + uri + ": Service db exists and was not created by the provisioner: the object exists and is another owner's; it is neither written over nor taken over, and the claim proceeds once it is deleted."}},
+		{"the same on a member, whose objects are not watched so: retried", observed(on("eu"), failedAt(provisioning.StepApply,
+			fmt.Errorf("Service db: %w", prepare.ErrOwnedElsewhere))),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, retry: true}},
 		{"the run failed", observed(bound(moved), on(""), failedAt(provisioning.StepApply, fmt.Errorf("%w: Job migrate: BackoffLimitExceeded", provisioning.ErrRunFailed), object("migrate", "", scorev1b1.HealthFailed))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonClaimFailed, message: "Provisioner " + uri + ": the run failed: Job migrate: BackoffLimitExceeded.", resources: "migrate,old"}},
 		{"a CRD not established yet", observed(bound(object("stale", "")), func(o *Observed) {

@@ -32,6 +32,10 @@ func (e notAllowed) Error() string { return string(e) }
 
 func (e notAllowed) Unwrap() error { return ErrNotAllowed }
 
+// ErrOwnedElsewhere is an object that exists under a name the set would create and is not the
+// owner's (apply.OwnedElsewhere is one): never written over, never taken over.
+var ErrOwnedElsewhere = errors.New("the object exists and is another owner's")
+
 // ErrNotServed is an object of a kind the cluster does not serve (and no definition in the
 // same set defines).
 var ErrNotServed = errors.New("the kind is not served")

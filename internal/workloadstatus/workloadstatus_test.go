@@ -219,3 +219,30 @@ func TestStalledFollowsReady(t *testing.T) {
 		t.Fatalf("a Workload Ready again keeps Stalled: %+v", after)
 	}
 }
+
+// "Was ready" comes from the Workload's own status.claims, which only the orchestrator may
+// write (test/integration/permission, TestEditorCannotWriteWhatTheDependencyRuleReads). Even
+// forged, it could not make a dependency count as ready that is not serving: pending, failed
+// for any reason, refused, waiting for another's outputs, or without its outputs, it is not.
+// What it does decide is a claim provisioned again with its outputs still published: that is
+// why the summary must be the orchestrator's alone.
+func TestAForgedSummaryIsTrustedOnlyForAnUpdate(t *testing.T) {
+	for _, s := range []ClaimState{
+		{Phase: ""},
+		{Phase: scorev1b1.ClaimPhasePending, OutputsAvailable: true},
+		{Phase: scorev1b1.ClaimPhaseBinding},
+		{Phase: scorev1b1.ClaimPhaseBound},
+		{Phase: scorev1b1.ClaimPhaseFailed, Reason: scorev1b1.ReasonClaimFailed, OutputsAvailable: true},
+		{Phase: scorev1b1.ClaimPhaseFailed, Reason: scorev1b1.ReasonPermissionDenied, OutputsAvailable: true},
+		{Phase: scorev1b1.ClaimPhaseBinding, OutputsAvailable: true, Denied: scorev1b1.ReasonPolicyViolation},
+		{Phase: scorev1b1.ClaimPhaseBinding, OutputsAvailable: true, WaitingFor: []string{"dns"}},
+	} {
+		s.Key, s.WasReady = "db", true
+		if _, c := Claims([]ClaimState{s}); c.Status != metav1.ConditionFalse {
+			t.Errorf("%+v: ClaimsReady %s (%s), want False", s, c.Status, c.Message)
+		}
+	}
+	if _, c := Claims([]ClaimState{{Key: "db", Phase: scorev1b1.ClaimPhaseBinding, OutputsAvailable: true, WasReady: true}}); c.Status != metav1.ConditionTrue || !c.Updating {
+		t.Errorf("an update with its outputs published: %+v", c)
+	}
+}

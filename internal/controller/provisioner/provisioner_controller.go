@@ -100,6 +100,11 @@ type Reconciler struct {
 	// one that started or stopped answering.
 	members        *members.Pool
 	clusterChanged chan event.GenericEvent
+	// key signs the state Secrets the provisioner writes (provisioner_statekey.go).
+	key stateKey
+	// refused watch the objects no instance made that claims are refused for, and bring the
+	// claims back when they go.
+	refused *refusals
 }
 
 // Reconcile brings one claim one step closer to Bound, or releases it when deleted.
@@ -108,6 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.phases.forget(req.NamespacedName)
+			r.refused.set(req.NamespacedName, nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -140,6 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 
 	if !c.DeletionTimestamp.IsZero() {
+		r.refused.set(req.NamespacedName, nil)
 		return r.release(ctx, c)
 	}
 	// Until the config source has made its first attempt, nothing is decided: the store's
@@ -184,6 +191,7 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		}
 		d = claimstatus.From(p.Observed)
 	}
+	r.refused.set(client.ObjectKeyFromObject(c), refusedFor(p))
 	c.Status = d.Status
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, d.Retry
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
@@ -86,6 +87,13 @@ func (r *Reconciler) observeInstance(ctx context.Context, c *scorev1b1.ResourceC
 		return nil // decided before a run: its inputs are not read
 	}
 	if p.state, err = r.loadState(ctx, p.id, readsShared(def)); err != nil {
+		var owned *apply.OwnedElsewhere
+		if errors.As(err, &owned) {
+			// State the provisioner did not write, under the instance's name: refused as any
+			// object no instance made, where the run would keep it.
+			p.Run = &claimstatus.Run{Err: &provisioning.StepError{Step: provisioning.StepApply, Err: err}}
+			return nil
+		}
 		return err
 	}
 	p.data, err = r.templateData(ctx, c, def, p.id, served.Class, served.Params, p.state)

@@ -106,10 +106,29 @@ func (r *Reconciler) otherConsumers(ctx context.Context, c *scorev1b1.ResourceCl
 	return n, nil
 }
 
-// deleteState deletes an instance's state.
+// deleteState deletes an instance's state: the Secret the provisioner wrote, and no other (one
+// a tenant made, or changed, under its name stays, and so does whatever replaces it since it
+// was read: the delete carries its UID).
 func (r *Reconciler) deleteState(ctx context.Context, id provisioning.Identity) error {
-	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName()}}
-	if err := r.Client.Delete(ctx, state); err != nil && !apierrors.IsNotFound(err) {
+	state := &corev1.Secret{}
+	switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.StateSecretName()}, state); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the state: %w", err)
+	}
+	k, err := r.signingKey(ctx)
+	if err != nil {
+		return err
+	}
+	if !k.written(state) {
+		ctrl.LoggerFrom(ctx).Info("Left a state Secret the provisioner did not write", "secret", state.Name)
+		return nil
+	}
+	switch err := r.Client.Delete(ctx, state, client.Preconditions{UID: &state.UID}); {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return nil
+	case err != nil:
 		return fmt.Errorf("deleting the state: %w", err)
 	}
 	return nil

@@ -9,12 +9,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -137,6 +139,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed, CreateUnseen: true,
 		Watcher: &apply.Watcher{Controller: c, Cache: provisioned, Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}}
 	r.secrets = apply.CacheFirst{Cache: r.Client, APIServer: mgr.GetAPIReader()}
+	md, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	r.refused = &refusals{md: md, mapper: mgr.GetRESTMapper(), wake: r.clusterChanged}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		r.refused.start(ctx)
+		// The state's signing key made before any claim is provisioned: a state Secret older
+		// than it is read as an earlier version's (provisioner_statekey.go).
+		if _, err := r.signingKey(ctx); err != nil && r.APINamespace != "" {
+			ctrl.LoggerFrom(ctx).Error(err, "Reading the state's signing key; retried on the first state read")
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
 	r.members = &members.Pool{Name: "cluster-provisioner", Namespace: r.APINamespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), UserAgent: mgr.GetConfig().UserAgent,
 		Scope: scorev1b1.LabelInstance, Changed: r.bringBack}
 	if r.APINamespace == "" {

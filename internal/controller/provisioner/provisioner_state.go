@@ -94,7 +94,7 @@ func (r *Reconciler) readState(ctx context.Context, key client.ObjectKey) (map[s
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
 				return nil, nil, fmt.Errorf("reading state %s: %w", key.Name, err)
 			}
-			return decodeState(s)
+			return r.decodeState(ctx, s)
 		}
 	}
 	return r.readJSONSecret(ctx, key.Namespace, key.Name)
@@ -108,11 +108,19 @@ func (r *Reconciler) readJSONSecret(ctx context.Context, namespace, name string)
 		}
 		return nil, nil, fmt.Errorf("reading state %s: %w", name, err)
 	}
-	return decodeState(s)
+	return r.decodeState(ctx, s)
 }
 
-// decodeState is the JSON a state Secret holds.
-func decodeState(s *corev1.Secret) (map[string]any, *corev1.Secret, error) {
+// decodeState is the JSON a state Secret holds, once its signature says the provisioner wrote
+// it (provisioner_statekey.go); one it did not write is refused, never read.
+func (r *Reconciler) decodeState(ctx context.Context, s *corev1.Secret) (map[string]any, *corev1.Secret, error) {
+	k, err := r.signingKey(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !k.written(s) {
+		return nil, nil, notOurState(s)
+	}
 	m := map[string]any{}
 	if raw := s.Data["state.json"]; len(raw) > 0 {
 		if err := json.Unmarshal(raw, &m); err != nil {
@@ -166,10 +174,15 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 	if err != nil {
 		return nil, err
 	}
+	key, err := r.signingKey(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var s *corev1.Secret
 	if read == nil {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{"state.json": raw}}
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, annotationStateMAC, key.mac(namespace, name, raw))
 		err = r.Client.Create(ctx, s)
 	} else {
 		s = read.DeepCopy()
@@ -177,6 +190,7 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 		for k, v := range labels {
 			metav1.SetMetaDataLabel(&s.ObjectMeta, k, v)
 		}
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, annotationStateMAC, key.mac(namespace, name, raw))
 		err = r.Client.Update(ctx, s)
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {

@@ -2,15 +2,19 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -25,7 +29,7 @@ func TestStateIsWrittenOnTopOfWhatWasRead(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	r := &Reconciler{Client: c, secrets: apply.CacheFirst{Cache: c, APIServer: c}}
+	r := &Reconciler{Client: c, secrets: apply.CacheFirst{Cache: c, APIServer: c}, APINamespace: "score-system"}
 	ctx := context.Background()
 	id := provisioning.Identity{Namespace: "shared-home", Type: "kv", ID: "main"}
 	conflict := func(err error) bool { return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) }
@@ -103,4 +107,108 @@ func TestReadsShared(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("not in the development catalog: %v", want)
 	}
+}
+
+// A state Secret is read only when the provisioner wrote it as it is: signed under the key of
+// the control plane's namespace, for its namespace and name. A tenant's Secret of the name
+// (unsigned, or with a signature copied from elsewhere), or the provisioner's own changed since,
+// is refused as an object another owner made, and is left by the release; one older than the
+// key is an earlier version's, which did not sign.
+func TestStateTheProvisionerDidNotWriteIsRefused(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	r := &Reconciler{Client: c, secrets: apply.CacheFirst{Cache: c, APIServer: c}, APINamespace: "score-system"}
+	ctx := context.Background()
+	k, err := r.signingKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.since = time.Now() // the fake client does not date objects
+	refused := func(id provisioning.Identity) {
+		t.Helper()
+		var owned *apply.OwnedElsewhere
+		if _, err := r.loadState(ctx, id, false); !errors.As(err, &owned) || owned.Name != id.StateSecretName() {
+			t.Fatalf("read: %v, want it refused", err)
+		}
+	}
+	state := func(id provisioning.Identity) *corev1.Secret {
+		t.Helper()
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.StateSecretName()}, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	ours := provisioning.Identity{Namespace: "team", Type: "postgres", ID: "main"}
+	st, err := r.loadState(ctx, ours, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.saveState(ctx, ours, &st, provisioning.Result{State: map[string]any{"password": "drawn"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := r.loadState(ctx, ours, false); err != nil || st.State["password"] != "drawn" {
+		t.Fatalf("its own state: %v %v", st.State, err)
+	}
+	signed := state(ours)
+
+	t.Run("made by a tenant", func(t *testing.T) {
+		id := provisioning.Identity{Namespace: "team", Type: "postgres", ID: "forged"}
+		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName(), CreationTimestamp: metav1.NewTime(time.Now().Add(time.Minute)),
+			Labels: map[string]string{scorev1b1.LabelInstance: id.Hash()}}, Data: map[string][]byte{"state.json": []byte(`{"password":"known"}`)}}
+		if err := c.Create(ctx, forged); err != nil {
+			t.Fatal(err)
+		}
+		refused(id)
+		if err := r.deleteState(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		state(id) // left
+	})
+	t.Run("a signature copied from another instance's", func(t *testing.T) {
+		id := provisioning.Identity{Namespace: "other", Type: "postgres", ID: "main"}
+		copied := signed.DeepCopy()
+		copied.ObjectMeta = metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName(), Annotations: signed.Annotations, CreationTimestamp: metav1.NewTime(time.Now().Add(time.Minute))}
+		if err := c.Create(ctx, copied); err != nil {
+			t.Fatal(err)
+		}
+		refused(id)
+	})
+	t.Run("an earlier version's, older than the key", func(t *testing.T) {
+		id := provisioning.Identity{Namespace: "team", Type: "postgres", ID: "old"}
+		old := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.StateSecretName(), CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+			Data: map[string][]byte{"state.json": []byte(`{"password":"kept"}`)}}
+		if err := c.Create(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := r.loadState(ctx, id, false); err != nil || st.State["password"] != "kept" {
+			t.Fatalf("%v %v", st.State, err)
+		}
+	})
+	t.Run("a namespace's shared state made by a tenant", func(t *testing.T) {
+		id := provisioning.Identity{Namespace: "shop", Type: "kafka-topic", ID: "orders"}
+		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: sharedStateSecret, CreationTimestamp: metav1.NewTime(time.Now().Add(time.Minute))},
+			Data: map[string][]byte{"state.json": []byte(`{"broker":"theirs"}`)}}
+		if err := c.Create(ctx, forged); err != nil {
+			t.Fatal(err)
+		}
+		var owned *apply.OwnedElsewhere
+		if _, err := r.loadState(ctx, id, true); !errors.As(err, &owned) || owned.Name != sharedStateSecret {
+			t.Fatalf("read: %v, want it refused", err)
+		}
+	})
+	t.Run("the provisioner's, changed since", func(t *testing.T) {
+		changed := signed.DeepCopy()
+		changed.Data["state.json"] = []byte(`{"password":"known"}`)
+		if err := c.Update(ctx, changed); err != nil {
+			t.Fatal(err)
+		}
+		refused(ours)
+		if err := r.deleteState(ctx, ours); err != nil {
+			t.Fatal(err)
+		}
+		state(ours) // left
+	})
 }

@@ -211,6 +211,18 @@ func claim(ns, workload string) *scorev1b1.ResourceClaim {
 	}
 }
 
+// warmed is set once a claim was provisioned: the first claim of the process starts the watches
+// of the applied kinds, as in a controller that has been running.
+var warmed sync.Once
+
+func warm(t *testing.T) {
+	warmed.Do(func() {
+		first := claim(testenv.Namespace(t, env.Client), "warm")
+		testenv.Create(t, env.Client, first)
+		provisioned(t, first)
+	})
+}
+
 // provisioned waits until the provisioner wrote the claim's status for its generation.
 func provisioned(t *testing.T, c *scorev1b1.ResourceClaim) *scorev1b1.ResourceClaim {
 	t.Helper()
@@ -235,11 +247,7 @@ func provisioned(t *testing.T, c *scorev1b1.ResourceClaim) *scorev1b1.ResourceCl
 // it applies is created with a create-only apply, none read first. It was eleven requests in
 // a row.
 func TestFirstPassIsFourStepsDeep(t *testing.T) {
-	// The first claim of the process starts the watches of the applied kinds.
-	warm := testenv.Namespace(t, env.Client)
-	first := claim(warm, "warm")
-	testenv.Create(t, env.Client, first)
-	provisioned(t, first)
+	warm(t)
 
 	ns := testenv.Namespace(t, env.Client)
 	requests.watch(ns)
@@ -305,6 +313,7 @@ func TestFirstPassIsFourStepsDeep(t *testing.T) {
 // no instance label, no apply of ours in its managed fields), and what the pass created before
 // it knew is ours, listed, and deleted with the claim, leaving the tenant's Service.
 func TestHostilePrecreatedObjectIsNeitherWrittenNorTaken(t *testing.T) {
+	warm(t) // the kinds watched: the pass creates what does not exist before it reads the Service
 	ns := testenv.Namespace(t, env.Client)
 	name := "pg-" + provisioning.NewIdentity(ns, "web", "db", "postgres", "", "").Guid()[:12]
 	theirs := &corev1.Service{
@@ -375,4 +384,154 @@ func schemaOf(o scorev1b1.AppliedObject) schema.GroupVersionKind {
 func withKey(u *metav1.PartialObjectMetadata, namespace, name string) *metav1.PartialObjectMetadata {
 	u.Namespace, u.Name = namespace, name
 	return u
+}
+
+// refused waits until the claim is Failed with PermissionDenied and a message holding want.
+func refused(t *testing.T, c *scorev1b1.ResourceClaim, want string) *scorev1b1.ResourceClaim {
+	t.Helper()
+	out := &scorev1b1.ResourceClaim{}
+	testenv.Eventually(t, testenv.WaitTimeout, "the claim refused as a conflict", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
+			return err
+		}
+		if out.Status.Phase != scorev1b1.ClaimPhaseFailed || out.Status.Reason != scorev1b1.ReasonPermissionDenied || !strings.Contains(out.Status.Message, want) {
+			return fmt.Errorf("%s %s: %s", out.Status.Phase, out.Status.Reason, out.Status.Message)
+		}
+		return nil
+	})
+	return out
+}
+
+// proceeds waits until the claim's instance is provisioned: its outputs published, no longer
+// refused (envtest runs no StatefulSet controller, so it stays Binding).
+func proceeds(t *testing.T, c *scorev1b1.ResourceClaim) *scorev1b1.ResourceClaim {
+	t.Helper()
+	out := &scorev1b1.ResourceClaim{}
+	testenv.Eventually(t, testenv.WaitTimeout, "the claim provisioned", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
+			return err
+		}
+		if out.Status.Phase == scorev1b1.ClaimPhaseFailed || !out.Status.OutputsAvailable {
+			return fmt.Errorf("%s %s: %s", out.Status.Phase, out.Status.Reason, out.Status.Message)
+		}
+		return nil
+	})
+	return out
+}
+
+// An object a tenant made under an instance's name is a conflict the user can act on, not a
+// failure to retry: the claim is PermissionDenied, as the runtime reports an object another
+// owner has, and is not retried with backoff; the tenant's deletion of the object brings it back
+// (the object carries no instance label, so no cache of the provisioner holds it: the claim
+// is woken by a watch on that object alone), and the instance is provisioned, the Service ours.
+func TestHostilePrecreatedObjectIsAConflictUntilDeleted(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	name := "pg-" + provisioning.NewIdentity(ns, "web", "db", "postgres", "", "").Guid()[:12]
+	theirs := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "sniff", Port: 5432}}},
+	}
+	testenv.Create(t, env.Client, theirs)
+	c := claim(ns, "web")
+	testenv.Create(t, env.Client, c)
+	out := refused(t, c, fmt.Sprintf("Service %s exists and was not created by the provisioner", name))
+	if !strings.Contains(out.Status.Message, "the claim proceeds once it is deleted") {
+		t.Errorf("the message does not say what to do: %s", out.Status.Message)
+	}
+
+	if err := env.Client.Delete(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	proceeds(t, c)
+	ours := &corev1.Service{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), ours); err != nil {
+		t.Fatal(err)
+	}
+	if ours.UID == theirs.UID || ours.Labels[scorev1b1.LabelInstance] == "" {
+		t.Fatalf("the Service is not the instance's: %+v", ours.ObjectMeta)
+	}
+}
+
+// A tenant with Secret rights in the namespace computes an instance's state Secret's name and
+// makes it before the provisioner does, with state of their own: a password they know, marked
+// with the instance's label and a signature annotation of their making, or without any mark
+// (which no cache of the provisioner holds). The provisioner reads neither as its state: the
+// claim is PermissionDenied naming the Secret, the tenant's Secret is neither written over nor
+// deleted (not even when the claim is released), and their password reaches no other Secret
+// and no status. Once they delete it, the claim comes back by itself and draws its own.
+func TestHostilePrecreatedStateIsNeitherReadNorWritten(t *testing.T) {
+	const known = "the-tenant-knows-this"
+	for _, tc := range []struct {
+		name   string
+		labels func(hash string) map[string]string
+		annots map[string]string
+	}{
+		{"marked as the instance's", func(hash string) map[string]string { return map[string]string{scorev1b1.LabelInstance: hash} },
+			map[string]string{"score.dev/state-mac": "bm90IGEgc2lnbmF0dXJl"}},
+		{"unmarked", func(string) map[string]string { return nil }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := testenv.Namespace(t, env.Client)
+			id := provisioning.NewIdentity(ns, "web", "db", "postgres", "", "")
+			theirs := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.StateSecretName(), Labels: tc.labels(id.Hash()), Annotations: tc.annots},
+				Data:       map[string][]byte{"state.json": []byte(`{"password":"` + known + `"}`)},
+			}
+			testenv.Create(t, env.Client, theirs)
+			before := theirs.ResourceVersion
+
+			c := claim(ns, "web")
+			testenv.Create(t, env.Client, c)
+			out := refused(t, c, fmt.Sprintf("Secret %s exists and was not created by the provisioner", id.StateSecretName()))
+			if out.Status.Outputs != nil && strings.Contains(string(out.Status.Outputs.Raw), known) {
+				t.Fatalf("the tenant's password is in the claim's outputs: %s", out.Status.Outputs.Raw)
+			}
+			unread := func() {
+				t.Helper()
+				got := &corev1.Secret{}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), got); err != nil {
+					t.Fatal(err)
+				}
+				if got.UID != theirs.UID || got.ResourceVersion != before {
+					t.Fatalf("the tenant's Secret was written: %+v", got.ObjectMeta)
+				}
+				var secrets corev1.SecretList
+				if err := env.Client.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range secrets.Items {
+					for k, v := range s.Data {
+						if s.UID != theirs.UID && strings.Contains(string(v), known) {
+							t.Fatalf("the tenant's password reached Secret %s (%s)", s.Name, k)
+						}
+					}
+				}
+			}
+			unread()
+
+			// Released under Delete, the claim leaves the tenant's Secret; a new claim is
+			// refused the same.
+			if err := env.Client.Delete(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			testenv.WaitGone(t, env.Client, c)
+			unread()
+			c = claim(ns, "web")
+			testenv.Create(t, env.Client, c)
+			refused(t, c, id.StateSecretName())
+			unread()
+
+			if err := env.Client.Delete(ctx, theirs); err != nil {
+				t.Fatal(err)
+			}
+			proceeds(t, c)
+			state := &corev1.Secret{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), state); err != nil {
+				t.Fatal(err)
+			}
+			if state.UID == theirs.UID || strings.Contains(string(state.Data["state.json"]), known) || state.Annotations["score.dev/state-mac"] == "" {
+				t.Fatalf("the state after the tenant's Secret went: %+v", state.ObjectMeta)
+			}
+		})
+	}
 }
