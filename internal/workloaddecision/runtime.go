@@ -44,8 +44,9 @@ type ExposureWrite struct {
 type PlanWrite struct {
 	Create bool
 	Spec   *scorev1b1.WorkloadPlanSpec
-	// Event is recorded on the plan with the write: the Workload moved to another cluster.
-	Event *Event
+	// Events are recorded on the plan with the write: the Workload moved to another cluster
+	// (Placed), and why when its cluster did not answer (FailedOver).
+	Events []Event
 }
 
 // exposure decides the exposure's write, and what it did. It reports false when the pass
@@ -96,8 +97,7 @@ func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Resul
 	case p != nil && sameContent(p.Spec, *spec) && (!d.o.Reached || p.Spec.ConfigRevision == spec.ConfigRevision):
 		return false, "", true
 	case p != nil && placed.Moved:
-		write.Event = &Event{Type: Normal, Reason: "Placed", Action: "Place",
-			Message: fmt.Sprintf("Placed on cluster %s: cluster %s no longer fits (%s).", placed.Cluster, p.Spec.Cluster, placed.Selector)}
+		write.Events = moveEvents(placed, p.Spec.Cluster)
 	case p != nil:
 	case d.o.Created[Ref{KindPlan, w.Name}]:
 		return false, "", true // created by an earlier pass; the cache does not show it yet
