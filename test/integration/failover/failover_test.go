@@ -343,7 +343,7 @@ func TestMemberFailoverOfASilentMember(t *testing.T) {
 			}
 			return nil
 		})
-		darkA.setDark(true)
+		darkA.SetDark(true)
 		lost := answering(t, "a", false)
 		readyOn(t, ns, "moving", "b", memberB)
 		e := failedOver(t, ns, "moving", "a", "b")
@@ -390,7 +390,7 @@ func TestMemberFailoverOfASilentMember(t *testing.T) {
 	t.Run("the member answers again: the moved Workload's objects there are deleted, its Retain dependency kept, nothing on the new side touched", func(t *testing.T) {
 		count, _ := coexistence(t)
 		kvOnB := uids(t, memberB, &corev1.ConfigMapList{}, client.InNamespace(ns), client.HasLabels{"kv"})
-		darkA.setDark(false)
+		darkA.SetDark(false)
 		back = answering(t, "a", true)
 		testenv.Eventually(t, time.Minute, "the moved Workload's objects deleted from a", func() error {
 			for what, list := range map[string]client.ObjectList{"deployments": &appsv1.DeploymentList{}, "services": &corev1.ServiceList{}, "secrets": &corev1.SecretList{}} {
@@ -444,7 +444,7 @@ func TestMemberFailoverOfASilentMember(t *testing.T) {
 	})
 
 	t.Run("hold-down: the member that came back receives no Workload until it has answered for failover.holdDown", func(t *testing.T) {
-		darkB.setDark(true)
+		darkB.SetDark(true)
 		lost := answering(t, "b", false)
 		if lost.Add(after).After(back.Add(holdDown)) {
 			t.Skipf("b stopped answering %s after a came back: the hold-down (%s) would end before failover.after (%s) anyway", lost.Sub(back), holdDown, after)
