@@ -46,6 +46,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/blackhole"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 )
 
@@ -79,6 +80,7 @@ type options struct {
 	members        int
 	rollout        time.Duration
 	rolloutChange  string
+	failover       time.Duration
 }
 
 func main() {
@@ -103,7 +105,12 @@ func main() {
 	flag.IntVar(&o.members, "members", 0, "run the Workloads on this many member clusters of their own (every backend placing on them, Spread), the hub keeping claims, plans and dependencies; counts each member's writes (implies --baseline=false)")
 	flag.DurationVar(&o.rollout, "rollout", 0, "after the steady state, give the config a rollout policy (waves 1, 10%, 50%, 100%) with this bake time, change every backend's values, and time the change through every wave, counting writes (0: no rollout)")
 	flag.StringVar(&o.rolloutChange, "rollout-change", "values", "what --rollout changes: values (every backend's replicas) or provisioners (a label on the first object of every provisioner definition's manifests: the instances change)")
+	flag.DurationVar(&o.failover, "failover", 0, "with --members 2 or more: every backend places Ordered (all N on member m1) with placement.failover.after this long (at least 30s); after the steady state m1 goes dark, and the run times the loss to all N Ready on another member, then m1's clean-up once it answers again, counting writes (0: no failover)")
 	flag.Parse()
+	if o.failover > 0 && o.members < 2 {
+		fmt.Fprintln(os.Stderr, "score-bench: --failover needs --members 2 or more")
+		os.Exit(2)
+	}
 	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -188,8 +195,10 @@ type runState struct {
 	cache cache.Cache
 	audit *auditLog
 	ctrls []*controller
-	// members are the member clusters (--members).
+	// members are the member clusters (--members); dark is the proxy m1 is reached through
+	// (--failover).
 	members []*benchMember
+	dark    *blackhole.Proxy
 
 	mu      sync.Mutex
 	created map[string]time.Time
@@ -527,6 +536,11 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.Steady = phaseOf(steady.summary(), time.Since(steadyAt))
 	res.UsageRestart = s.usageSince(nil)
 
+	if o.failover > 0 {
+		if res.Failover, err = s.failover(ctx, o.window); err != nil {
+			return res, err
+		}
+	}
 	if o.rollout > 0 {
 		if res.Rollout, err = s.rolloutChange(ctx, o.rollout, o.rolloutChange); err != nil {
 			return res, err

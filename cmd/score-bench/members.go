@@ -16,6 +16,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/blackhole"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 )
 
@@ -64,12 +65,23 @@ func (s *runState) startMembers(ctx context.Context, root, dir string, pods, vol
 		if _, err := grow(ctx, m.c, pods+16); err != nil {
 			return err
 		}
-		if _, err := registration.Register(ctx, cfg, s.c, registration.Registration{Name: name, Namespace: "score-system", Labels: map[string]string{"bench": "member"}, Roles: roles}); err != nil {
+		reg := registration.Registration{Name: name, Namespace: "score-system", Labels: map[string]string{"bench": "member"}, Roles: roles}
+		if name == lostMember && s.o.failover > 0 {
+			// Reached through a proxy that can go dark: the member --failover loses.
+			if s.dark, reg.Server, err = blackhole.New(cfg.Host); err != nil {
+				return err
+			}
+		}
+		if _, err := registration.Register(ctx, cfg, s.c, reg); err != nil {
 			return fmt.Errorf("registering member %s: %w", name, err)
 		}
 	}
-	n, err := devenv.PlaceBackends(ctx, s.c, "", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"bench": "member"}}})
-	logf(s.log, "%d members registered; %d backends place on them (Spread)", len(s.members), n)
+	placement, policy := map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"bench": "member"}}}, "Spread"
+	if s.o.failover > 0 {
+		placement, policy = failoverPlacement(s.o.failover), fmt.Sprintf("Ordered, failover after %s", s.o.failover)
+	}
+	n, err := devenv.PlaceBackends(ctx, s.c, "", placement)
+	logf(s.log, "%d members registered; %d backends place on them (%s)", len(s.members), n, policy)
 	return err
 }
 
@@ -88,6 +100,9 @@ func (s *runState) membersSince(seconds float64) ([]memberPhase, error) {
 }
 
 func (s *runState) stopMembers() {
+	if s.dark != nil {
+		s.dark.Close()
+	}
 	for _, m := range s.members {
 		_ = m.k.Down()
 	}

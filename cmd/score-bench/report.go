@@ -77,7 +77,9 @@ type result struct {
 	Steady  phase `json:"steady"`
 	// Rollout is a values change taken through a rollout's waves (--rollout).
 	Rollout *rolloutPhase `json:"rollout,omitempty"`
-	Delete  phase         `json:"delete"`
+	// Failover is the loss of the member every Workload runs on (--failover).
+	Failover *failoverPhase `json:"failover,omitempty"`
+	Delete   phase          `json:"delete"`
 	// LoadAPI is apiserver_request_total's movement over the load, by verb, resource and code.
 	LoadAPI []apiRow `json:"loadApi"`
 
@@ -222,6 +224,18 @@ func (r *result) print(w io.Writer) {
 	if ro := r.Rollout; ro != nil {
 		row("rollout of a "+ro.Change+" change", "%d Workloads in %d waves (bake %.0f s) in %.1f s; ours %d writes (%.1f per Workload), %d events, %d rejected",
 			ro.Affected, ro.Waves, ro.BakeSeconds, ro.Seconds, ro.Writes.Ours, float64(ro.Writes.Ours)/float64(max(ro.Affected, 1)), ro.Writes.OursEvents, ro.Writes.OursRejected)
+	}
+	if f := r.Failover; f != nil {
+		row("failover: loss → all Ready elsewhere", "%d Workloads in %.1f s (failover after %.0f s); ours %d writes (%.1f per moved Workload), %d events",
+			f.Moved, f.Loss.Seconds, f.AfterSeconds, f.Loss.Writes.Ours, float64(f.Loss.Writes.Ours)/float64(max(f.Moved, 1)), f.Loss.Writes.OursEvents)
+		for _, m := range f.LossMembers {
+			row("  member "+m.Name, "our writes %d (%.1f per moved Workload)", m.Writes.Ours, float64(m.Writes.Ours)/float64(max(f.Moved, 1)))
+		}
+		row("failover: the lost member back → cleared", "%.1f s (both copies existed %.1f s, %.0f s of it held dark); ours %d writes on the hub; our Deployments left there %d",
+			f.Return.Seconds, f.CoexistenceSeconds, f.HeldSeconds, f.Return.Writes.Ours, f.DeploymentsLeft)
+		for _, m := range f.ReturnMembers {
+			row("  member "+m.Name, "our writes %d", m.Writes.Ours)
+		}
 	}
 	names := make([]string, 0, len(r.UsageLoad))
 	for n := range r.UsageLoad {

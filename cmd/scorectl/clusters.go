@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,15 +135,19 @@ publishes), not what this machine can reach.`,
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tLABELS\tREACHABLE\tVERSION\tWORKLOADS\tMESSAGE")
-			fmt.Fprintf(tw, "(hub)\t-\tyes\t-\t%d\t\n", placed[""])
+			fmt.Fprintln(tw, "NAME\tLABELS\tREACHABLE\tSINCE\tVERSION\tWORKLOADS\tMESSAGE")
+			fmt.Fprintf(tw, "(hub)\t-\tyes\t-\t-\t%d\t\n", placed[""])
 			for _, s := range secrets.Items {
 				st, known := status[s.Name]
-				reachable := "unknown"
+				reachable, since := "unknown", "-"
 				if known {
 					reachable = map[bool]string{true: "yes", false: "no"}[st.Reachable]
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, labelList(clusters.Labels(&s)), reachable, orDash(st.Version), placed[s.Name], st.Message)
+				if st.Since != nil {
+					// For how long it has (not) answered: what placement.failover counts.
+					since = duration.HumanDuration(time.Since(st.Since.Time))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, labelList(clusters.Labels(&s)), reachable, since, orDash(st.Version), placed[s.Name], st.Message)
 			}
 			return tw.Flush()
 		},

@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 
@@ -30,13 +31,17 @@ type Status struct {
 	Version string `json:"version,omitempty"`
 	// Message says why it is not reachable, or that its registration is unusable.
 	Message string `json:"message,omitempty"`
+	// Since is when Reachable last changed, as the runtime saw it: since when the cluster
+	// has answered without a break, or has not answered. Written on a change only, so the
+	// ConfigMap stays quiet while nothing changes; absent when not known yet.
+	Since *metav1.Time `json:"since,omitempty"`
 }
 
 // Encode writes statuses, by cluster name, as the ConfigMap's data.
 func Encode(statuses map[string]Status) map[string]string {
 	out := make(map[string]string, len(statuses))
 	for name, s := range statuses {
-		b, _ := json.Marshal(s) // plain strings, bools and a string map: cannot fail
+		b, _ := json.Marshal(s) // plain strings, bools, a time and a string map: cannot fail
 		out[name] = string(b)
 	}
 	return out
@@ -57,13 +62,22 @@ func Decode(cm *corev1.ConfigMap) map[string]Status {
 	return out
 }
 
-// Placeable are the clusters of statuses as placement's candidates, by name. A cluster that
-// does not answer stays a candidate: placement never moves a Workload for an outage (nothing
-// is deleted on either side), only for labels that no longer match or a registration removed.
+// Placeable are the clusters of statuses as placement's candidates, by name, with since when
+// each has answered or not. A cluster that does not answer stays a candidate: placement moves
+// a Workload for an outage only when its backend fails over (placement.failover), otherwise
+// only for labels that no longer match or a registration removed.
 func Placeable(statuses map[string]Status) []placement.Cluster {
 	out := make([]placement.Cluster, 0, len(statuses))
 	for name, s := range statuses {
-		out = append(out, placement.Cluster{Name: name, Labels: s.Labels})
+		c := placement.Cluster{Name: name, Labels: s.Labels}
+		switch {
+		case s.Since == nil:
+		case s.Reachable:
+			c.UpSince = s.Since.Time
+		default:
+			c.DownSince = s.Since.Time
+		}
+		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -328,6 +328,9 @@ type Placement struct {
 	// Overrides are values per cluster: each matching override's values are merged over the
 	// template's values for the copies placed on the clusters its selector matches.
 	Overrides []Override `json:"overrides,omitempty" yaml:"overrides,omitempty"`
+	// Failover places a Workload again on another matching cluster when its cluster has not
+	// answered for a while (failover.go); nil: never, the Workload waits for its cluster.
+	Failover *Failover `json:"failover,omitempty" yaml:"failover,omitempty"`
 }
 
 // Override is values for the copies of a backend's Workloads placed on some clusters (a

@@ -148,6 +148,9 @@ func (v *validator) placement(path string, p Placement) {
 	for i, o := range p.Overrides {
 		v.override(fmt.Sprintf("%s.overrides[%d]", path, i), o, p.ClusterSelector)
 	}
+	if p.Failover != nil {
+		v.failover(path+".failover", *p.Failover)
+	}
 }
 
 // override checks one placement override: a cluster selector as the placement's (labels

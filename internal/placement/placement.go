@@ -3,8 +3,9 @@
 // already runs on is kept while it is one of them; otherwise the policy chooses — Spread by
 // rendezvous hashing of the Workload's namespace and name over the candidates' names, Ordered
 // the first candidate by name. A Workload is never split across clusters, and it moves only
-// when its cluster stops matching or is no longer registered. Pure: the orchestrator and
-// `scorectl why` call it with what they read.
+// when its cluster stops matching or is no longer registered, or, when its backend fails over,
+// when its cluster has not answered for failover.after (failover.go). Pure: the orchestrator
+// and `scorectl why` call it with what they read, the time included.
 package placement
 
 import (
@@ -13,14 +14,19 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
-// Cluster is a registered member cluster: its name and labels.
+// Cluster is a registered member cluster: its name and labels, and since when it has
+// answered or not, as the runtime's probe published it.
 type Cluster struct {
 	Name   string
 	Labels map[string]string
+	// UpSince is since when it has answered without a break, DownSince since when it has not
+	// answered; both zero when that is not known.
+	UpSince, DownSince time.Time
 }
 
 // Input is what a placement decides from.
@@ -33,6 +39,8 @@ type Input struct {
 	Current string
 	// Namespace and Name are the Workload's.
 	Namespace, Name string
+	// Now is the time a failover is judged at; zero judges none (an offline render).
+	Now time.Time
 }
 
 // Candidate is one registered cluster and what placement made of it.
@@ -54,6 +62,13 @@ type Result struct {
 	Labels  map[string]string
 	// Moved is set when the Workload ran on another cluster, which no longer fits.
 	Moved bool
+	// FailedOver is set when it moved because its cluster (Input.Current) has not answered
+	// for Silence, longer than the backend's failover.after.
+	FailedOver bool
+	Silence    time.Duration
+	// RecheckAt is when the same inputs may place it otherwise, by time alone: a failover
+	// coming due, a hold-down ending. Zero: never.
+	RecheckAt time.Time
 	// Candidates are every registered cluster, by name.
 	Candidates []Candidate
 	// Selector is the cluster selector, as kubectl writes one; Policy the policy applied.
@@ -85,15 +100,17 @@ func Place(in Input) Result {
 		return res
 	}
 	res.OK = true
+	fo := failoverOf(in, clusters)
 	switch {
-	case contains(matching, in.Current):
+	case contains(matching, in.Current) && !fo.lost(in.Current):
 		res.Cluster = in.Current
-	case res.Policy == orchconfig.PlacementOrdered:
-		res.Cluster = matching[0]
+	case contains(matching, in.Current):
+		fo.failOver(&res, matching)
 	default:
-		res.Cluster = highestWeight(matching, in.Namespace+"/"+in.Name)
+		res.Cluster = res.choose(fo.avoiding(matching), in)
 	}
 	res.Moved = in.Current != "" && in.Current != res.Cluster
+	res.RecheckAt = fo.recheck(res, matching)
 	for _, c := range clusters {
 		if c.Name == res.Cluster {
 			res.Labels = c.Labels
@@ -101,6 +118,10 @@ func Place(in Input) Result {
 	}
 	for i := range res.Candidates {
 		c := &res.Candidates[i]
+		if why := fo.why(c, res); why != "" {
+			c.Chosen, c.Why = c.Name == res.Cluster, why
+			continue
+		}
 		switch {
 		case !c.Matches:
 		case c.Name == res.Cluster && c.Name == in.Current:
@@ -116,6 +137,14 @@ func Place(in Input) Result {
 		}
 	}
 	return res
+}
+
+// choose is the policy's choice among names.
+func (res *Result) choose(names []string, in Input) string {
+	if res.Policy == orchconfig.PlacementOrdered {
+		return names[0]
+	}
+	return highestWeight(names, in.Namespace+"/"+in.Name)
 }
 
 // highestWeight is the name whose hash with key is the largest (rendezvous hashing): each

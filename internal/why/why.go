@@ -149,12 +149,19 @@ func Explain(out io.Writer, in Input) error {
 // explainPlacement writes the cluster selector, every registered cluster and why each was or
 // was not chosen.
 func explainPlacement(out io.Writer, in Input, backend *orchconfig.Backend) {
-	pin := placement.Input{Placement: backend.Placement, Clusters: clusters.Placeable(in.Clusters), Namespace: in.Workload.Namespace, Name: in.Workload.Name}
+	pin := placement.Input{Placement: backend.Placement, Clusters: clusters.Placeable(in.Clusters), Namespace: in.Workload.Namespace, Name: in.Workload.Name, Now: in.Now}
+	if pin.Now.IsZero() {
+		pin.Now = time.Now()
+	}
 	if in.Plan != nil {
 		pin.Current = in.Plan.Spec.Cluster
 	}
 	res := placement.Place(pin)
-	fmt.Fprintf(out, "\nPlacement: clusters matching %s, policy %s\n", res.Selector, res.Policy)
+	fmt.Fprintf(out, "\nPlacement: clusters matching %s, policy %s", res.Selector, res.Policy)
+	if after, holdDown := backend.Placement.Failover.Durations(); after > 0 {
+		fmt.Fprintf(out, ", failover after %s (hold-down %s)", after, holdDown)
+	}
+	fmt.Fprintln(out)
 	if len(res.Candidates) == 0 {
 		fmt.Fprintln(out, "  no cluster is registered (or your rights do not show them)")
 	}

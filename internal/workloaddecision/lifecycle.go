@@ -197,7 +197,7 @@ func (d *decision) place(sel selection.Result) (placement.Result, bool) {
 		return placement.Result{}, d.stop(d.o.ClustersErr)
 	}
 	w := d.o.Workload
-	in := placement.Input{Placement: sel.Backend.Placement, Clusters: d.o.Clusters, Namespace: w.Namespace, Name: w.Name}
+	in := placement.Input{Placement: sel.Backend.Placement, Clusters: d.o.Clusters, Namespace: w.Namespace, Name: w.Name, Now: d.o.Now.Time}
 	if d.o.Plan != nil {
 		in.Current = d.o.Plan.Spec.Cluster
 	} else {
@@ -208,7 +208,9 @@ func (d *decision) place(sel selection.Result) (placement.Result, bool) {
 			}
 		}
 	}
-	return placement.Place(in), true
+	res := placement.Place(in)
+	d.recheckAt = res.RecheckAt
+	return res, true
 }
 
 // passOn copies the Workload's score.dev/reconcile-requested-at to its claims and plan, so

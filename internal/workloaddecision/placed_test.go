@@ -30,7 +30,14 @@ func TestPlacedEvent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := placedEvent(tc.from, tc.to, tc.placed)
+			events := moveEvents(tc.from, tc.to, tc.placed)
+			var e *Event
+			if len(events) > 0 {
+				if len(events) > 1 {
+					t.Fatalf("%d events: %+v", len(events), events)
+				}
+				e = &events[0]
+			}
 			switch {
 			case tc.want == "" && e != nil:
 				t.Fatalf("an event: %+v", e)

@@ -44,8 +44,9 @@ type ExposureWrite struct {
 type PlanWrite struct {
 	Create bool
 	Spec   *scorev1b1.WorkloadPlanSpec
-	// Event is recorded on the plan with the write: the Workload moved to another cluster.
-	Event *Event
+	// Events are recorded on the plan with the write: the Workload moved to another cluster
+	// (Placed), and why when its cluster did not answer (FailedOver).
+	Events []Event
 }
 
 // exposure decides the exposure's write, and what it did. It reports false when the pass
@@ -96,7 +97,7 @@ func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Resul
 	case p != nil && sameContent(p.Spec, *spec) && (!d.o.Reached || p.Spec.ConfigRevision == spec.ConfigRevision):
 		return false, "", true
 	case p != nil && p.Spec.Cluster != spec.Cluster:
-		write.Event = placedEvent(&p.Spec, spec, placed)
+		write.Events = moveEvents(&p.Spec, spec, placed)
 	case p != nil:
 	case d.o.Created[Ref{KindPlan, w.Name}]:
 		return false, "", true // created by an earlier pass; the cache does not show it yet

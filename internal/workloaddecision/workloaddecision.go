@@ -168,7 +168,8 @@ type Decision struct {
 	// Retry is the error the pass ends with, retried with backoff; nil when a watch brings
 	// the Workload back, or nothing needs to.
 	Retry error
-	// RequeueAfter brings the Workload back when a status held back (Status nil) is due.
+	// RequeueAfter brings the Workload back when a status held back (Status nil) is due, or
+	// when a failover comes due (the earlier).
 	RequeueAfter time.Duration
 
 	// What the pass found worth a log line: an exposure URL the mirror rejected, the
@@ -225,6 +226,9 @@ func From(o Observed) Decision {
 		d.status()
 		d.hold()
 	}
+	if d.Next == Done {
+		d.recheck()
+	}
 	return d.Decision
 }
 
@@ -239,6 +243,8 @@ type decision struct {
 	endpoint  *string
 	// handled is the reconcile request the pass passed on.
 	handled string
+	// recheckAt is when placement may decide otherwise by time alone (a failover due).
+	recheckAt time.Time
 	// planCreated: the pass created the plan.
 	planCreated bool
 }

@@ -389,8 +389,12 @@ func drive(t *testing.T, o Observed, a answers) (Decision, []string) {
 			if d.Plan.Create {
 				what = "creating plan"
 			}
-			if d.Plan.Event != nil {
-				what += " (" + d.Plan.Event.Reason + ")"
+			if len(d.Plan.Events) > 0 {
+				var reasons []string
+				for _, e := range d.Plan.Events {
+					reasons = append(reasons, e.Reason)
+				}
+				what += " (" + strings.Join(reasons, ", ") + ")"
 			}
 			writes = append(writes, what+on(d.Plan.Spec.Cluster))
 			o.PlanWritten = written

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 )
@@ -33,6 +35,11 @@ func (mem *Member) probedAs(status clusters.Status) (before clusters.Status, fir
 	mem.state.Lock()
 	defer mem.state.Unlock()
 	before, first = mem.status, !mem.probed
+	status.Since = before.Since
+	if first || before.Reachable != status.Reachable {
+		now := metav1.Now()
+		status.Since = &now
+	}
 	mem.status, mem.probed = status, true
 	switch {
 	case !status.Reachable:
@@ -52,7 +59,8 @@ func (mem *Member) suspect(err error) {
 	if !mem.status.Reachable {
 		return
 	}
-	mem.status.Reachable, mem.status.Message = false, "A request failed: "+describe(err)+"."
+	now := metav1.Now()
+	mem.status.Reachable, mem.status.Message, mem.status.Since = false, "A request failed: "+describe(err)+".", &now
 	if mem.suspected != nil {
 		mem.suspected()
 	}

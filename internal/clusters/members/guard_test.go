@@ -126,3 +126,26 @@ func TestGuardIgnoresACallerGivingUp(t *testing.T) {
 		t.Fatalf("a request its caller cancelled made the member suspect: %+v", st)
 	}
 }
+
+// Since when a member has (not) answered changes only when whether it answers does: a
+// failover counts from it. A suspicion starts a silence; a probe that agrees keeps its time.
+func TestMemberFailoverSinceChangesOnTransitionsOnly(t *testing.T) {
+	mem, _, _ := guarded(time.Second)
+	first, _ := mem.Status()
+	if !first.Reachable || first.Since == nil {
+		t.Fatalf("first probe: %+v", first)
+	}
+	mem.probedAs(clusters.Status{Reachable: true, Version: "v1.37.1"})
+	if st, _ := mem.Status(); !st.Since.Equal(first.Since) {
+		t.Fatalf("an answer after an answer moved since: %v → %v", first.Since, st.Since)
+	}
+	mem.suspect(context.DeadlineExceeded)
+	silent, _ := mem.Status()
+	if silent.Reachable || silent.Since == nil || silent.Since.Before(first.Since) {
+		t.Fatalf("suspected: %+v", silent)
+	}
+	mem.probedAs(clusters.Status{Message: "The API server does not answer."})
+	if st, _ := mem.Status(); !st.Since.Equal(silent.Since) {
+		t.Fatalf("a probe confirming the silence moved since: %v → %v", silent.Since, st.Since)
+	}
+}

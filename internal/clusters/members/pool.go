@@ -462,8 +462,9 @@ func (p *Pool) Failed(mem *Member, namespace string, err error) bool {
 	return true
 }
 
-// publish writes the clusters' status into the ConfigMap score-clusters, when it changed. Every
-// registration is listed: one this process has not probed yet (it has just started) keeps what
+// publish writes the clusters' status into the ConfigMap score-clusters, when it changed: since
+// when each has (not) answered only when that changes (placement's failover counts from it).
+// Every registration is listed: one this process has not probed yet (it has just started) keeps what
 // was published for it, with its current labels, so that placement never sees a registered
 // cluster vanish and move Workloads off it.
 func (p *Pool) publish(ctx context.Context) error {
@@ -496,6 +497,11 @@ func (p *Pool) publish(ctx context.Context) error {
 			if status, probed := mem.Status(); probed {
 				st = status
 			}
+		}
+		// Since when it has (not) answered is what was published while that holds: a restart,
+		// or a suspicion the probe did not confirm, starts no new period.
+		if old, ok := published[s.Name]; ok && old.Since != nil && old.Reachable == st.Reachable {
+			st.Since = old.Since
 		}
 		st.Labels = clusters.Labels(&s)
 		statuses[s.Name] = st

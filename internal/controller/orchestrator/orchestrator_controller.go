@@ -154,8 +154,10 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d workloaddecision.Decis
 // Only a status written logs its transitions and records their events.
 func (r *Reconciler) finish(ctx context.Context, s *scope, d workloaddecision.Decision) error {
 	r.report(ctx, d)
-	if d.RequeueAfter > 0 {
+	if d.RequeueAfter > 0 && d.Status == nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Holding a status that only reports progress", "for", d.RequeueAfter)
+	} else if d.RequeueAfter > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Placing again when a failover may be due", "in", d.RequeueAfter)
 	}
 	if d.Status == nil {
 		return d.Retry

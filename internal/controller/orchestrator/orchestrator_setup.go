@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"maps"
-	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -123,11 +122,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return o.Status.Phase != n.Status.Phase || o.Status.Wave != n.Status.Wave || o.Spec.Aborted != n.Spec.Aborted || !maps.Equal(o.Spec.Pins, n.Spec.Pins)
 			}})).
 		// A cluster registered, relabelled or let go of may change where Workloads belong;
-		// whether one answers does not (placement never moves a Workload for an outage).
+		// whether one answers only when a backend fails over (clustersChanged).
 		WatchesRawSource(source.Kind[client.Object](status, &corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads), predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return !reflect.DeepEqual(placeable(e.ObjectOld), placeable(e.ObjectNew))
-			}})).
+			UpdateFunc: func(e event.UpdateEvent) bool { return r.clustersChanged(e.ObjectOld, e.ObjectNew) }})).
 		// A preview namespace created, deleted or relabelled may admit or refuse another
 		// preview under the platform's limit.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata).
@@ -135,7 +132,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// placeable are the clusters a published status offers placement: names and labels.
+// placeable are the clusters a published status offers placement: names, labels and since
+// when each has (not) answered.
 func placeable(o client.Object) []placement.Cluster {
 	cm, _ := o.(*corev1.ConfigMap)
 	return clusters.Placeable(clusters.Decode(cm))

@@ -147,8 +147,8 @@ func (r *Reconciler) writeExposure(ctx context.Context, s *scope, ew *workloadde
 // update of the observed plan, or its creation (remembered until the cache shows it).
 func (r *Reconciler) writePlan(ctx context.Context, s *scope, pw *workloaddecision.PlanWrite) error {
 	w := s.Workload
-	if pw.Event != nil {
-		r.record(s.plan, *pw.Event)
+	for _, e := range pw.Events {
+		r.record(s.plan, e)
 	}
 	var p *scorev1b1.WorkloadPlan
 	if pw.Create {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -258,6 +259,9 @@ func (r *Reconciler) settle(ctx context.Context, ps *pass) bool {
 			return ps.stop(planstatus.Settle, err)
 		}
 		ps.Left = &left
+		if len(left.Deleted) > 0 {
+			moveCoexistence.Observe(coexisted(ps.Plan, time.Now()).Seconds())
+		}
 	}
 	return true
 }
