@@ -73,7 +73,7 @@ type Options struct {
 const DefaultMaxWorkers = 16
 
 // DefaultOptions run every controller with the documented defaults: adaptive workers, from
-// four up to DefaultMaxWorkers in each.
+// eight (workers.DefaultStart) up to DefaultMaxWorkers in each.
 func DefaultOptions() Options {
 	cfg := configsource.DefaultOptions()
 	o := Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
