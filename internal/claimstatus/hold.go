@@ -25,9 +25,11 @@ import (
 // secret, instance, inventory entries (so the inventory a release acts on is always the one
 // written), and the same Ready condition. Measured from the Ready condition's last transition
 // (when the claim began Binding), so no progress is shown later than the window after it
-// happened. Never held: the first status, a new generation, Bound, a failure (the phase, or an
-// object Failed) and a recovery from one, outputs published or changed, a pass that retries or
-// has more to do. A function of what was read and the time: a restart decides the same.
+// happened; a change of an object's own kstatus message alone, which nothing but the
+// inventory shows, DetailsHold windows after. Never held: the first status, a new generation,
+// Bound, a failure (the phase, or an object Failed) and a recovery from one, outputs published
+// or changed, a pass that retries or has more to do. A function of what was read and the time:
+// a restart decides the same.
 func (d *decision) hold() {
 	window, read, next := d.o.ProgressHold, &d.o.Claim.Status, &d.Status
 	if window <= 0 || d.Next != Done || d.Retry != nil || !d.o.Claim.DeletionTimestamp.IsZero() {
@@ -36,6 +38,9 @@ func (d *decision) hold() {
 	generation := d.o.Claim.Generation
 	if !waitsForObjects(read, generation) || !waitsForObjects(next, generation) || !onlyProgress(read, next) {
 		return
+	}
+	if onlyObjectMessages(read, next) {
+		window *= DetailsHold
 	}
 	ready := meta.FindStatusCondition(read.Conditions, scorev1b1.ClaimConditionReady)
 	remaining := ready.LastTransitionTime.Add(window).Sub(d.o.Now.Time)
@@ -46,6 +51,27 @@ func (d *decision) hold() {
 	if d.RequeueAfter <= 0 || remaining < d.RequeueAfter {
 		d.RequeueAfter = remaining
 	}
+}
+
+// DetailsHold is how many windows a status whose only change is an object's own kstatus
+// message (its health unchanged: a StatefulSet from "Replicas: 0/1" to "Ready: 0/1") is held:
+// no condition, phase or message of the claim says it, nor the Workload's summary of it, so it
+// waits longer than a change they show — at the default window a minute, longer than a
+// dependency takes to come up under load (at N=200, 15–30 s from its first pass), so that its
+// last write is Bound.
+const DetailsHold = 3
+
+// onlyObjectMessages reports whether two statuses differ in nothing but their objects' own
+// messages.
+func onlyObjectMessages(a, b *scorev1b1.ResourceClaimStatus) bool {
+	strip := func(s *scorev1b1.ResourceClaimStatus) *scorev1b1.ResourceClaimStatus {
+		s = s.DeepCopy()
+		for i := range s.Resources {
+			s.Resources[i].Message = ""
+		}
+		return s
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
 }
 
 // waitsForObjects reports whether a status says the claim, at generation, waits for its

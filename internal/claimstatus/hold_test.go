@@ -45,12 +45,15 @@ func TestProgressOfTheObjectsHeldUntilBound(t *testing.T) {
 		held  bool
 		after time.Duration // the requeue when held
 	}{
-		{"a StatefulSet's message changes", observed(written(first...), later(3*time.Second), ran(outputsPlain, nil, live, svc(scorev1b1.HealthInProgress), sts(scorev1b1.HealthInProgress, "Ready: 0/1")), published(nil, nil)),
-			true, 17 * time.Second},
+		{"a StatefulSet's message alone changes: held three windows", observed(written(first...), later(3*time.Second), ran(outputsPlain, nil, live, svc(scorev1b1.HealthInProgress), sts(scorev1b1.HealthInProgress, "Ready: 0/1")), published(nil, nil)),
+			true, 57 * time.Second},
+		{"a message alone, two windows on", observed(written(first...), later(2*window), ran(outputsPlain, nil, live, svc(scorev1b1.HealthInProgress), sts(scorev1b1.HealthInProgress, "Ready: 0/1")), published(nil, nil)),
+			true, window},
 		{"one object of two becomes healthy", observed(written(first...), later(5*time.Second), ran(outputsPlain, nil, live, svc(scorev1b1.HealthCurrent), sts(scorev1b1.HealthInProgress, "Ready: 0/1")), published(nil, nil)),
 			true, 15 * time.Second},
 
-		{"the window is over", observed(written(first...), later(window), ran(outputsPlain, nil, live, svc(scorev1b1.HealthInProgress), sts(scorev1b1.HealthInProgress, "Ready: 0/1")), published(nil, nil)), false, 0},
+		{"the window is over", observed(written(first...), later(window), ran(outputsPlain, nil, live, svc(scorev1b1.HealthCurrent), sts(scorev1b1.HealthInProgress, "Ready: 0/1")), published(nil, nil)), false, 0},
+		{"three windows are over for a message alone", observed(written(first...), later(3*window), ran(outputsPlain, nil, live, svc(scorev1b1.HealthInProgress), sts(scorev1b1.HealthInProgress, "Ready: 0/1")), published(nil, nil)), false, 0},
 		{"no window", observed(written(first...), later(time.Second), func(o *Observed) { o.ProgressHold = 0 }, ran(outputsPlain, nil, live, sts(scorev1b1.HealthInProgress, "Ready: 0/1"), svc(scorev1b1.HealthInProgress)), published(nil, nil)), false, 0},
 		{"Bound", observed(written(first...), later(time.Second), ran(outputsPlain, nil, live, svc(scorev1b1.HealthCurrent), sts(scorev1b1.HealthCurrent, "")), published(nil, nil)), false, 0},
 		{"the first status", observed(later(time.Second), ran(outputsPlain, nil, first...), published(nil, nil)), false, 0},

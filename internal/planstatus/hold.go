@@ -25,7 +25,8 @@ import (
 // objects' health and messages and the conditions' messages: the same inventory entries (so
 // a prune or a release acts on the inventory written) and the same conditions. Measured from
 // the Healthy condition's last transition (when the plan began waiting), so no progress is
-// shown later than the window after it happened. Never held: the first status, a new
+// shown later than the window after it happened; a change of an object's own kstatus message
+// alone, which nothing but the inventory shows, DetailsHold windows after. Never held: the first status, a new
 // generation, Projected (healthy or degraded), a failure (the phase, or an object Failed) and
 // a recovery from one, a pass that stopped at an error, retries or records an event. A
 // function of what was read and the time: a restart decides the same.
@@ -38,6 +39,9 @@ func (d *decision) hold(o Observed) {
 	if !waitsForObjects(read, generation) || !waitsForObjects(next, generation) || !onlyProgress(read, next) {
 		return
 	}
+	if onlyObjectMessages(read, next) {
+		window *= DetailsHold
+	}
 	healthy := meta.FindStatusCondition(read.Conditions, scorev1b1.PlanConditionHealthy)
 	remaining := healthy.LastTransitionTime.Add(window).Sub(o.Now)
 	if remaining <= 0 {
@@ -45,6 +49,25 @@ func (d *decision) hold(o Observed) {
 	}
 	d.Status = *read.DeepCopy()
 	d.RequeueAfter = remaining
+}
+
+// DetailsHold is how many windows a status whose only change is an applied object's own
+// kstatus message (its health unchanged: a Deployment from "Updated: 0/1" to "Available: 0/1")
+// is held: no condition or phase of the plan says it, nor the Workload, so it waits longer
+// than a change they show.
+const DetailsHold = 3
+
+// onlyObjectMessages reports whether two statuses differ in nothing but their objects' own
+// messages.
+func onlyObjectMessages(a, b *scorev1b1.WorkloadPlanStatus) bool {
+	strip := func(s *scorev1b1.WorkloadPlanStatus) *scorev1b1.WorkloadPlanStatus {
+		s = s.DeepCopy()
+		for i := range s.Objects {
+			s.Objects[i].Message = ""
+		}
+		return s
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
 }
 
 // waitsForObjects reports whether a plan's status says it applied everything for generation

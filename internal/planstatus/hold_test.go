@@ -51,10 +51,11 @@ func TestProgressOfTheObjectsHeldUntilHealthy(t *testing.T) {
 		held  bool
 		after time.Duration
 	}{
-		{"the Deployment's message changes", applied(firstWritten(first...), began.Add(2*time.Second), dep(scorev1b1.HealthInProgress, "Available: 0/1"), svc(scorev1b1.HealthInProgress)), true, 18 * time.Second},
+		{"the Deployment's message alone changes: held three windows", applied(firstWritten(first...), began.Add(2*time.Second), dep(scorev1b1.HealthInProgress, "Available: 0/1"), svc(scorev1b1.HealthInProgress)), true, 58 * time.Second},
 		{"the Service becomes healthy", applied(firstWritten(first...), began.Add(4*time.Second), dep(scorev1b1.HealthInProgress, "Updated: 0/1"), svc(scorev1b1.HealthCurrent)), true, 16 * time.Second},
 
 		{"the window is over", applied(firstWritten(first...), began.Add(window), dep(scorev1b1.HealthInProgress, "Available: 0/1"), svc(scorev1b1.HealthCurrent)), false, 0},
+		{"three windows are over for a message alone", applied(firstWritten(first...), began.Add(3*window), dep(scorev1b1.HealthInProgress, "Available: 0/1"), svc(scorev1b1.HealthInProgress)), false, 0},
 		{"no window", noWindow, false, 0},
 		{"healthy", applied(firstWritten(first...), began.Add(time.Second), dep(scorev1b1.HealthCurrent, ""), svc(scorev1b1.HealthCurrent)), false, 0},
 		{"the first status", applied(plan(), began, first...), false, 0},
