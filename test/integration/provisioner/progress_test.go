@@ -13,6 +13,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
+// progressRuns numbers the runs of TestClaimCreatedToBoundInTwoStatusWrites.
+var progressRuns atomic.Int64
+
 // Issue 39, each step's status written once: a claim whose Deployment goes through a step of
 // progress before it is available is written twice from creation to Bound — Binding, then
 // Bound — where each step of the Deployment's progress was a write of its own before. The
@@ -20,7 +23,10 @@ import (
 // machine's speed. No controller-manager runs here: the test writes the Deployment's status as
 // kube-controller-manager would.
 func TestClaimCreatedToBoundInTwoStatusWrites(t *testing.T) {
-	c := newClaim(heldNamespace, "progress-db", "progress", "db", "deployed-kv", "", scorev1b1.DeprovisionDelete)
+	// A Workload of its own per run (-count), in the held controller's one namespace: an
+	// instance of its own.
+	workload := fmt.Sprintf("progress-%d", progressRuns.Add(1))
+	c := newClaim(heldNamespace, workload+"-db", workload, "db", "deployed-kv", "", scorev1b1.DeprovisionDelete)
 	testenv.Create(t, env.Client, c)
 	binding := waitClaim(t, c, "Binding on its Deployment", func(c *scorev1b1.ResourceClaim) bool {
 		return c.Status.Phase == scorev1b1.ClaimPhaseBinding && len(c.Status.Resources) == 1 && c.Status.Resources[0].Kind == "Deployment"

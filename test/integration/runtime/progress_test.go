@@ -28,6 +28,9 @@ spec:
     spec: {containers: [{name: main, image: nginx}]}
 `
 
+// progressRuns numbers the runs of TestPlanCreatedToHealthyInTwoStatusWrites.
+var progressRuns atomic.Int64
+
 // Issue 39, each step's status written once: a plan whose Deployment goes through a step of
 // progress before it is available is written twice from creation to healthy — Planning, then
 // Projected — where each step of the Deployment's progress was a write of its own before. The
@@ -35,8 +38,13 @@ spec:
 // machine's speed. No controller-manager runs here: the test writes the Deployment's status as
 // kube-controller-manager would.
 func TestPlanCreatedToHealthyInTwoStatusWrites(t *testing.T) {
-	testenv.Create(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: heldNamespace, Name: "templates"}, Data: map[string]string{"web.yaml": progressTemplate}})
-	p := newPlan(heldNamespace, "progress", "u-progress", testenv.Digest(progressTemplate), `{}`)
+	// The held runtime's one namespace: the template once, a plan of its own per run (-count).
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: heldNamespace, Name: "templates"},
+		Data: map[string]string{"web.yaml": progressTemplate}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	run := progressRuns.Add(1)
+	p := newPlan(heldNamespace, fmt.Sprintf("progress-%d", run), fmt.Sprintf("u-progress-%d", run), testenv.Digest(progressTemplate), `{}`)
 	testenv.Create(t, env.Client, p)
 	testenv.Eventually(t, testenv.WaitTimeout, "the plan Planning on its Deployment", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
@@ -48,7 +56,7 @@ func TestPlanCreatedToHealthyInTwoStatusWrites(t *testing.T) {
 		return nil
 	})
 	d := &appsv1.Deployment{}
-	key := client.ObjectKey{Namespace: heldNamespace, Name: "progress"}
+	key := client.ObjectKey{Namespace: heldNamespace, Name: p.Name}
 	if err := env.Client.Get(ctx, key, d); err != nil {
 		t.Fatal(err)
 	}
