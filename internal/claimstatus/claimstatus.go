@@ -34,8 +34,13 @@ import (
 type Observed struct {
 	// Claim is the claim as the pass read it.
 	Claim *scorev1b1.ResourceClaim
-	// Now stamps a condition that changes.
+	// Now stamps a condition that changes, and tells how long a status that only reports
+	// progress has been held.
 	Now metav1.Time
+	// ProgressHold is how long a status that only reports the provisioned objects' progress
+	// keeps what was written, from the moment the claim began Binding (hold); 0 writes every
+	// step.
+	ProgressHold time.Duration
 
 	// NoConfig: no valid config yet. RevisionNotKept: the revision the claim (or the oldest
 	// claim of its instance) names is not kept. Revision is the config's revision otherwise.
@@ -138,6 +143,7 @@ func From(o Observed) Decision {
 	default:
 		d.served()
 	}
+	d.hold()
 	return d.Decision
 }
 
@@ -386,7 +392,7 @@ func (d *decision) outputs() error {
 		// roll out meanwhile (dependencies.deployWhen: OutputsAvailable); the claim is Bound
 		// once they are.
 		d.Status.OutputsAvailable = len(missing) == 0 && produced
-		d.mark(scorev1b1.ClaimPhaseBinding, "", "Waiting for "+strings.Join(unhealthy, ", ")+".")
+		d.mark(scorev1b1.ClaimPhaseBinding, "", waitingFor(unhealthy))
 	case len(missing) > 0:
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, fmt.Sprintf("Provisioner %s did not produce the expected outputs %s.", uri, strings.Join(missing, ", ")))
 	default:

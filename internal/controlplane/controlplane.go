@@ -73,7 +73,7 @@ type Options struct {
 const DefaultMaxWorkers = 16
 
 // DefaultOptions run every controller with the documented defaults: adaptive workers, from
-// four up to DefaultMaxWorkers in each.
+// eight (workers.DefaultStart) up to DefaultMaxWorkers in each.
 func DefaultOptions() Options {
 	cfg := configsource.DefaultOptions()
 	o := Options{Controllers: All, Config: cfg, Orchestrator: orchestrator.DefaultOptions(),
@@ -150,6 +150,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return &templates.Source{Reader: mgr.GetAPIReader(), OCI: opts.Config.Fetcher(mgr.GetAPIReader())}
 	}
 	opts.Orchestrator.Shard, opts.Provisioner.Shard, opts.Runtime.Shard = opts.Shard, opts.Shard, opts.Shard
+	// One progress hold (--progress-hold) for the three: the Workload's status, and the claim's
+	// and the plan's while their objects only progress.
+	opts.Provisioner.ProgressHold, opts.Runtime.ProgressHold = opts.Orchestrator.ProgressHold, opts.Orchestrator.ProgressHold
 	// One Adaptive for the three: each controller moves its own limit, from the pushback the
 	// process shares (workers.Pushback). The rollout reconciles one request, the fleet, so
 	// it never runs more than one worker whatever its limit; its requests count in the

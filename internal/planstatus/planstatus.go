@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +64,11 @@ type Observed struct {
 	// Plan is the plan as read: its spec and generation, and the status the next one starts
 	// from.
 	Plan *scorev1b1.WorkloadPlan
+	// Now is when the pass decides, and ProgressHold how long a plan that only reports its
+	// objects' progress keeps what was written, from the moment it began waiting for them
+	// (hold); 0 writes every step.
+	Now          time.Time
+	ProgressHold time.Duration
 	// MemberPending is a plan placed on a member cluster that is registered and not probed
 	// yet (the process has just started): nothing else was read or done.
 	MemberPending bool
@@ -138,6 +144,8 @@ type Decision struct {
 	// Retry is the error the pass ends with, retried with backoff; nil when a watch brings
 	// the plan back, or nothing needs to.
 	Retry error
+	// RequeueAfter brings the plan back when a status held (hold) is due.
+	RequeueAfter time.Duration
 }
 
 // Event is an event to record, on the plan unless Workload names the Workload it regards.
@@ -175,7 +183,7 @@ func From(o Observed) Decision {
 		// and a restart writes nothing.
 		return Decision{Status: *o.Plan.Status.DeepCopy()}
 	}
-	d := &decision{plan: o.Plan.DeepCopy()}
+	d := &decision{plan: o.Plan.DeepCopy(), now: o.Now}
 	if d.plan.Status.Phase == "" {
 		d.plan.Status.Phase = scorev1b1.PlanPhasePending
 	}
@@ -202,6 +210,7 @@ func From(o Observed) Decision {
 		d.requestFailed(o)
 	}
 	d.Status = d.plan.Status
+	d.hold(o)
 	return d.Decision
 }
 
@@ -209,6 +218,8 @@ func From(o Observed) Decision {
 type decision struct {
 	Decision
 	plan *scorev1b1.WorkloadPlan
+	// now stamps a condition that changes (the API server's clock when zero).
+	now time.Time
 }
 
 // done decides a pass that applied everything it could.
@@ -278,7 +289,7 @@ func (d *decision) fail(reason scorev1b1.Reason, message string) {
 }
 
 func (d *decision) condition(typ string, status metav1.ConditionStatus, reason, message string) {
-	setCondition(d.plan, typ, status, reason, message)
+	meta.SetStatusCondition(&d.plan.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: d.plan.Generation, LastTransitionTime: metav1.NewTime(d.now)})
 }
 
 func setCondition(p *scorev1b1.WorkloadPlan, typ string, status metav1.ConditionStatus, reason, message string) {

@@ -2,26 +2,34 @@
 // reconciles at once, moved window by window between a floor and the cap its flag sets, from
 // what the window observed — work waiting, and the API server's pushback.
 //
-// The law is additive increase, multiplicative decrease (AIMD), as TCP's congestion window:
+// The law is additive increase, multiplicative decrease (AIMD), as TCP's congestion window,
+// with latency read as a gradient, as TCP Vegas and Netflix's concurrency limits read it:
 //
 //   - a window in which the API server answered 429 (Priority and Fairness rejected a request,
 //     or the max-in-flight filter did) halves the limit;
-//   - a window whose median request latency is well above the lowest seen (more than Far ×
-//     the floor, and more than Slack above it) takes a quarter off it, at least one, but not
-//     below Base;
+//   - a window whose median request latency is well above the recent reference (more than
+//     Far × it, and more than Slack above it) takes a quarter off it, at least one — but only
+//     what was added since latency was last near its reference (At), and never below Base;
 //   - otherwise a window in which requests waited while every worker was busy, and latency
-//     stayed near the floor (at most Near × it, or within Slack of it) or was not judged, adds
-//     one;
+//     stayed near the reference (at most Near × it, or within Slack of it) or was not judged,
+//     adds one;
 //   - anything else holds it.
 //
-// Between Near and Far the limit holds: latency is rising, but not yet by enough to give
-// workers back. The two signals are not trusted alike: a 429 is the API server's own verdict
-// (Priority and Fairness found the process's share of its seats full), latency is an
-// inference from a mix of requests on a server other clients load too. So latency alone never
-// takes the limit below Base (where the controller started, the fixed count it had before);
-// only 429s take it further, down to Min. Several controllers in one process each run the law over their own demand and
-// the process's shared pushback: on a 429 each halves, and additive growth from there
-// converges on equal shares of what the API server gives the process, as TCP flows do.
+// The reference is a moving average of the windows' medians (each window moves it 1/Follow
+// of the way), not the lowest ever seen: latency that rises because the cluster is busier —
+// the volume binder, the scheduler, other clients of the API server — is learned within a few
+// windows, and a deep queue keeps the limit growing through it. What latency still answers is
+// a rise the limit's own growth made: a median that doubles within a few windows of workers
+// added. One that doubles at a limit where latency was near its reference (At: the limit
+// never grew past it) is the cluster's, and holds the limit rather than lowering it.
+//
+// The two signals are not trusted alike: a 429 is the API server's own verdict (Priority and
+// Fairness found the process's share of its seats full), latency is an inference from a mix
+// of requests on a server other clients load too. So latency alone never takes the limit
+// below Base (where the controller started); only 429s take it further, down to Min. Several
+// controllers in one process each run the law over their own demand and the process's shared
+// pushback: on a 429 each halves, and additive growth from there converges on equal shares of
+// what the API server gives the process, as TCP flows do.
 //
 // The package holds no clock: a window is whatever the caller made it, and tests inject them.
 package workerlimit
@@ -35,29 +43,29 @@ type Params struct {
 	Min, Max int
 	// Base is as low as latency alone takes the limit (429s take it down to Min).
 	Base int
-	// Near and Far are multiples of the latency floor: a window's median at most Near × the
-	// floor lets the limit grow, one above Far × the floor shrinks it.
+	// Near and Far are multiples of the latency reference: a window's median at most Near × the
+	// reference lets the limit grow, one above Far × the reference shrinks it.
 	Near, Far float64
-	// Slack is a rise above the floor too small to count, whatever its ratio: a loopback API
-	// server answering in 5 ms instead of 2 is not pushing back.
+	// Slack is a rise above the reference too small to count, whatever its ratio: a loopback
+	// API server answering in 5 ms instead of 2 is not pushing back.
 	Slack time.Duration
 	// MinSamples is the fewest requests a window's latency is judged on: a quieter window (a
 	// leader election renewal, a trickle of events) tells nothing about the API server's load,
-	// and must not set the floor either.
+	// and must not move the reference either.
 	MinSamples int
-	// Drift is how slowly the floor follows latencies above it: each judged window moves it
-	// 1/Drift of the way up to the window's median. The floor is the lowest median seen, so a
-	// quiet moment's would otherwise hold the limit down forever after the API server's normal
-	// latency changed (a new node, a different mix of requests).
-	Drift int
+	// Follow is how fast the reference follows the windows' medians: each judged window moves
+	// it 1/Follow of the way to its median, up or down. Small enough that one window's spike
+	// stands out against it; large enough that a cluster getting busier over a few seconds is
+	// learned, not read as pushback for ever.
+	Follow int
 }
 
 // Defaults are the documented parameters for a cap of max workers, starting from base:
-// latency near the floor up to 1.5× (or 5 ms above it), well above it from 2× (and 5 ms),
-// judged on 10 requests, the floor following higher latencies by 1/32 a window (half the gap
-// in about 22 windows).
+// latency near the reference up to 1.5× (or 5 ms above it), well above it from 2× (and 5 ms),
+// judged on 10 requests, the reference following the medians by a quarter a window (half the
+// way in under three windows).
 func Defaults(max, base int) Params {
-	return Params{Min: 1, Max: max, Base: base, Near: 1.5, Far: 2, Slack: 5 * time.Millisecond, MinSamples: 10, Drift: 32}
+	return Params{Min: 1, Max: max, Base: base, Near: 1.5, Far: 2, Slack: 5 * time.Millisecond, MinSamples: 10, Follow: 4}
 }
 
 // Window is what one interval observed.
@@ -79,9 +87,12 @@ type Window struct {
 type State struct {
 	// Limit is the number of workers that may reconcile at once.
 	Limit int
-	// Floor is the lowest median latency seen (drifting up, Params.Drift); zero until a
-	// window was judged.
-	Floor time.Duration
+	// Reference is the moving average of the judged windows' medians (Params.Follow); zero
+	// until a window was judged.
+	Reference time.Duration
+	// At is the limit of the last judged window whose latency was near the reference: what
+	// the limit grew by since is what a rise of latency may take back. Zero until one was.
+	At int
 }
 
 // Reason says why the limit moved.
@@ -103,18 +114,25 @@ func Start(p Params, start int) State {
 func Next(p Params, s State, w Window) (State, Reason) {
 	limit := bound(p, s.Limit)
 	judged := w.Samples >= max(p.MinSamples, 1) && w.Latency > 0
-	// ratio is the window's median over the floor; 0, which counts as near, when latency was
-	// not judged, no floor is known yet, or the rise is within Slack.
+	// ratio is the window's median over the reference; 0, which counts as near, when latency
+	// was not judged, no reference is known yet, or the rise is within Slack.
 	ratio := 0.0
-	if judged && s.Floor > 0 && w.Latency-s.Floor > p.Slack {
-		ratio = float64(w.Latency) / float64(s.Floor)
+	if judged && s.Reference > 0 && w.Latency-s.Reference > p.Slack {
+		ratio = float64(w.Latency) / float64(s.Reference)
 	}
-	next := State{Limit: limit, Floor: nextFloor(p, s.Floor, w.Latency, judged)}
+	next := State{Limit: limit, Reference: follow(p, s.Reference, w.Latency, judged), At: s.At}
+	if judged && ratio <= p.Near {
+		next.At = limit
+	}
+	// Latency takes back only what the limit grew by since latency was last near its
+	// reference, and never goes below Base.
+	floor := max(p.Base, s.At)
 	switch {
 	case w.Throttled > 0:
 		next.Limit = bound(p, limit/2)
-	case ratio > p.Far && limit > p.Base:
-		next.Limit = bound(p, max(min(limit-1, limit*3/4), p.Base))
+		next.At = min(next.At, next.Limit) // the API server's verdict: at most this many was fine
+	case ratio > p.Far && limit > floor:
+		next.Limit = bound(p, max(min(limit-1, limit*3/4), floor))
 	case w.Waiting > 0 && w.Busy >= limit && ratio <= p.Near:
 		next.Limit = bound(p, limit+1)
 	}
@@ -129,15 +147,16 @@ func Next(p Params, s State, w Window) (State, Reason) {
 	return next, ""
 }
 
-// nextFloor is the floor after a window whose median was latency.
-func nextFloor(p Params, floor, latency time.Duration, judged bool) time.Duration {
+// follow is the reference after a window whose median was latency: the first judged window
+// sets it, each later one moves it 1/Follow of the way.
+func follow(p Params, reference, latency time.Duration, judged bool) time.Duration {
 	switch {
 	case !judged:
-		return floor
-	case floor == 0 || latency < floor:
+		return reference
+	case reference == 0:
 		return latency
 	}
-	return floor + (latency-floor)/time.Duration(max(p.Drift, 1))
+	return reference + (latency-reference)/time.Duration(max(p.Follow, 1))
 }
 
 func bound(p Params, n int) int {

@@ -71,6 +71,7 @@ func (d *decision) lifecycle() {
 	}
 	states, ok := d.claims(placed)
 	if !ok {
+		d.alongside(sel, placed)
 		return
 	}
 	summaries, claimsReady := workloadstatus.Claims(states)

@@ -12,6 +12,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
@@ -52,31 +53,16 @@ type PlanWrite struct {
 // exposure decides the exposure's write, and what it did. It reports false when the pass
 // stops here (a write to make, an error), with the reason when the API server refused it.
 func (d *decision) exposure(runtimeClass string) (bool, scorev1b1.Reason) {
-	w := d.o.Workload
-	spec := scorev1b1.WorkloadExposureSpec{
-		WorkloadRef:                scorev1b1.WorkloadRef{Name: w.Name, Namespace: w.Namespace, UID: string(w.UID)},
-		RuntimeClass:               runtimeClass,
-		ObservedWorkloadGeneration: w.Generation,
-	}
-	var op ExposureOp
-	switch e := d.o.Exposure; {
-	case e != nil && e.Spec.WorkloadRef.UID != string(w.UID):
-		op = ReplaceExposure
-	case e != nil && reflect.DeepEqual(e.Spec, spec):
+	write := d.exposureWrite(runtimeClass)
+	if write == nil {
 		return true, ""
-	case e != nil:
-		op = UpdateExposure
-	case d.o.Created[Ref{KindExposure, w.Name}]:
-		return true, "" // created by an earlier pass; the cache does not show it yet
-	default:
-		op = CreateExposure
 	}
 	written := d.o.ExposureWritten
 	if written == nil {
-		d.Next, d.Exposure = WriteExposure, &ExposureWrite{Op: op, Spec: spec}
+		d.Next, d.Exposure = WriteExposure, write
 		return false, ""
 	}
-	err := written.Err
+	err, op := written.Err, write.Op
 	switch reason, denied := apierror.Reason(err); {
 	case err == nil, op == CreateExposure && apierrors.IsAlreadyExists(err):
 		return true, ""
@@ -84,6 +70,41 @@ func (d *decision) exposure(runtimeClass string) (bool, scorev1b1.Reason) {
 		return false, reason
 	}
 	return d.stop(fmt.Errorf("%s the exposure: %w", op, err)), ""
+}
+
+// exposureWrite is the write the exposure needs for a backend of runtimeClass, nil when it
+// needs none: the Workload's, with its spec, or one an earlier pass created that the cache
+// does not show yet.
+func (d *decision) exposureWrite(runtimeClass string) *ExposureWrite {
+	w := d.o.Workload
+	spec := scorev1b1.WorkloadExposureSpec{
+		WorkloadRef:                scorev1b1.WorkloadRef{Name: w.Name, Namespace: w.Namespace, UID: string(w.UID)},
+		RuntimeClass:               runtimeClass,
+		ObservedWorkloadGeneration: w.Generation,
+	}
+	switch e := d.o.Exposure; {
+	case e != nil && e.Spec.WorkloadRef.UID != string(w.UID):
+		return &ExposureWrite{Op: ReplaceExposure, Spec: spec}
+	case e != nil && reflect.DeepEqual(e.Spec, spec):
+		return nil
+	case e != nil:
+		return &ExposureWrite{Op: UpdateExposure, Spec: spec}
+	case d.o.Created[Ref{KindExposure, w.Name}]:
+		return nil // created by an earlier pass; the cache does not show it yet
+	}
+	return &ExposureWrite{Op: CreateExposure, Spec: spec}
+}
+
+// alongside names the exposure's write with the claims' writes, when the Workload has a
+// backend and a cluster and its exposure needs one: the two do not depend on each other, so
+// the pass makes them together (issue 39: a first pass one request shallower). What the
+// exposure's write did is judged by the exposure's stage, once the claims are written; a pass
+// the claims stop leaves it to the next (a creation is remembered, not repeated).
+func (d *decision) alongside(sel selection.Result, placed placement.Result) {
+	if d.Next != WriteClaims || !sel.OK || !placed.OK || d.o.ExposureWritten != nil {
+		return
+	}
+	d.Exposure = d.exposureWrite(sel.Backend.RuntimeClass)
 }
 
 // plan decides the plan's write: only when its content changed, or, once the rollout reached

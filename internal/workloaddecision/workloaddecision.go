@@ -129,8 +129,9 @@ const (
 	HandOver
 	// AddFinalizer adds the Workload's finalizer, then decides again with Observed.Finalizer.
 	AddFinalizer
-	// WriteClaims makes Decision.Claims in order, stopping at the first error, then decides
-	// again with Observed.ClaimsWritten.
+	// WriteClaims makes Decision.Claims, and Decision.Exposure when the decision names it too,
+	// all at once (none depends on another), then decides again with Observed.ClaimsWritten
+	// (and Observed.ExposureWritten).
 	WriteClaims
 	// WriteExposure writes Decision.Exposure, then decides again with Observed.ExposureWritten.
 	WriteExposure

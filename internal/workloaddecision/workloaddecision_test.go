@@ -377,9 +377,11 @@ func drive(t *testing.T, o Observed, a answers) (Decision, []string) {
 				}
 				writes = append(writes, fmt.Sprintf("%s claim %s%s", cw.Op, key, on(cw.Spec.Cluster)))
 				o.ClaimsWritten[cw.Name] = a.claims[key]
-				if a.claims[key] != nil {
-					break
-				}
+			}
+			// The exposure's write, when named with the claims', is made with them.
+			if d.Exposure != nil {
+				writes = append(writes, fmt.Sprintf("%s exposure", d.Exposure.Op))
+				o.ExposureWritten = &Written{Err: a.writes[WriteExposure]}
 			}
 		case WriteExposure:
 			writes = append(writes, fmt.Sprintf("%s exposure", d.Exposure.Op))
@@ -556,7 +558,7 @@ func TestFrom(t *testing.T) {
 				return fresh(t, withResource("db", "postgres"), withResource("cache", "redis"), withFinalizer)
 			},
 			answers: answers{claims: map[string]error{"cache": quota}},
-			want: want{writes: []string{"creating claim cache", "creating claim db"}, retry: "denied",
+			want: want{writes: []string{"creating claim cache", "creating claim db", "creating exposure"}, retry: "denied",
 				claims: scorev1b1.ReasonQuotaExceeded, runtime: scorev1b1.ReasonClaimPending, ready: "False/QuotaExceeded",
 				summaries: []string{"cache: Failed/QuotaExceeded", "db: Pending/ClaimPending"}, events: []string{"Warning/QuotaExceeded"}}},
 		{name: "a claim that exists though the cache did not show it: the pass goes on",
@@ -566,11 +568,11 @@ func TestFrom(t *testing.T) {
 		{name: "a claim not created for another reason: retried, no status",
 			observed: func(t *testing.T) Observed { return fresh(t, withResource("db", "postgres"), withFinalizer) },
 			answers:  answers{claims: map[string]error{"db": webhookDown}},
-			want:     want{writes: []string{"creating claim db"}, noStatus: true, retry: "creating claim"}},
+			want:     want{writes: []string{"creating claim db", "creating exposure"}, noStatus: true, retry: "creating claim"}},
 		{name: "a claim refused for its size: SpecInvalid, not retried",
 			observed: func(t *testing.T) Observed { return fresh(t, withResource("db", "postgres"), withFinalizer) },
 			answers:  answers{claims: map[string]error{"db": tooLarge}},
-			want: want{writes: []string{"creating claim db"}, inputs: scorev1b1.ReasonSpecInvalid,
+			want: want{writes: []string{"creating claim db", "creating exposure"}, inputs: scorev1b1.ReasonSpecInvalid,
 				message: workloadstatus.TooLarge().Message, events: []string{"Warning/SpecInvalid"}}},
 		{name: "a claim refused because the namespace is being deleted: said, no event, not retried",
 			observed: func(t *testing.T) Observed {
@@ -987,7 +989,7 @@ func TestFrom(t *testing.T) {
 				return fresh(t, withResource("db", "postgres"), withFinalizer, withAnnotation(scorev1b1.AnnotationReconcileRequestedAt, "r1"))
 			},
 			answers: answers{claims: map[string]error{"db": quota}},
-			want:    want{writes: []string{"creating claim db"}, retry: "denied", claims: scorev1b1.ReasonQuotaExceeded}},
+			want:    want{writes: []string{"creating claim db", "creating exposure"}, retry: "denied", claims: scorev1b1.ReasonQuotaExceeded}},
 
 		// Deletion.
 		{name: "deleted without the finalizer: nothing to do",
@@ -1194,5 +1196,44 @@ func TestClaimWritesAfterARefusal(t *testing.T) {
 	d = From(o)
 	if d.Next != WriteClaims || len(d.Claims) != 1 || d.Claims[0].Key != "c" {
 		t.Fatalf("after a refusal of b: %s %+v, want c alone", d.Next, d.Claims)
+	}
+}
+
+// Issue 39, the first pass one request shallower: the claims and the exposure do not depend on
+// each other, so the decision names them together; the finalizer still comes first, alone,
+// and nothing is named twice.
+func TestExposureWrittenWithTheClaims(t *testing.T) {
+	o := fresh(t, withResource("db", "postgres"), withResource("cache", "redis"))
+	if d := From(o); d.Next != AddFinalizer || d.Exposure != nil || len(d.Claims) > 0 {
+		t.Fatalf("%s, exposure %v, claims %d: want the finalizer alone, before any child", d.Next, d.Exposure, len(d.Claims))
+	}
+	withFinalizer(o.Workload)
+	d := From(o)
+	if d.Next != WriteClaims || len(d.Claims) != 2 || d.Exposure == nil || d.Exposure.Op != CreateExposure {
+		t.Fatalf("%s, %d claims, exposure %+v: want both claims and the exposure together", d.Next, len(d.Claims), d.Exposure)
+	}
+
+	// A claim write left to the next decision does not name the exposure again.
+	o.ClaimsWritten = map[string]error{d.Claims[0].Name: nil}
+	o.ExposureWritten = &Written{}
+	if d := From(o); d.Next != WriteClaims || len(d.Claims) != 1 || d.Exposure != nil {
+		t.Fatalf("%s, %d claims, exposure %+v: want the other claim alone", d.Next, len(d.Claims), d.Exposure)
+	}
+
+	// An exposure an earlier pass created, which the cache does not show, is not created again.
+	o = fresh(t, withResource("db", "postgres"), withFinalizer)
+	o.Created = map[Ref]bool{{KindExposure, "web"}: true}
+	if d := From(o); d.Next != WriteClaims || d.Exposure != nil {
+		t.Fatalf("%s, exposure %+v: want the claim alone", d.Next, d.Exposure)
+	}
+
+	// Written together, judged after: the exposure refused by a quota is reported as before.
+	o = fresh(t, withResource("db", "postgres"), withFinalizer)
+	d, writes := drive(t, o, answers{writes: map[Next]error{WriteExposure: quota}})
+	if want := []string{"creating claim db", "creating exposure"}; !slices.Equal(writes, want) {
+		t.Fatalf("writes %v, want %v", writes, want)
+	}
+	if d.Status == nil || !errors.Is(d.Retry, ErrDenied) {
+		t.Fatalf("status %v, retry %v: want the refusal reported and retried", d.Status, d.Retry)
 	}
 }

@@ -136,7 +136,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d workloaddecision.Decis
 	case workloaddecision.AddFinalizer:
 		s.Finalizer = outcome(r.addFinalizer(ctx, s))
 	case workloaddecision.WriteClaims:
-		r.writeClaims(ctx, s, d.Claims)
+		r.writeClaims(ctx, s, d.Claims, d.Exposure)
 	case workloaddecision.WriteExposure:
 		s.ExposureWritten = outcome(r.writeExposure(ctx, s, d.Exposure))
 	case workloaddecision.WritePlan:

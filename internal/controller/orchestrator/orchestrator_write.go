@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,18 +46,37 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	return client.IgnoreNotFound(r.Client.Patch(ctx, next, client.MergeFromWithOptions(s.patch.Before(), client.MergeFromWithOptimisticLock{})))
 }
 
-// writeClaims makes the claim writes in order and records each one's answer; the first error
-// stops it (the decision says what comes next).
-func (r *Reconciler) writeClaims(ctx context.Context, s *scope, writes []workloaddecision.ClaimWrite) {
+// writesInFlight is the most writes of one pass in flight at once: a Workload's claims and its
+// exposure, which do not depend on each other, are sent together (issue 39), up to this many,
+// so that a Workload of many dependencies does not take all of the API server's seats.
+const writesInFlight = 8
+
+// writeClaims makes the claim writes, and the exposure's when the decision names it with them,
+// together, and records each one's answer (the decision says what comes next). Each creation
+// is remembered as it succeeds, so a crash, or an error of another write, leaves nothing to be
+// created twice; the Workload's finalizer is on before any of them (the decision's order).
+func (r *Reconciler) writeClaims(ctx context.Context, s *scope, writes []workloaddecision.ClaimWrite, exposure *workloaddecision.ExposureWrite) {
 	if s.ClaimsWritten == nil {
 		s.ClaimsWritten = map[string]error{}
 	}
-	for _, cw := range writes {
-		err := r.writeClaim(ctx, s.Workload, cw)
-		s.ClaimsWritten[cw.Name] = err
-		if err != nil {
-			return
-		}
+	answers := make([]error, len(writes))
+	var g errgroup.Group
+	g.SetLimit(writesInFlight)
+	for i, cw := range writes {
+		g.Go(func() error {
+			answers[i] = r.writeClaim(ctx, s.Workload, cw)
+			return nil
+		})
+	}
+	if exposure != nil {
+		g.Go(func() error {
+			s.ExposureWritten = &workloaddecision.Written{Err: r.writeExposure(ctx, s, exposure)}
+			return nil
+		})
+	}
+	_ = g.Wait() // every write's answer is recorded; none returns an error here
+	for i, cw := range writes {
+		s.ClaimsWritten[cw.Name] = answers[i]
 	}
 }
 

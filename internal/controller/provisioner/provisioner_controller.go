@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,6 +76,9 @@ type Reconciler struct {
 	// Workers moves the number reconciled at once up to Concurrency, with the API server's
 	// room; nil: Concurrency, fixed.
 	Workers *workers.Adaptive
+	// ProgressHold is how long a claim Binding keeps what was written while its objects only
+	// progress (claimstatus.Observed.ProgressHold); 0 writes every step.
+	ProgressHold time.Duration
 	// Shard selects the claims this instance provisions; nil: every claim. The cache holds
 	// every claim still: whether an instance has other consumers is a question about all of
 	// them.

@@ -34,7 +34,7 @@ type pass struct {
 // change the outcome: the config (the revision the claim's instance follows) and the
 // definition that serves the claim; then where its instance goes (observeInstance).
 func (r *Reconciler) observe(ctx context.Context, c *scorev1b1.ResourceClaim) (*pass, error) {
-	p := &pass{Observed: claimstatus.Observed{Claim: c.DeepCopy(), Now: metav1.NewTime(r.clock().Now()), CmdEnabled: r.EnableCmd}}
+	p := &pass{Observed: claimstatus.Observed{Claim: c.DeepCopy(), Now: metav1.NewTime(r.clock().Now()), CmdEnabled: r.EnableCmd, ProgressHold: r.ProgressHold}}
 	loaded, err := r.configOf(ctx, c)
 	switch {
 	case errors.Is(err, errNotKept):

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,6 +58,9 @@ type Options struct {
 	CmdLimits provisionercmd.Limits
 	// APINamespace is where http+api:// credentials Secrets live: the control plane's.
 	APINamespace string
+	// ProgressHold is how long a claim Binding keeps what was written while its objects only
+	// progress; 0 writes every step.
+	ProgressHold time.Duration
 	// Shard selects the claims this instance provisions (their Workload's score.dev/shard);
 	// nil: every claim.
 	Shard labels.Selector
@@ -66,7 +70,7 @@ type Options struct {
 // charts come from.
 func Setup(mgr ctrl.Manager, store *configsource.Store, charts *templates.Source, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"),
-		EnableCmd: opts.EnableCmd, CmdLimits: opts.CmdLimits, APINamespace: opts.APINamespace, Charts: charts, Concurrency: opts.Concurrency, Workers: opts.Workers, Shard: opts.Shard}
+		EnableCmd: opts.EnableCmd, CmdLimits: opts.CmdLimits, APINamespace: opts.APINamespace, Charts: charts, Concurrency: opts.Concurrency, Workers: opts.Workers, Shard: opts.Shard, ProgressHold: opts.ProgressHold}
 	r.revisions = &configsource.Revisions{APIReader: mgr.GetAPIReader(), Namespace: opts.APINamespace, Store: store}
 	return r.SetupWithManager(mgr)
 }

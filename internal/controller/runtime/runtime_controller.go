@@ -79,6 +79,9 @@ type Reconciler struct {
 	Workers *workers.Adaptive
 	// Shard selects the plans this instance applies; nil: every plan.
 	Shard labels.Selector
+	// ProgressHold is how long a plan keeps what was written while its objects only progress
+	// (planstatus.Observed.ProgressHold); 0 writes every step.
+	ProgressHold time.Duration
 	// Namespace is the control plane's, where member clusters are registered; empty applies
 	// on the hub only.
 	Namespace string
@@ -123,7 +126,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Kept as read: the status is written at the end, once, and only when it changed.
 	patch := statuspatch.Begin(p)
 	ps := r.observe(ctx, p)
-	return ctrl.Result{}, r.write(ctx, patch, ps, planstatus.From(ps.Observed))
+	d := planstatus.From(ps.Observed)
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, r.write(ctx, patch, ps, d)
 }
 
 // pass is one reconcile of a plan: what it read and did, filled step by step.
@@ -148,7 +152,7 @@ func (ps *pass) stop(step planstatus.Step, err error) bool {
 // (gather), then the writes the plan's spec asks for (act), then what the exposure's endpoints
 // are derived from. It stops at the first error.
 func (r *Reconciler) observe(ctx context.Context, p *scorev1b1.WorkloadPlan) *pass {
-	ps := &pass{Observed: planstatus.Observed{Plan: p}}
+	ps := &pass{Observed: planstatus.Observed{Plan: p, Now: time.Now(), ProgressHold: r.ProgressHold}}
 	if p.Spec.Cluster != "" && r.members.Pending(ctx, p.Spec.Cluster) {
 		ps.MemberPending = true
 		return ps

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -48,6 +49,9 @@ type Options struct {
 	// Shard selects the plans this instance applies (their Workload's score.dev/shard);
 	// nil: every plan.
 	Shard labels.Selector
+	// ProgressHold is how long a plan keeps what was written while its objects only
+	// progress; 0 writes every step.
+	ProgressHold time.Duration
 	// Namespace is the control plane's: the member clusters' registrations are there, and
 	// the runtime publishes their status there. Empty applies on the hub only.
 	Namespace string
@@ -57,7 +61,7 @@ type Options struct {
 // from.
 func Setup(mgr ctrl.Manager, store *configsource.Store, tpls *templates.Source, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Templates: tpls, Config: store, Secrets: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency, Workers: opts.Workers, Shard: opts.Shard, Namespace: opts.Namespace}
+		Recorder: mgr.GetEventRecorder("score-runtime"), Concurrency: opts.Concurrency, Workers: opts.Workers, Shard: opts.Shard, Namespace: opts.Namespace, ProgressHold: opts.ProgressHold}
 	return r.SetupWithManager(mgr)
 }
 

@@ -1,5 +1,6 @@
-// Package firstpass tests what the provisioner's first pass over a new claim asks of a real
-// kube-apiserver: which requests, and how many of them wait on each other (issue 39), and that
+// Package firstpass tests what the provisioner's first pass over a new claim, and the
+// orchestrator's over a new Workload, ask of a real kube-apiserver: which requests, and how many
+// of them wait on each other (issue 39), and that
 // an object a tenant made under the name of an instance's object is neither written over nor
 // taken over.
 package firstpass
@@ -26,6 +27,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	provisionerctl "github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
@@ -34,8 +36,9 @@ import (
 var (
 	env *testenv.Env
 	ctx context.Context
-	// requests records every request of the provisioner's clients.
-	requests = &recorder{}
+	// requests records every request of the provisioner's clients; orchestratorRequests the
+	// orchestrator's.
+	requests, orchestratorRequests = &recorder{}, &recorder{}
 )
 
 // hold is how long the recorder holds each answer it records. It only widens the requests'
@@ -88,6 +91,27 @@ func start() error {
 	}
 	r := &provisionerctl.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), APINamespace: "score-system"}
 	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return startOrchestrator()
+}
+
+// startOrchestrator starts an orchestrator, as the binary sets it up, whose requests go
+// through their own recorder.
+func startOrchestrator() error {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return orchestratorRequests.wrap(rt) }
+	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
+	if err != nil {
+		return err
+	}
+	store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-orchestrator")
+	if err != nil {
+		return err
+	}
+	if err := orchestrator.Setup(mgr, store, orchestrator.DefaultOptions()); err != nil {
 		return err
 	}
 	go func() { _ = mgr.Start(ctx) }()
@@ -304,6 +328,74 @@ func TestFirstPassIsFourStepsDeep(t *testing.T) {
 	}
 	if deepest := slices.Max(depth); deepest > 4 {
 		t.Errorf("the first pass is %d requests deep, want at most 4:%s", deepest, b.String())
+	}
+}
+
+// The orchestrator's first pass over a new Workload with two dependencies is five requests in
+// three steps that wait on each other: the Workload's finalizer (before any child exists, so
+// that every claim is released with it), then both claims and the exposure together, then the
+// Workload's status. It was five in a row: the finalizer, each claim, the exposure, the status.
+func TestOrchestratorFirstPassIsThreeStepsDeep(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	orchestratorRequests.watch(ns)
+	w := testenv.Workload(ns, "shop", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres"), testenv.WithResource("cache", "postgres"))
+	testenv.Create(t, env.Client, w)
+
+	// The pass ends with the Workload's status (recorded once its answer was held); what
+	// follows is a later pass.
+	var all []request
+	status := -1
+	testenv.Eventually(t, testenv.WaitTimeout, "the status write recorded", func() error {
+		all = orchestratorRequests.recorded(ns)
+		if status = slices.IndexFunc(all, func(q request) bool {
+			return q.method == http.MethodPatch && strings.HasSuffix(q.path, "/workloads/"+w.Name+"/status")
+		}); status < 0 {
+			return fmt.Errorf("no status write among %v", all)
+		}
+		return nil
+	})
+	var pass []request
+	for _, q := range all {
+		if q.start.Before(all[status].end) {
+			pass = append(pass, q)
+		}
+	}
+	slices.SortFunc(pass, func(a, b request) int { return a.start.Compare(b.start) })
+	depth := depths(pass)
+	var b strings.Builder
+	for i, q := range pass {
+		fmt.Fprintf(&b, "\n  step %d: %s", depth[i], q)
+	}
+	t.Logf("the first pass:%s", b.String())
+
+	var got []string
+	for _, q := range pass {
+		got = append(got, q.String())
+	}
+	base := "apis/score.dev/v1b1/namespaces/" + ns
+	want := []string{
+		"PATCH " + base + "/workloads/shop",
+		"POST " + base + "/resourceclaims",
+		"POST " + base + "/resourceclaims",
+		"POST " + base + "/workloadexposures",
+		"PATCH " + base + "/workloads/shop/status",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if deepest := slices.Max(depth); deepest > 3 {
+		t.Errorf("the first pass is %d requests deep, want at most 3:%s", deepest, b.String())
+	}
+	// The finalizer is on before any child is created.
+	finalizer := slices.IndexFunc(pass, func(q request) bool {
+		return q.method == http.MethodPatch && strings.HasSuffix(q.path, "/workloads/shop")
+	})
+	for _, q := range pass {
+		if q.method == http.MethodPost && q.start.Before(pass[finalizer].end) {
+			t.Errorf("%s started before the finalizer's write ended", q)
+		}
 	}
 }
 

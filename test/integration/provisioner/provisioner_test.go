@@ -6,9 +6,13 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"path"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,6 +225,23 @@ provisioners:
         prefix: "Bearer "
       create:
         url: 'https://apiuser:` + urlPassword + `@{{ if eq .Params.answer "none" }}%[6]s{{ else }}%[5]s{{ end }}/answer/{{ .Params.answer }}?token=` + urlToken + `&region=eu'
+  - uri: template://test/deployed-kv
+    type: deployed-kv
+    init: |
+      name: dkv-{{ substr 0 8 .Guid }}
+    outputs: |
+      host: {{ .Init.name }}.{{ .Namespace }}
+    expected_outputs: [host]
+    manifests: |
+      - apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: {{ .Init.name }}, labels: {app: {{ .Init.name }}}}
+        spec:
+          replicas: 1
+          selector: {matchLabels: {app: {{ .Init.name }}}}
+          template:
+            metadata: {labels: {app: {{ .Init.name }}}}
+            spec: {containers: [{name: kv, image: kv}]}
 classes:
   - {type: classed, name: standard, default: true, params: {size: medium}}
   - type: classed
@@ -289,6 +310,7 @@ func start(ctx context.Context, document string, chart []byte) error {
 	if err := testenv.CreateAll(ctx, env.Client,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cmdOffNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: heldNamespace}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "charts"}, BinaryData: map[string][]byte{"kv.tgz": chart}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": document}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "api-token"}, StringData: map[string]string{"token": apiToken}},
@@ -296,16 +318,45 @@ func start(ctx context.Context, document string, chart []byte) error {
 		return err
 	}
 	if err := startController(ctx, true, fields.AndSelectors(fields.OneTermNotEqualSelector("metadata.namespace", cmdOffNamespace),
-		fields.OneTermNotEqualSelector("metadata.namespace", restartNamespace), fields.OneTermNotEqualSelector("metadata.namespace", stateNamespace))); err != nil {
+		fields.OneTermNotEqualSelector("metadata.namespace", restartNamespace), fields.OneTermNotEqualSelector("metadata.namespace", stateNamespace),
+		fields.OneTermNotEqualSelector("metadata.namespace", heldNamespace)), 0); err != nil {
 		return err
 	}
-	return startController(ctx, false, fields.OneTermEqualSelector("metadata.namespace", cmdOffNamespace))
+	if err := startController(ctx, true, fields.OneTermEqualSelector("metadata.namespace", heldNamespace), time.Hour); err != nil {
+		return err
+	}
+	return startController(ctx, false, fields.OneTermEqualSelector("metadata.namespace", cmdOffNamespace), 0)
 }
 
-// startController runs a provisioner controller over the namespaces the selector admits. Its
-// workers are adaptive, from two: every test goes through the gate (internal/controller/workers),
-// which lets more through as requests wait.
-func startController(ctx context.Context, enableCmd bool, namespaces fields.Selector) error {
+// heldNamespace is served by a controller that holds a claim's progress for an hour
+// (--progress-hold), and counts its claims' status writes (heldStatusWrites), so that the
+// count does not depend on this machine's speed. Every other namespace is served by
+// controllers that hold nothing, so that each test sees every step at once.
+const heldNamespace = "held-progress"
+
+// heldStatusWrites counts the claim status writes of the controller of heldNamespace, by
+// claim name.
+var heldStatusWrites sync.Map
+
+// countStatusWrites wraps a transport to count the claim status writes it sends.
+func countStatusWrites(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if rest, ok := strings.CutSuffix(req.URL.Path, "/status"); ok && req.Method != http.MethodGet && strings.Contains(rest, "/resourceclaims/") {
+			n, _ := heldStatusWrites.LoadOrStore(path.Base(rest), new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// startController runs a provisioner controller over the namespaces the selector admits,
+// holding a claim's progress for hold. Its workers are adaptive, from two: every test goes
+// through the gate (internal/controller/workers), which lets more through as requests wait.
+func startController(ctx context.Context, enableCmd bool, namespaces fields.Selector, hold time.Duration) error {
 	opts := testenv.ManagerOptions()
 	opts.Cache.DefaultFieldSelector = namespaces
 	if opts.Cache.ByObject == nil {
@@ -315,6 +366,9 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 	opts.Cache.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
 	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)} // several controllers in one process
 	cfg := rest.CopyConfig(env.Config)
+	if hold > 0 {
+		cfg.Wrap(countStatusWrites)
+	}
 	pushback := workers.NewPushback()
 	cfg.Wrap(pushback.Wrap)
 	mgr, err := ctrl.NewManager(cfg, opts)
@@ -328,7 +382,7 @@ func startController(ctx context.Context, enableCmd bool, namespaces fields.Sele
 	r := &provisionerctl.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), EnableCmd: enableCmd,
 		CmdLimits:    provisionercmd.Limits{Timeout: 10 * time.Second, MaxOutput: 1 << 20},
 		APINamespace: "score-system", HTTPClient: fakeAPIClient, Charts: &templates.Source{Reader: mgr.GetAPIReader()},
-		Workers: &workers.Adaptive{Start: 2, Pushback: pushback}}
+		Workers: &workers.Adaptive{Start: 2, Pushback: pushback}, ProgressHold: hold}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -674,7 +728,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, api-url-secrets, app-service, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, helm-kv, host-route, invalid-object, isolated-kv, kv, missing-output, port-of, service, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, api-url-secrets, app-service, broken, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, deployed-kv, helm-kv, host-route, invalid-object, isolated-kv, kv, missing-output, port-of, service, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},

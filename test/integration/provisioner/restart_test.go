@@ -33,7 +33,7 @@ func TestReleaseAfterARestartIsWokenByTheDeletion(t *testing.T) {
 	testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: restartNamespace}})
 	only := fields.OneTermEqualSelector("metadata.namespace", restartNamespace)
 	first, stopFirst := context.WithCancel(ctx)
-	if err := startController(first, false, only); err != nil {
+	if err := startController(first, false, only, 0); err != nil {
 		t.Fatal(err)
 	}
 	c := newClaim(restartNamespace, "web-db", "web", "db", "kv", "", scorev1b1.DeprovisionDelete)
@@ -60,7 +60,7 @@ func TestReleaseAfterARestartIsWokenByTheDeletion(t *testing.T) {
 	stopFirst()
 	second, stopSecond := context.WithCancel(ctx)
 	defer stopSecond()
-	if err := startController(second, false, only); err != nil {
+	if err := startController(second, false, only, 0); err != nil {
 		t.Fatal(err)
 	}
 
@@ -95,7 +95,7 @@ func TestReleasingAClaimNeverProvisionedKeepsTheState(t *testing.T) {
 	testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	only := fields.OneTermEqualSelector("metadata.namespace", ns)
 	running, stop := context.WithCancel(ctx)
-	if err := startController(running, false, only); err != nil {
+	if err := startController(running, false, only, 0); err != nil {
 		t.Fatal(err)
 	}
 	_, password := boundThenDeleted(t, newClaim(ns, "web-db-1", "web", "db", "kv", "", scorev1b1.DeprovisionRetain))
@@ -110,7 +110,7 @@ func TestReleasingAClaimNeverProvisionedKeepsTheState(t *testing.T) {
 	}
 	running, stop = context.WithCancel(ctx)
 	defer stop()
-	if err := startController(running, false, only); err != nil {
+	if err := startController(running, false, only, 0); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, never)

@@ -6,8 +6,12 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +21,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	runtimectl "github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
@@ -42,28 +50,71 @@ var pullSecret = types.NamespacedName{Namespace: "default", Name: "registry-pull
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
 		env = e
-		// Adaptive workers, from two: every test goes through the gate
-		// (internal/controller/workers), which lets more through as requests wait.
-		cfg := rest.CopyConfig(env.Config)
-		pushback := workers.NewPushback()
-		cfg.Wrap(pushback.Wrap)
-		mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
-		if err != nil {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: heldNamespace}}); err != nil {
 			return err
 		}
-		store, err := healthConfig()
-		if err != nil {
+		if err := startRuntime(ctx, fields.OneTermNotEqualSelector("metadata.namespace", heldNamespace), 0); err != nil {
 			return err
 		}
-		r := &runtimectl.Reconciler{Client: mgr.GetClient(), Templates: &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true, PullSecret: &ocifetch.PullSecret{Reader: mgr.GetAPIReader(), Key: pullSecret}}}, Config: store,
-			Recorder: mgr.GetEventRecorder("score-runtime"), Workers: &workers.Adaptive{Start: 2, Pushback: pushback}}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return err
-		}
-		go func() { _ = mgr.Start(ctx) }()
-		return nil
+		return startRuntime(ctx, fields.OneTermEqualSelector("metadata.namespace", heldNamespace), time.Hour)
 	}))
 }
+
+// heldNamespace is served by a runtime that holds a plan's progress for an hour
+// (--progress-hold), and counts its plans' status writes (heldStatusWrites), so that the count
+// does not depend on this machine's speed. Every other namespace is served by a runtime that
+// holds nothing, so that each test sees every step at once.
+const heldNamespace = "held-progress"
+
+// heldStatusWrites counts the plan status writes of the runtime of heldNamespace, by plan name.
+var heldStatusWrites sync.Map
+
+// startRuntime runs a runtime over the namespaces the selector admits, holding a plan's
+// progress for hold. Its workers are adaptive, from two: every test goes through the gate
+// (internal/controller/workers), which lets more through as requests wait.
+func startRuntime(ctx context.Context, namespaces fields.Selector, hold time.Duration) error {
+	cfg := rest.CopyConfig(env.Config)
+	if hold > 0 {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if rest, ok := strings.CutSuffix(req.URL.Path, "/status"); ok && req.Method != http.MethodGet && strings.Contains(rest, "/workloadplans/") {
+					n, _ := heldStatusWrites.LoadOrStore(path.Base(rest), new(atomic.Int64))
+					n.(*atomic.Int64).Add(1)
+				}
+				return rt.RoundTrip(req)
+			})
+		})
+	}
+	pushback := workers.NewPushback()
+	cfg.Wrap(pushback.Wrap)
+	opts := testenv.ManagerOptions()
+	opts.Cache.DefaultFieldSelector = namespaces
+	if opts.Cache.ByObject == nil {
+		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
+	}
+	// Namespaces are cluster-scoped: the namespace field selector does not apply to them.
+	opts.Cache.ByObject[&corev1.Namespace{}] = cache.ByObject{Field: fields.Everything()}
+	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)} // two runtimes in one process
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return err
+	}
+	store, err := healthConfig()
+	if err != nil {
+		return err
+	}
+	r := &runtimectl.Reconciler{Client: mgr.GetClient(), Templates: &templates.Source{Reader: mgr.GetAPIReader(), OCI: &ocifetch.Fetcher{PlainHTTP: true, PullSecret: &ocifetch.PullSecret{Reader: mgr.GetAPIReader(), Key: pullSecret}}}, Config: store,
+		Recorder: mgr.GetEventRecorder("score-runtime"), Workers: &workers.Adaptive{Start: 2, Pushback: pushback}, ProgressHold: hold}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func templateText(t *testing.T) string {
 	t.Helper()

@@ -77,7 +77,7 @@ func start(ctx context.Context) error {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(rejectWhileThrottled)
 	adaptive := &workers.Adaptive{Start: 2, Interval: 20 * time.Millisecond, Pushback: workers.NewPushback(),
-		Params: &workerlimit.Params{Min: 1, Near: math.Inf(1), Far: math.Inf(1), MinSamples: 10, Drift: 128}}
+		Params: &workerlimit.Params{Min: 1, Near: math.Inf(1), Far: math.Inf(1), MinSamples: 10, Follow: 128}}
 	cfg.Wrap(adaptive.Pushback.Wrap)
 	mgr, err := ctrl.NewManager(cfg, testenv.ManagerOptions())
 	if err != nil {

@@ -1,0 +1,115 @@
+package runtime
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+)
+
+// progressTemplate is a Deployment with a label of the template's own, for the test to drift.
+const progressTemplate = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Workload.Name }}
+  labels: {tier: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: progress}}
+  template:
+    metadata: {labels: {app: progress}}
+    spec: {containers: [{name: main, image: nginx}]}
+`
+
+// progressRuns numbers the runs of TestPlanCreatedToHealthyInTwoStatusWrites.
+var progressRuns atomic.Int64
+
+// Issue 39, each step's status written once: a plan whose Deployment goes through a step of
+// progress before it is available is written twice from creation to healthy — Planning, then
+// Projected — where each step of the Deployment's progress was a write of its own before. The
+// runtime of heldNamespace holds progress for an hour, so the count does not depend on this
+// machine's speed. No controller-manager runs here: the test writes the Deployment's status as
+// kube-controller-manager would.
+func TestPlanCreatedToHealthyInTwoStatusWrites(t *testing.T) {
+	// The held runtime's one namespace: the template once, a plan of its own per run (-count).
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: heldNamespace, Name: "templates"},
+		Data: map[string]string{"web.yaml": progressTemplate}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	run := progressRuns.Add(1)
+	p := newPlan(heldNamespace, fmt.Sprintf("progress-%d", run), fmt.Sprintf("u-progress-%d", run), testenv.Digest(progressTemplate), `{}`)
+	testenv.Create(t, env.Client, p)
+	testenv.Eventually(t, testenv.WaitTimeout, "the plan Planning on its Deployment", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if p.Status.Phase != scorev1b1.PlanPhasePlanning || len(p.Status.Objects) != 1 {
+			return fmt.Errorf("status %s %+v", p.Status.Phase, p.Status.Objects)
+		}
+		return nil
+	})
+	d := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: heldNamespace, Name: p.Name}
+	if err := env.Client.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+
+	// A step of progress: the pod created, not available yet. kstatus says "Available: 0/1"
+	// where it said "Replicas: 0/1".
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1}
+	if err := env.Client.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	// The positive control: a label drifted after the status is corrected by a pass that read
+	// the Deployment with that status (one object's watch delivers in order), so once it is
+	// corrected the runtime has judged the step of progress.
+	if err := env.Client.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Labels["tier"] = "drifted"
+	if err := env.Client.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, testenv.WaitTimeout, "the drifted label corrected", func() error {
+		if err := env.Client.Get(ctx, key, d); err != nil {
+			return err
+		}
+		if d.Labels["tier"] != "web" {
+			return fmt.Errorf("label tier=%s", d.Labels["tier"])
+		}
+		return nil
+	})
+
+	// Available: the plan is Projected.
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		}}
+	if err := env.Client.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, testenv.WaitTimeout, "the plan Projected", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if p.Status.Phase != scorev1b1.PlanPhaseProjected {
+			return fmt.Errorf("status %s %+v", p.Status.Phase, p.Status.Objects)
+		}
+		return nil
+	})
+
+	n, _ := heldStatusWrites.Load(p.Name)
+	writes := n.(*atomic.Int64).Load()
+	t.Logf("plan status writes from creation to healthy: %d", writes)
+	if writes != 2 {
+		t.Errorf("%d plan status writes from creation to healthy, want 2: Planning, then Projected", writes)
+	}
+}
