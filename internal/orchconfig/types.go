@@ -328,6 +328,9 @@ type Placement struct {
 	// Overrides are values per cluster: each matching override's values are merged over the
 	// template's values for the copies placed on the clusters its selector matches.
 	Overrides []Override `json:"overrides,omitempty" yaml:"overrides,omitempty"`
+	// Clusters is how many matching clusters each Workload runs on: a number (1, the
+	// default, is one cluster) or All, every matching cluster (Copies).
+	Clusters string `json:"clusters,omitempty" yaml:"clusters,omitempty"`
 }
 
 // Override is values for the copies of a backend's Workloads placed on some clusters (a

@@ -148,6 +148,7 @@ func (v *validator) placement(path string, p Placement) {
 	for i, o := range p.Overrides {
 		v.override(fmt.Sprintf("%s.overrides[%d]", path, i), o, p.ClusterSelector)
 	}
+	v.clusters(path, p)
 }
 
 // override checks one placement override: a cluster selector as the placement's (labels
