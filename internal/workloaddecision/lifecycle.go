@@ -61,6 +61,11 @@ func (d *decision) lifecycle() {
 		d.specInvalid(sel.Message, 0)
 		return
 	}
+	// On several clusters, each copy as one Workload is (several.go).
+	if sel.OK && d.several(sel) {
+		d.copies(sel, mirrored)
+		return
+	}
 	// Where it runs, before its claims: their instances are provisioned on the same cluster.
 	placed := placement.Result{OK: true}
 	if sel.OK {
@@ -163,6 +168,7 @@ func (d *decision) handOver() bool {
 	if d.o.Plan != nil {
 		objs = append(objs, d.o.Plan)
 	}
+	objs = append(objs, d.copyObjects()...)
 	var relabel []Relabel
 	for _, o := range objs {
 		if l, changed := shard.Follow(maps.Clone(o.GetLabels()), w.Labels); changed {

@@ -38,6 +38,10 @@ func (op ExposureOp) String() string {
 type ExposureWrite struct {
 	Op   ExposureOp
 	Spec scorev1b1.WorkloadExposureSpec
+	// Name and Observed are a copy's exposure on several clusters ("" and nil: the
+	// Workload's own, Observed.Exposure).
+	Name     string
+	Observed *scorev1b1.WorkloadExposure
 }
 
 // PlanWrite is the plan's spec to write: created, or the observed plan's updated.
@@ -46,6 +50,10 @@ type PlanWrite struct {
 	Spec   *scorev1b1.WorkloadPlanSpec
 	// Event is recorded on the plan with the write: the Workload moved to another cluster.
 	Event *Event
+	// Name and Observed are a copy's plan on several clusters ("" and nil: the Workload's
+	// own, Observed.Plan).
+	Name     string
+	Observed *scorev1b1.WorkloadPlan
 }
 
 // exposure decides the exposure's write, and what it did. It reports false when the pass
@@ -65,7 +73,7 @@ func (d *decision) exposure(runtimeClass string) (bool, scorev1b1.Reason) {
 		return true, ""
 	case e != nil:
 		op = UpdateExposure
-	case d.o.Created[Ref{KindExposure, w.Name}]:
+	case d.o.Created[Ref{KindExposure, d.name()}]:
 		return true, "" // created by an earlier pass; the cache does not show it yet
 	default:
 		op = CreateExposure
@@ -73,6 +81,9 @@ func (d *decision) exposure(runtimeClass string) (bool, scorev1b1.Reason) {
 	written := d.o.ExposureWritten
 	if written == nil {
 		d.Next, d.Exposure = WriteExposure, &ExposureWrite{Op: op, Spec: spec}
+		if d.slot != 0 {
+			d.Exposure.Name, d.Exposure.Observed = d.name(), d.o.Exposure
+		}
 		return false, ""
 	}
 	err := written.Err
@@ -90,7 +101,7 @@ func (d *decision) exposure(runtimeClass string) (bool, scorev1b1.Reason) {
 // written is a plan the pass wrote; ok is false when the pass stops here (a write to make, an
 // error), with the reason when the API server refused it.
 func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Result) (written bool, refused scorev1b1.Reason, ok bool) {
-	w, p := d.o.Workload, d.o.Plan
+	p := d.o.Plan
 	write := &PlanWrite{Spec: spec}
 	switch {
 	case p != nil && sameContent(p.Spec, *spec) && (!d.o.Reached || p.Spec.ConfigRevision == spec.ConfigRevision):
@@ -99,10 +110,13 @@ func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Resul
 		write.Event = &Event{Type: Normal, Reason: "Placed", Action: "Place",
 			Message: fmt.Sprintf("Placed on cluster %s: cluster %s no longer fits (%s).", placed.Cluster, p.Spec.Cluster, placed.Selector)}
 	case p != nil:
-	case d.o.Created[Ref{KindPlan, w.Name}]:
+	case d.o.Created[Ref{KindPlan, d.name()}]:
 		return false, "", true // created by an earlier pass; the cache does not show it yet
 	default:
 		write.Create = true
+	}
+	if d.slot != 0 {
+		write.Name, write.Observed = d.name(), p
 	}
 	if d.o.PlanWritten == nil {
 		d.Next, d.Plan = WritePlan, write

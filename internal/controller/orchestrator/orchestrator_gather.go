@@ -81,7 +81,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading the exposure: %w", err)
 	}
-	return nil
+	return r.observeCopies(ctx, s)
 }
 
 // uncached finds which of the objects the orchestrator created for the Workload, and that the
