@@ -230,6 +230,9 @@ func (s *Server) workloadData(ctx context.Context, ns, name string) (workloadDat
 			return d, err
 		}
 	}
+	if err := s.copies(ctx, w, &in); err != nil {
+		return d, err
+	}
 	d.Graph = view.BuildGraph(in)
 
 	d.EventsHidden = !rights.events

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -291,6 +295,52 @@ func TestSeveralClusters(t *testing.T) {
 		})
 	})
 
+	t.Run("scorectl status -o wide lists every copy's cluster and endpoint", func(t *testing.T) {
+		scorectl, err := testenv.BuildCommand(t.TempDir(), "scorectl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(scorectl, "status", "web", "-n", ns, "-o", "wide", "--kubeconfig", kubeconfig(t, env.Config)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		want := [][]string{
+			{"NAME", "READY", "REASON", "CLUSTER", "ENDPOINT", "DEPENDENCIES", "MESSAGE"},
+			{"web", "True", "Succeeded", "alpha", "http://10.0.0.1:80", "1/1", "The", "workload", "is", "ready."},
+			{"web", "Projected", "-", "alpha", "http://10.0.0.1:80", "-"},
+			{"web.1", "Projected", "-", "beta", "http://10.0.0.2:80", "-"},
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("got\n%s", out)
+		}
+		for i := range want {
+			if got := strings.Join(strings.Fields(lines[i]), " "); got != strings.Join(want[i], " ") {
+				t.Errorf("line %d: %q, want %q", i, got, strings.Join(want[i], " "))
+			}
+		}
+	})
+
+	t.Run("a Workload whose name looks like a copy's never reaches the copies' objects", func(t *testing.T) {
+		// A copy's name has a dot, which no Workload's name may have.
+		if err := env.Client.Create(ctx, testenv.Workload(ns, "web.1", testenv.WithPort("http", 80))); !apierrors.IsInvalid(err) {
+			t.Fatalf("a Workload named web.1: %v, want it refused", err)
+		}
+		before := plans(t, ns, "web")
+		testenv.Create(t, env.Client, testenv.Workload(ns, "web-1", testenv.WithPort("http", 80)))
+		alpha.deployment(t, ns, "web-1")
+		beta.deployment(t, ns, "web-1")
+		if got := where(plans(t, ns, "web-1")); !slices.Equal(got, []string{"web-1.1@beta", "web-1@alpha"}) {
+			t.Fatalf("web-1's plans %v", got)
+		}
+		for name, p := range plans(t, ns, "web") {
+			if p.Generation != before[name].Generation || p.Spec.WorkloadRef.Name != "web" {
+				t.Fatalf("web's plan %s changed: generation %d → %d, workload %s", name, before[name].Generation, p.Generation, p.Spec.WorkloadRef.Name)
+			}
+		}
+		ready(t, ns, "web", metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+	})
+
 	t.Run("one copy not ready: RuntimeDegraded; ready again: Succeeded", func(t *testing.T) {
 		beta.serve(t, ns, "web", false)
 		ready(t, ns, "web", metav1.ConditionTrue, scorev1b1.ReasonRuntimeDegraded)
@@ -372,4 +422,19 @@ func relabel(t *testing.T, name string, labels map[string]string) {
 	if err := env.Client.Patch(ctx, s, patch); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// kubeconfig writes an administrator's kubeconfig of the API server cfg reaches.
+func kubeconfig(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "admin"}
+	kc.CurrentContext = "hub"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
