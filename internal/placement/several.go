@@ -202,7 +202,7 @@ func (res *Several) explain(in SeveralInput, used map[string]bool) {
 		case len(in.Held[c.Name]) > 0:
 			c.Why = "Matches; a copy of the workload still has objects there, being removed."
 		default:
-			c.Why = fmt.Sprintf("Matches; the workload's %d copies run on clusters ranked before it under %s.", res.Want, res.Policy)
+			c.Why = fmt.Sprintf("Matches; the workload's %d copies run on other clusters (%s; copies stay where they are while they match).", res.Want, res.Policy)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -72,4 +73,14 @@ func (r *Reconciler) deleteCopies(ctx context.Context, s *scope, objs []workload
 			return
 		}
 	}
+}
+
+// claimBase is the name of a claim in the Workload's first copy: a copy's claim is CLAIM.N.
+func claimBase(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		if _, ok := planner.CopySlot(name[:i], name); ok {
+			return name[:i]
+		}
+	}
+	return name
 }

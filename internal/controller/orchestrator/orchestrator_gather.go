@@ -154,7 +154,7 @@ func (r *Reconciler) kept(ctx context.Context, s *scope, current, render *config
 	for i := range s.Claims {
 		c := &s.Claims[i]
 		revision := c.Spec.ConfigRevision
-		if read[revision] || !declared[c.Name] || !metav1.IsControlledBy(c, w) {
+		if read[revision] || !declared[claimBase(c.Name)] || !metav1.IsControlledBy(c, w) {
 			continue
 		}
 		read[revision] = true
