@@ -75,7 +75,7 @@ func (s Several) First() (Copy, bool) {
 }
 
 // PlaceSeveral places the copies of a Workload: the current copies stay on their clusters while
-// these match (the first Want in placement order, when fewer are asked for); a copy whose
+// these match (the Want of the lowest slots, when fewer are asked for); a copy whose
 // cluster stopped matching moves to the first free matching cluster while copies are missing,
 // else it is removed; then new copies take the first free matching clusters, in the lowest
 // free slots, until Want copies run or no free cluster is left. A cluster is free when no copy
@@ -119,14 +119,10 @@ func PlaceSeveral(in SeveralInput) Several {
 		return slices.ContainsFunc(in.Held[cluster], func(s int) bool { return s != slot })
 	}
 
+	// The lowest slots are kept first: fewer copies asked for remove the highest, so one copy
+	// asked for again is slot 0, the Workload's own names.
 	current := append([]Copy(nil), in.Current...)
-	sort.SliceStable(current, func(i, j int) bool {
-		ri, rj := rankOf(order, current[i].Cluster), rankOf(order, current[j].Cluster)
-		if ri != rj {
-			return ri < rj
-		}
-		return current[i].Slot < current[j].Slot
-	})
+	sort.SliceStable(current, func(i, j int) bool { return current[i].Slot < current[j].Slot })
 	used := map[string]bool{}
 	// A slot is taken while a plan of that name exists, being deleted included.
 	slots := map[int]bool{}
@@ -220,14 +216,6 @@ func rank(matching []string, policy, key string) []string {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return w[out[i]] > w[out[j]] })
 	return out
-}
-
-// rankOf is a cluster's rank, past every matching one when it does not match.
-func rankOf(order map[string]int, cluster string) int {
-	if i, ok := order[cluster]; ok {
-		return i
-	}
-	return len(order)
 }
 
 // weight is a cluster's rendezvous weight for key, as highestWeight computes it.

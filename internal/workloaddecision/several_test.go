@@ -12,6 +12,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 )
 
 // onClusters places the placed profile's Workloads on n clusters ("All": every match).
@@ -328,4 +329,35 @@ func TestSeveralClustersRemovalIsOrdered(t *testing.T) {
 	if want := []string{"deleting claim " + db + ".1", "deleting exposure web.1"}; !slices.Equal(wd.writes, want) {
 		t.Fatalf("writes %v, want %v", wd.writes, want)
 	}
+}
+
+// Back to one copy: the copies beyond the first are removed, and the Workload is a single
+// Workload again (its own names, today's decision), writing nothing at rest.
+func TestSeveralClustersBackToOne(t *testing.T) {
+	wd := newWorld(t, "2", eu("eu-1"), eu("eu-2"))
+	wd.settle()
+	db := wd.o.Claims[0].Name
+	wd.o.Config = loaded(t, revOne)
+	wd.settle()
+	if want := []string{"deleting plan web.1", "deleting claim " + db + ".1", "deleting exposure web.1"}; !slices.Equal(wd.writes, want) {
+		t.Fatalf("writes %v, want %v", wd.writes, want)
+	}
+	if wd.o.Plan.Spec.Cluster != "eu-1" || len(wd.o.Copies.Plans) > 0 || len(wd.o.Claims) != 1 {
+		t.Fatalf("plan on %s, copies %d, claims %d", wd.o.Plan.Spec.Cluster, len(wd.o.Copies.Plans), len(wd.o.Claims))
+	}
+	if d := (&decision{o: wd.o}); d.several(selectionOf(t, wd.o)) {
+		t.Fatal("still decided as copies")
+	}
+	if got := wd.ready(); got != "True/Succeeded: The workload is ready." {
+		t.Fatalf("Ready %s", got)
+	}
+}
+
+func selectionOf(t *testing.T, o Observed) selection.Result {
+	t.Helper()
+	sel := o.Config.Selector.Select(selection.Input{Workload: o.Workload})
+	if !sel.OK {
+		t.Fatalf("selection: %s", sel.Message)
+	}
+	return sel
 }
