@@ -361,3 +361,21 @@ func selectionOf(t *testing.T, o Observed) selection.Result {
 	}
 	return sel
 }
+
+// A backend that no longer places on members: the first copy runs on the hub, the others are
+// removed.
+func TestSeveralClustersBackToTheHub(t *testing.T) {
+	wd := newWorld(t, "2", eu("eu-1"), eu("eu-2"))
+	wd.settle()
+	db := wd.o.Claims[0].Name
+	wd.o.Config = loaded(t, revOne, func(c *orchconfig.Config) { c.Profiles[1].Backends[0].Placement = nil })
+	wd.settle()
+	for _, want := range []string{"updating claim " + db, "updating plan web", "deleting plan web.1", "deleting claim " + db + ".1", "deleting exposure web.1"} {
+		if !slices.Contains(wd.writes, want) {
+			t.Fatalf("writes %v, want %q", wd.writes, want)
+		}
+	}
+	if wd.o.Plan.Spec.Cluster != "" || len(wd.o.Copies.Plans) > 0 {
+		t.Fatalf("plan on %q, copies %d", wd.o.Plan.Spec.Cluster, len(wd.o.Copies.Plans))
+	}
+}
