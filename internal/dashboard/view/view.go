@@ -32,8 +32,8 @@ type FleetRow struct {
 	Health          Health
 	Endpoint        string
 	// Profile, Backend, ConfigRevision (short) and Cluster (the member cluster it is placed
-	// on, "hub" when none) come from the Workload's plan; empty when it has none or the
-	// reader may not read plans.
+	// on, "hub" when none; on several clusters every copy's, "alpha, beta") come from the
+	// Workload's plans; empty when it has none or the reader may not read plans.
 	Profile, Backend, ConfigRevision, Cluster string
 	// Bound of Dependencies are bound.
 	Bound, Dependencies int
