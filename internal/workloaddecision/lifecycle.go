@@ -241,7 +241,8 @@ func (d *decision) passOn() {
 	}
 	// A plan created by the pass has no annotations yet.
 	write.Plan = d.planCreated || d.o.Plan != nil && d.o.Plan.Annotations[scorev1b1.AnnotationReconcileRequestedAt] != want
-	if len(write.Claims) == 0 && !write.Plan {
+	write.Copies = d.copiesToPassOn(want)
+	if len(write.Claims) == 0 && !write.Plan && len(write.Copies) == 0 {
 		d.handled = want
 		return
 	}
@@ -254,6 +255,8 @@ type PassOnWrite struct {
 	Value  string
 	Claims []*scorev1b1.ResourceClaim
 	Plan   bool
+	// Copies are the plans of the Workload's other copies on several clusters, as observed.
+	Copies []*scorev1b1.WorkloadPlan
 }
 
 // owned returns the observed claims the Workload controls, by name.

@@ -348,3 +348,15 @@ func compare(a, b Ref) int {
 	}
 	return cmp.Compare(a.Name, b.Name)
 }
+
+// copiesToPassOn are the plans of the other copies whose reconcile request differs from want
+// (a plan being deleted excepted).
+func (d *decision) copiesToPassOn(want string) []*scorev1b1.WorkloadPlan {
+	var out []*scorev1b1.WorkloadPlan
+	for _, p := range d.o.Copies.Plans {
+		if p.DeletionTimestamp.IsZero() && p.Annotations[scorev1b1.AnnotationReconcileRequestedAt] != want {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -131,6 +131,22 @@ func (wd *world) pass() Decision {
 				}
 				wd.remove(ref)
 			}
+		case PassOn:
+			var to []string
+			for _, c := range d.PassOn.Claims {
+				to = append(to, c.Name)
+				metav1.SetMetaDataAnnotation(&c.ObjectMeta, scorev1b1.AnnotationReconcileRequestedAt, d.PassOn.Value)
+			}
+			if d.PassOn.Plan {
+				to = append(to, o.Plan.Name)
+				metav1.SetMetaDataAnnotation(&o.Plan.ObjectMeta, scorev1b1.AnnotationReconcileRequestedAt, d.PassOn.Value)
+			}
+			for _, p := range d.PassOn.Copies {
+				to = append(to, p.Name)
+				metav1.SetMetaDataAnnotation(&p.ObjectMeta, scorev1b1.AnnotationReconcileRequestedAt, d.PassOn.Value)
+			}
+			wd.writes = append(wd.writes, "pass on to "+strings.Join(to, ", "))
+			o.PassedOn = &Written{}
 		default:
 			wd.t.Fatalf("unexpected write %s", d.Next)
 		}
@@ -377,5 +393,21 @@ func TestSeveralClustersBackToTheHub(t *testing.T) {
 	}
 	if wd.o.Plan.Spec.Cluster != "" || len(wd.o.Copies.Plans) > 0 {
 		t.Fatalf("plan on %q, copies %d", wd.o.Plan.Spec.Cluster, len(wd.o.Copies.Plans))
+	}
+}
+
+// scorectl reconcile reaches every copy: the request is passed on to each copy's claims and
+// plan, once.
+func TestSeveralClustersReconcileRequestReachesEveryCopy(t *testing.T) {
+	wd := newWorld(t, "2", eu("eu-1"), eu("eu-2"))
+	wd.settle()
+	db := wd.o.Claims[0].Name
+	metav1.SetMetaDataAnnotation(&wd.o.Workload.ObjectMeta, scorev1b1.AnnotationReconcileRequestedAt, "r1")
+	wd.settle()
+	if want := []string{"pass on to " + db + ", " + db + ".1, web, web.1"}; !slices.Equal(wd.writes, want) {
+		t.Fatalf("writes %v, want %v", wd.writes, want)
+	}
+	if wd.o.Workload.Status.LastHandledReconcileAt != "r1" {
+		t.Fatalf("handled %q", wd.o.Workload.Status.LastHandledReconcileAt)
 	}
 }

@@ -199,6 +199,9 @@ func (r *Reconciler) passOn(ctx context.Context, s *scope, po *workloaddecision.
 	if po.Plan && s.plan != nil {
 		objs = append(objs, s.plan)
 	}
+	for _, p := range po.Copies {
+		objs = append(objs, p)
+	}
 	for _, o := range objs {
 		patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
 		anns := o.GetAnnotations()
