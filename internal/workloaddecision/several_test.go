@@ -411,3 +411,17 @@ func TestSeveralClustersReconcileRequestReachesEveryCopy(t *testing.T) {
 		t.Fatalf("handled %q", wd.o.Workload.Status.LastHandledReconcileAt)
 	}
 }
+
+// No cluster matches any more: nothing that runs is touched, and the Workload says so.
+func TestSeveralClustersNoMatchTouchesNothing(t *testing.T) {
+	wd := newWorld(t, "All", eu("eu-1"), eu("eu-2"))
+	wd.settle()
+	wd.o.Clusters = nil
+	wd.settle()
+	if len(wd.writes) > 0 || wd.plan("web") == nil || wd.plan("web.1") == nil || len(wd.o.Claims) != 2 {
+		t.Fatalf("writes %v", wd.writes)
+	}
+	if got := wd.ready(); !strings.HasPrefix(got, "False/RuntimeSelecting") {
+		t.Fatalf("Ready %s", got)
+	}
+}
