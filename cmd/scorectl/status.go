@@ -22,9 +22,11 @@ func newStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show the abstract status of Workloads",
-		Long:  "Show each Workload's readiness, the reason that blocks it, its endpoint and its dependencies.",
+		Long: "Show each Workload's readiness, the reason that blocks it, its endpoint and its dependencies. " +
+			"-o wide adds the cluster each runs on and, for a Workload on several clusters, a row per copy with its cluster and endpoint.",
 		Example: `  scorectl status -n score-demo
-  scorectl status orders -n score-demo -o yaml`,
+  scorectl status orders -n score-demo -o yaml
+  scorectl status -n score-demo -o wide`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := flags.connect()
@@ -45,11 +47,18 @@ func newStatusCommand() *cobra.Command {
 				}
 				items = list.Items
 			}
+			if output == "wide" {
+				copies, err := readCopies(cmd.Context(), c, ns, items)
+				if err != nil {
+					return err
+				}
+				return printWide(cmd.OutOrStdout(), items, copies)
+			}
 			return printStatus(cmd.OutOrStdout(), items, output)
 		},
 	}
 	flags.bind(cmd, false)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, yaml or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, wide, yaml or json")
 	return cmd
 }
 

@@ -67,6 +67,10 @@ it exists); what your rights do not let it read, it says. Nothing is written.`,
 			}
 			in := why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: region, Claims: claims.Items, Plan: plan, Exposure: exposure,
 				Clusters: clusters.Decode(status), ConfigSource: configNamespace + "/" + configName}
+			var plans scorev1b1.WorkloadPlanList
+			if err := c.List(ctx, &plans, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err == nil {
+				in.Copies = why.CopiesOf(w, plans.Items)
+			}
 			in.Observed = observe.Read(ctx, c, in)
 			return why.Explain(cmd.OutOrStdout(), in)
 		},

@@ -230,6 +230,9 @@ func (s *Server) workloadData(ctx context.Context, ns, name string) (workloadDat
 			return d, err
 		}
 	}
+	if err := s.copies(ctx, w, &in); err != nil {
+		return d, err
+	}
 	d.Graph = view.BuildGraph(in)
 
 	d.EventsHidden = !rights.events
@@ -262,6 +265,11 @@ func (s *Server) trace(ctx context.Context, w *scorev1b1.Workload, in view.Graph
 	}
 	wi := why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: s.opts.Region, Claims: in.Claims, Plan: in.Plan, Exposure: in.Exposure,
 		ConfigSource: s.opts.ConfigNamespace + "/" + s.opts.ConfigName}
+	for _, c := range in.Copies {
+		if c.Plan != nil {
+			wi.Copies = append(wi.Copies, *c.Plan)
+		}
+	}
 	// The Workload's namespace (a preview?) and the objects in the way, read with the user's
 	// rights from the API server (bounded; the objects only while the Workload is not Ready);
 	// what the rights hide, the trace says. No Secret is

@@ -331,6 +331,9 @@ type Placement struct {
 	// Failover places a Workload again on another matching cluster when its cluster has not
 	// answered for a while (failover.go); nil: never, the Workload waits for its cluster.
 	Failover *Failover `json:"failover,omitempty" yaml:"failover,omitempty"`
+	// Clusters is how many matching clusters each Workload runs on: a number (1, the
+	// default, is one cluster) or All, every matching cluster (Copies).
+	Clusters string `json:"clusters,omitempty" yaml:"clusters,omitempty"`
 }
 
 // Override is values for the copies of a backend's Workloads placed on some clusters (a

@@ -151,6 +151,7 @@ func (v *validator) placement(path string, p Placement) {
 	if p.Failover != nil {
 		v.failover(path+".failover", *p.Failover)
 	}
+	v.clusters(path, p)
 }
 
 // override checks one placement override: a cluster selector as the placement's (labels

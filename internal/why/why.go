@@ -47,6 +47,9 @@ type Input struct {
 	Observed Observed
 	// Now is when the trace is written (time.Now when zero): a preview's time left.
 	Now time.Time
+	// Copies are the plans of the Workload's other copies on several clusters (NAME.N);
+	// nil when it has none or the reader may not see them.
+	Copies []scorev1b1.WorkloadPlan
 }
 
 // previewOf is the Workload's namespace as a preview environment, when it was read and is one.
@@ -149,6 +152,10 @@ func Explain(out io.Writer, in Input) error {
 // explainPlacement writes the cluster selector, every registered cluster and why each was or
 // was not chosen.
 func explainPlacement(out io.Writer, in Input, backend *orchconfig.Backend) {
+	if backend.Placement.Several() || len(in.Copies) > 0 {
+		explainSeveral(out, in, backend)
+		return
+	}
 	pin := placement.Input{Placement: backend.Placement, Clusters: clusters.Placeable(in.Clusters), Namespace: in.Workload.Namespace, Name: in.Workload.Name, Now: in.Now}
 	if pin.Now.IsZero() {
 		pin.Now = time.Now()

@@ -80,6 +80,7 @@ func (d *decision) claims(placed placement.Result) ([]workloadstatus.ClaimState,
 		d.specInvalid(planner.Sentence(err.Error()), 0)
 		return nil, false
 	}
+	desired = d.copyClaims(desired)
 	desired = d.placeClaims(desired, placed)
 	if !d.claimRevisions(desired) {
 		return nil, false
@@ -135,7 +136,7 @@ func (d *decision) claimWrites(desired []planner.DesiredClaim) ([]ClaimWrite, []
 		states = append(states, state)
 	}
 	// Keys no longer declared: deprovision per policy.
-	for _, c := range d.owned() {
+	for _, c := range d.slotOwned() {
 		if cw, ok := release(c); ok && !wanted[c.Name] {
 			writes = append(writes, cw)
 		}
@@ -223,7 +224,7 @@ func (d *decision) claimViews() map[string]planner.ClaimView {
 	}
 	out := map[string]planner.ClaimView{}
 	for key, res := range w.Spec.Resources {
-		if c, ok := owned[planner.ClaimName(w.Name, key, res.Type)]; ok && c.DeletionTimestamp.IsZero() {
+		if c, ok := owned[planner.CopyName(planner.ClaimName(w.Name, key, res.Type), d.slot)]; ok && c.DeletionTimestamp.IsZero() {
 			out[key] = planner.ViewClaim(c)
 		}
 	}

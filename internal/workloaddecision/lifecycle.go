@@ -61,6 +61,11 @@ func (d *decision) lifecycle() {
 		d.specInvalid(sel.Message, 0)
 		return
 	}
+	// On several clusters, each copy as one Workload is (several.go).
+	if sel.OK && d.several(sel) {
+		d.copies(sel, mirrored)
+		return
+	}
 	// Where it runs, before its claims: their instances are provisioned on the same cluster.
 	placed := placement.Result{OK: true}
 	if sel.OK {
@@ -164,6 +169,7 @@ func (d *decision) handOver() bool {
 	if d.o.Plan != nil {
 		objs = append(objs, d.o.Plan)
 	}
+	objs = append(objs, d.copyObjects()...)
 	var relabel []Relabel
 	for _, o := range objs {
 		if l, changed := shard.Follow(maps.Clone(o.GetLabels()), w.Labels); changed {
@@ -238,7 +244,8 @@ func (d *decision) passOn() {
 	}
 	// A plan created by the pass has no annotations yet.
 	write.Plan = d.planCreated || d.o.Plan != nil && d.o.Plan.Annotations[scorev1b1.AnnotationReconcileRequestedAt] != want
-	if len(write.Claims) == 0 && !write.Plan {
+	write.Copies = d.copiesToPassOn(want)
+	if len(write.Claims) == 0 && !write.Plan && len(write.Copies) == 0 {
 		d.handled = want
 		return
 	}
@@ -251,6 +258,8 @@ type PassOnWrite struct {
 	Value  string
 	Claims []*scorev1b1.ResourceClaim
 	Plan   bool
+	// Copies are the plans of the Workload's other copies on several clusters, as observed.
+	Copies []*scorev1b1.WorkloadPlan
 }
 
 // owned returns the observed claims the Workload controls, by name.

@@ -39,6 +39,10 @@ func (op ExposureOp) String() string {
 type ExposureWrite struct {
 	Op   ExposureOp
 	Spec scorev1b1.WorkloadExposureSpec
+	// Name and Observed are a copy's exposure on several clusters ("" and nil: the
+	// Workload's own, Observed.Exposure).
+	Name     string
+	Observed *scorev1b1.WorkloadExposure
 }
 
 // PlanWrite is the plan's spec to write: created, or the observed plan's updated.
@@ -48,6 +52,10 @@ type PlanWrite struct {
 	// Events are recorded on the plan with the write: the Workload moved to another cluster
 	// (Placed), and why when its cluster did not answer (FailedOver).
 	Events []Event
+	// Name and Observed are a copy's plan on several clusters ("" and nil: the Workload's
+	// own, Observed.Plan).
+	Name     string
+	Observed *scorev1b1.WorkloadPlan
 }
 
 // exposure decides the exposure's write, and what it did. It reports false when the pass
@@ -84,15 +92,23 @@ func (d *decision) exposureWrite(runtimeClass string) *ExposureWrite {
 	}
 	switch e := d.o.Exposure; {
 	case e != nil && e.Spec.WorkloadRef.UID != string(w.UID):
-		return &ExposureWrite{Op: ReplaceExposure, Spec: spec}
+		return d.copyExposure(&ExposureWrite{Op: ReplaceExposure, Spec: spec})
 	case e != nil && reflect.DeepEqual(e.Spec, spec):
 		return nil
 	case e != nil:
-		return &ExposureWrite{Op: UpdateExposure, Spec: spec}
-	case d.o.Created[Ref{KindExposure, w.Name}]:
+		return d.copyExposure(&ExposureWrite{Op: UpdateExposure, Spec: spec})
+	case d.o.Created[Ref{KindExposure, d.name()}]:
 		return nil // created by an earlier pass; the cache does not show it yet
 	}
-	return &ExposureWrite{Op: CreateExposure, Spec: spec}
+	return d.copyExposure(&ExposureWrite{Op: CreateExposure, Spec: spec})
+}
+
+// copyExposure names a copy's exposure in its write (the Workload's own needs no name).
+func (d *decision) copyExposure(write *ExposureWrite) *ExposureWrite {
+	if d.slot != 0 {
+		write.Name, write.Observed = d.name(), d.o.Exposure
+	}
+	return write
 }
 
 // alongside names the exposure's write with the claims' writes, when the Workload has a
@@ -112,7 +128,7 @@ func (d *decision) alongside(sel selection.Result, placed placement.Result) {
 // written is a plan the pass wrote; ok is false when the pass stops here (a write to make, an
 // error), with the reason when the API server refused it.
 func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Result) (written bool, refused scorev1b1.Reason, ok bool) {
-	w, p := d.o.Workload, d.o.Plan
+	p := d.o.Plan
 	write := &PlanWrite{Spec: spec}
 	switch {
 	case p != nil && sameContent(p.Spec, *spec) && (!d.o.Reached || p.Spec.ConfigRevision == spec.ConfigRevision):
@@ -120,10 +136,13 @@ func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Resul
 	case p != nil && p.Spec.Cluster != spec.Cluster:
 		write.Events = moveEvents(&p.Spec, spec, placed)
 	case p != nil:
-	case d.o.Created[Ref{KindPlan, w.Name}]:
+	case d.o.Created[Ref{KindPlan, d.name()}]:
 		return false, "", true // created by an earlier pass; the cache does not show it yet
 	default:
 		write.Create = true
+	}
+	if d.slot != 0 {
+		write.Name, write.Observed = d.name(), p
 	}
 	if d.o.PlanWritten == nil {
 		d.Next, d.Plan = WritePlan, write

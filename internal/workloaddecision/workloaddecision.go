@@ -86,6 +86,10 @@ type Observed struct {
 	HandedOver, Finalizer, ExposureWritten, PlanWritten, PassedOn, FinalizerRemoved *Written
 	// ClaimsWritten are the claim writes made, by claim name, with their errors.
 	ClaimsWritten map[string]error
+
+	// Copies are the objects of the Workload's copies on several clusters beyond slot 0, and
+	// what the pass's writes to them did (several.go).
+	Copies CopyObserved
 }
 
 // Config is an admitted config revision, as the decision uses it.
@@ -146,7 +150,7 @@ const (
 )
 
 func (n Next) String() string {
-	return [...]string{"done", "hand over", "add finalizer", "write claims", "write exposure", "write plan", "pass on", "remove finalizer"}[n]
+	return [...]string{"done", "hand over", "add finalizer", "write claims", "write exposure", "write plan", "pass on", "remove finalizer", "delete copies"}[n]
 }
 
 // Decision is the next write of a pass, or, when Next is Done, how the pass ends.
@@ -158,6 +162,8 @@ type Decision struct {
 	Exposure *ExposureWrite
 	Plan     *PlanWrite
 	PassOn   *PassOnWrite
+	// Deletes are the plans and exposures of copies no longer placed (DeleteCopies).
+	Deletes []Object
 
 	// Status is the Workload's next status; nil when the pass decided none (nothing is
 	// written).
@@ -248,6 +254,8 @@ type decision struct {
 	recheckAt time.Time
 	// planCreated: the pass created the plan.
 	planCreated bool
+	// slot is the copy decided, on several clusters (0: the Workload's own objects).
+	slot int
 }
 
 func (d *decision) decide(inputs, claims, runtime workloadstatus.Condition) {

@@ -138,9 +138,19 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d workloaddecision.Decis
 	case workloaddecision.WriteClaims:
 		r.writeClaims(ctx, s, d.Claims, d.Exposure)
 	case workloaddecision.WriteExposure:
+		if d.Exposure.Name != "" {
+			s.copyWritten(workloaddecision.KindExposure, d.Exposure.Name, outcome(r.writeExposure(ctx, s, d.Exposure)))
+			break
+		}
 		s.ExposureWritten = outcome(r.writeExposure(ctx, s, d.Exposure))
 	case workloaddecision.WritePlan:
+		if d.Plan.Name != "" {
+			s.copyWritten(workloaddecision.KindPlan, d.Plan.Name, outcome(r.writePlan(ctx, s, d.Plan)))
+			break
+		}
 		s.PlanWritten = outcome(r.writePlan(ctx, s, d.Plan))
+	case workloaddecision.DeleteCopies:
+		r.deleteCopies(ctx, s, d.Deletes)
 	case workloaddecision.PassOn:
 		s.PassedOn = outcome(r.passOn(ctx, s, d.PassOn))
 	case workloaddecision.RemoveFinalizer:

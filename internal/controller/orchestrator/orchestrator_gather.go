@@ -81,7 +81,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading the exposure: %w", err)
 	}
-	return nil
+	return r.observeCopies(ctx, s)
 }
 
 // uncached finds which of the objects the orchestrator created for the Workload, and that the
@@ -154,7 +154,7 @@ func (r *Reconciler) kept(ctx context.Context, s *scope, current, render *config
 	for i := range s.Claims {
 		c := &s.Claims[i]
 		revision := c.Spec.ConfigRevision
-		if read[revision] || !declared[c.Name] || !metav1.IsControlledBy(c, w) {
+		if read[revision] || !declared[claimBase(c.Name)] || !metav1.IsControlledBy(c, w) {
 			continue
 		}
 		read[revision] = true

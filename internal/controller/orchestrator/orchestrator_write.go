@@ -141,16 +141,20 @@ func (r *Reconciler) createClaim(ctx context.Context, w *scorev1b1.Workload, cw 
 // spec, or creates it (and remembers it until the cache shows it).
 func (r *Reconciler) writeExposure(ctx context.Context, s *scope, ew *workloaddecision.ExposureWrite) error {
 	w := s.Workload
+	observed, name := s.Exposure, w.Name
+	if ew.Name != "" {
+		observed, name = ew.Observed, ew.Name
+	}
 	switch ew.Op {
 	case workloaddecision.ReplaceExposure:
-		return client.IgnoreNotFound(r.Client.Delete(ctx, s.Exposure))
+		return client.IgnoreNotFound(r.Client.Delete(ctx, observed))
 	case workloaddecision.UpdateExposure:
-		updated := s.Exposure.DeepCopy()
+		updated := observed.DeepCopy()
 		updated.Spec = ew.Spec
 		return r.Client.Update(ctx, updated)
 	}
 	created := &scorev1b1.WorkloadExposure{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: childLabels(w)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: childLabels(w)},
 		Spec:       ew.Spec,
 	}
 	if err := controllerutil.SetControllerReference(w, created, r.Client.Scheme()); err != nil {
@@ -158,7 +162,7 @@ func (r *Reconciler) writeExposure(ctx context.Context, s *scope, ew *workloadde
 	}
 	err := r.Client.Create(ctx, created)
 	if err == nil || apierrors.IsAlreadyExists(err) {
-		r.memory.created(w.UID, workloaddecision.Ref{Kind: workloaddecision.KindExposure, Name: w.Name}, r.now())
+		r.memory.created(w.UID, workloaddecision.Ref{Kind: workloaddecision.KindExposure, Name: name}, r.now())
 	}
 	return err
 }
@@ -167,13 +171,17 @@ func (r *Reconciler) writeExposure(ctx context.Context, s *scope, ew *workloadde
 // update of the observed plan, or its creation (remembered until the cache shows it).
 func (r *Reconciler) writePlan(ctx context.Context, s *scope, pw *workloaddecision.PlanWrite) error {
 	w := s.Workload
+	observed, name := s.plan, w.Name
+	if pw.Name != "" {
+		observed, name = pw.Observed, pw.Name
+	}
 	for _, e := range pw.Events {
-		r.record(s.plan, e)
+		r.record(observed, e)
 	}
 	var p *scorev1b1.WorkloadPlan
 	if pw.Create {
 		p = &scorev1b1.WorkloadPlan{
-			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: childLabels(w)},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: childLabels(w)},
 			Spec:       *pw.Spec,
 		}
 		if err := controllerutil.SetControllerReference(w, p, r.Client.Scheme()); err != nil {
@@ -184,9 +192,9 @@ func (r *Reconciler) writePlan(ctx context.Context, s *scope, pw *workloaddecisi
 		if err := r.Client.Create(ctx, p); err != nil {
 			return err
 		}
-		r.memory.created(w.UID, workloaddecision.Ref{Kind: workloaddecision.KindPlan, Name: w.Name}, r.now())
+		r.memory.created(w.UID, workloaddecision.Ref{Kind: workloaddecision.KindPlan, Name: name}, r.now())
 	} else {
-		p = s.plan.DeepCopy()
+		p = observed.DeepCopy()
 		p.Spec = *pw.Spec
 		ctrl.LoggerFrom(ctx).Info("Updating plan", "backend", pw.Spec.BackendID)
 		selections.WithLabelValues(pw.Spec.Profile, pw.Spec.BackendID).Inc()
@@ -195,7 +203,9 @@ func (r *Reconciler) writePlan(ctx context.Context, s *scope, pw *workloaddecisi
 		}
 	}
 	r.readiness.planWritten(w.UID, w.Generation, r.now())
-	s.plan = p
+	if pw.Name == "" {
+		s.plan = p
+	}
 	return nil
 }
 
@@ -208,6 +218,9 @@ func (r *Reconciler) passOn(ctx context.Context, s *scope, po *workloaddecision.
 	}
 	if po.Plan && s.plan != nil {
 		objs = append(objs, s.plan)
+	}
+	for _, p := range po.Copies {
+		objs = append(objs, p)
 	}
 	for _, o := range objs {
 		patch := client.MergeFrom(o.DeepCopyObject().(client.Object))

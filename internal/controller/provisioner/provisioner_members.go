@@ -23,6 +23,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
@@ -106,7 +107,7 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 		return nil, nil
 	}
 	plan := &scorev1b1.WorkloadPlan{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.WorkloadRef.Name}, plan); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: planOfClaim(c)}, plan); client.IgnoreNotFound(err) != nil {
 		return nil, err
 	}
 	running := clusters.OfPlan(plan)
@@ -172,4 +173,15 @@ func (r *Reconciler) event(c *scorev1b1.ResourceClaim, typ, reason, action, form
 	if r.Recorder != nil {
 		r.Recorder.Eventf(c, nil, typ, reason, action, format, args...)
 	}
+}
+
+// planOfClaim is the name of the plan of the claim's copy of its Workload: the Workload's
+// name, or NAME.N for the claim of a copy on several clusters (its name ends in .N).
+func planOfClaim(c *scorev1b1.ResourceClaim) string {
+	if i := strings.LastIndexByte(c.Name, '.'); i >= 0 {
+		if slot, ok := planner.CopySlot(c.Name[:i], c.Name); ok {
+			return planner.CopyName(c.Spec.WorkloadRef.Name, slot)
+		}
+	}
+	return c.Spec.WorkloadRef.Name
 }

@@ -22,15 +22,15 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
 )
 
-// readExposure reads the Workload's exposure and derives its endpoints from what the pass
-// applied, as the exposure rules do (route and Ingress hosts, load balancer addresses, cluster
+// readExposure reads the Workload's exposure (the plan's name: a copy on several clusters has
+// its own) and derives its endpoints from what the pass applied, as the exposure rules do (route and Ingress hosts, load balancer addresses, cluster
 // DNS names, whether a Service has a ready endpoint). An exposure not registered yet (the
 // orchestrator registers it; its creation brings the plan back) or another Workload's is left
 // alone.
 func (r *Reconciler) readExposure(ctx context.Context, ps *pass) {
 	p := ps.Plan
 	e := &scorev1b1.WorkloadExposure{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.WorkloadRef.Name}, e); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, e); err != nil {
 		ps.ExposureErr = client.IgnoreNotFound(err)
 		return
 	}

@@ -59,7 +59,7 @@ func (r *Reconciler) byWorkloadUID(ctx context.Context, o client.Object) []recon
 	uid := o.GetAnnotations()[scorev1b1.AnnotationWorkloadUID]
 	if uid == "" {
 		// An EndpointSlice: its Service's labels, not its annotations.
-		return planOfService(ctx, o)
+		return r.withCopies(planOfService)(ctx, o)
 	}
 	var plans scorev1b1.WorkloadPlanList
 	if err := r.Client.List(ctx, &plans, client.MatchingFields{indexWorkloadUID: uid}); err != nil {

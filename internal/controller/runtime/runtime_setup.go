@@ -100,10 +100,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A changed plan (a developer's change, a rotated output) goes ahead of the backlog.
 		Watches(&scorev1b1.WorkloadPlan{}, urgency.Raise(&handler.EnqueueRequestForObject{}), builder.WithPredicates(urgency.Updates(urgency.Changed))).
 		Watches(&scorev1b1.WorkloadExposure{}, handler.EnqueueRequestsFromMapFunc(samePlan)).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(planOfService)).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.withCopies(planOfService))).
 		// A claim's outputs Secret rewritten (rotation) or replaced changes the pods'
 		// secrets revision. Metadata only: the runtime caches no secret values.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(planOfOutputs), builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.withCopies(planOfOutputs)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workloadplan", concurrency, r.Workers, urgency.FairQueue)})
 	r.clusterChanged = make(chan event.GenericEvent)
 	r.members = &members.Pool{Name: "cluster", Namespace: r.Namespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), UserAgent: mgr.GetConfig().UserAgent,

@@ -19,6 +19,8 @@ type GraphInput struct {
 	PlanHidden     bool
 	Exposure       *scorev1b1.WorkloadExposure
 	ExposureHidden bool
+	// Copies are the Workload's other copies on several clusters (copies.go), by slot.
+	Copies []Copy
 }
 
 // Node is one box of the graph.
@@ -73,6 +75,7 @@ func BuildGraph(in GraphInput) Graph {
 	branches = append(branches, claimBranches(in)...)
 	branches = append(branches, planBranch(in))
 	branches = append(branches, exposureBranches(in)...)
+	branches = append(branches, copyBranches(in)...)
 	return layout(root, branches)
 }
 
@@ -102,7 +105,7 @@ func claimBranches(in GraphInput) []branch {
 	claims := slices.Clone(in.Claims)
 	slices.SortFunc(claims, func(a, b scorev1b1.ResourceClaim) int { return strings.Compare(a.Spec.Key, b.Spec.Key) })
 	for _, c := range claims {
-		id := "claim/" + c.Spec.Key
+		id := "claim/" + c.Spec.Key + copySuffix(c.Name)
 		detail := c.Spec.Key + " (" + c.Spec.Type + ") · " + phaseOr(string(c.Status.Phase), "Pending")
 		if c.Status.Phase != scorev1b1.ClaimPhaseBound && c.Status.Message != "" {
 			detail += " · " + c.Status.Message // the provisioner's own words on what is wrong
@@ -123,14 +126,18 @@ func planBranch(in GraphInput) branch {
 	case in.Plan == nil:
 		return branch{node: Node{ID: "plan", Kind: "WorkloadPlan", Name: in.Workload.Name, Health: scorev1b1.HealthUnknown, Detail: "not emitted yet"}}
 	}
-	p := in.Plan
+	return planNode("plan", in.Plan)
+}
+
+// planNode is a plan with the objects applied for it, under id.
+func planNode(id string, p *scorev1b1.WorkloadPlan) branch {
 	detail := p.Spec.Profile + " → " + p.Spec.BackendID
 	if p.Spec.Cluster != "" {
 		detail += " on " + p.Spec.Cluster
 	}
-	b := branch{node: Node{ID: "plan", Kind: "WorkloadPlan", Name: p.Name, Health: PlanHealth(p), Detail: detail}}
+	b := branch{node: Node{ID: id, Kind: "WorkloadPlan", Name: p.Name, Health: PlanHealth(p), Detail: detail}}
 	for _, o := range p.Status.Objects {
-		b.children = append(b.children, objectNode("plan", o))
+		b.children = append(b.children, objectNode(id, o))
 	}
 	return b
 }
@@ -147,16 +154,20 @@ func exposureBranches(in GraphInput) []branch {
 	if in.Exposure == nil {
 		return nil
 	}
-	x := in.Exposure
-	b := branch{node: Node{ID: "exposure", Kind: "WorkloadExposure", Name: x.Name, Health: exposureHealth(x), Detail: fmt.Sprintf("%d endpoint(s)", len(x.Status.Exposures))}}
+	return []branch{exposureNode("exposure", in.Exposure)}
+}
+
+// exposureNode is an exposure with its endpoints, under id.
+func exposureNode(id string, x *scorev1b1.WorkloadExposure) branch {
+	b := branch{node: Node{ID: id, Kind: "WorkloadExposure", Name: x.Name, Health: exposureHealth(x), Detail: fmt.Sprintf("%d endpoint(s)", len(x.Status.Exposures))}}
 	for i, e := range x.Status.Exposures {
 		h, detail := scorev1b1.HealthCurrent, string(e.Scope)
 		if e.Reachable != nil && !*e.Reachable {
 			h, detail = scorev1b1.HealthFailed, strings.TrimSpace(detail+" · not reachable")
 		}
-		b.children = append(b.children, Node{ID: fmt.Sprintf("exposure/%d", i), Kind: "Endpoint", Name: e.URL, Health: h, Detail: detail})
+		b.children = append(b.children, Node{ID: fmt.Sprintf("%s/%d", id, i), Kind: "Endpoint", Name: e.URL, Health: h, Detail: detail})
 	}
-	return []branch{b}
+	return b
 }
 
 func exposureHealth(x *scorev1b1.WorkloadExposure) Health {

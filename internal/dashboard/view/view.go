@@ -7,6 +7,7 @@ package view
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +32,8 @@ type FleetRow struct {
 	Health          Health
 	Endpoint        string
 	// Profile, Backend, ConfigRevision (short) and Cluster (the member cluster it is placed
-	// on, "hub" when none) come from the Workload's plan; empty when it has none or the
-	// reader may not read plans.
+	// on, "hub" when none; on several clusters every copy's, "alpha, beta") come from the
+	// Workload's plans; empty when it has none or the reader may not read plans.
 	Profile, Backend, ConfigRevision, Cluster string
 	// Bound of Dependencies are bound.
 	Bound, Dependencies int
@@ -45,8 +46,11 @@ func Fleet(workloads []scorev1b1.Workload, plans []scorev1b1.WorkloadPlan) []Fle
 	byWorkload := make(map[key]*scorev1b1.WorkloadPlan, len(plans))
 	for i := range plans {
 		p := &plans[i]
-		byWorkload[key{p.Namespace, p.Spec.WorkloadRef.Name}] = p
+		if k := (key{p.Namespace, p.Spec.WorkloadRef.Name}); p.Name == k.name || byWorkload[k] == nil {
+			byWorkload[k] = p // its own plan, else one of its copies'
+		}
 	}
+	clusters := copyClusters(plans)
 	rows := make([]FleetRow, 0, len(workloads))
 	for i := range workloads {
 		w := &workloads[i]
@@ -65,6 +69,9 @@ func Fleet(workloads []scorev1b1.Workload, plans []scorev1b1.WorkloadPlan) []Fle
 		if p := byWorkload[key{w.Namespace, w.Name}]; p != nil {
 			row.Profile, row.Backend, row.ConfigRevision = p.Spec.Profile, p.Spec.BackendID, orchconfig.ShortRevision(p.Spec.ConfigRevision)
 			row.Cluster = cmp.Or(p.Spec.Cluster, "hub")
+			if c := clusters[w.Namespace+"/"+w.Name]; len(c) > 1 {
+				row.Cluster = strings.Join(c, ", ")
+			}
 		}
 		rows = append(rows, row)
 	}

@@ -1,0 +1,225 @@
+package placement
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+)
+
+// Several clusters: a placement with clusters N (or All) runs a copy of each Workload on N of
+// the matching clusters (or on every one). Each copy has a slot, which names its objects (slot
+// 0 keeps the Workload's own names, so that one copy is what a single-cluster placement makes),
+// and a cluster, never another copy's. The copies are kept where they are while their clusters
+// match; the policy ranks the matching clusters (Spread: by rendezvous weight for the
+// Workload; Ordered: by name), and new copies go to the first free ones in that order.
+
+// Copy is one copy of a Workload placed on several clusters.
+type Copy struct {
+	// Slot names the copy's objects (its plan, exposure and claims); 0 is the Workload's own
+	// names.
+	Slot int
+	// Cluster is where the copy runs, Labels its labels (for the backend's overrides).
+	Cluster string
+	Labels  map[string]string
+	// From is the cluster the copy ran on when it moves ("" when it does not): that cluster no
+	// longer matches, and the copy's plan moves as a single Workload's does.
+	From string
+}
+
+// SeveralInput is what a placement on several clusters decides from.
+type SeveralInput struct {
+	// Placement is the selected backend's (not nil).
+	Placement *orchconfig.Placement
+	// Clusters are the registered clusters, in any order.
+	Clusters []Cluster
+	// Namespace and Name are the Workload's.
+	Namespace, Name string
+	// Current are the Workload's copies as their plans name them (slot and cluster), a plan
+	// being deleted excepted.
+	Current []Copy
+	// Held are, by cluster, the slots of the copies that hold objects there: where a copy
+	// runs, where it ran before a move until the runtime deleted its objects there, and where
+	// a copy being removed runs until its plan is gone. No copy is placed where another holds
+	// objects: two copies of a Workload render the same objects.
+	Held map[string][]int
+}
+
+// Several is a placement on several clusters.
+type Several struct {
+	// OK is false when no registered cluster matches: then nothing changes (no copy is
+	// placed, moved or removed).
+	OK bool
+	// Copies are the copies placed, in placement order (the policy's rank of their
+	// clusters): the first one's endpoint is the Workload's.
+	Copies []Copy
+	// Removed are the slots of current copies that are not placed any more: their cluster
+	// stopped matching and no free one is left, or fewer copies are asked for.
+	Removed []int
+	// Want is how many copies the placement asks for (All: the matching clusters).
+	Want int
+	// Candidates are every registered cluster, by name; Selector and Policy as Result's.
+	Candidates       []Candidate
+	Selector, Policy string
+}
+
+// First is the first copy in placement order, the one whose endpoint the Workload shows.
+func (s Several) First() (Copy, bool) {
+	if len(s.Copies) == 0 {
+		return Copy{}, false
+	}
+	return s.Copies[0], true
+}
+
+// PlaceSeveral places the copies of a Workload: the current copies stay on their clusters while
+// these match (the Want of the lowest slots, when fewer are asked for); a copy whose
+// cluster stopped matching moves to the first free matching cluster while copies are missing,
+// else it is removed; then new copies take the first free matching clusters, in the lowest
+// free slots, until Want copies run or no free cluster is left. A cluster is free when no copy
+// runs there or holds objects there.
+func PlaceSeveral(in SeveralInput) Several {
+	res := Several{Selector: SelectorString(in.Placement.ClusterSelector), Policy: in.Placement.Policy}
+	if res.Policy == "" {
+		res.Policy = orchconfig.PlacementSpread
+	}
+	clusters := append([]Cluster(nil), in.Clusters...)
+	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
+	labels := map[string]map[string]string{}
+	var matching []string
+	for _, c := range clusters {
+		labels[c.Name] = c.Labels
+		cand := Candidate{Name: c.Name, Matches: in.Placement.ClusterSelector.MatchesLabels(c.Labels)}
+		if cand.Matches {
+			matching = append(matching, c.Name)
+		} else {
+			cand.Why = fmt.Sprintf("Its labels (%s) do not match the selector.", labelString(c.Labels))
+		}
+		res.Candidates = append(res.Candidates, cand)
+	}
+	if len(matching) == 0 {
+		return res
+	}
+	res.OK = true
+	n, all := in.Placement.Copies()
+	res.Want = n
+	if all || n > len(matching) {
+		res.Want = len(matching)
+	}
+	ranked := rank(matching, res.Policy, in.Namespace+"/"+in.Name)
+	order := map[string]int{}
+	for i, c := range ranked {
+		order[c] = i
+	}
+	matches := func(c string) bool { _, ok := order[c]; return ok && c != "" }
+	// heldByOther: a copy other than slot holds objects on cluster (slot -1: any copy).
+	heldByOther := func(cluster string, slot int) bool {
+		return slices.ContainsFunc(in.Held[cluster], func(s int) bool { return s != slot })
+	}
+
+	// The lowest slots are kept first: fewer copies asked for remove the highest, so one copy
+	// asked for again is slot 0, the Workload's own names.
+	current := append([]Copy(nil), in.Current...)
+	sort.SliceStable(current, func(i, j int) bool { return current[i].Slot < current[j].Slot })
+	used := map[string]bool{}
+	// A slot is taken while a plan of that name exists, being deleted included.
+	slots := map[int]bool{}
+	for _, held := range in.Held {
+		for _, s := range held {
+			slots[s] = true
+		}
+	}
+	var placed, left []Copy
+	for _, c := range current {
+		slots[c.Slot] = true
+		if matches(c.Cluster) && !used[c.Cluster] && len(placed) < res.Want {
+			used[c.Cluster] = true
+			placed = append(placed, Copy{Slot: c.Slot, Cluster: c.Cluster})
+			continue
+		}
+		left = append(left, c)
+	}
+	free := func(slot int) string {
+		for _, c := range ranked {
+			if !used[c] && !heldByOther(c, slot) {
+				return c
+			}
+		}
+		return ""
+	}
+	sort.SliceStable(left, func(i, j int) bool { return left[i].Slot < left[j].Slot })
+	for _, c := range left {
+		// A copy whose cluster stopped matching (or is another copy's) moves while copies are
+		// missing; a surplus one (fewer asked for) is removed.
+		if to := free(c.Slot); (!matches(c.Cluster) || used[c.Cluster]) && len(placed) < res.Want && to != "" {
+			used[to] = true
+			placed = append(placed, Copy{Slot: c.Slot, Cluster: to, From: c.Cluster})
+			continue
+		}
+		res.Removed = append(res.Removed, c.Slot)
+	}
+	for slot := 0; len(placed) < res.Want; slot++ {
+		if slots[slot] {
+			continue
+		}
+		to := free(-1)
+		if to == "" {
+			break
+		}
+		used[to], slots[slot] = true, true
+		placed = append(placed, Copy{Slot: slot, Cluster: to})
+	}
+	sort.SliceStable(placed, func(i, j int) bool { return order[placed[i].Cluster] < order[placed[j].Cluster] })
+	for i := range placed {
+		placed[i].Labels = labels[placed[i].Cluster]
+	}
+	res.Copies = placed
+	res.explain(in, used)
+	sort.Ints(res.Removed)
+	return res
+}
+
+// explain says for each matching candidate why it runs a copy or not.
+func (res *Several) explain(in SeveralInput, used map[string]bool) {
+	kept := map[string]bool{}
+	for _, c := range in.Current {
+		kept[c.Cluster] = true
+	}
+	for i := range res.Candidates {
+		c := &res.Candidates[i]
+		switch {
+		case !c.Matches:
+		case used[c.Name] && kept[c.Name]:
+			c.Chosen, c.Why = true, "Chosen: a copy of the workload runs there and it still matches."
+		case used[c.Name]:
+			c.Chosen, c.Why = true, fmt.Sprintf("Chosen: among the first %d matching clusters under %s.", res.Want, res.Policy)
+		case len(in.Held[c.Name]) > 0:
+			c.Why = "Matches; a copy of the workload still has objects there, being removed."
+		default:
+			c.Why = fmt.Sprintf("Matches; the workload's %d copies run on other clusters (%s; copies stay where they are while they match).", res.Want, res.Policy)
+		}
+	}
+}
+
+// rank orders the matching clusters by the policy: Ordered by name, Spread by rendezvous
+// weight for key, highest first (the first is the cluster Place's Spread chooses).
+func rank(matching []string, policy, key string) []string {
+	out := slices.Clone(matching)
+	if policy == orchconfig.PlacementOrdered {
+		return out
+	}
+	w := map[string]uint64{}
+	for _, n := range out {
+		w[n] = weight(n, key)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return w[out[i]] > w[out[j]] })
+	return out
+}
+
+// weight is a cluster's rendezvous weight for key, as highestWeight computes it.
+func weight(name, key string) uint64 {
+	sum := sha256.Sum256([]byte(name + "\x00" + key))
+	return binary.BigEndian.Uint64(sum[:8])
+}

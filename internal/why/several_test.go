@@ -1,0 +1,47 @@
+package why
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+)
+
+// scorectl why on a Workload placed on two clusters names the copies' clusters in placement
+// order, and why the others run none.
+func TestSeveralClustersWhy(t *testing.T) {
+	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "u1"}}
+	plan := func(name, cluster string) scorev1b1.WorkloadPlan {
+		return scorev1b1.WorkloadPlan{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name},
+			Spec: scorev1b1.WorkloadPlanSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "web", UID: "u1"}, Cluster: cluster}}
+	}
+	first, second := plan("web", "eu-2"), plan("web.1", "eu-1")
+	other := plan("web.1", "eu-3")
+	other.Spec.WorkloadRef.UID = "someone-else"
+	backend := &orchconfig.Backend{Placement: &orchconfig.Placement{ClusterSelector: orchconfig.Selector{MatchLabels: map[string]string{"env": "prod"}}, Policy: orchconfig.PlacementOrdered, Clusters: "2"}}
+	in := Input{Workload: w, Plan: &first, Copies: CopiesOf(w, []scorev1b1.WorkloadPlan{second, other}), Clusters: map[string]clusters.Status{
+		"eu-1": {Labels: map[string]string{"env": "prod"}, Reachable: true},
+		"eu-2": {Labels: map[string]string{"env": "prod"}, Reachable: true},
+		"eu-3": {Labels: map[string]string{"env": "prod"}, Reachable: true},
+		"us-1": {Labels: map[string]string{"env": "dev"}, Reachable: true},
+	}}
+	var out bytes.Buffer
+	explainPlacement(&out, in, backend)
+	for _, want := range []string{
+		"Placement: a copy on 2 clusters matching env=prod, policy Ordered",
+		"✓ eu-1 — Chosen: a copy of the workload runs there and it still matches.",
+		"✓ eu-2 — Chosen: a copy of the workload runs there and it still matches.",
+		"· eu-3 — Matches; the workload's 2 copies run on other clusters (Ordered; copies stay where they are while they match).",
+		"✗ us-1 — Its labels (env=dev) do not match the selector.",
+		"copies in placement order: eu-1 (web.1), eu-2 (web); the endpoint is the first's",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
