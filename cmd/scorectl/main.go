@@ -39,7 +39,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newConvertCommand(), newConfigCommand(), newRenderCommand(), newApplyCommand(), newStatusCommand(), newWhyCommand(), newDashboardCommand(), newClusterCommand(), newRolloutCommand(), newDeleteCommand(), newPreviewCommand(), newReconcileCommand(), newDevCommand(), newVersionCommand())
+	root.AddCommand(newConvertCommand(), newConfigCommand(), newRenderCommand(), newApplyCommand(), newStatusCommand(), newWhyCommand(), newDashboardCommand(), newClusterCommand(), newRolloutCommand(), newDeleteCommand(), newPreviewCommand(), newReconcileCommand(), newStateCommand(), newDevCommand(), newVersionCommand())
 	return root
 }
 

@@ -441,7 +441,8 @@ func TestPlacement(t *testing.T) {
 		rolledFrom := revision()
 		// New outputs, as a provisioner that rotates a password publishes them: the password
 		// changed in the instance's state on the hub, then a reconcile requested (the state is
-		// the provisioner's memory, not a watched input). The provisioner renders the outputs
+		// the provisioner's memory, not a watched input), signed with `scorectl state sign` (the
+		// provisioner reads only state it signed, or the platform did). The provisioner renders the outputs
 		// from it; they reach the member and roll the pods there. (A value written into the
 		// outputs Secret itself is drift the provisioner puts back. The simulated database has
 		// no data to re-key: this is not how a real database's password is rotated.)
@@ -462,6 +463,8 @@ func TestPlacement(t *testing.T) {
 		if err := hub.Update(ctx, &states.Items[0]); err != nil {
 			t.Fatal(err)
 		}
+		// The provisioner reads only state it signed: the platform signs its change.
+		mustCLI(t, "state", "sign", states.Items[0].Name, "-n", ns)
 		mustCLI(t, "reconcile", "web", "-n", ns)
 		testenv.Eventually(t, time.Minute, "the rotated outputs on the hub", func() error {
 			if err := hub.Get(ctx, client.ObjectKeyFromObject(hubSecret), hubSecret); err != nil {

@@ -19,6 +19,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/statesign"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
@@ -182,7 +183,7 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 	if read == nil {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{"state.json": raw}}
-		metav1.SetMetaDataAnnotation(&s.ObjectMeta, annotationStateMAC, key.mac(namespace, name, raw))
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, statesign.Annotation, key.mac(namespace, name, raw))
 		err = r.Client.Create(ctx, s)
 	} else {
 		s = read.DeepCopy()
@@ -190,7 +191,7 @@ func (r *Reconciler) writeJSONSecret(ctx context.Context, namespace, name string
 		for k, v := range labels {
 			metav1.SetMetaDataLabel(&s.ObjectMeta, k, v)
 		}
-		metav1.SetMetaDataAnnotation(&s.ObjectMeta, annotationStateMAC, key.mac(namespace, name, raw))
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, statesign.Annotation, key.mac(namespace, name, raw))
 		err = r.Client.Update(ctx, s)
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {

@@ -13,10 +13,7 @@ package provisioner
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
@@ -29,14 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/statesign"
 )
-
-// stateKeySecret holds the key state Secrets are signed with, in the control plane's
-// namespace (Reconciler.APINamespace).
-const stateKeySecret = "score-provisioner-state-key"
-
-// annotationStateMAC is the signature of a state Secret's state.
-const annotationStateMAC = "score.dev/state-mac"
 
 // stateKey is the key, read (or made) once.
 type stateKey struct {
@@ -58,11 +49,11 @@ func (r *Reconciler) signingKey(ctx context.Context) (*stateKey, error) {
 	if r.APINamespace == "" {
 		return nil, errors.New("no control-plane namespace to keep the state's signing key in")
 	}
-	key := client.ObjectKey{Namespace: r.APINamespace, Name: stateKeySecret}
+	key := client.ObjectKey{Namespace: r.APINamespace, Name: statesign.KeySecret}
 	s := &corev1.Secret{}
 	err := r.secrets.APIServer.Get(ctx, key, s)
 	if apierrors.IsNotFound(err) {
-		raw := make([]byte, 32)
+		raw := make([]byte, statesign.KeyBytes)
 		if _, err := rand.Read(raw); err != nil {
 			return nil, err
 		}
@@ -75,7 +66,7 @@ func (r *Reconciler) signingKey(ctx context.Context) (*stateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the state's signing key: %w", err)
 	}
-	if len(s.Data["key"]) < 32 {
+	if len(s.Data["key"]) < statesign.KeyBytes {
 		return nil, fmt.Errorf("the state's signing key %s/%s holds fewer than 32 bytes", key.Namespace, key.Name)
 	}
 	k.key, k.since = s.Data["key"], s.CreationTimestamp.Time
@@ -84,23 +75,17 @@ func (r *Reconciler) signingKey(ctx context.Context) (*stateKey, error) {
 
 // mac signs a state Secret's state, bound to its namespace and name.
 func (k *stateKey) mac(namespace, name string, state []byte) string {
-	h := hmac.New(sha256.New, k.key)
-	for _, part := range [][]byte{[]byte("score.dev/state/v1"), []byte(namespace), []byte(name), state} {
-		h.Write(part)
-		h.Write([]byte{0})
-	}
-	return base64.RawStdEncoding.EncodeToString(h.Sum(nil))
+	return statesign.Sign(k.key, namespace, name, state)
 }
 
 // written reports whether the provisioner wrote s as it is: its signature verifies, or it has
 // none and is older than the key (an earlier version's, which did not sign).
 func (k *stateKey) written(s *corev1.Secret) bool {
-	got, signed := s.Annotations[annotationStateMAC]
+	got, signed := s.Annotations[statesign.Annotation]
 	if !signed {
 		return s.CreationTimestamp.Time.Before(k.since)
 	}
-	want := k.mac(s.Namespace, s.Name, s.Data["state.json"])
-	return hmac.Equal([]byte(got), []byte(want))
+	return statesign.Verify(k.key, s.Namespace, s.Name, s.Data[statesign.StateKey], got)
 }
 
 // notOurState is the refusal of a state Secret the provisioner did not write.
