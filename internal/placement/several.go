@@ -175,7 +175,7 @@ func PlaceSeveral(in SeveralInput) Several {
 	for _, c := range left {
 		// A copy whose cluster stopped matching (or is another copy's) moves while copies are
 		// missing; a surplus one (fewer asked for) is removed.
-		if to := free(c.Slot); (!matches(c.Cluster) || used[c.Cluster]) && len(placed) < res.Want && to != "" {
+		if to := free(c.Slot); (!matches(c.Cluster) || used[c.Cluster] || vacated[c.Cluster]) && len(placed) < res.Want && to != "" {
 			used[to] = true
 			placed = append(placed, Copy{Slot: c.Slot, Cluster: to, From: c.Cluster})
 			continue
