@@ -81,6 +81,7 @@ type options struct {
 	rollout        time.Duration
 	rolloutChange  string
 	failover       time.Duration
+	clusters       int
 }
 
 func main() {
@@ -106,9 +107,14 @@ func main() {
 	flag.DurationVar(&o.rollout, "rollout", 0, "after the steady state, give the config a rollout policy (waves 1, 10%, 50%, 100%) with this bake time, change every backend's values, and time the change through every wave, counting writes (0: no rollout)")
 	flag.StringVar(&o.rolloutChange, "rollout-change", "values", "what --rollout changes: values (every backend's replicas) or provisioners (a label on the first object of every provisioner definition's manifests: the instances change)")
 	flag.DurationVar(&o.failover, "failover", 0, "with --members 2 or more: every backend places Ordered (all N on member m1) with placement.failover.after this long (at least 30s); after the steady state m1 goes dark, and the run times the loss to all N Ready on another member, then m1's clean-up once it answers again, counting writes (0: no failover)")
+	flag.IntVar(&o.clusters, "clusters", 1, "with --members K or more: every backend places each Workload on K members (placement.clusters: K, Spread), a copy with its own dependencies on each; a Workload counts as Ready when every copy is, and the members' writes are per Workload of the run (all its copies)")
 	flag.Parse()
 	if o.failover > 0 && o.members < 2 {
 		fmt.Fprintln(os.Stderr, "score-bench: --failover needs --members 2 or more")
+		os.Exit(2)
+	}
+	if o.clusters > 1 && (o.members < o.clusters || o.failover > 0) {
+		fmt.Fprintln(os.Stderr, "score-bench: --clusters K needs --members K or more, and no --failover")
 		os.Exit(2)
 	}
 	ctrllog.SetLogger(logr.Discard())
@@ -327,6 +333,9 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 			return res, err
 		}
 		res.Members = o.members
+		if o.clusters > 1 {
+			res.Clusters = o.clusters
+		}
 	}
 	for _, ns := range []string{benchNS, probeNS, floorNS, unrelatedNS} {
 		if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -498,6 +507,12 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	if unfinished != nil {
 		return res, unfinished
 	}
+	if o.clusters > 1 {
+		if res.Copies, err = s.copiesPlaced(ctx, o.clusters); err != nil {
+			return res, err
+		}
+		logf(log, "%d plans: every Workload on %d members", res.Copies, o.clusters)
+	}
 
 	// One more Workload, with N present.
 	oneMore := &prober{c: s.c, cache: s.cache, ns: probeNS, limit: 10 * time.Minute}
@@ -603,7 +618,7 @@ func (s *runState) watch(ctx context.Context) error {
 				s.claimsAt[w.Name] = now
 			}
 		}
-		if _, done := s.readyAt[w.Name]; !done && readyNow(w) {
+		if _, done := s.readyAt[w.Name]; !done && s.allReady(w) {
 			s.readyAt[w.Name] = now
 		}
 	}

@@ -77,8 +77,11 @@ func (s *runState) startMembers(ctx context.Context, root, dir string, pods, vol
 		}
 	}
 	placement, policy := map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"bench": "member"}}}, "Spread"
-	if s.o.failover > 0 {
+	switch {
+	case s.o.failover > 0:
 		placement, policy = failoverPlacement(s.o.failover), fmt.Sprintf("Ordered, failover after %s", s.o.failover)
+	case s.o.clusters > 1:
+		placement, policy = copiesPlacement(s.o.clusters), fmt.Sprintf("Spread, a copy on %d of them", s.o.clusters)
 	}
 	n, err := devenv.PlaceBackends(ctx, s.c, "", placement)
 	logf(s.log, "%d members registered; %d backends place on them (%s)", len(s.members), n, policy)

@@ -132,7 +132,7 @@ func (p *prober) run(ctx context.Context, prefix string) (t timings) {
 	}
 	t.Status = secs(status.Sub(changed))
 
-	// Error propagation: from a claim failing to the Workload saying so.
+	// Error propagation: from a claim failing (a copy's, with --clusters) to the Workload saying so.
 	b := webWorkload(p.ns, broken, kindNone)
 	b.Spec.Service = nil
 	b.Spec.Resources = map[string]scorev1b1.Resource{"db": {Type: "no-such-database"}}
@@ -141,10 +141,16 @@ func (p *prober) run(ctx context.Context, prefix string) (t timings) {
 	}
 	failed, err := p.until(ctx, "the claim failed", func() bool {
 		var claims scorev1b1.ResourceClaimList
-		if err := p.cache.List(ctx, &claims, client.InNamespace(p.ns), client.MatchingLabels{scorev1b1.LabelWorkload: broken}); err != nil || len(claims.Items) != 1 {
+		if err := p.cache.List(ctx, &claims, client.InNamespace(p.ns), client.MatchingLabels{scorev1b1.LabelWorkload: broken}); err != nil {
 			return false
 		}
-		return claims.Items[0].Status.Phase == scorev1b1.ClaimPhaseFailed
+		// One claim per copy with --clusters: the first to fail.
+		for _, c := range claims.Items {
+			if c.Status.Phase == scorev1b1.ClaimPhaseFailed {
+				return true
+			}
+		}
+		return false
 	})
 	if err != nil {
 		return fail(err)

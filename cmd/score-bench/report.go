@@ -25,6 +25,10 @@ type result struct {
 	// what each member's API server took during the load.
 	Members     int           `json:"members,omitempty"`
 	MembersLoad []memberPhase `json:"membersLoad,omitempty"`
+	// Clusters is how many members each Workload ran on (--clusters, placement.clusters);
+	// Copies the plans of the run at all Ready (N × Clusters).
+	Clusters int `json:"clusters,omitempty"`
+	Copies   int `json:"copies,omitempty"`
 	// FloorPerSecond is the write floor: small objects a plain client (16 workers) creates per second.
 	FloorPerSecond float64 `json:"floorPerSecond"`
 	// CreateSeconds is how long creating the N took; AllReadySeconds until all were Ready.
@@ -192,6 +196,14 @@ func (r *result) print(w io.Writer) {
 	row("our writes per Workload", "%.1f (%d; events %.2f per Workload; leases %d)", r.WritesPerWorkload, r.Load.Writes.Ours, r.EventsPerWorkload, r.Load.Writes.OursLeases)
 	row("all writes per Workload", "%.1f (cluster %d, bench %d)", r.AllWritesPerWorkload, r.Load.Writes.Cluster, r.Load.Writes.Bench)
 	row("our rejected writes (4xx)", "%d", r.Load.Writes.OursRejected)
+	if r.Clusters > 1 {
+		var members float64
+		for _, m := range r.MembersLoad {
+			members += m.OursPerWorkload
+		}
+		row("copies (placement.clusters)", "%d per Workload, %d plans; our writes per Workload %.1f on the hub, %.1f on the members together",
+			r.Clusters, r.Copies, r.WritesPerWorkload, members)
+	}
 	for _, m := range r.MembersLoad {
 		row("  member "+m.Name, "our writes %d (%.1f per Workload of the run; events %d, rejected %d), the member's own %d",
 			m.Writes.Ours, m.OursPerWorkload, m.Writes.OursEvents, m.Writes.OursRejected, m.Writes.Cluster)

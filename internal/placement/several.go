@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
@@ -26,8 +27,13 @@ type Copy struct {
 	Cluster string
 	Labels  map[string]string
 	// From is the cluster the copy ran on when it moves ("" when it does not): that cluster no
-	// longer matches, and the copy's plan moves as a single Workload's does.
+	// longer matches, or it is lost (FailedOver), and the copy's plan moves as a single
+	// Workload's does.
 	From string
+	// FailedOver is set when the copy moves because From has not answered for Silence, longer
+	// than the backend's failover.after (several_failover.go).
+	FailedOver bool
+	Silence    time.Duration
 }
 
 // SeveralInput is what a placement on several clusters decides from.
@@ -46,6 +52,8 @@ type SeveralInput struct {
 	// a copy being removed runs until its plan is gone. No copy is placed where another holds
 	// objects: two copies of a Workload render the same objects.
 	Held map[string][]int
+	// Now is the time a failover is judged at; zero judges none (an offline render).
+	Now time.Time
 }
 
 // Several is a placement on several clusters.
@@ -61,6 +69,9 @@ type Several struct {
 	Removed []int
 	// Want is how many copies the placement asks for (All: the matching clusters).
 	Want int
+	// RecheckAt is when the same inputs may place the copies otherwise, by time alone (a
+	// copy's failover coming due, a hold-down ending), as Result's. Zero: never.
+	RecheckAt time.Time
 	// Candidates are every registered cluster, by name; Selector and Policy as Result's.
 	Candidates       []Candidate
 	Selector, Policy string
@@ -79,7 +90,9 @@ func (s Several) First() (Copy, bool) {
 // cluster stopped matching moves to the first free matching cluster while copies are missing,
 // else it is removed; then new copies take the first free matching clusters, in the lowest
 // free slots, until Want copies run or no free cluster is left. A cluster is free when no copy
-// runs there or holds objects there.
+// runs there or holds objects there. With failover (several_failover.go) a copy whose cluster is
+// lost moves to the first free matching cluster that has answered for the hold-down, else
+// stays; and moves and new copies take a free cluster that is not lost when there is one.
 func PlaceSeveral(in SeveralInput) Several {
 	res := Several{Selector: SelectorString(in.Placement.ClusterSelector), Policy: in.Placement.Policy}
 	if res.Policy == "" {
@@ -141,19 +154,28 @@ func PlaceSeveral(in SeveralInput) Several {
 		}
 		left = append(left, c)
 	}
+	// The copies kept on a lost cluster fail over, once every kept copy holds its cluster: a
+	// copy that answers is never taken from.
+	fo := failoverOf(Input{Placement: in.Placement, Now: in.Now}, clusters)
+	vacated := fo.failOverCopies(placed, ranked, used, heldByOther)
 	free := func(slot int) string {
+		var lost string
 		for _, c := range ranked {
-			if !used[c] && !heldByOther(c, slot) {
+			switch {
+			case used[c] || vacated[c] || heldByOther(c, slot):
+			case !fo.lost(c):
 				return c
+			case lost == "":
+				lost = c
 			}
 		}
-		return ""
+		return lost
 	}
 	sort.SliceStable(left, func(i, j int) bool { return left[i].Slot < left[j].Slot })
 	for _, c := range left {
 		// A copy whose cluster stopped matching (or is another copy's) moves while copies are
 		// missing; a surplus one (fewer asked for) is removed.
-		if to := free(c.Slot); (!matches(c.Cluster) || used[c.Cluster]) && len(placed) < res.Want && to != "" {
+		if to := free(c.Slot); (!matches(c.Cluster) || used[c.Cluster] || vacated[c.Cluster]) && len(placed) < res.Want && to != "" {
 			used[to] = true
 			placed = append(placed, Copy{Slot: c.Slot, Cluster: to, From: c.Cluster})
 			continue
@@ -176,19 +198,24 @@ func PlaceSeveral(in SeveralInput) Several {
 		placed[i].Labels = labels[placed[i].Cluster]
 	}
 	res.Copies = placed
-	res.explain(in, used)
+	res.RecheckAt = fo.recheckCopies(placed, matching)
+	res.explain(in, used, fo)
 	sort.Ints(res.Removed)
 	return res
 }
 
 // explain says for each matching candidate why it runs a copy or not.
-func (res *Several) explain(in SeveralInput, used map[string]bool) {
+func (res *Several) explain(in SeveralInput, used map[string]bool, fo *failover) {
 	kept := map[string]bool{}
 	for _, c := range in.Current {
 		kept[c.Cluster] = true
 	}
 	for i := range res.Candidates {
 		c := &res.Candidates[i]
+		if why := fo.whyCopies(c, *res, kept); why != "" {
+			c.Chosen, c.Why = used[c.Name], why
+			continue
+		}
 		switch {
 		case !c.Matches:
 		case used[c.Name] && kept[c.Name]:

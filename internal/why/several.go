@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
@@ -28,7 +29,10 @@ func CopiesOf(w *scorev1b1.Workload, plans []scorev1b1.WorkloadPlan) []scorev1b1
 // registered cluster and why it runs a copy or not.
 func explainSeveral(out io.Writer, in Input, backend *orchconfig.Backend) {
 	w := in.Workload
-	pin := placement.SeveralInput{Placement: backend.Placement, Clusters: clusters.Placeable(in.Clusters), Namespace: w.Namespace, Name: w.Name, Held: map[string][]int{}}
+	pin := placement.SeveralInput{Placement: backend.Placement, Clusters: clusters.Placeable(in.Clusters), Namespace: w.Namespace, Name: w.Name, Held: map[string][]int{}, Now: in.Now}
+	if pin.Now.IsZero() {
+		pin.Now = time.Now()
+	}
 	plans := map[int]*scorev1b1.WorkloadPlan{}
 	if in.Plan != nil {
 		plans[0] = in.Plan
@@ -52,7 +56,11 @@ func explainSeveral(out io.Writer, in Input, backend *orchconfig.Backend) {
 	if all {
 		want = "every cluster"
 	}
-	fmt.Fprintf(out, "\nPlacement: a copy on %s matching %s, policy %s\n", want, res.Selector, res.Policy)
+	fmt.Fprintf(out, "\nPlacement: a copy on %s matching %s, policy %s", want, res.Selector, res.Policy)
+	if after, holdDown := backend.Placement.Failover.Durations(); after > 0 {
+		fmt.Fprintf(out, ", failover after %s (hold-down %s)", after, holdDown)
+	}
+	fmt.Fprintln(out)
 	if len(res.Candidates) == 0 {
 		fmt.Fprintln(out, "  no cluster is registered (or your rights do not show them)")
 	}
@@ -76,7 +84,11 @@ func explainSeveral(out io.Writer, in Input, backend *orchconfig.Backend) {
 	}
 	var order []string
 	for _, c := range res.Copies {
-		order = append(order, fmt.Sprintf("%s (%s)", c.Cluster, planner.CopyName(w.Name, c.Slot)))
+		one := fmt.Sprintf("%s (%s)", c.Cluster, planner.CopyName(w.Name, c.Slot))
+		if c.FailedOver {
+			one = fmt.Sprintf("%s (%s, failing over from %s)", c.Cluster, planner.CopyName(w.Name, c.Slot), c.From)
+		}
+		order = append(order, one)
 	}
 	fmt.Fprintf(out, "  copies in placement order: %s; the endpoint is the first's\n", strings.Join(order, ", "))
 	if len(res.Removed) > 0 {

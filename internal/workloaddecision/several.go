@@ -155,7 +155,7 @@ func (d *decision) exposures() map[int]*scorev1b1.WorkloadExposure {
 // could not be read.
 func (d *decision) placeCopies(sel selection.Result) (placement.Several, bool) {
 	w := d.o.Workload
-	in := placement.SeveralInput{Placement: sel.Backend.Placement, Clusters: d.o.Clusters, Namespace: w.Namespace, Name: w.Name, Held: map[string][]int{}}
+	in := placement.SeveralInput{Placement: sel.Backend.Placement, Clusters: d.o.Clusters, Namespace: w.Namespace, Name: w.Name, Held: map[string][]int{}, Now: d.o.Now.Time}
 	current := map[int]string{}
 	for slot, p := range d.plans() {
 		for _, c := range clusters.OfPlan(p) {
@@ -181,7 +181,9 @@ func (d *decision) placeCopies(sel selection.Result) (placement.Several, bool) {
 	if d.o.ClustersErr != nil {
 		return placement.Several{}, d.stop(d.o.ClustersErr)
 	}
-	return placement.PlaceSeveral(in), true
+	res := placement.PlaceSeveral(in)
+	d.recheckAt = res.RecheckAt
+	return res, true
 }
 
 // copyObserved is what the pass observed and did, as the decided copy sees it: its plan and
@@ -228,7 +230,7 @@ func (d *decision) copies(sel selection.Result, mirrored mirror.Result) {
 			// The endpoint is the first copy's in placement order.
 			d.endpoint, d.Rejected = copyMirrored.Endpoint, copyMirrored.Rejected
 		}
-		where := placement.Result{OK: true, Cluster: c.Cluster, Labels: c.Labels, Moved: c.From != "", Selector: placed.Selector}
+		where := placement.Result{OK: true, Cluster: c.Cluster, Labels: c.Labels, Moved: c.From != "", FailedOver: c.FailedOver, Silence: c.Silence, Selector: placed.Selector}
 		states, ok := sub.claims(where)
 		if ok {
 			claimsReady := sub.claimsReady(states)

@@ -31,6 +31,8 @@ type world struct {
 	// holdPlans: a plan deleted stays, being deleted, with its objects on its cluster (the
 	// runtime's finalizer), until the test lets it go.
 	holdPlans bool
+	// events are the events the last write of each plan carried, by the plan's name.
+	events map[string][]Event
 }
 
 func newWorld(t *testing.T, clusters string, fleet ...placement.Cluster) *world {
@@ -112,6 +114,10 @@ func (wd *world) pass() Decision {
 				what = "creating"
 			}
 			wd.writes = append(wd.writes, fmt.Sprintf("%s plan %s%s", what, name, on(d.Plan.Spec.Cluster)))
+			if wd.events == nil {
+				wd.events = map[string][]Event{}
+			}
+			wd.events[name] = d.Plan.Events
 			p := planOf(w, d.Plan.Spec)
 			p.Name = name
 			wd.setPlan(p)

@@ -34,7 +34,8 @@ const (
 
 // config is a web-service profile with two backends on the env=test clusters, Ordered (a
 // before b): k8s-failover for the Workloads labelled failover=yes, which fails over, and
-// k8s-stay for the others, which does not. kv-delete and kv-retain are dependencies whose
+// k8s-stay for the others, which does not; and k8s-copies for the Workloads labelled
+// copies=yes, a copy on 2 of the env=copies clusters, which fails over (several_test.go). kv-delete and kv-retain are dependencies whose
 // instance is a ConfigMap next to the consumer, deprovisioned by Delete and Retain.
 func config(templateDigest string) string {
 	return fmt.Sprintf(`apiVersion: score.dev/v1b1
@@ -51,6 +52,17 @@ profiles:
         placement:
           clusterSelector: {matchLabels: {env: test}}
           policy: Ordered
+          failover: {after: %[2]s, holdDown: %[3]s}
+      - backendId: k8s-copies
+        runtimeClass: kubernetes
+        priority: 20
+        version: 1.0.0
+        template: {kind: manifests, ref: "configmap://score-system/templates/web.yaml", digest: %[1]q}
+        constraints: {selectors: [{matchLabels: {copies: "yes"}}]}
+        placement:
+          clusterSelector: {matchLabels: {env: copies}}
+          policy: Ordered
+          clusters: "2"
           failover: {after: %[2]s, holdDown: %[3]s}
       - backendId: k8s-stay
         runtimeClass: kubernetes
