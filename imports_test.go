@@ -42,6 +42,7 @@ var pure = []string{
 	"internal/scorefile",
 	"internal/selection",
 	"internal/shard",
+	"internal/statesign",
 	"internal/tplfuncs",
 	"internal/urltemplate",
 	"internal/values",
