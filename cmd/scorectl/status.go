@@ -92,21 +92,26 @@ func printStatus(out io.Writer, items []scorev1b1.Workload, output string) error
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tREADY\tREASON\tENDPOINT\tDEPENDENCIES\tMESSAGE")
 	for _, w := range items {
-		ready, reason, message := "Unknown", "", ""
-		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
-			ready, reason, message = string(c.Status), c.Reason, c.Message
-		}
-		endpoint := "-"
-		if w.Status.Endpoint != nil {
-			endpoint = *w.Status.Endpoint
-		}
-		bound := 0
-		for _, c := range w.Status.Claims {
-			if c.Phase == scorev1b1.ClaimPhaseBound {
-				bound++
-			}
-		}
+		ready, reason, message, endpoint, bound := row(w)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", w.Name, ready, reason, endpoint, bound, len(w.Spec.Resources), message)
 	}
 	return tw.Flush()
+}
+
+// row is what the table shows of a Workload's status: Ready's status, reason and message, the
+// endpoint ("-" without one) and how many of its claims are bound.
+func row(w scorev1b1.Workload) (ready, reason, message, endpoint string, bound int) {
+	ready, endpoint = "Unknown", "-"
+	if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
+		ready, reason, message = string(c.Status), c.Reason, c.Message
+	}
+	if w.Status.Endpoint != nil {
+		endpoint = *w.Status.Endpoint
+	}
+	for _, c := range w.Status.Claims {
+		if c.Phase == scorev1b1.ClaimPhaseBound {
+			bound++
+		}
+	}
+	return ready, reason, message, endpoint, bound
 }

@@ -71,20 +71,7 @@ func printWide(out io.Writer, items []scorev1b1.Workload, copies map[string][]co
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tREADY\tREASON\tCLUSTER\tENDPOINT\tDEPENDENCIES\tMESSAGE")
 	for _, w := range items {
-		ready, reason, message := "Unknown", "", ""
-		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
-			ready, reason, message = string(c.Status), c.Reason, c.Message
-		}
-		endpoint := "-"
-		if w.Status.Endpoint != nil {
-			endpoint = *w.Status.Endpoint
-		}
-		bound := 0
-		for _, c := range w.Status.Claims {
-			if c.Phase == scorev1b1.ClaimPhaseBound {
-				bound++
-			}
-		}
+		ready, reason, message, endpoint, bound := row(w)
 		// The cluster is the one whose copy's endpoint the Workload shows (the first in
 		// placement order), else its own plan's.
 		cluster := "-"

@@ -56,30 +56,7 @@ func explainSeveral(out io.Writer, in Input, backend *orchconfig.Backend) {
 	if all {
 		want = "every cluster"
 	}
-	fmt.Fprintf(out, "\nPlacement: a copy on %s matching %s, policy %s", want, res.Selector, res.Policy)
-	if after, holdDown := backend.Placement.Failover.Durations(); after > 0 {
-		fmt.Fprintf(out, ", failover after %s (hold-down %s)", after, holdDown)
-	}
-	fmt.Fprintln(out)
-	if len(res.Candidates) == 0 {
-		fmt.Fprintln(out, "  no cluster is registered (or your rights do not show them)")
-	}
-	for _, c := range res.Candidates {
-		mark := "✗"
-		switch {
-		case c.Chosen:
-			mark = "✓"
-		case c.Matches:
-			mark = "·"
-		}
-		state := ""
-		if s := in.Clusters[c.Name]; !s.Reachable {
-			state = " (does not answer)"
-		}
-		fmt.Fprintf(out, "  %s %s%s — %s\n", mark, c.Name, state, c.Why)
-	}
-	if !res.OK {
-		fmt.Fprintln(out, "  no registered cluster matches: the workload is not placed")
+	if !explainCandidates(out, in, backend, fmt.Sprintf("a copy on %s matching %s", want, res.Selector), res.Policy, res.Candidates, res.OK) {
 		return
 	}
 	var order []string

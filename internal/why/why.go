@@ -164,15 +164,22 @@ func explainPlacement(out io.Writer, in Input, backend *orchconfig.Backend) {
 		pin.Current = in.Plan.Spec.Cluster
 	}
 	res := placement.Place(pin)
-	fmt.Fprintf(out, "\nPlacement: clusters matching %s, policy %s", res.Selector, res.Policy)
+	explainCandidates(out, in, backend, "clusters matching "+res.Selector, res.Policy, res.Candidates, res.OK)
+}
+
+// explainCandidates writes the placement's header (what is asked for, the policy, failover)
+// and every registered cluster with why it runs the Workload (or a copy) or not; false when
+// no registered cluster matches.
+func explainCandidates(out io.Writer, in Input, backend *orchconfig.Backend, asked, policy string, candidates []placement.Candidate, ok bool) bool {
+	fmt.Fprintf(out, "\nPlacement: %s, policy %s", asked, policy)
 	if after, holdDown := backend.Placement.Failover.Durations(); after > 0 {
 		fmt.Fprintf(out, ", failover after %s (hold-down %s)", after, holdDown)
 	}
 	fmt.Fprintln(out)
-	if len(res.Candidates) == 0 {
+	if len(candidates) == 0 {
 		fmt.Fprintln(out, "  no cluster is registered (or your rights do not show them)")
 	}
-	for _, c := range res.Candidates {
+	for _, c := range candidates {
 		mark := "✗"
 		switch {
 		case c.Chosen:
@@ -186,7 +193,8 @@ func explainPlacement(out io.Writer, in Input, backend *orchconfig.Backend) {
 		}
 		fmt.Fprintf(out, "  %s %s%s — %s\n", mark, c.Name, state, c.Why)
 	}
-	if !res.OK {
+	if !ok {
 		fmt.Fprintln(out, "  no registered cluster matches: the workload is not placed")
 	}
+	return ok
 }
