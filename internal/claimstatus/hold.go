@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 )
 
 // hold keeps the status as read when the one decided only reports more progress of the
@@ -26,7 +27,7 @@ import (
 // written), and the same Ready condition. Measured from the Ready condition's last transition
 // (when the claim began Binding), so no progress is shown later than the window after it
 // happened; a change of an object's own kstatus message alone, which nothing but the
-// inventory shows, DetailsHold windows after. Never held: the first status, a new generation,
+// inventory shows, inventory.DetailsHold windows after. Never held: the first status, a new generation,
 // Bound, a failure (the phase, or an object Failed) and a recovery from one, outputs published
 // or changed, a pass that retries or has more to do. A function of what was read and the time:
 // a restart decides the same.
@@ -39,11 +40,8 @@ func (d *decision) hold() {
 	if !waitsForObjects(read, generation) || !waitsForObjects(next, generation) || !onlyProgress(read, next) {
 		return
 	}
-	if onlyObjectMessages(read, next) {
-		window *= DetailsHold
-	}
 	ready := meta.FindStatusCondition(read.Conditions, scorev1b1.ClaimConditionReady)
-	remaining := ready.LastTransitionTime.Add(window).Sub(d.o.Now.Time)
+	remaining := inventory.HoldLeft(ready.LastTransitionTime.Time, d.o.Now.Time, window, onlyObjectMessages(read, next))
 	if remaining <= 0 {
 		return
 	}
@@ -53,22 +51,12 @@ func (d *decision) hold() {
 	}
 }
 
-// DetailsHold is how many windows a status whose only change is an object's own kstatus
-// message (its health unchanged: a StatefulSet from "Replicas: 0/1" to "Ready: 0/1") is held:
-// no condition, phase or message of the claim says it, nor the Workload's summary of it, so it
-// waits longer than a change they show — at the default window a minute, longer than a
-// dependency takes to come up under load (at N=200, 15–30 s from its first pass), so that its
-// last write is Bound.
-const DetailsHold = 3
-
 // onlyObjectMessages reports whether two statuses differ in nothing but their objects' own
 // messages.
 func onlyObjectMessages(a, b *scorev1b1.ResourceClaimStatus) bool {
 	strip := func(s *scorev1b1.ResourceClaimStatus) *scorev1b1.ResourceClaimStatus {
 		s = s.DeepCopy()
-		for i := range s.Resources {
-			s.Resources[i].Message = ""
-		}
+		inventory.WithoutProgress(s.Resources, nil, false)
 		return s
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
@@ -97,12 +85,7 @@ func onlyProgress(a, b *scorev1b1.ResourceClaimStatus) bool {
 	strip := func(s *scorev1b1.ResourceClaimStatus) *scorev1b1.ResourceClaimStatus {
 		s = s.DeepCopy()
 		s.Message = ""
-		for i := range s.Resources {
-			s.Resources[i].Health, s.Resources[i].Message = "", ""
-		}
-		for i := range s.Conditions {
-			s.Conditions[i].Message = ""
-		}
+		inventory.WithoutProgress(s.Resources, s.Conditions, true)
 		return s
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))

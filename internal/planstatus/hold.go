@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 )
 
 // hold keeps the plan's status as read when the one decided only reports more progress of the
@@ -26,7 +27,7 @@ import (
 // a prune or a release acts on the inventory written) and the same conditions. Measured from
 // the Healthy condition's last transition (when the plan began waiting), so no progress is
 // shown later than the window after it happened; a change of an object's own kstatus message
-// alone, which nothing but the inventory shows, DetailsHold windows after. Never held: the first status, a new
+// alone, which nothing but the inventory shows, inventory.DetailsHold windows after. Never held: the first status, a new
 // generation, Projected (healthy or degraded), a failure (the phase, or an object Failed) and
 // a recovery from one, a pass that stopped at an error, retries or records an event. A
 // function of what was read and the time: a restart decides the same.
@@ -39,11 +40,8 @@ func (d *decision) hold(o Observed) {
 	if !waitsForObjects(read, generation) || !waitsForObjects(next, generation) || !onlyProgress(read, next) {
 		return
 	}
-	if onlyObjectMessages(read, next) {
-		window *= DetailsHold
-	}
 	healthy := meta.FindStatusCondition(read.Conditions, scorev1b1.PlanConditionHealthy)
-	remaining := healthy.LastTransitionTime.Add(window).Sub(o.Now)
+	remaining := inventory.HoldLeft(healthy.LastTransitionTime.Time, o.Now, window, onlyObjectMessages(read, next))
 	if remaining <= 0 {
 		return
 	}
@@ -51,20 +49,12 @@ func (d *decision) hold(o Observed) {
 	d.RequeueAfter = remaining
 }
 
-// DetailsHold is how many windows a status whose only change is an applied object's own
-// kstatus message (its health unchanged: a Deployment from "Updated: 0/1" to "Available: 0/1")
-// is held: no condition or phase of the plan says it, nor the Workload, so it waits longer
-// than a change they show.
-const DetailsHold = 3
-
 // onlyObjectMessages reports whether two statuses differ in nothing but their objects' own
 // messages.
 func onlyObjectMessages(a, b *scorev1b1.WorkloadPlanStatus) bool {
 	strip := func(s *scorev1b1.WorkloadPlanStatus) *scorev1b1.WorkloadPlanStatus {
 		s = s.DeepCopy()
-		for i := range s.Objects {
-			s.Objects[i].Message = ""
-		}
+		inventory.WithoutProgress(s.Objects, nil, false)
 		return s
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
@@ -86,12 +76,7 @@ func waitsForObjects(s *scorev1b1.WorkloadPlanStatus, generation int64) bool {
 func onlyProgress(a, b *scorev1b1.WorkloadPlanStatus) bool {
 	strip := func(s *scorev1b1.WorkloadPlanStatus) *scorev1b1.WorkloadPlanStatus {
 		s = s.DeepCopy()
-		for i := range s.Objects {
-			s.Objects[i].Health, s.Objects[i].Message = "", ""
-		}
-		for i := range s.Conditions {
-			s.Conditions[i].Message = ""
-		}
+		inventory.WithoutProgress(s.Objects, s.Conditions, true)
 		return s
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
