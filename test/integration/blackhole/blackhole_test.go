@@ -24,14 +24,7 @@ import (
 // address).
 func register(t *testing.T, name, server string, member *testenv.Env) {
 	t.Helper()
-	roles, err := registration.HubRoles(os.DirFS(testenv.RepoRoot()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registration.Registration{Name: name, Namespace: controlPlane, Server: server, Roles: roles}
-	if _, err := registration.Register(ctx, member.Config, env.Client, reg); err != nil {
-		t.Fatalf("registering %s: %v", name, err)
-	}
+	testenv.RegisterMember(t, env.Client, member.Config, registration.Registration{Name: name, Namespace: controlPlane, Server: server})
 	t.Cleanup(func() {
 		_ = env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlane, Name: name}})
 	})

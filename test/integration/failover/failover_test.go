@@ -106,14 +106,7 @@ provisioners:
 // does.
 func register(t *testing.T, name, server string, member *testenv.Env) {
 	t.Helper()
-	roles, err := registration.HubRoles(os.DirFS(testenv.RepoRoot()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registration.Registration{Name: name, Namespace: controlPlane, Server: server, Labels: map[string]string{"env": "test"}, Roles: roles}
-	if _, err := registration.Register(ctx, member.Config, env.Client, reg); err != nil {
-		t.Fatalf("registering %s: %v", name, err)
-	}
+	testenv.RegisterMember(t, env.Client, member.Config, registration.Registration{Name: name, Namespace: controlPlane, Server: server, Labels: map[string]string{"env": "test"}})
 }
 
 // published is a cluster's status as the runtime publishes it.

@@ -23,14 +23,7 @@ import (
 // registerCopies registers a member labelled env=copies, reached at server.
 func registerCopies(t *testing.T, name, server string, member *testenv.Env) {
 	t.Helper()
-	roles, err := registration.HubRoles(os.DirFS(testenv.RepoRoot()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registration.Registration{Name: name, Namespace: controlPlane, Server: server, Labels: map[string]string{"env": "copies"}, Roles: roles}
-	if _, err := registration.Register(ctx, member.Config, env.Client, reg); err != nil {
-		t.Fatalf("registering %s: %v", name, err)
-	}
+	testenv.RegisterMember(t, env.Client, member.Config, registration.Registration{Name: name, Namespace: controlPlane, Server: server, Labels: map[string]string{"env": "copies"}})
 }
 
 // put creates a ConfigMap of the control plane, or replaces its data (another test of the

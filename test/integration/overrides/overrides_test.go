@@ -21,9 +21,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,23 +72,6 @@ profiles:
 defaults:
   profile: web-service
 `, templateDigest, euReplicas)
-}
-
-// putConfigMap creates or replaces a ConfigMap of the control plane's namespace.
-func putConfigMap(t *testing.T, name string, data map[string]string) {
-	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlane, Name: name}}
-	err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-	cm.Data = data
-	switch {
-	case apierrors.IsNotFound(err):
-		err = env.Client.Create(ctx, cm)
-	case err == nil:
-		err = env.Client.Update(ctx, cm)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // replicasOn waits until the Deployment name of ns on c has want replicas, and returns it.
@@ -147,21 +127,6 @@ func requestReconcile(t *testing.T, ns, name string) {
 	})
 }
 
-// kubeconfig writes an administrator's kubeconfig of the API server cfg reaches.
-func kubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "admin"}
-	kc.CurrentContext = "hub"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestClusterOverridesOnAMember(t *testing.T) {
 	member := testenv.StartForTest(t)
 	roles, err := registration.HubRoles(os.DirFS(testenv.RepoRoot()))
@@ -178,8 +143,8 @@ func TestClusterOverridesOnAMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	digest := testenv.Digest(text)
-	putConfigMap(t, "templates", map[string]string{"web.yaml": string(text)})
-	putConfigMap(t, "orchestrator-config", map[string]string{"config.yaml": config(digest, 3)})
+	testenv.PutConfigMap(t, env.Client, controlPlane, "templates", map[string]string{"web.yaml": string(text)})
+	testenv.PutConfigMap(t, env.Client, controlPlane, "orchestrator-config", map[string]string{"config.yaml": config(digest, 3)})
 
 	stop, err := inprocess.Start(env.Config)
 	if err != nil {
@@ -212,7 +177,7 @@ func TestClusterOverridesOnAMember(t *testing.T) {
 		}
 		placedPlan := planOf(t, ns, "placed")
 
-		putConfigMap(t, "orchestrator-config", map[string]string{"config.yaml": config(digest, 4)})
+		testenv.PutConfigMap(t, env.Client, controlPlane, "orchestrator-config", map[string]string{"config.yaml": config(digest, 4)})
 		// The positive control: the new config reached the Workload on the member.
 		replicasOn(t, member.Client, "the member", ns, "placed", 4)
 		if p := planOf(t, ns, "placed"); p.Generation == placedPlan.Generation {
@@ -238,7 +203,7 @@ func TestClusterOverridesOnAMember(t *testing.T) {
 		// is used.
 		invalid := strings.Replace(config(digest, 9), "values: {replicas: 9}\n", "values: {replicas: 9}\n"+
 			"            - clusterSelector: {matchLabels: {region: eu}}\n              values: {}\n", 1)
-		putConfigMap(t, "orchestrator-config", map[string]string{"config.yaml": invalid})
+		testenv.PutConfigMap(t, env.Client, controlPlane, "orchestrator-config", map[string]string{"config.yaml": invalid})
 		testenv.Eventually(t, time.Minute, "a ConfigInvalid event naming the override", func() error {
 			var events eventsv1.EventList
 			if err := env.Client.List(ctx, &events, client.InNamespace(controlPlane)); err != nil {
@@ -278,7 +243,7 @@ func TestClusterOverridesOnAMember(t *testing.T) {
 		if err := os.WriteFile(newCfg, []byte(config(digest, 5)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(scorectl, "config", "diff", oldCfg, newCfg, "--cluster", "-n", ns, "--templates", templatesDir, "--kubeconfig", kubeconfig(t, env.Config)).CombinedOutput()
+		out, err := exec.Command(scorectl, "config", "diff", oldCfg, newCfg, "--cluster", "-n", ns, "--templates", templatesDir, "--kubeconfig", testenv.Kubeconfig(t, env.Config)).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}

@@ -28,9 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -88,23 +85,6 @@ provisioners:
 `, templateDigest, clusters)
 }
 
-// putConfigMap creates or replaces a ConfigMap of the control plane's namespace.
-func putConfigMap(t *testing.T, name string, data map[string]string) {
-	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlane, Name: name}}
-	err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-	cm.Data = data
-	switch {
-	case apierrors.IsNotFound(err):
-		err = env.Client.Create(ctx, cm)
-	case err == nil:
-		err = env.Client.Update(ctx, cm)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // member is a registered member cluster, and the address its load balancer gives.
 type member struct {
 	name string
@@ -115,13 +95,9 @@ type member struct {
 func register(t *testing.T, name, ip string) *member {
 	t.Helper()
 	m := &member{name: name, env: testenv.StartForTest(t), ip: ip}
-	roles, err := registration.HubRoles(os.DirFS(testenv.RepoRoot()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registration.Registration{Name: name, Namespace: controlPlane, Labels: map[string]string{"env": "test"}, Roles: roles}
-	if op, err := registration.Register(ctx, m.env.Config, env.Client, reg); err != nil || op != "registered" {
-		t.Fatalf("registering %s: %q, %v", name, op, err)
+	reg := registration.Registration{Name: name, Namespace: controlPlane, Labels: map[string]string{"env": "test"}}
+	if op := testenv.RegisterMember(t, env.Client, m.env.Config, reg); op != "registered" {
+		t.Fatalf("registering %s: %q", name, op)
 	}
 	return m
 }
@@ -226,8 +202,8 @@ func TestSeveralClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	digest := testenv.Digest(text)
-	putConfigMap(t, "templates", map[string]string{"web.yaml": string(text)})
-	putConfigMap(t, "orchestrator-config", map[string]string{"config.yaml": config(digest, "2")})
+	testenv.PutConfigMap(t, env.Client, controlPlane, "templates", map[string]string{"web.yaml": string(text)})
+	testenv.PutConfigMap(t, env.Client, controlPlane, "orchestrator-config", map[string]string{"config.yaml": config(digest, "2")})
 	stop, err := inprocess.Start(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +276,7 @@ func TestSeveralClusters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(scorectl, "status", "web", "-n", ns, "-o", "wide", "--kubeconfig", kubeconfig(t, env.Config)).CombinedOutput()
+		out, err := exec.Command(scorectl, "status", "web", "-n", ns, "-o", "wide", "--kubeconfig", testenv.Kubeconfig(t, env.Config)).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -384,7 +360,7 @@ func TestSeveralClusters(t *testing.T) {
 	})
 
 	t.Run("All: a newly registered matching cluster receives a copy", func(t *testing.T) {
-		putConfigMap(t, "orchestrator-config", map[string]string{"config.yaml": config(digest, "All")})
+		testenv.PutConfigMap(t, env.Client, controlPlane, "orchestrator-config", map[string]string{"config.yaml": config(digest, "All")})
 		before := plans(t, ns, "web")["web"]
 		gamma := register(t, "gamma", "10.0.0.3")
 		gamma.deployment(t, ns, "web")
@@ -422,19 +398,4 @@ func relabel(t *testing.T, name string, labels map[string]string) {
 	if err := env.Client.Patch(ctx, s, patch); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// kubeconfig writes an administrator's kubeconfig of the API server cfg reaches.
-func kubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "admin"}
-	kc.CurrentContext = "hub"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
