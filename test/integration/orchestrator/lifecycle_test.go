@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -358,7 +359,14 @@ func TestCreatedToReadyInThreeStatusWrites(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d status writes; with every step within the hour, the first status and Ready", n)
 	}
-	// One event: Ready. Being deployed was never written, so never recorded.
+	// One event: Ready. Being deployed was never written, so never recorded. Events are sent
+	// after the status write that records them: wait for the first, then count them all.
+	testenv.Eventually(t, 30*time.Second, "the Ready event", func() error {
+		if countEvents(t, ns, "orders") == 0 {
+			return fmt.Errorf("no event yet")
+		}
+		return nil
+	})
 	if e := countEvents(t, ns, "orders"); e != 1 {
 		t.Errorf("%d events from creation to Ready, want 1", e)
 	}
