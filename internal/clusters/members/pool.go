@@ -79,8 +79,12 @@ type Pool struct {
 	// HubReader reads the hub's namespaces, whose Pod Security labels a namespace created on
 	// a member copies (the API server: read once per namespace placed); nil: Hub.
 	HubReader client.Reader
-	// UserAgent is the process's, which its requests to members carry too.
-	UserAgent string
+	// HubConfig is the hub client's configuration: the member clients take its user agent
+	// (the process's, which its requests to members carry too) and its client-side rate
+	// limit. A member client left at client-go's default would wait for a token at 5
+	// requests a second per kind — a lost member's clean-up at N=200 (2,200 deletions) took
+	// 94.7 s that way; the member's API server's own fairness applies instead, as on the hub.
+	HubConfig *rest.Config
 	// Scope is the label the controller marks its objects with: each member's cache holds
 	// those only.
 	Scope string
@@ -240,9 +244,8 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 		p.byName = map[string]*Member{}
 	}
 	p.byName[s.Name] = mem
-	cfg, err := registration.Config(s)
+	cfg, err := p.memberConfig(s)
 	if err == nil {
-		cfg.UserAgent = p.UserAgent
 		err = mem.start(p.ctx, cfg, p.Hub.Scheme(), p.Scope, p.NewApplier)
 	}
 	if err == nil && p.Routes != nil {
@@ -256,6 +259,17 @@ func (p *Pool) connect(ctx context.Context, s *corev1.Secret) *Member {
 		mem.state.Unlock()
 	}
 	return mem
+}
+
+// memberConfig is the connection to the cluster a registration names, with the hub client's
+// user agent and client-side rate limit.
+func (p *Pool) memberConfig(s *corev1.Secret) (*rest.Config, error) {
+	cfg, err := registration.Config(s)
+	if err != nil || p.HubConfig == nil {
+		return cfg, err
+	}
+	cfg.UserAgent, cfg.QPS, cfg.Burst = p.HubConfig.UserAgent, p.HubConfig.QPS, p.HubConfig.Burst
+	return cfg, nil
 }
 
 // start makes the member's client and the way to make a namespace's applier; their caches

@@ -159,7 +159,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})); err != nil {
 		return err
 	}
-	r.members = &members.Pool{Name: "cluster-provisioner", Namespace: r.APINamespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), UserAgent: mgr.GetConfig().UserAgent,
+	r.members = &members.Pool{Name: "cluster-provisioner", Namespace: r.APINamespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), HubConfig: mgr.GetConfig(),
 		Scope: scorev1b1.LabelInstance, Changed: r.bringBack}
 	if r.APINamespace == "" {
 		return nil // no control-plane namespace, no registrations: the hub only

@@ -106,7 +106,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.withCopies(planOfOutputs)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workloadplan", concurrency, r.Workers, urgency.FairQueue)})
 	r.clusterChanged = make(chan event.GenericEvent)
-	r.members = &members.Pool{Name: "cluster", Namespace: r.Namespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), UserAgent: mgr.GetConfig().UserAgent,
+	r.members = &members.Pool{Name: "cluster", Namespace: r.Namespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), HubConfig: mgr.GetConfig(),
 		Scope: scorev1b1.LabelWorkload, Changed: r.bringBack, Publish: true}
 	// A member cluster that starts or stops answering brings back the plans placed there.
 	b = b.WatchesRawSource(source.Channel(r.clusterChanged, &handler.EnqueueRequestForObject{}))

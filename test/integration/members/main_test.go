@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		// The runtime's pool, as the runtime sets it up, publishing score-clusters.
-		pool = &members.Pool{Name: "cluster", Namespace: controlPlane, Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), UserAgent: "members-test",
+		pool = &members.Pool{Name: "cluster", Namespace: controlPlane, Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), HubConfig: &rest.Config{UserAgent: "members-test", QPS: -1},
 			Scope: scorev1b1.LabelWorkload, Publish: true, Changed: func(context.Context, string) {},
 			NewApplier: func(_, _ string, c client.Client, _ cache.Cache) *apply.Applier {
 				return &apply.Applier{Client: c, FieldManager: scorev1b1.FieldManagerRuntime}
