@@ -59,6 +59,9 @@ type baselineResult struct {
 	// cluster saturates, the time to healthy follows the CPU the work costs.
 	ClusterUsage     map[string]procUsage `json:"clusterUsage"`
 	ClientCPUSeconds float64              `json:"clientCpuSeconds"`
+	// API is apiserver_request_total's movement from the first create until all were
+	// healthy, by verb, resource and code (reads included), as the load's LoadAPI.
+	API []apiRow `json:"api"`
 }
 
 // baselineObjects renders the Workloads of kinds offline, in baselineNS, and returns what the
@@ -138,8 +141,13 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 	}
 	s.steps = newStepTimes()
 	res := &baselineResult{}
+	api0, err := s.apiMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cluster0, client0 := clusterUsage(s.k.Dir), selfCPUSeconds()
 	start := time.Now()
+	prof := s.profileAPIServer(ctx, "baseline")
 	for _, stage := range stages {
 		err := createAll(ctx, s.c, len(stage), func(i int) client.Object { return stage[i-1].DeepCopy() })
 		if err != nil {
@@ -154,6 +162,12 @@ func (s *runState) runBaseline(ctx context.Context, stages [2][]*unstructured.Un
 	}
 	res.AllReadySeconds = time.Since(start).Seconds()
 	res.ClusterUsage, res.ClientCPUSeconds = cpuSince(clusterUsage(s.k.Dir), cluster0), selfCPUSeconds()-client0
+	api1, err := s.apiMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.API = apiRows(api1.sub(api0))
+	prof.end(s)
 	stopWatching()
 	logf(s.log, "baseline: all healthy after %.1fs; deleting its namespace", res.AllReadySeconds)
 	writes, err := s.auditSince()

@@ -77,6 +77,7 @@ type options struct {
 	profileDir     string
 	profileSeconds int
 	profileAfter   time.Duration
+	apiProfile     bool
 	members        int
 	rollout        time.Duration
 	rolloutChange  string
@@ -103,6 +104,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of each controller and of the API server (the first seconds of the load, or from --profile-after) and heap profiles (at all Ready) here")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 30, "length of the CPU profiles")
 	flag.DurationVar(&o.profileAfter, "profile-after", 0, "how long into the load the CPU profiles start")
+	flag.BoolVar(&o.apiProfile, "apiserver-profile", false, "write CPU profiles of the hub's kube-apiserver over the baseline (first create to all healthy) and over the load (first create to all Ready) beside --out, each as back-to-back 2 s profiles in a directory (OUT.kube-apiserver-baseline/, OUT.kube-apiserver-load/; go tool pprof DIR/*.pprof merges them); --profile-dir then leaves out the API server's CPU profile")
 	flag.IntVar(&o.members, "members", 0, "run the Workloads on this many member clusters of their own (every backend placing on them, Spread), the hub keeping claims, plans and dependencies; counts each member's writes (implies --baseline=false)")
 	flag.DurationVar(&o.rollout, "rollout", 0, "after the steady state, give the config a rollout policy (waves 1, 10%, 50%, 100%) with this bake time, change every backend's values, and time the change through every wave, counting writes (0: no rollout)")
 	flag.StringVar(&o.rolloutChange, "rollout-change", "values", "what --rollout changes: values (every backend's replicas) or provisioners (a label on the first object of every provisioner definition's manifests: the instances change)")
@@ -419,6 +421,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	usage0 := s.usage()
 	cluster0 := clusterUsage(s.k.Dir)
 	loadStart := time.Now()
+	loadProfile := s.profileAPIServer(ctx, "load")
 	var loadTimings timings
 	probeDone := make(chan struct{})
 	go func() { defer close(probeDone); loadTimings = p.run(ctx, "load") }()
@@ -445,6 +448,7 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		ctx = context.WithoutCancel(ctx)
 	}
 	elapsed := time.Since(loadStart)
+	loadProfile.end(s)
 	if unfinished != nil {
 		res.Unfinished = unfinished.Error()
 		logf(log, "the load did not finish: %v", unfinished)
@@ -832,7 +836,9 @@ func (s *runState) profile(ctx context.Context, kind, path string) {
 	for _, p := range s.ctrls {
 		targets = append(targets, target{p.name, "http://" + p.pprofAddr + path, http.DefaultClient})
 	}
-	if hc, err := rest.HTTPClientFor(s.cfg); err == nil {
+	if kind == "cpu" && s.o.apiProfile {
+		// --apiserver-profile profiles it over the load; it takes one CPU profile at a time.
+	} else if hc, err := rest.HTTPClientFor(s.cfg); err == nil {
 		targets = append(targets, target{"kube-apiserver", strings.TrimSuffix(s.cfg.Host, "/") + path, hc})
 	} else {
 		logf(s.log, "profile kube-apiserver: %v", err)
