@@ -211,6 +211,7 @@ func From(o Observed) Decision {
 	}
 	d.Status = d.plan.Status
 	d.hold(o)
+	d.holdExposure(o)
 	return d.Decision
 }
 
@@ -249,6 +250,7 @@ func (d *decision) done(o Observed) {
 	state := d.judge(o, inventory.NotCurrent(applied))
 	if o.Exposure != nil {
 		d.Exposure = exposureStatus(*o.Exposure, state, d.plan.Spec.ObservedWorkloadGeneration)
+		firstPublished(d.Exposure, o.Exposure.Status, &d.plan.Status)
 	}
 	d.Retry = o.ExposureErr
 }
