@@ -28,11 +28,11 @@ import (
 // apply otherwise (firstPublished dates the conditions), inside the lifecycle's 60 s.
 //
 // The rule, in full: held only when the exposure has no status yet (nothing published that
-// this would change), the plan as read did not fail (no recovery), the plan decided waits
-// for its objects for its generation (Planning, everything applied, Healthy False
-// InProgress, no object Failed) and the exposure decided
-// says that alone: Provisioning True and every other condition False (no address pending:
-// LBPending and IngressPending are NetworkUnavailable on the Workload, shown at once). Never
+// this would change), the plan as read did not fail (no recovery), the plan decided waits for
+// its objects for its generation (Planning, everything applied, Healthy False InProgress, no
+// object Failed) and the exposure decided says that alone: Provisioning True and every other
+// condition False (no address pending: LBPending and IngressPending are NetworkUnavailable
+// on the Workload, shown at once). Never
 // held: a publication that changes one already made (a new generation, another URL, a
 // recovery), healthy, degraded, a failure, a pass that stopped at an error, retries or
 // records an event, a plan being deleted. A function of what was read and the time: a restart
