@@ -150,8 +150,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return &templates.Source{Reader: mgr.GetAPIReader(), OCI: opts.Config.Fetcher(mgr.GetAPIReader())}
 	}
 	opts.Orchestrator.Shard, opts.Provisioner.Shard, opts.Runtime.Shard = opts.Shard, opts.Shard, opts.Shard
-	// One progress hold (--progress-hold) for the three: the Workload's status, and the claim's
-	// and the plan's while their objects only progress.
+	// One progress hold (--progress-hold) for the three: the Workload's status, the claim's and
+	// the plan's while their objects only progress, and the exposure's first until they are
+	// healthy (the runtime's, with the plan's).
 	opts.Provisioner.ProgressHold, opts.Runtime.ProgressHold = opts.Orchestrator.ProgressHold, opts.Orchestrator.ProgressHold
 	// One Adaptive for the three: each controller moves its own limit, from the pushback the
 	// process shares (workers.Pushback). The rollout reconciles one request, the fleet, so

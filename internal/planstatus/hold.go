@@ -17,8 +17,8 @@ import (
 // Observed.ProgressHold has passed since it began waiting, whichever comes first (issue 39:
 // each step written once). The pass writes nothing for the plan and comes back when the window
 // ends (RequeueAfter); the objects' watch brings it back sooner when they change again. The
-// exposure is decided and written as before: it carries the endpoints, not the objects'
-// progress.
+// exposure carries the endpoints, not the objects' progress; its first publication has a
+// hold of its own, in the same window (holdExposure).
 //
 // The rule, in full: held only when the status read and the one decided both wait for the
 // applied objects — Planning, no reason, the plan's generation observed, everything applied,

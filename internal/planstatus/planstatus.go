@@ -65,8 +65,9 @@ type Observed struct {
 	// from.
 	Plan *scorev1b1.WorkloadPlan
 	// Now is when the pass decides, and ProgressHold how long a plan that only reports its
-	// objects' progress keeps what was written, from the moment it began waiting for them
-	// (hold); 0 writes every step.
+	// objects' progress keeps what was written, and an exposure's first status waits for
+	// their health, from the moment it began waiting for them (hold, holdExposure); 0 writes
+	// every step.
 	Now          time.Time
 	ProgressHold time.Duration
 	// MemberPending is a plan placed on a member cluster that is registered and not probed
@@ -211,6 +212,7 @@ func From(o Observed) Decision {
 	}
 	d.Status = d.plan.Status
 	d.hold(o)
+	d.holdExposure(o)
 	return d.Decision
 }
 
@@ -249,6 +251,7 @@ func (d *decision) done(o Observed) {
 	state := d.judge(o, inventory.NotCurrent(applied))
 	if o.Exposure != nil {
 		d.Exposure = exposureStatus(*o.Exposure, state, d.plan.Spec.ObservedWorkloadGeneration)
+		firstPublished(d.Exposure, o.Exposure.Status, &d.plan.Status)
 	}
 	d.Retry = o.ExposureErr
 }

@@ -79,8 +79,9 @@ type Reconciler struct {
 	Workers *workers.Adaptive
 	// Shard selects the plans this instance applies; nil: every plan.
 	Shard labels.Selector
-	// ProgressHold is how long a plan keeps what was written while its objects only progress
-	// (planstatus.Observed.ProgressHold); 0 writes every step.
+	// ProgressHold is how long a plan keeps what was written while its objects only progress,
+	// and its exposure's first status waits for their health (planstatus.Observed.ProgressHold);
+	// 0 writes every step.
 	ProgressHold time.Duration
 	// Namespace is the control plane's, where member clusters are registered; empty applies
 	// on the hub only.

@@ -50,7 +50,7 @@ type Options struct {
 	// nil: every plan.
 	Shard labels.Selector
 	// ProgressHold is how long a plan keeps what was written while its objects only
-	// progress; 0 writes every step.
+	// progress, and its exposure's first status waits for their health; 0 writes every step.
 	ProgressHold time.Duration
 	// Namespace is the control plane's: the member clusters' registrations are there, and
 	// the runtime publishes their status there. Empty applies on the hub only.

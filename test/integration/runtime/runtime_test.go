@@ -69,22 +69,30 @@ const heldNamespace = "held-progress"
 // heldStatusWrites counts the plan status writes of the runtime of heldNamespace, by plan name.
 var heldStatusWrites sync.Map
 
+// exposureStatusWrites counts both runtimes' exposure status writes, by namespace/name.
+var exposureStatusWrites sync.Map
+
 // startRuntime runs a runtime over the namespaces the selector admits, holding a plan's
-// progress for hold. Its workers are adaptive, from two: every test goes through the gate
+// progress for hold, and counting its exposure status writes (exposureStatusWrites). Its workers are adaptive, from two: every test goes through the gate
 // (internal/controller/workers), which lets more through as requests wait.
 func startRuntime(ctx context.Context, namespaces fields.Selector, hold time.Duration) error {
 	cfg := rest.CopyConfig(env.Config)
-	if hold > 0 {
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-				if rest, ok := strings.CutSuffix(req.URL.Path, "/status"); ok && req.Method != http.MethodGet && strings.Contains(rest, "/workloadplans/") {
-					n, _ := heldStatusWrites.LoadOrStore(path.Base(rest), new(atomic.Int64))
-					n.(*atomic.Int64).Add(1)
-				}
-				return rt.RoundTrip(req)
-			})
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			rest, ok := strings.CutSuffix(req.URL.Path, "/status")
+			switch {
+			case !ok || req.Method == http.MethodGet:
+			case hold > 0 && strings.Contains(rest, "/workloadplans/"):
+				n, _ := heldStatusWrites.LoadOrStore(path.Base(rest), new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+			case strings.Contains(rest, "/workloadexposures/"):
+				key := path.Base(path.Dir(path.Dir(rest))) + "/" + path.Base(rest)
+				n, _ := exposureStatusWrites.LoadOrStore(key, new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+			}
+			return rt.RoundTrip(req)
 		})
-	}
+	})
 	pushback := workers.NewPushback()
 	cfg.Wrap(pushback.Wrap)
 	opts := testenv.ManagerOptions()
