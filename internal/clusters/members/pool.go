@@ -154,9 +154,6 @@ type Member struct {
 	// routes their watchers of provisioned routes, the same way.
 	appliers map[string]*apply.Applier
 	routes   map[string]*apply.Watcher
-	// placed holds the namespaces known to be placed into: they exist, carry clusters.LabelPlaced, and
-	// grant the identity its rights.
-	placed sync.Map
 }
 
 // Setup adds the registration controller and the members' lifetime to mgr.
@@ -468,7 +465,7 @@ func (p *Pool) Pending(ctx context.Context, name string) bool {
 // or 504 too, which the guard does not see) makes it suspect until the next probe says
 // whether it answers again, and is reported true.
 func (p *Pool) Failed(mem *Member, namespace string, err error) bool {
-	mem.placed.Delete(namespace) // it, or the identity's rights there, may be what is missing
+	mem.forget(namespace) // it, or the identity's rights there, may be what is missing
 	if !apierror.Unanswered(err) {
 		return false
 	}
@@ -528,58 +525,6 @@ func (p *Pool) publish(ctx context.Context) error {
 	want := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: clusters.StatusConfigMap}, Data: data}
 	return p.Hub.Patch(ctx, want, client.Apply, client.FieldOwner(scorev1b1.FieldManagerRuntime), client.ForceOwnership)
-}
-
-// EnsureNamespace makes the namespace ready to place into on the member: created when it does
-// not exist (labelled clusters.LabelPlaced, with the hub namespace's Pod Security labels), and the
-// identity's rights granted there (registration.NamespaceBinding). An existing namespace without
-// clusters.LabelPlaced is clusters.ErrNotPlaceable. The namespace is never deleted there (other objects may live
-// in it), nor relabelled: a later change of the hub namespace's labels is not copied.
-func (mem *Member) EnsureNamespace(ctx context.Context, name string) error {
-	if _, ok := mem.placed.Load(name); ok {
-		return nil
-	}
-	ns := &corev1.Namespace{}
-	err := mem.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
-	if apierrors.IsNotFound(err) {
-		ns, err = mem.createNamespace(ctx, name)
-	}
-	if err != nil {
-		return fmt.Errorf("the namespace %s on cluster %s: %w", name, mem.Name, err)
-	}
-	if ns.Labels[clusters.LabelPlaced] != "true" {
-		return fmt.Errorf("the namespace %s on cluster %s: %w (kubectl label namespace %s %s=true, on the member)", name, mem.Name, clusters.ErrNotPlaceable, name, clusters.LabelPlaced)
-	}
-	switch err := mem.Client.Create(ctx, registration.NamespaceBinding(name)); {
-	case err == nil, apierrors.IsAlreadyExists(err):
-		mem.placed.Store(name, true)
-	case apierrors.IsForbidden(err):
-		// A registration written by hand with an identity of another kind may not create
-		// RoleBindings: its rights are its own, and what it applies next is judged by them.
-		// Not remembered, so that it is tried again. (The policy's refusals are Invalid, not
-		// Forbidden, and are not passed over.)
-	default:
-		return fmt.Errorf("the rights in namespace %s on cluster %s: %w", name, mem.Name, err)
-	}
-	return nil
-}
-
-// createNamespace creates a namespace on the member, labelled clusters.LabelPlaced and with the hub
-// namespace's Pod Security labels: a Workload runs under the same pod security on a member as
-// on the hub.
-func (mem *Member) createNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	hub := &corev1.Namespace{}
-	if err := mem.hub.Get(ctx, client.ObjectKey{Name: name}, hub); err != nil {
-		return nil, fmt.Errorf("reading its labels on the hub: %w", err)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: PodSecurityLabels(hub.Labels)}}
-	ns.Labels[clusters.LabelPlaced] = "true"
-	if err := mem.Client.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
-		return ns, mem.Client.Get(ctx, client.ObjectKey{Name: name}, ns) // created meanwhile: judged as found
-	} else if err != nil {
-		return nil, err
-	}
-	return ns, nil
 }
 
 // PodSecurityLabels are the Pod Security admission labels (pod-security.kubernetes.io/*) of

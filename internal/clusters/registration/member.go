@@ -7,8 +7,9 @@ package registration
 //   - cluster-wide (MemberRoleName), only what placing into a namespace takes: get and create
 //     namespaces, create RoleBindings, and bind the one role MemberNamespaceRoleName;
 //   - per namespace placed into (MemberNamespaceRoleName, bound there by a RoleBinding the
-//     runtime or the provisioner creates when it first places into it): the objects the
-//     runtime and the provisioner apply and judge;
+//     runtime or the provisioner creates when it first places into it and finds the identity
+//     without NamespaceRight there): the objects the runtime and the provisioner apply and
+//     judge;
 //   - an admission policy (MemberPolicyName) that lets the identity create only namespaces
 //     labelled clusters.LabelPlaced and RoleBindings only in such namespaces, binding only
 //     MemberNamespaceRoleName to itself: an existing namespace the platform did not label
@@ -22,6 +23,7 @@ import (
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -96,6 +98,12 @@ func clusterRole(name string) *rbacv1.ClusterRole {
 // clusterScoped reports whether a resource of the hub roles is not namespaced: the hub
 // roles' only one is namespaces (the provisioner reads them on the hub).
 func clusterScoped(resource string) bool { return resource == "namespaces" }
+
+// NamespaceRight is a right MemberNamespaceRoleName grants in a namespace placed into (the
+// runtime's watch of the Services it applies) and the cluster-wide role does not: whether the
+// identity has it in a namespace (a SelfSubjectAccessReview) says whether it was granted its
+// rights there, without reading RoleBindings, which it may not.
+var NamespaceRight = authorizationv1.ResourceAttributes{Verb: "watch", Resource: "services"}
 
 // NamespaceBinding is the RoleBinding that grants the identity MemberNamespaceRoleName in
 // namespace, created when the hub first places into it.

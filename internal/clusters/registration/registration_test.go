@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -180,6 +181,16 @@ func TestMemberRolesShipped(t *testing.T) {
 		if !may[want] {
 			t.Errorf("the namespace role may not apply %s: %+v", want, namespaced.Rules)
 		}
+	}
+	// NamespaceRight, which says whether the identity was granted its rights in a namespace,
+	// is the namespace role's and not the cluster role's.
+	grants := func(role *rbacv1.ClusterRole) bool {
+		return slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, NamespaceRight.Group) && slices.Contains(r.Resources, NamespaceRight.Resource) && slices.Contains(r.Verbs, NamespaceRight.Verb)
+		})
+	}
+	if !grants(namespaced) || grants(cluster) {
+		t.Errorf("NamespaceRight %+v: granted by the namespace role %v, by the cluster role %v", NamespaceRight, grants(namespaced), grants(cluster))
 	}
 	for _, r := range cluster.Rules {
 		for _, res := range r.Resources {

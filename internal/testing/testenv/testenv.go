@@ -52,7 +52,14 @@ type Env struct {
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs from config/crd/bases.
-func Start() (*Env, error) {
+func Start() (*Env, error) { return start("") }
+
+// StartAudited is Start with the API server's audit log of every write (hack/audit-writes.yaml:
+// metadata, no reads) at auditLog, which controllerproc.ReadAudit reads: a test counts the
+// controllers' writes there, and their answers.
+func StartAudited(auditLog string) (*Env, error) { return start(auditLog) }
+
+func start(auditLog string) (*Env, error) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		assets = filepath.Join(RepoRoot(), "bin")
@@ -64,6 +71,12 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+	}
+	if auditLog != "" {
+		e.ControlPlane.GetAPIServer().Configure().
+			Set("audit-policy-file", filepath.Join(RepoRoot(), "hack", "audit-writes.yaml")).
+			Set("audit-log-path", auditLog).
+			Set("audit-log-mode", "blocking")
 	}
 	cfg, err := e.Start()
 	if err != nil {

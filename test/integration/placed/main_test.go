@@ -33,7 +33,9 @@ const controlPlane = "score-system"
 var (
 	env    *testenv.Env
 	member *testenv.Env
-	ctx    = context.Background()
+	// memberAudit is the member API server's audit log of writes.
+	memberAudit string
+	ctx         = context.Background()
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +43,12 @@ func TestMain(m *testing.M) {
 	members.ProbeInterval = time.Second
 	code := testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
 		env = e
-		m, err := testenv.Start()
+		dir, err := os.MkdirTemp("", "placed-audit-")
+		if err != nil {
+			return err
+		}
+		memberAudit = filepath.Join(dir, "audit.log")
+		m, err := testenv.StartAudited(memberAudit)
 		if err != nil {
 			return err
 		}
@@ -52,6 +59,9 @@ func TestMain(m *testing.M) {
 		if err := member.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
+	}
+	if memberAudit != "" {
+		_ = os.RemoveAll(filepath.Dir(memberAudit))
 	}
 	os.Exit(code)
 }
