@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,9 @@ type failoverPhase struct {
 	// members' writes in it.
 	Return        phase         `json:"return"`
 	ReturnMembers []memberPhase `json:"returnMembers"`
+	// NoticedSeconds is from m1 lit again to the runtime seeing it answer (its since in
+	// score-clusters, to the second): the rest of Return is the clean-up itself.
+	NoticedSeconds float64 `json:"noticedSeconds"`
 	// CoexistenceSeconds is from all Ready elsewhere to m1 cleared: how long both copies existed.
 	CoexistenceSeconds float64 `json:"coexistenceSeconds"`
 	// DeploymentsLeft are our Deployments still on m1 after the clean-up (none expected).
@@ -108,13 +112,30 @@ func (s *runState) failover(ctx context.Context, held time.Duration) (*failoverP
 		return nil, err
 	}
 	res.CoexistenceSeconds = cleared.Sub(moved).Seconds()
+	if res.NoticedSeconds, err = s.answeringSince(ctx, lostMember, back); err != nil {
+		return nil, err
+	}
 	var deployments appsv1.DeploymentList
 	if err := s.members[0].c.List(ctx, &deployments, client.InNamespace(benchNS), client.HasLabels{scorev1b1.LabelWorkload}); err != nil {
 		return nil, err
 	}
 	res.DeploymentsLeft = len(deployments.Items)
-	logf(s.log, "failover: %s cleared %.1fs after it answered again; both copies existed %.1fs", lostMember, res.Return.Seconds, res.CoexistenceSeconds)
+	logf(s.log, "failover: %s cleared %.1fs after it answered again (seen answering after %.0fs); both copies existed %.1fs", lostMember, res.Return.Seconds, res.NoticedSeconds, res.CoexistenceSeconds)
 	return res, nil
+}
+
+// answeringSince is how long after back the runtime saw cluster answer again, by the since it
+// published in score-clusters (whole seconds).
+func (s *runState) answeringSince(ctx context.Context, cluster string, back time.Time) (float64, error) {
+	cm := &corev1.ConfigMap{}
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: clusters.StatusConfigMap}, cm); err != nil {
+		return 0, err
+	}
+	st := clusters.Decode(cm)[cluster]
+	if !st.Reachable || st.Since == nil {
+		return 0, fmt.Errorf("cluster %s is not published as answering", cluster)
+	}
+	return st.Since.Sub(back.Truncate(time.Second)).Seconds(), nil
 }
 
 // placedOn counts the plans of the run placed on cluster.

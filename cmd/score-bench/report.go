@@ -243,8 +243,8 @@ func (r *result) print(w io.Writer) {
 		for _, m := range f.LossMembers {
 			row("  member "+m.Name, "our writes %d (%.1f per moved Workload)", m.Writes.Ours, float64(m.Writes.Ours)/float64(max(f.Moved, 1)))
 		}
-		row("failover: the lost member back → cleared", "%.1f s (both copies existed %.1f s, %.0f s of it held dark); ours %d writes on the hub; our Deployments left there %d",
-			f.Return.Seconds, f.CoexistenceSeconds, f.HeldSeconds, f.Return.Writes.Ours, f.DeploymentsLeft)
+		row("failover: the lost member back → cleared", "%.1f s (seen answering after %.0f s; both copies existed %.1f s, %.0f s of it held dark); ours %d writes on the hub; our Deployments left there %d",
+			f.Return.Seconds, f.NoticedSeconds, f.CoexistenceSeconds, f.HeldSeconds, f.Return.Writes.Ours, f.DeploymentsLeft)
 		for _, m := range f.ReturnMembers {
 			row("  member "+m.Name, "our writes %d", m.Writes.Ours)
 		}
