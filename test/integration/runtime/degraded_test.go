@@ -6,7 +6,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,12 +31,7 @@ func TestDegradedButServing(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
 			t.Fatal(err)
 		}
-		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: n, AvailableReplicas: n,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
-		if err := env.Client.Status().Update(ctx, dep); err != nil {
-			t.Fatal(err)
-		}
+		available(t, ctx, dep, 2, n)
 	}
 	condition := func(typ string) func() error {
 		return func() error {

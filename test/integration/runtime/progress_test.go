@@ -88,14 +88,7 @@ func TestPlanCreatedToHealthyInTwoStatusWrites(t *testing.T) {
 	})
 
 	// Available: the plan is Projected.
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-		}}
-	if err := env.Client.Status().Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
+	available(t, ctx, d, 1, 1)
 	testenv.Eventually(t, testenv.WaitTimeout, "the plan Projected", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
