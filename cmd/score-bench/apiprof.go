@@ -61,7 +61,7 @@ func (s *runState) profileAPIServer(ctx context.Context, name string) *windowPro
 				return
 			default:
 			}
-			p, err := fetchProfile(ctx, hc, url)
+			p, err := fetch(ctx, hc, url)
 			if err == nil {
 				err = os.WriteFile(filepath.Join(w.dir, fmt.Sprintf("%04d.pprof", w.chunks)), p, 0o644)
 			}
@@ -95,8 +95,8 @@ func (w *windowProfile) end(s *runState) {
 		w.dir, w.chunks, apiProfileChunk, window.Seconds(), covered.Seconds())
 }
 
-// fetchProfile returns one profile, as the API server's profile handler sends it.
-func fetchProfile(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
+// fetch returns what a GET of the API server's url answers (a profile, the metrics).
+func fetch(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err

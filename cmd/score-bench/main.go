@@ -251,19 +251,11 @@ func (s *runState) apiMetrics(ctx context.Context) (requestCounts, error) {
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(s.cfg.Host, "/")+"/metrics", nil)
+	body, err := fetch(ctx, hc, strings.TrimSuffix(s.cfg.Host, "/")+"/metrics")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return parseRequestTotals(resp.Body)
+	return parseRequestTotals(bytes.NewReader(body))
 }
 
 func run(ctx context.Context, o options, log io.Writer) (*result, error) {
