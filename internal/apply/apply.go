@@ -494,9 +494,13 @@ type Released struct {
 // Release deletes the objects of an inventory that inUse does not keep, and says what it did.
 // Each kind is watched before its objects are deleted, so their deletion brings the caller
 // back even in a process that never applied the kind (a controller restarted in the middle of
-// a release).
+// a release). The deletions are in flight together (at most parallel at once): a plan's or an
+// instance's objects are independent of each other, and a cluster that comes back with many
+// to delete (a lost member's moved Workloads) is cleared a round trip per Workload, not per
+// object. Every deletion runs to its end; the error returned is the first object's in order.
 func (a *Applier) Release(ctx context.Context, objs []scorev1b1.AppliedObject, inUse func(scorev1b1.AppliedObject) (bool, error)) (Released, error) {
 	var out Released
+	var deleting []scorev1b1.AppliedObject
 	for _, o := range objs {
 		if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil {
 			if mapping, err := a.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}); err == nil {
@@ -513,11 +517,17 @@ func (a *Applier) Release(ctx context.Context, objs []scorev1b1.AppliedObject, i
 				continue
 			}
 		}
-		existed, err := a.Delete(ctx, o)
-		if err != nil {
-			return Released{}, err
-		}
-		if existed {
+		deleting = append(deleting, o)
+	}
+	existed := make([]bool, len(deleting))
+	if err := each(len(deleting), func(i int) (err error) {
+		existed[i], err = a.Delete(ctx, deleting[i])
+		return err
+	}); err != nil {
+		return Released{}, err
+	}
+	for i, o := range deleting {
+		if existed[i] {
 			out.Remaining = append(out.Remaining, o.Kind+" "+o.Name)
 		}
 	}

@@ -41,6 +41,8 @@ type apiServer struct {
 	objects map[string]*unstructured.Unstructured
 	log     []string
 	onPatch func(name string) error
+	// onDelete, when set, runs at the start of each delete (to hold it).
+	onDelete func(name string)
 	// written, when set, is told of each object a patch wrote, once recorded.
 	written func(name string)
 }
@@ -58,10 +60,25 @@ func (s *apiServer) requests() []string {
 }
 
 func (s *apiServer) client() client.Client {
-	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	mapper.Add(configMap, meta.RESTScopeNamespace)
 	mapper.Add(service, meta.RESTScopeNamespace)
 	return interceptor.NewClient(fake.NewClientBuilder().WithRESTMapper(mapper).Build(), interceptor.Funcs{
+		Delete: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.DeleteOption) error {
+			u := obj.(*unstructured.Unstructured)
+			name := u.GetKind() + "/" + u.GetName()
+			if s.onDelete != nil {
+				s.onDelete(name)
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.log = append(s.log, "delete "+name)
+			if _, ok := s.objects[name]; !ok {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: u.GetKind()}, u.GetName())
+			}
+			delete(s.objects, name)
+			return nil
+		},
 		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 			u := obj.(*unstructured.Unstructured)
 			name := u.GetKind() + "/" + key.Name
@@ -148,6 +165,56 @@ func TestApplyRefusesTheSetBeforeAnyWrite(t *testing.T) {
 		if !strings.HasPrefix(r, "get ") {
 			t.Fatalf("requests %v: a write before the refusal", s.requests())
 		}
+	}
+}
+
+// A release's deletions are in flight together: a member that comes back with the objects of
+// many moved Workloads to delete is cleared a round trip per Workload. What inUse keeps is not
+// deleted; what was already gone is not waited for; the rest is named in order.
+func TestReleaseDeletesAtOnce(t *testing.T) {
+	s := newServer(object(configMap, "c1"), object(service, "s1"), object(service, "kept"))
+	arrived, release := make(chan string, 8), make(chan struct{})
+	s.onDelete = func(name string) {
+		arrived <- name
+		<-release
+	}
+	entry := func(gvk schema.GroupVersionKind, name string) scorev1b1.AppliedObject {
+		return scorev1b1.AppliedObject{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: name}
+	}
+	a := &Applier{Client: s.client(), FieldManager: "m"}
+	type outcome struct {
+		res Released
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := a.Release(context.Background(), []scorev1b1.AppliedObject{entry(configMap, "c1"), entry(service, "gone"), entry(service, "kept"), entry(service, "s1")},
+			func(o scorev1b1.AppliedObject) (bool, error) { return o.Name == "kept", nil })
+		done <- outcome{res, err}
+	}()
+	var got []string
+	for range 3 {
+		select {
+		case name := <-arrived:
+			got = append(got, name)
+		case <-time.After(blocked):
+			t.Fatalf("deletions in flight %v, want three at once", got)
+		}
+	}
+	close(release)
+	out := <-done
+	if out.err != nil {
+		t.Fatal(out.err)
+	}
+	slices.Sort(got)
+	if want := []string{"ConfigMap/c1", "Service/gone", "Service/s1"}; !slices.Equal(got, want) {
+		t.Fatalf("deleted %v, want %v", got, want)
+	}
+	if want := []string{"ConfigMap c1", "Service s1"}; !slices.Equal(out.res.Remaining, want) {
+		t.Fatalf("remaining %v, want %v", out.res.Remaining, want)
+	}
+	if len(out.res.Kept) != 1 || out.res.Kept[0].Name != "kept" || s.objects["Service/kept"] == nil {
+		t.Fatalf("kept %v; the kept Service deleted: %v", out.res.Kept, s.objects["Service/kept"] == nil)
 	}
 }
 
