@@ -52,8 +52,9 @@ WORKLOAD for one now). The command signs what the Secret holds: read it before y
 				}
 				return err
 			}
-			if len(key.Data["key"]) < statesign.KeyBytes {
-				return fmt.Errorf("the signing key %s/%s holds fewer than %d bytes", controlPlane, statesign.KeySecret, statesign.KeyBytes)
+			raw, err := statesign.KeyOf(key.Data)
+			if err != nil {
+				return err
 			}
 			s := &corev1.Secret{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, s); err != nil {
@@ -63,7 +64,7 @@ WORKLOAD for one now). The command signs what the Secret holds: read it before y
 			if !ok {
 				return errors.New("secret " + s.Name + " holds no " + statesign.StateKey + ": it is not a provisioner's state")
 			}
-			signature := statesign.Sign(key.Data["key"], s.Namespace, s.Name, state)
+			signature := statesign.Sign(raw, s.Namespace, s.Name, state)
 			if s.Annotations[statesign.Annotation] == signature {
 				fmt.Fprintf(cmd.OutOrStdout(), "secret/%s is signed as it is\n", s.Name)
 				return nil

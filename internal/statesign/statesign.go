@@ -9,6 +9,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 )
 
 // KeySecret is the Secret, in the control plane's namespace, whose "key" signs state.
@@ -16,6 +17,18 @@ const KeySecret = "score-provisioner-state-key"
 
 // KeyBytes is the length of a key the provisioner draws, and the shortest it accepts.
 const KeyBytes = 32
+
+// KeyData is the key Secret's data key holding the key.
+const KeyData = "key"
+
+// KeyOf returns the key a key Secret's data holds, or why it is not one: absent or shorter than
+// KeyBytes.
+func KeyOf(data map[string][]byte) ([]byte, error) {
+	if len(data[KeyData]) < KeyBytes {
+		return nil, fmt.Errorf("the state's signing key %s holds fewer than %d bytes", KeySecret, KeyBytes)
+	}
+	return data[KeyData], nil
+}
 
 // Annotation holds a state Secret's signature.
 const Annotation = "score.dev/state-mac"

@@ -57,7 +57,7 @@ func (r *Reconciler) signingKey(ctx context.Context) (*stateKey, error) {
 		if _, err := rand.Read(raw); err != nil {
 			return nil, err
 		}
-		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"key": raw}}
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{statesign.KeyData: raw}}
 		if err = r.Client.Create(ctx, s); apierrors.IsAlreadyExists(err) {
 			s = &corev1.Secret{}
 			err = r.secrets.APIServer.Get(ctx, key, s) // another provisioner (a shard) made it first
@@ -66,10 +66,10 @@ func (r *Reconciler) signingKey(ctx context.Context) (*stateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the state's signing key: %w", err)
 	}
-	if len(s.Data["key"]) < statesign.KeyBytes {
-		return nil, fmt.Errorf("the state's signing key %s/%s holds fewer than 32 bytes", key.Namespace, key.Name)
+	if k.key, err = statesign.KeyOf(s.Data); err != nil {
+		return nil, err
 	}
-	k.key, k.since = s.Data["key"], s.CreationTimestamp.Time
+	k.since = s.CreationTimestamp.Time
 	return k, nil
 }
 
