@@ -20,6 +20,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
 
 // lostMember is the member --failover darkens.
@@ -128,7 +129,7 @@ func (s *runState) failover(ctx context.Context, held time.Duration) (*failoverP
 // published in score-clusters (whole seconds).
 func (s *runState) answeringSince(ctx context.Context, cluster string, back time.Time) (float64, error) {
 	cm := &corev1.ConfigMap{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: clusters.StatusConfigMap}, cm); err != nil {
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: devenv.SystemNamespace, Name: clusters.StatusConfigMap}, cm); err != nil {
 		return 0, err
 	}
 	st := clusters.Decode(cm)[cluster]

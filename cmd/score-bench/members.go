@@ -65,7 +65,7 @@ func (s *runState) startMembers(ctx context.Context, root, dir string, pods, vol
 		if _, err := grow(ctx, m.c, pods+16); err != nil {
 			return err
 		}
-		reg := registration.Registration{Name: name, Namespace: "score-system", Labels: map[string]string{"bench": "member"}, Roles: roles}
+		reg := registration.Registration{Name: name, Namespace: devenv.SystemNamespace, Labels: map[string]string{"bench": "member"}, Roles: roles}
 		if name == lostMember && s.o.failover > 0 {
 			// Reached through a proxy that can go dark: the member --failover loses.
 			if s.dark, reg.Server, err = blackhole.New(cfg.Host); err != nil {

@@ -96,7 +96,7 @@ func (s *runState) waitRollout(ctx context.Context, n int) (*scorev1b1.ConfigRol
 	name := fmt.Sprintf("rollout-%04d", n)
 	for {
 		r := &scorev1b1.ConfigRollout{}
-		err := s.c.Get(ctx, client.ObjectKey{Namespace: "score-system", Name: name}, r)
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: devenv.SystemNamespace, Name: name}, r)
 		switch {
 		case err == nil && r.Status.Phase == scorev1b1.RolloutCompleted:
 			return r, nil
