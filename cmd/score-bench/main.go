@@ -440,6 +440,9 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 		ctx = context.WithoutCancel(ctx)
 	}
 	elapsed := time.Since(loadStart)
+	// The CPU to all Ready, apart from the load's 10 s of late news: whether the cores were busy
+	// while the Workloads became Ready, which the whole window's average hides.
+	res.CPUToReady = cpuSeconds(cpuSince(clusterUsage(s.k.Dir), cluster0)) + cpuSeconds(s.usageSince(usage0))
 	loadProfile.end(s)
 	if unfinished != nil {
 		res.Unfinished = unfinished.Error()

@@ -94,6 +94,9 @@ type result struct {
 	// ClusterUsageLoad is the same over the load for the cluster's processes (kube-apiserver,
 	// etcd, kube-controller-manager, kube-scheduler, kwok), by program.
 	ClusterUsageLoad map[string]procUsage `json:"clusterUsageLoad"`
+	// CPUToReady is the CPU seconds of the cluster's processes and ours together from the
+	// load's first create to all Ready (or to where an unfinished load stopped).
+	CPUToReady float64 `json:"cpuToReady"`
 
 	DeleteSeconds float64 `json:"deleteSeconds"`
 }
@@ -170,6 +173,10 @@ func (r *result) print(w io.Writer) {
 			row("  its CPU", "cluster %.0f s + the plain client %.1f s = %.0f CPU s in %.1f s (%.2f cores busy); the load: cluster %.0f s + ours %.0f s = %.0f CPU s in %.1f s (%.2f cores): %.2f× the CPU",
 				cpuSeconds(b.ClusterUsage), b.ClientCPUSeconds, baseCPU, b.Phase.Seconds, baseCPU/b.Phase.Seconds,
 				cpuSeconds(r.ClusterUsageLoad), cpuSeconds(r.UsageLoad), loadCPU, r.Load.Seconds, loadCPU/r.Load.Seconds, loadCPU/baseCPU)
+			if r.AllReadySeconds > 0 {
+				row("  to all Ready", "%.0f CPU s in %.1f s (%.2f cores busy): %.2f× the baseline's CPU",
+					r.CPUToReady, r.AllReadySeconds, r.CPUToReady/r.AllReadySeconds, r.CPUToReady/baseCPU)
+			}
 		}
 	}
 	var base []milestone
