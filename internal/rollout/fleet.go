@@ -219,20 +219,43 @@ func (u *unionFind) join(a, b string) {
 	u.parent[rb], u.parent[ra] = ra, ra
 }
 
-// MemberOf is what the gate reads of a Workload of a wave (key) and of its plan (nil: none
-// yet) under to's policy: the revision the plan was rendered from, whether the runtime has
-// reported on it as it is, and whether the Workload is Ready — and the gate expression holds —
-// since when.
-func MemberOf(key string, w *scorev1b1.Workload, p *scorev1b1.WorkloadPlan, to Revision, region string, gate *GateExpr) Member {
-	m := Member{Key: key}
+// MemberOf is what the gate reads of a Workload of a wave (key) and of its plans — one, or one
+// per copy on several clusters, the Workload's own first (none yet: nil) — under to's policy:
+// the revision the plans were rendered from ("" while its copies' plans name different ones),
+// whether the runtime has reported on every one of them as it is, and whether the Workload is
+// healthy — and the gate expression holds over every copy's objects — since when.
+//
+// Healthy is Ready, not degraded, with every plan's objects healthy: a Workload stays Ready
+// while a new version rolls out behind the one serving ("Ready; being updated"), and with
+// RuntimeDegraded while it runs with reduced capacity or one copy of two ready; neither is
+// the new revision proven. Since is the latest of the Ready condition's transition and of each
+// plan's Healthy condition's, so that the bake counts from the moment every copy is healthy
+// (a Workload going from degraded to healthy moves no transition of its own).
+func MemberOf(key string, w *scorev1b1.Workload, plans []*scorev1b1.WorkloadPlan, to Revision, region string, gate *GateExpr) Member {
+	m := Member{Key: key, Settled: len(plans) > 0}
 	m.Bake, m.Deadline = Timing(w, to, region)
+	healthy := true
 	var objects []scorev1b1.AppliedObject
-	if p != nil {
-		m.Revision, m.Settled, objects = p.Spec.ConfigRevision, p.Status.ObservedGeneration == p.Generation, p.Status.Objects
+	for i, p := range plans {
+		if i == 0 {
+			m.Revision = p.Spec.ConfigRevision
+		} else if p.Spec.ConfigRevision != m.Revision {
+			m.Revision = ""
+		}
+		m.Settled = m.Settled && p.Status.ObservedGeneration == p.Generation
+		objects = append(objects, p.Status.Objects...)
+		c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionHealthy)
+		healthy = healthy && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == p.Generation
+		if c != nil && c.LastTransitionTime.After(m.Since) {
+			m.Since = c.LastTransitionTime.Time
+		}
 	}
 	if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
-		m.Ready, m.Since = c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation, c.LastTransitionTime.Time
+		m.Ready = c.Status == metav1.ConditionTrue && c.Reason != string(scorev1b1.ReasonRuntimeDegraded) && c.ObservedGeneration == w.Generation
+		if c.LastTransitionTime.After(m.Since) {
+			m.Since = c.LastTransitionTime.Time
+		}
 	}
-	m.Ready = m.Ready && gate.Holds(objects, w)
+	m.Ready = m.Ready && healthy && gate.Holds(objects, w)
 	return m
 }

@@ -237,3 +237,63 @@ func TestGateExpr(t *testing.T) {
 		t.Fatal("a gate that is not a bool compiled")
 	}
 }
+
+func TestMemberOf(t *testing.T) {
+	to := fleetConfig(t, nil)
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	at := func(s int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(s) * time.Second)) }
+	workload := func(reason scorev1b1.Reason, since int) *scorev1b1.Workload {
+		w := fleetWorkload("shop", "web", nil)
+		w.Generation = 2
+		w.Status.Conditions = []metav1.Condition{{Type: scorev1b1.ConditionReady, Status: metav1.ConditionTrue, Reason: string(reason), ObservedGeneration: 2, LastTransitionTime: at(since)}}
+		return w
+	}
+	// plan is a copy's plan (web, web.1, ...) rendered from revision, reported on unless
+	// behind, its objects healthy since the given second (or in progress: healthy false).
+	plan := func(name, revision string, behind, healthy bool, since int) *scorev1b1.WorkloadPlan {
+		p := &scorev1b1.WorkloadPlan{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 3}, Spec: scorev1b1.WorkloadPlanSpec{ConfigRevision: revision}}
+		p.Status.ObservedGeneration = 3
+		if behind {
+			p.Status.ObservedGeneration = 2
+		}
+		health, status := scorev1b1.HealthCurrent, metav1.ConditionTrue
+		if !healthy {
+			health, status = scorev1b1.HealthInProgress, metav1.ConditionFalse
+		}
+		p.Status.Objects = []scorev1b1.AppliedObject{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Cluster: name, Health: health}}
+		p.Status.Conditions = []metav1.Condition{{Type: scorev1b1.PlanConditionHealthy, Status: status, ObservedGeneration: 3, LastTransitionTime: at(since)}}
+		return p
+	}
+	everyDeployment := "objects.filter(o, o.kind == 'Deployment').all(o, o.health == 'Current')"
+	for _, tc := range []struct {
+		name     string
+		w        *scorev1b1.Workload
+		plans    []*scorev1b1.WorkloadPlan
+		gate     string
+		revision string
+		settled  bool
+		ready    bool
+		since    int
+	}{
+		{"one copy, healthy", workload(scorev1b1.ReasonSucceeded, 10), []*scorev1b1.WorkloadPlan{plan("web", "r2", false, true, 20)}, "", "r2", true, true, 20},
+		{"no plan yet", workload(scorev1b1.ReasonSucceeded, 10), nil, "", "", false, true, 10},
+		{"degraded is not healthy", workload(scorev1b1.ReasonRuntimeDegraded, 10), []*scorev1b1.WorkloadPlan{plan("web", "r2", false, true, 20)}, "", "r2", true, false, 20},
+		{"Ready while the new version rolls out behind the old is not healthy", workload(scorev1b1.ReasonSucceeded, 10), []*scorev1b1.WorkloadPlan{plan("web", "r2", false, false, 30)}, "", "r2", true, false, 30},
+		{"two copies from one revision, healthy", workload(scorev1b1.ReasonSucceeded, 40), []*scorev1b1.WorkloadPlan{plan("web", "r2", false, true, 20), plan("web.1", "r2", false, true, 30)}, "", "r2", true, true, 40},
+		{"a copy still on the previous revision", workload(scorev1b1.ReasonSucceeded, 10), []*scorev1b1.WorkloadPlan{plan("web", "r2", false, true, 20), plan("web.1", "r1", false, true, 30)}, "", "", true, true, 30},
+		{"a copy not reported on", workload(scorev1b1.ReasonSucceeded, 10), []*scorev1b1.WorkloadPlan{plan("web", "r2", false, true, 20), plan("web.1", "r2", true, true, 30)}, "", "r2", false, true, 30},
+		{"a copy not healthy", workload(scorev1b1.ReasonSucceeded, 10), []*scorev1b1.WorkloadPlan{plan("web", "r2", false, true, 20), plan("web.1", "r2", false, false, 30)}, "", "r2", true, false, 30},
+		{"the gate reads every copy's objects", workload(scorev1b1.ReasonSucceeded, 10), []*scorev1b1.WorkloadPlan{plan("web", "r2", false, true, 20), plan("web.1", "r2", false, true, 30)}, "objects.size() == 2 && " + everyDeployment, "r2", true, true, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := CompileGate(tc.gate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := MemberOf("shop/web", tc.w, tc.plans, to, "", g)
+			if m.Revision != tc.revision || m.Settled != tc.settled || m.Ready != tc.ready || !m.Since.Equal(at(tc.since).Time) {
+				t.Errorf("revision %q settled %v ready %v since %s, want %q %v %v %s", m.Revision, m.Settled, m.Ready, m.Since, tc.revision, tc.settled, tc.ready, at(tc.since).Time)
+			}
+		})
+	}
+}

@@ -153,12 +153,14 @@ func Choose(r *scorev1b1.ConfigRollout, key, current string) string {
 // Member is what the gate reads of one Workload of a wave.
 type Member struct {
 	Key string
-	// Revision is the one its plan was rendered from ("" without a plan).
+	// Revision is the one its plans were rendered from ("" without a plan, or while its
+	// copies' plans name different ones).
 	Revision string
-	// Settled is true when the runtime has reported on the plan as it is now.
+	// Settled is true when the runtime has reported on every plan as it is now.
 	Settled bool
-	// Ready is the Workload's Ready (and the policy's gate expression, when it has one,
-	// holds); Since when Ready last changed.
+	// Ready is the Workload's Ready, not degraded, with every plan's objects healthy (and the
+	// policy's gate expression, when it has one, holds); Since when Ready or a plan's health
+	// last changed.
 	Ready bool
 	Since time.Time
 	// Bake and Deadline are its bake time and progress deadline (zero: the policy's).

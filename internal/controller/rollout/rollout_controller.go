@@ -33,6 +33,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	core "github.com/score-orchestrator/score-orchestrator/internal/rollout"
 )
 
@@ -208,16 +209,37 @@ func (r *Reconciler) members(ctx context.Context, to core.Revision, last *scorev
 			}
 			return nil, err
 		}
-		p := &scorev1b1.WorkloadPlan{}
-		switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); {
-		case apierrors.IsNotFound(err):
-			p = nil
-		case err != nil:
+		plans, err := r.plansOf(ctx, w)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, core.MemberOf(key, w, p, to, r.Region, gate))
+		out = append(out, core.MemberOf(key, w, plans, to, r.Region, gate))
 	}
 	return out, nil
+}
+
+// plansOf reads the plans a Workload controls, in slot order: its own (named after it), then
+// those of its copies on several clusters (planner.CopyName), but for a copy being removed. By
+// the Workload's UID (indexed), so that a gate pass reads a Workload's plans and not its
+// namespace's.
+func (r *Reconciler) plansOf(ctx context.Context, w *scorev1b1.Workload) ([]*scorev1b1.WorkloadPlan, error) {
+	var list scorev1b1.WorkloadPlanList
+	if err := r.Client.List(ctx, &list, client.InNamespace(w.Namespace), client.MatchingFields{indexWorkloadUID: string(w.UID)}); err != nil {
+		return nil, fmt.Errorf("reading the plans of %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	slots := map[*scorev1b1.WorkloadPlan]int{}
+	var plans []*scorev1b1.WorkloadPlan
+	for i := range list.Items {
+		p := &list.Items[i]
+		slot, ok := planner.CopySlot(w.Name, p.Name)
+		if !ok || !metav1.IsControlledBy(p, w) || slot > 0 && !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		slots[p] = slot
+		plans = append(plans, p)
+	}
+	slices.SortFunc(plans, func(a, b *scorev1b1.WorkloadPlan) int { return slots[a] - slots[b] })
+	return plans, nil
 }
 
 // gate is the policy's gate expression, compiled once per expression.

@@ -40,6 +40,10 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 	return r.SetupWithManager(mgr)
 }
 
+// indexWorkloadUID indexes plans by the UID of the Workload they belong to: a wave's gate reads
+// each Workload's plans, one per copy on several clusters.
+const indexWorkloadUID = "rollout.score.dev/workload-uid"
+
 // fleetKey is the controller's one request: the fleet.
 var fleetKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "fleet"}}
 
@@ -47,6 +51,11 @@ var fleetKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "fleet"}
 // Workloads' Ready and the plans' revisions, progress and objects. Its timers are the bake time
 // and the progress deadline; nothing is polled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkloadUID, func(o client.Object) []string {
+		return []string{o.(*scorev1b1.WorkloadPlan).Spec.WorkloadRef.UID}
+	}); err != nil {
+		return err
+	}
 	fleet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{fleetKey} })
 	readyChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*scorev1b1.Workload), e.ObjectNew.(*scorev1b1.Workload)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -54,21 +55,33 @@ func TestMain(m *testing.M) {
 // behind a load balancer; a kv dependency is a ConfigMap of its instance's, provisioned next
 // to its consumer.
 func config(templateDigest, clusters string) string {
-	return fmt.Sprintf(`apiVersion: score.dev/v1b1
-kind: OrchestratorConfig
-profiles:
-  - name: web-service
+	return configOf("", profile("web-service", templateDigest, clusters, "test", "{expose: {serviceType: LoadBalancer}}"))
+}
+
+// profile is a profile of one backend, k8s-NAME, placing its Workloads on `clusters` of the
+// clusters labelled env=label, in name order, with the template's values.
+func profile(name, templateDigest, clusters, label, values string) string {
+	return fmt.Sprintf(`  - name: %[1]s
     backends:
-      - backendId: k8s-members
+      - backendId: k8s-%[1]s
         runtimeClass: kubernetes
         version: 1.0.0
-        template: {kind: manifests, ref: "configmap://score-system/templates/web.yaml", digest: %[1]q, values: {expose: {serviceType: LoadBalancer}}}
+        template: {kind: manifests, ref: "configmap://score-system/templates/web.yaml", digest: %[2]q, values: %[5]s}
         placement:
-          clusterSelector: {matchLabels: {env: test}}
+          clusterSelector: {matchLabels: {env: %[4]s}}
           policy: Ordered
-          clusters: %[2]s
-defaults:
+          clusters: %[3]s
+`, name, templateDigest, clusters, label, values)
+}
+
+// configOf is a config of the profiles, web-service the default, with more of its top level.
+func configOf(more string, profiles ...string) string {
+	return `apiVersion: score.dev/v1b1
+kind: OrchestratorConfig
+profiles:
+` + strings.Join(profiles, "") + `defaults:
   profile: web-service
+` + more + `
 provisioners:
   - uri: template://test/kv
     type: kv
@@ -82,7 +95,7 @@ provisioners:
         kind: ConfigMap
         metadata: {name: {{ .Init.name }}}
         data: {role: kv}
-`, templateDigest, clusters)
+`
 }
 
 // member is a registered member cluster, and the address its load balancer gives.
@@ -94,8 +107,14 @@ type member struct {
 
 func register(t *testing.T, name, ip string) *member {
 	t.Helper()
+	return registerAs(t, name, ip, "test")
+}
+
+// registerAs registers a member labelled env=label.
+func registerAs(t *testing.T, name, ip, label string) *member {
+	t.Helper()
 	m := &member{name: name, env: testenv.StartForTest(t), ip: ip}
-	reg := registration.Registration{Name: name, Namespace: controlPlane, Labels: map[string]string{"env": "test"}}
+	reg := registration.Registration{Name: name, Namespace: controlPlane, Labels: map[string]string{"env": label}}
 	if op := testenv.RegisterMember(t, env.Client, m.env.Config, reg); op != "registered" {
 		t.Fatalf("registering %s: %q", name, op)
 	}
@@ -117,15 +136,16 @@ func (m *member) deployment(t *testing.T, ns, name string) *appsv1.Deployment {
 func (m *member) serve(t *testing.T, ns, name string, ready bool) {
 	t.Helper()
 	d := m.deployment(t, ns, name)
-	n, available := int32(1), corev1.ConditionTrue
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	n, available := want, corev1.ConditionTrue
 	if !ready {
 		n, available = 0, corev1.ConditionFalse
 	}
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: n, AvailableReplicas: n,
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want, ReadyReplicas: n, AvailableReplicas: n,
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: available, Reason: "MinimumReplicasAvailable"},
 			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
 	if !ready {
-		d.Status.UnavailableReplicas = 1
+		d.Status.UnavailableReplicas = want
 		d.Status.Conditions[0].Reason = "MinimumReplicasUnavailable"
 	}
 	if err := m.env.Client.Status().Update(ctx, d); err != nil {
@@ -397,5 +417,102 @@ func relabel(t *testing.T, name string, labels map[string]string) {
 	s.Labels = l
 	if err := env.Client.Patch(ctx, s, patch); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRolloutWaitsForEveryCopy rolls a config change out over a Workload with a copy on each of
+// two members: the wave passes when both copies are healthy at the new revision, and one copy
+// serving while the other is not — the Workload Ready with RuntimeDegraded — halts it at the
+// progress deadline; before, the gate read the first copy's plan and the Workload's Ready, and
+// passed it.
+func TestRolloutWaitsForEveryCopy(t *testing.T) {
+	east, west := registerAs(t, "east", "10.0.1.1", "rollout"), registerAs(t, "west", "10.0.1.2", "rollout")
+	text, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "templates", "web-service.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := testenv.Digest(text)
+	testenv.PutConfigMap(t, env.Client, controlPlane, "templates", map[string]string{"web.yaml": string(text)})
+	// Each revision sets the replicas of the profile the test's Workload asks for: its
+	// Deployments change, and no other Workload's (web-service stays as the test before left
+	// it).
+	revision := func(replicas int32) {
+		values := fmt.Sprintf("{expose: {serviceType: LoadBalancer}, replicas: %d}", replicas)
+		policy := `rollout: {waves: ["100%"], bakeTime: 2s, progressDeadline: 15s}`
+		testenv.PutConfigMap(t, env.Client, controlPlane, "orchestrator-config", map[string]string{"config.yaml": configOf(policy,
+			profile("web-service", digest, "All", "test", "{expose: {serviceType: LoadBalancer}}"), profile("edge-service", digest, "2", "rollout", values))})
+	}
+	revision(1)
+	stop, err := inprocess.Start(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	ns := testenv.Namespace(t, env.Client)
+	testenv.Create(t, env.Client, testenv.Workload(ns, "web", testenv.WithPort("http", 80), testenv.WithAnnotation(scorev1b1.AnnotationProfile, "edge-service")))
+	east.serve(t, ns, "web", true)
+	west.serve(t, ns, "web", true)
+	ready(t, ns, "web", metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+
+	// rollouts are the rollouts' names, in order.
+	rollouts := func() []string {
+		var list scorev1b1.ConfigRolloutList
+		if err := env.Client.List(ctx, &list, client.InNamespace(controlPlane)); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range list.Items {
+			out = append(out, r.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	// rollOut changes the replicas and waits for the change's rollout to reach phase: both
+	// copies' Deployments ask for the replicas once rendered from it, east's is served and
+	// west's as told.
+	rollOut := func(t *testing.T, replicas int32, westReady bool, phase string) *scorev1b1.ConfigRollout {
+		t.Helper()
+		before := rollouts()
+		revision(replicas)
+		for _, m := range []*member{east, west} {
+			testenv.Eventually(t, 2*time.Minute, m.name+"'s Deployment at the new revision", func() error {
+				if d := m.deployment(t, ns, "web"); ptr.Deref(d.Spec.Replicas, 1) != replicas {
+					return fmt.Errorf("replicas %d", ptr.Deref(d.Spec.Replicas, 1))
+				}
+				return nil
+			})
+		}
+		east.serve(t, ns, "web", true)
+		west.serve(t, ns, "web", westReady)
+		r := &scorev1b1.ConfigRollout{}
+		testenv.Eventually(t, time.Minute, "the change's rollout "+phase, func() error {
+			now := rollouts()
+			if len(now) == len(before) {
+				return fmt.Errorf("no new rollout after %v", before)
+			}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: controlPlane, Name: now[len(now)-1]}, r); err != nil {
+				return err
+			}
+			if r.Status.Phase != phase {
+				return fmt.Errorf("%s %s: %s", r.Name, r.Status.Phase, r.Status.Message)
+			}
+			return nil
+		})
+		return r
+	}
+
+	rollOut(t, 2, true, scorev1b1.RolloutCompleted)
+	halted := rollOut(t, 3, false, scorev1b1.RolloutHalted)
+	if !strings.Contains(halted.Status.Message, ns+"/web") {
+		t.Fatalf("halted without naming the Workload: %q", halted.Status.Message)
+	}
+	// Halted, the wave is pinned back: both copies rendered from the revision before.
+	for _, m := range []*member{east, west} {
+		testenv.Eventually(t, time.Minute, m.name+"'s Deployment back at the previous revision", func() error {
+			if d := m.deployment(t, ns, "web"); ptr.Deref(d.Spec.Replicas, 1) != 2 {
+				return fmt.Errorf("replicas %d", ptr.Deref(d.Spec.Replicas, 1))
+			}
+			return nil
+		})
 	}
 }
