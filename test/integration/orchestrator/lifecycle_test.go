@@ -322,7 +322,7 @@ func TestCreatedToReadyInThreeStatusWrites(t *testing.T) {
 	w.Labels = map[string]string{scorev1b1.LabelShard: heldShard}
 	testenv.Create(t, env.Client, w)
 	statusWrites := func() int64 {
-		n, ok := heldStatusWrites.Load("orders")
+		n, ok := heldStatusWrites.Load(ns + "/orders")
 		if !ok {
 			return 0
 		}

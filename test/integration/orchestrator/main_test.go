@@ -38,7 +38,8 @@ var (
 	// orchestratorCache is what the orchestrator reads: its manager's cache.
 	orchestratorCache client.Reader
 	// heldStatusWrites counts the Workload status writes of the orchestrator that holds
-	// progress (heldShard), by Workload name.
+	// progress (heldShard), by Workload, "namespace/name" (each run of a test has a namespace
+	// of its own: -count=2 counts each run's apart).
 	heldStatusWrites sync.Map
 )
 
@@ -99,7 +100,9 @@ func startHeldOrchestrator(ctx context.Context) error {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if rest, ok := strings.CutSuffix(req.URL.Path, "/status"); ok && req.Method != http.MethodGet && strings.Contains(rest, "/workloads/") {
-				n, _ := heldStatusWrites.LoadOrStore(path.Base(rest), new(atomic.Int64))
+				_, nsPath, _ := strings.Cut(rest, "/namespaces/")
+				ns, _, _ := strings.Cut(nsPath, "/")
+				n, _ := heldStatusWrites.LoadOrStore(ns+"/"+path.Base(rest), new(atomic.Int64))
 				n.(*atomic.Int64).Add(1)
 			}
 			return rt.RoundTrip(req)
