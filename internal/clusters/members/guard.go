@@ -4,10 +4,18 @@ package members
 // answer makes the member suspect; the requests in flight to it end with it, the next ones
 // are refused without being sent, and only the probe, which has a client of its own, asks it
 // again.
+//
+// A member whose API server answers the probe (its version) but not the requests (etcd gone
+// under it: a 503 or 504 for every read and write, or requests that hang) would be let back in
+// by every probe and hold the workers talking to it once per probe interval. So each suspicion
+// since a request to it last got an answer is a strike, and a member with strikes is let back
+// in only after readmitProbes(strikes) probes answered in a row: 1, 2, 4, then at most
+// maxReadmitProbes (two minutes at the default interval). An answered request clears them.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -29,12 +37,40 @@ func (mem *Member) Status() (clusters.Status, bool) {
 	return mem.status, mem.probed
 }
 
-// probedAs records a probe's result and returns the status before it and whether this was
-// the first probe. An answer ends the suspicion: requests go to the member again.
-func (mem *Member) probedAs(status clusters.Status) (before clusters.Status, first bool) {
+// maxReadmitProbes bounds the probes a member with strikes must answer in a row before
+// requests go to it again.
+const maxReadmitProbes = 8
+
+// readmitProbes is how many probes in a row a member must answer to be let back in after its
+// strikes-th suspicion in a row (0: it was only found silent by a probe).
+func readmitProbes(strikes int) int {
+	if strikes <= 1 {
+		return 1
+	}
+	return min(1<<(strikes-1), maxReadmitProbes)
+}
+
+// probedAs records a probe's result and returns the status before it, the status now and
+// whether this was the first probe. An answer ends the suspicion: requests go to the member
+// again — after as many answers in a row as its strikes ask (readmitProbes), the status
+// saying so meanwhile.
+func (mem *Member) probedAs(status clusters.Status) (before, now clusters.Status, first bool) {
 	mem.state.Lock()
 	defer mem.state.Unlock()
 	before, first = mem.status, !mem.probed
+	if !status.Reachable {
+		mem.answered = 0
+	} else if !first && !before.Reachable {
+		mem.answered++
+		if need := readmitProbes(mem.strikes); mem.answered < need {
+			held := before
+			held.Labels, held.Version = status.Labels, status.Version
+			held.Message = fmt.Sprintf("A request failed: %s. It answers its probe, but not the requests sent since it was last let back in (%d suspicions in a row): requests go to it again after %d answered probes in a row (%d so far).",
+				mem.failure, mem.strikes, need, mem.answered)
+			mem.status = held
+			return before, held, first
+		}
+	}
 	status.Since = before.Since
 	if first || before.Reachable != status.Reachable {
 		now := metav1.Now()
@@ -47,7 +83,7 @@ func (mem *Member) probedAs(status clusters.Status) (before clusters.Status, fir
 	case mem.answering.Err() != nil:
 		mem.answering, mem.end = context.WithCancel(context.Background())
 	}
-	return before, first
+	return before, status, first
 }
 
 // suspect records that a request got no answer: the member is unreachable until the probe
@@ -59,8 +95,10 @@ func (mem *Member) suspect(err error) {
 	if !mem.status.Reachable {
 		return
 	}
+	mem.strikes++
+	mem.answered, mem.failure = 0, describe(err)
 	now := metav1.Now()
-	mem.status.Reachable, mem.status.Message, mem.status.Since = false, "A request failed: "+describe(err)+".", &now
+	mem.status.Reachable, mem.status.Message, mem.status.Since = false, "A request failed: "+mem.failure+".", &now
 	if mem.suspected != nil {
 		mem.suspected()
 	}
@@ -101,8 +139,19 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		done()
 		return nil, err
 	}
+	if resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusGatewayTimeout {
+		g.mem.answeredRequest()
+	}
 	resp.Body = &guardedBody{ReadCloser: resp.Body, g: g, ctx: req.Context(), done: done}
 	return resp, nil
+}
+
+// answeredRequest records that a request got an answer (not a 503 or 504, which say nothing
+// answered behind the API server): the member's strikes are cleared.
+func (mem *Member) answeredRequest() {
+	mem.state.Lock()
+	mem.strikes = 0
+	mem.state.Unlock()
 }
 
 // failed makes the member suspect when a request got no answer: the request's timeout

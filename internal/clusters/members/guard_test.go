@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,8 +13,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 )
 
-// silent is a server that answers /ok and holds every other request until the test ends: a
-// member that stopped answering. seen receives each held request as it arrives.
+// silent is a server that answers /ok (and /unavailable with a 503) and holds every other
+// request until the test ends: a member that stopped answering. seen receives each held
+// request as it arrives.
 type silent struct {
 	*httptest.Server
 	requests atomic.Int32
@@ -25,7 +27,11 @@ func newSilent(t *testing.T) *silent {
 	done := make(chan struct{})
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
-		if r.URL.Path == "/ok" {
+		switch r.URL.Path {
+		case "/ok":
+			return
+		case "/unavailable": // what an API server whose etcd is gone answers
+			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		s.seen <- struct{}{}
@@ -147,5 +153,71 @@ func TestMemberFailoverSinceChangesOnTransitionsOnly(t *testing.T) {
 	mem.probedAs(clusters.Status{Message: "The API server does not answer."})
 	if st, _ := mem.Status(); !st.Since.Equal(silent.Since) {
 		t.Fatalf("a probe confirming the silence moved since: %v → %v", silent.Since, st.Since)
+	}
+}
+
+// A member that answers its probe but not its requests (its API server up, etcd gone under
+// it) is let back in after more probes answered in a row each time its requests fail again —
+// 1, 2, 4, then 8 at most — instead of by every probe; its requests are refused unsent
+// meanwhile, its status says why, and since when it has not answered does not move (a
+// failover counts from it). A request answered clears its strikes; a 503 is no answer.
+func TestGuardHoldsBackAMemberThatAnswersOnlyItsProbe(t *testing.T) {
+	s := newSilent(t)
+	mem, c, _ := guarded(200 * time.Millisecond)
+	ctx := context.Background()
+	// letBackAfter probes until the member is let back in, and returns how many probes that took.
+	letBackAfter := func() int {
+		t.Helper()
+		suspected, _ := mem.Status()
+		for n := 1; n <= 2*maxReadmitProbes; n++ {
+			if _, now, _ := mem.probedAs(clusters.Status{Reachable: true}); now.Reachable {
+				return n
+			} else if !now.Since.Equal(suspected.Since) || !strings.Contains(now.Message, "It answers its probe, but not the requests") {
+				t.Fatalf("held back: %+v, since %v before", now, suspected.Since)
+			}
+			sent := s.requests.Load()
+			if err := get(ctx, c, s.URL+"/ok"); !errors.Is(err, ErrSuspect) || s.requests.Load() != sent {
+				t.Fatalf("a request while held back: %v, %d sent", err, s.requests.Load()-sent)
+			}
+		}
+		t.Fatal("never let back in")
+		return 0
+	}
+	fail := func() {
+		t.Helper()
+		if err := get(ctx, c, s.URL+"/hang"); err == nil {
+			t.Fatal("a request the member holds answered")
+		}
+	}
+	for i, want := range []int{1, 2, 4, 8, 8} {
+		fail()
+		if got := letBackAfter(); got != want {
+			t.Fatalf("suspicion %d: let back in after %d probes, want %d", i+1, got, want)
+		}
+	}
+	// A 503 says nothing answered behind the API server: the strikes stay.
+	if err := get(ctx, c, s.URL+"/unavailable"); err != nil {
+		t.Fatal(err)
+	}
+	fail()
+	if got := letBackAfter(); got != maxReadmitProbes {
+		t.Fatalf("after a 503: let back in after %d probes, want %d", got, maxReadmitProbes)
+	}
+	// An answered request clears them: the next suspicion is let back in by the next probe.
+	if err := get(ctx, c, s.URL+"/ok"); err != nil {
+		t.Fatal(err)
+	}
+	fail()
+	if got := letBackAfter(); got != 1 {
+		t.Fatalf("after an answer: let back in after %d probes, want 1", got)
+	}
+	// A probe that gets no answer meanwhile starts the count again.
+	fail()
+	if _, now, _ := mem.probedAs(clusters.Status{Reachable: true}); now.Reachable {
+		t.Fatal("let back in by one probe after a second suspicion in a row")
+	}
+	mem.probedAs(clusters.Status{Message: "The API server does not answer."})
+	if got := letBackAfter(); got != 2 {
+		t.Fatalf("after a probe without answer: let back in after %d more probes, want 2", got)
 	}
 }

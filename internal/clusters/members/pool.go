@@ -141,6 +141,11 @@ type Member struct {
 	end       context.CancelFunc
 	// suspected is called when a request makes the member suspect.
 	suspected func()
+	// strikes counts the suspicions since a request to the member last got an answer,
+	// failure describes the last, answered counts the probes answered in a row since
+	// (readmitProbes).
+	strikes, answered int
+	failure           string
 
 	// hub reads the hub's namespaces.
 	hub client.Reader
@@ -210,9 +215,9 @@ func (p *Pool) reconcile(ctx context.Context, name string) (reconcile.Result, er
 	mem := p.connect(ctx, s)
 	status := probe(mem)
 	status.Labels = clusters.Labels(s)
-	before, first := mem.probedAs(status)
-	if first || before.Reachable != status.Reachable {
-		ctrl.LoggerFrom(ctx).Info("Cluster probed", "cluster", name, "reachable", status.Reachable, "message", status.Message)
+	before, now, first := mem.probedAs(status)
+	if first || before.Reachable != now.Reachable {
+		ctrl.LoggerFrom(ctx).Info("Cluster probed", "cluster", name, "reachable", now.Reachable, "message", now.Message)
 		p.Changed(ctx, name)
 	}
 	return reconcile.Result{RequeueAfter: ProbeInterval}, p.publish(ctx)

@@ -95,6 +95,12 @@ func (e *Env) Stop() error {
 	return e.env.Stop()
 }
 
+// StopEtcd stops etcd alone: the API server still answers what needs no storage (its
+// version, the probe of a member cluster), and no read or write that reaches etcd.
+func (e *Env) StopEtcd() error {
+	return e.env.ControlPlane.Etcd.Stop()
+}
+
 // Eventually calls check until it returns nil or timeout passes, then fails the test with
 // what and the last error. Polling is how a test waits; the controllers themselves never poll.
 func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {

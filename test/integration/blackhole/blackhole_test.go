@@ -3,6 +3,7 @@ package blackhole
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
@@ -32,15 +34,21 @@ func register(t *testing.T, name, server string, member *testenv.Env) {
 
 // reachable says whether the runtime publishes cluster as answering.
 func reachable(name string) (bool, error) {
+	st, err := published(name)
+	return st.Reachable, err
+}
+
+// published is what the runtime publishes of cluster.
+func published(name string) (clusters.Status, error) {
 	cm := &corev1.ConfigMap{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: controlPlane, Name: clusters.StatusConfigMap}, cm); err != nil {
-		return false, err
+		return clusters.Status{}, err
 	}
 	st, ok := clusters.Decode(cm)[name]
 	if !ok {
-		return false, fmt.Errorf("cluster %s not published", name)
+		return clusters.Status{}, fmt.Errorf("cluster %s not published", name)
 	}
-	return st.Reachable, nil
+	return st, nil
 }
 
 // namespace is a hub namespace for a test's plans, with the web-service template.
@@ -290,4 +298,59 @@ func TestBlackholedMemberCostsTheOthersNothing(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// A member whose API server answers its probe but not its requests — its etcd stopped: the
+// version is served, no read or write that reaches storage is — is let back in after more
+// answered probes each time its requests fail again (1, 2, 4, ...), not by every probe: the
+// runtime publishes it as not answering, saying why and how many probes it waits for.
+func TestMemberAnsweringOnlyItsProbeIsHeldBack(t *testing.T) {
+	// Requests to this member give up after 3 s (the package's ten minutes are for the
+	// black hole): each time it is let back in, the next apply costs that much.
+	timeout := members.RequestTimeout
+	members.RequestTimeout = 3 * time.Second
+	t.Cleanup(func() { members.RequestTimeout = timeout })
+	member := testenv.StartForTest(t)
+	register(t, "half", "", member)
+	testenv.Eventually(t, time.Minute, "the member answers the runtime's probe", func() error {
+		if ok, err := reachable("half"); err != nil || !ok {
+			return fmt.Errorf("reachable %v: %v", ok, err)
+		}
+		return nil
+	})
+	p := place(t, namespace(t), "web", "half", "nginx")
+	testenv.Eventually(t, time.Minute, "the plan applied on the member", func() error {
+		_, err := applied(p, member.Client, "nginx")
+		return err
+	})
+
+	if err := member.StopEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	current := &scorev1b1.WorkloadPlan{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), current); err != nil {
+		t.Fatal(err)
+	}
+	current.Spec.Values = values("nginx:2")
+	if err := env.Client.Update(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	// The apply gets no answer (a suspicion), the next probe answers and lets it back in
+	// (one probe after the first suspicion), the apply again gets none: from the second
+	// suspicion on, it waits for 2, then 4 probes answered in a row, published as such.
+	for _, want := range []string{"after 2 answered probes in a row", "after 4 answered probes in a row"} {
+		testenv.Eventually(t, time.Minute, "published as held back "+want, func() error {
+			st, err := published("half")
+			if err != nil {
+				return err
+			}
+			if st.Reachable || !strings.Contains(st.Message, "It answers its probe, but not the requests") || !strings.Contains(st.Message, want) {
+				return fmt.Errorf("%+v", st)
+			}
+			return nil
+		})
+	}
+	if err := unreachable(p); err != nil {
+		t.Fatal(err)
+	}
 }
