@@ -13,8 +13,9 @@
 // watch) gets RequestTimeout; the first that gets no answer makes the member suspect, which
 // ends every request in flight to it and refuses the next ones without sending them (Get
 // says it does not answer, so the workers record that and return); only the probe contacts
-// it then, and its answer brings back what is placed there. A new namespace's watches sync
-// off the workers (apply.Watcher.Synced).
+// it then, and its answer (as many in a row as the member's strikes ask, guard.go) brings
+// back what is placed there. A new namespace's watches sync off the workers
+// (apply.Watcher.Synced).
 package members
 
 import (
