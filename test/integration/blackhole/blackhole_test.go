@@ -85,6 +85,19 @@ func place(t *testing.T, ns, name, cluster, image string) *scorev1b1.WorkloadPla
 	return p
 }
 
+// run changes the plan's container to run image.
+func run(t *testing.T, p *scorev1b1.WorkloadPlan, image string) {
+	t.Helper()
+	current := &scorev1b1.WorkloadPlan{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), current); err != nil {
+		t.Fatal(err)
+	}
+	current.Spec.Values = values(image)
+	if err := env.Client.Update(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func values(image string) *apiextensionsv1.JSON {
 	return &apiextensionsv1.JSON{Raw: []byte(`{"containers":{"main":{"image":"` + image + `"}},"service":{"ports":{"http":{"port":80,"targetPort":8080,"protocol":"TCP"}}}}`)}
 }
@@ -188,14 +201,7 @@ func TestBlackholedMemberCostsTheOthersNothing(t *testing.T) {
 	dark.SetDark(true)
 	darkened := time.Now()
 	for _, p := range onB {
-		current := &scorev1b1.WorkloadPlan{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), current); err != nil {
-			t.Fatal(err)
-		}
-		current.Spec.Values = values("nginx:2")
-		if err := env.Client.Update(ctx, current); err != nil {
-			t.Fatal(err)
-		}
+		run(t, p, "nginx:2")
 	}
 	// Meanwhile new Workloads roll out to A, each in a namespace new there, and one to B in
 	// a namespace new there.
@@ -327,14 +333,7 @@ func TestMemberAnsweringOnlyItsProbeIsHeldBack(t *testing.T) {
 	if err := member.StopEtcd(); err != nil {
 		t.Fatal(err)
 	}
-	current := &scorev1b1.WorkloadPlan{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), current); err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Values = values("nginx:2")
-	if err := env.Client.Update(ctx, current); err != nil {
-		t.Fatal(err)
-	}
+	run(t, p, "nginx:2")
 	// The apply gets no answer (a suspicion), the next probe answers and lets it back in
 	// (one probe after the first suspicion), the apply again gets none: from the second
 	// suspicion on, it waits for 2, then 4 probes answered in a row, published as such.
