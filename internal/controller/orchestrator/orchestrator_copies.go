@@ -23,7 +23,7 @@ import (
 func (r *Reconciler) observeCopies(ctx context.Context, s *scope) error {
 	w := s.Workload
 	var plans scorev1b1.WorkloadPlanList
-	if err := r.Client.List(ctx, &plans, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
+	if err := r.Client.List(ctx, &plans, client.InNamespace(w.Namespace), client.MatchingFields{indexWorkload: w.Name}); err != nil {
 		return fmt.Errorf("listing the plans: %w", err)
 	}
 	for i := range plans.Items {
@@ -34,7 +34,7 @@ func (r *Reconciler) observeCopies(ctx context.Context, s *scope) error {
 		}
 	}
 	var exposures scorev1b1.WorkloadExposureList
-	if err := r.Client.List(ctx, &exposures, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
+	if err := r.Client.List(ctx, &exposures, client.InNamespace(w.Namespace), client.MatchingFields{indexWorkload: w.Name}); err != nil {
 		return fmt.Errorf("listing the exposures: %w", err)
 	}
 	for i := range exposures.Items {

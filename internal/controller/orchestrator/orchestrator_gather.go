@@ -58,7 +58,7 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) error {
 func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	w := s.Workload
 	var claims scorev1b1.ResourceClaimList
-	if err := r.Client.List(ctx, &claims, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
+	if err := r.Client.List(ctx, &claims, client.InNamespace(w.Namespace), client.MatchingFields{indexWorkload: w.Name}); err != nil {
 		return fmt.Errorf("listing claims: %w", err)
 	}
 	s.Claims = claims.Items

@@ -40,7 +40,7 @@ func TestAClaimGoneBeforeTheCacheSawItIsCreatedAgain(t *testing.T) {
 		},
 	}
 	claimsCreated := 0
-	cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(w).WithStatusSubresource(w).
+	cache := withWorkloadIndex(fake.NewClientBuilder().WithScheme(scheme.New())).WithObjects(w).WithStatusSubresource(w).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if _, ok := obj.(*scorev1b1.ResourceClaim); ok {
 				claimsCreated++
@@ -72,4 +72,13 @@ func TestAClaimGoneBeforeTheCacheSawItIsCreatedAgain(t *testing.T) {
 	if claimsCreated != 2 {
 		t.Fatalf("a pass after the cache should have caught up: %d claims created, want 2 (the claim is gone, so it is created again)", claimsCreated)
 	}
+}
+
+// withWorkloadIndex is b, its scheme set, with the index the orchestrator's manager has
+// (indexWorkload).
+func withWorkloadIndex(b *fake.ClientBuilder) *fake.ClientBuilder {
+	for _, obj := range indexedByWorkload() {
+		b = b.WithIndex(obj, indexWorkload, workloadLabel)
+	}
+	return b
 }

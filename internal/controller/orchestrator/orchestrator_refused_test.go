@@ -37,7 +37,7 @@ func TestAPlanRefusedAsTooLargeIsReported(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "w-uid", Generation: 1},
 		Spec:       scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}},
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(w).WithStatusSubresource(w).
+	c := withWorkloadIndex(fake.NewClientBuilder().WithScheme(scheme.New())).WithObjects(w).WithStatusSubresource(w).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if _, ok := obj.(*scorev1b1.WorkloadPlan); ok {
 				return apierrors.NewRequestEntityTooLargeError("limit is 3145728")

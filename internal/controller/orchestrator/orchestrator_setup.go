@@ -62,6 +62,24 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 	return r.SetupWithManager(mgr)
 }
 
+// indexWorkload indexes the claims, plans and exposures by the Workload they are labelled
+// with (scorev1b1.LabelWorkload): a pass reads its Workload's, not its namespace's — a
+// listing by label reads every object of the namespace, O(N) a pass for N Workloads there.
+const indexWorkload = "orchestrator.score.dev/workload"
+
+// indexedByWorkload are the kinds indexWorkload indexes.
+func indexedByWorkload() []client.Object {
+	return []client.Object{&scorev1b1.ResourceClaim{}, &scorev1b1.WorkloadPlan{}, &scorev1b1.WorkloadExposure{}}
+}
+
+// workloadLabel is an object's indexWorkload: the Workload it is labelled with.
+func workloadLabel(o client.Object) []string {
+	if name, ok := o.GetLabels()[scorev1b1.LabelWorkload]; ok {
+		return []string{name}
+	}
+	return nil
+}
+
 // SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
 // the claims, plans and exposures they own, the deletion of retained claims, the preview
 // namespaces (internal/preview) and the config store: a new valid config
@@ -73,6 +91,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}}
 	workloadChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted)
 	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &scorev1b1.Workload{}, handler.OnlyControllerOwner())
+	for _, obj := range indexedByWorkload() {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, indexWorkload, workloadLabel); err != nil {
+			return err
+		}
+	}
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = 4

@@ -19,7 +19,7 @@ func (r *Reconciler) withCopies(f handler.MapFunc) handler.MapFunc {
 		reqs := f(ctx, o)
 		for _, req := range reqs {
 			var plans scorev1b1.WorkloadPlanList
-			if err := r.Client.List(ctx, &plans, client.InNamespace(req.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: req.Name}); err != nil {
+			if err := r.Client.List(ctx, &plans, client.InNamespace(req.Namespace), client.MatchingFields{indexWorkload: req.Name}); err != nil {
 				continue
 			}
 			for i := range plans.Items {

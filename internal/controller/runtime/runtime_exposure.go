@@ -150,7 +150,7 @@ func gateways(ctx context.Context, where client.Reader, keys []string) map[strin
 // reachable reports whether a Service has at least one ready endpoint.
 func (r *Reconciler) reachable(ctx context.Context, namespace, service string) (bool, error) {
 	var slices discoveryv1.EndpointSliceList
-	if err := r.Client.List(ctx, &slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
+	if err := r.Client.List(ctx, &slices, client.InNamespace(namespace), client.MatchingFields{indexService: service}); err != nil {
 		return false, err
 	}
 	return anyReady(slices.Items), nil

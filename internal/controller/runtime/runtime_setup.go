@@ -36,6 +36,14 @@ import (
 // applied carries no owner reference, only that UID.
 const indexWorkloadUID = "score.dev/workload-uid"
 
+// indexWorkload indexes plans by the Workload they are labelled with (its copies' plans
+// included), indexService EndpointSlices by their Service: a pass or an event reads its
+// Workload's, not its namespace's (a listing by label reads every object of the namespace).
+const (
+	indexWorkload = "runtime.score.dev/workload"
+	indexService  = "runtime.score.dev/service"
+)
+
 // indexInstance indexes plans by the instances their claims stand for: a route a dependency
 // provisioned carries its instance's label, not the plan's.
 const indexInstance = "score.dev/instance"
@@ -76,6 +84,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexCluster, func(o client.Object) []string {
 		return planClusters(o.(*scorev1b1.WorkloadPlan))
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkload, func(o client.Object) []string {
+		if name, ok := o.GetLabels()[scorev1b1.LabelWorkload]; ok {
+			return []string{name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{}, indexService, func(o client.Object) []string {
+		if service, ok := o.GetLabels()[discoveryv1.LabelServiceName]; ok {
+			return []string{service}
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
