@@ -64,7 +64,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	planChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*scorev1b1.WorkloadPlan), e.ObjectNew.(*scorev1b1.WorkloadPlan)
 		return o.Spec.ConfigRevision != n.Spec.ConfigRevision || o.Status.ObservedGeneration != n.Status.ObservedGeneration ||
-			!reflect.DeepEqual(o.Status.Objects, n.Status.Objects) // what a gate expression reads
+			!reflect.DeepEqual(o.Status.Objects, n.Status.Objects) || // what a gate expression reads
+			!reflect.DeepEqual(meta.FindStatusCondition(o.Status.Conditions, scorev1b1.PlanConditionHealthy), meta.FindStatusCondition(n.Status.Conditions, scorev1b1.PlanConditionHealthy))
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configrollout").
