@@ -438,7 +438,7 @@ func TestRolloutWaitsForEveryCopy(t *testing.T) {
 	// it).
 	revision := func(replicas int32) {
 		values := fmt.Sprintf("{expose: {serviceType: LoadBalancer}, replicas: %d}", replicas)
-		policy := `rollout: {waves: ["100%"], bakeTime: 2s, progressDeadline: 15s}`
+		policy := `rollout: {waves: ["100%"], bakeTime: 2s, progressDeadline: 30s}`
 		testenv.PutConfigMap(t, env.Client, controlPlane, "orchestrator-config", map[string]string{"config.yaml": configOf(policy,
 			profile("web-service", digest, "All", "test", "{expose: {serviceType: LoadBalancer}}"), profile("edge-service", digest, "2", "rollout", values))})
 	}
@@ -485,7 +485,7 @@ func TestRolloutWaitsForEveryCopy(t *testing.T) {
 		east.serve(t, ns, "web", true)
 		west.serve(t, ns, "web", westReady)
 		r := &scorev1b1.ConfigRollout{}
-		testenv.Eventually(t, time.Minute, "the change's rollout "+phase, func() error {
+		testenv.Eventually(t, 2*time.Minute, "the change's rollout "+phase, func() error {
 			now := rollouts()
 			if len(now) == len(before) {
 				return fmt.Errorf("no new rollout after %v", before)
