@@ -29,6 +29,18 @@ func OwnLabelSelector(label string) labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
+// ByLabel indexes objects by the value of label (none without it): a field index that lists
+// the objects with one value without reading every object of the namespace, as a listing by
+// label does.
+func ByLabel(label string) client.IndexerFunc {
+	return func(o client.Object) []string {
+		if v, ok := o.GetLabels()[label]; ok {
+			return []string{v}
+		}
+		return nil
+	}
+}
+
 // NewScopedCache is a cache, started by mgr with its own caches, of the objects that carry
 // label, without their managedFields.
 func NewScopedCache(mgr manager.Manager, label string) (cache.Cache, error) {

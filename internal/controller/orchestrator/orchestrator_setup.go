@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
@@ -73,12 +74,7 @@ func indexedByWorkload() []client.Object {
 }
 
 // workloadLabel is an object's indexWorkload: the Workload it is labelled with.
-func workloadLabel(o client.Object) []string {
-	if name, ok := o.GetLabels()[scorev1b1.LabelWorkload]; ok {
-		return []string{name}
-	}
-	return nil
-}
+var workloadLabel = apply.ByLabel(scorev1b1.LabelWorkload)
 
 // SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
 // the claims, plans and exposures they own, the deletion of retained claims, the preview

@@ -87,20 +87,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkload, func(o client.Object) []string {
-		if name, ok := o.GetLabels()[scorev1b1.LabelWorkload]; ok {
-			return []string{name}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkload, apply.ByLabel(scorev1b1.LabelWorkload)); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{}, indexService, func(o client.Object) []string {
-		if service, ok := o.GetLabels()[discoveryv1.LabelServiceName]; ok {
-			return []string{service}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{}, indexService, apply.ByLabel(discoveryv1.LabelServiceName)); err != nil {
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexInstance, func(o client.Object) []string {
