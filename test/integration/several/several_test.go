@@ -118,6 +118,10 @@ func registerAs(t *testing.T, name, ip, label string) *member {
 	if op := testenv.RegisterMember(t, env.Client, m.env.Config, reg); op != "registered" {
 		t.Fatalf("registering %s: %q", name, op)
 	}
+	// Let go of it with the test: a member whose API server is gone is no cluster to place on.
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlane, Name: name}})
+	})
 	return m
 }
 
@@ -448,12 +452,6 @@ func TestRolloutWaitsForEveryCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	ns := testenv.Namespace(t, env.Client)
-	testenv.Create(t, env.Client, testenv.Workload(ns, "web", testenv.WithPort("http", 80), testenv.WithAnnotation(scorev1b1.AnnotationProfile, "edge-service")))
-	east.serve(t, ns, "web", true)
-	west.serve(t, ns, "web", true)
-	ready(t, ns, "web", metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
-
 	// rollouts are the rollouts' names, in order.
 	rollouts := func() []string {
 		var list scorev1b1.ConfigRolloutList
@@ -467,6 +465,40 @@ func TestRolloutWaitsForEveryCopy(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	// The first revision settles before the Workload exists (a run before this one in the same
+	// API server left another revision behind: the change to this one is a rollout too).
+	testenv.Eventually(t, time.Minute, "the first revision's rollout over", func() error {
+		names := rollouts()
+		if len(names) == 0 {
+			return fmt.Errorf("no rollout yet")
+		}
+		r := &scorev1b1.ConfigRollout{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: controlPlane, Name: names[len(names)-1]}, r); err != nil {
+			return err
+		}
+		if r.Status.Phase != scorev1b1.RolloutCompleted {
+			return fmt.Errorf("%s %s: %s", r.Name, r.Status.Phase, r.Status.Message)
+		}
+		return nil
+	})
+	ns := testenv.Namespace(t, env.Client)
+	w := testenv.Workload(ns, "web", testenv.WithPort("http", 80), testenv.WithAnnotation(scorev1b1.AnnotationProfile, "edge-service"))
+	testenv.Create(t, env.Client, w)
+	// Gone with the test, while the controllers and the members still run: a Workload of the
+	// profile left behind would be in the next run's rollouts.
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, w)
+		testenv.Eventually(t, time.Minute, "the Workload gone", func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), &scorev1b1.Workload{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there: %v", err)
+			}
+			return nil
+		})
+	})
+	east.serve(t, ns, "web", true)
+	west.serve(t, ns, "web", true)
+	ready(t, ns, "web", metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
+
 	// rollOut changes the replicas and waits for the change's rollout to reach phase: both
 	// copies' Deployments ask for the replicas once rendered from it, east's is served and
 	// west's as told.
@@ -503,6 +535,16 @@ func TestRolloutWaitsForEveryCopy(t *testing.T) {
 
 	rollOut(t, 2, true, scorev1b1.RolloutCompleted)
 	halted := rollOut(t, 3, false, scorev1b1.RolloutHalted)
+	// Aborted with the test, as a person would (scorectl rollout abort): a halted rollout
+	// left behind would hold the next run's Workloads.
+	t.Cleanup(func() {
+		r := &scorev1b1.ConfigRollout{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(halted), r); err == nil {
+			patch := client.MergeFrom(r.DeepCopy())
+			r.Spec.Aborted = true
+			_ = env.Client.Patch(ctx, r, patch)
+		}
+	})
 	if !strings.Contains(halted.Status.Message, ns+"/web") {
 		t.Fatalf("halted without naming the Workload: %q", halted.Status.Message)
 	}
