@@ -154,9 +154,7 @@ func serve(ns string, members ...*testenv.Env) error {
 			if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas >= 1 {
 				continue
 			}
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+			d.Status = testenv.DeploymentStatus(d, 1)
 			if err := m.Client.Status().Update(ctx, d); err != nil && !apierrors.IsConflict(err) {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -65,11 +64,7 @@ func TestClaimCreatedToBoundInTwoStatusWrites(t *testing.T) {
 	})
 
 	// Available: the claim is Bound.
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-		}}
+	d.Status = testenv.DeploymentStatus(d, 1)
 	if err := env.Client.Status().Update(ctx, d); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestDegradedButServing(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
 			t.Fatal(err)
 		}
-		available(t, ctx, dep, 2, n)
+		available(t, ctx, dep, n)
 	}
 	condition := func(typ string) func() error {
 		return func() error {

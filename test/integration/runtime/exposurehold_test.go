@@ -113,7 +113,7 @@ func exposureToHealthy(t *testing.T, ns, name, configMap string, held bool) int6
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
 		t.Fatal(err)
 	}
-	available(t, ctx, d, 1, 1)
+	available(t, ctx, d, 1)
 	testenv.Eventually(t, testenv.WaitTimeout, "the plan Projected and the exposure healthy", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err

@@ -88,7 +88,7 @@ func TestPlanCreatedToHealthyInTwoStatusWrites(t *testing.T) {
 	})
 
 	// Available: the plan is Projected.
-	available(t, ctx, d, 1, 1)
+	available(t, ctx, d, 1)
 	testenv.Eventually(t, testenv.WaitTimeout, "the plan Projected", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err

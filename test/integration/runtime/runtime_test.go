@@ -324,21 +324,17 @@ func TestInvalidObjectFailsThePlan(t *testing.T) {
 	waitPlanFailed(t, p, `ConfigMap "Bad_Name" is invalid`)
 }
 
-// waitPlanFailed waits until the plan is Failed with a message containing want.
-// available writes a Deployment's status as the deployment controller does once its n of
-// replicas pods are available.
-func available(t *testing.T, ctx context.Context, d *appsv1.Deployment, replicas, n int32) {
+// available writes a Deployment's status as the deployment controller does once n of its
+// replicas are available.
+func available(t *testing.T, ctx context.Context, d *appsv1.Deployment, n int32) {
 	t.Helper()
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-		}}
+	d.Status = testenv.DeploymentStatus(d, n)
 	if err := env.Client.Status().Update(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// waitPlanFailed waits until the plan is Failed with a message containing want.
 func waitPlanFailed(t *testing.T, p *scorev1b1.WorkloadPlan, want string) {
 	t.Helper()
 	testenv.Eventually(t, 20*time.Second, "failed with "+want, func() error {

@@ -140,18 +140,11 @@ func (m *member) deployment(t *testing.T, ns, name string) *appsv1.Deployment {
 func (m *member) serve(t *testing.T, ns, name string, ready bool) {
 	t.Helper()
 	d := m.deployment(t, ns, name)
-	want := ptr.Deref(d.Spec.Replicas, 1)
-	n, available := want, corev1.ConditionTrue
-	if !ready {
-		n, available = 0, corev1.ConditionFalse
+	n := int32(0)
+	if ready {
+		n = ptr.Deref(d.Spec.Replicas, 1)
 	}
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: available, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
-	if !ready {
-		d.Status.UnavailableReplicas = want
-		d.Status.Conditions[0].Reason = "MinimumReplicasUnavailable"
-	}
+	d.Status = testenv.DeploymentStatus(d, n)
 	if err := m.env.Client.Status().Update(ctx, d); err != nil {
 		t.Fatal(err)
 	}
