@@ -168,6 +168,22 @@ func TestApplyRefusesTheSetBeforeAnyWrite(t *testing.T) {
 	}
 }
 
+// outcome is what a call run in the background returned.
+type outcome[T any] struct {
+	res T
+	err error
+}
+
+// inBackground runs f in a goroutine, its outcome sent once on the channel returned.
+func inBackground[T any](f func() (T, error)) <-chan outcome[T] {
+	done := make(chan outcome[T], 1)
+	go func() {
+		res, err := f()
+		done <- outcome[T]{res, err}
+	}()
+	return done
+}
+
 // A release's deletions are in flight together: a member that comes back with the objects of
 // many moved Workloads to delete is cleared a round trip per Workload. What inUse keeps is not
 // deleted; what was already gone is not waited for; the rest is named in order.
@@ -182,16 +198,10 @@ func TestReleaseDeletesAtOnce(t *testing.T) {
 		return scorev1b1.AppliedObject{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: name}
 	}
 	a := &Applier{Client: s.client(), FieldManager: "m"}
-	type outcome struct {
-		res Released
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := a.Release(context.Background(), []scorev1b1.AppliedObject{entry(configMap, "c1"), entry(service, "gone"), entry(service, "kept"), entry(service, "s1")},
+	done := inBackground(func() (Released, error) {
+		return a.Release(context.Background(), []scorev1b1.AppliedObject{entry(configMap, "c1"), entry(service, "gone"), entry(service, "kept"), entry(service, "s1")},
 			func(o scorev1b1.AppliedObject) (bool, error) { return o.Name == "kept", nil })
-		done <- outcome{res, err}
-	}()
+	})
 	var got []string
 	for range 3 {
 		select {
@@ -247,17 +257,11 @@ func TestApplyStagesInOrderAndEachStageAtOnce(t *testing.T) {
 		return nil
 	}
 	a := &Applier{Client: s.client(), FieldManager: "m"}
-	type outcome struct {
-		res Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := a.Apply(context.Background(), []*unstructured.Unstructured{
+	done := inBackground(func() (Result, error) {
+		return a.Apply(context.Background(), []*unstructured.Unstructured{
 			object(service, "s1"), object(configMap, "c1"), object(service, "s2"), object(configMap, "c2"),
 		}, marks)
-		done <- outcome{res, err}
-	}()
+	})
 	waitFor := func(want ...string) {
 		t.Helper()
 		var got []string
