@@ -1,16 +1,13 @@
 package provisioning
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"text/template"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/render/helm"
+	"github.com/score-orchestrator/score-orchestrator/internal/yamltemplate"
 )
 
 // RenderHelm renders a helm:// definition's chart: its release and values templates over
@@ -43,18 +40,13 @@ func RenderHelmWith(funcs template.FuncMap, def orchconfig.Provisioner, data Dat
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", def.Helm.Chart, err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(stream))
+	docs, err := yamltemplate.Decode(stream)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s renders invalid YAML: %w", def.Helm.Chart, err)
+	}
 	var out []map[string]any
-	for {
-		var doc any
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("chart %s renders invalid YAML: %w", def.Helm.Chart, err)
-		}
-		if m, ok := normalizeYAML(doc).(map[string]any); ok && len(m) > 0 {
+	for _, doc := range docs {
+		if m, ok := doc.(map[string]any); ok && len(m) > 0 {
 			out = append(out, m)
 		}
 	}

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"text/template"
 
-	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
+	"github.com/score-orchestrator/score-orchestrator/internal/yamltemplate"
 )
 
 // ServicePort is a port of another workload, as score-k8s's templates see it.
@@ -141,13 +141,15 @@ func renderMap(overrides template.FuncMap, name, text string, data Data) (map[st
 	return m, nil
 }
 
-// render evaluates one template (parsed once, tplfuncs.Parse) and decodes its output as YAML.
+// render evaluates one template (parsed once and guarded, tplfuncs.ParseYAML) and decodes its
+// output as YAML, each value it printed put back as a value (yamltemplate.Decode): whatever
+// the data holds, it cannot add a key, an item or an object.
 func render(overrides template.FuncMap, name, text string, data Data) (any, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, nil
 	}
-	t, err := tplfuncs.Parse(name, text, overrides)
+	t, err := tplfuncs.ParseYAML(name, text, overrides)
 	if err != nil {
 		return nil, fmt.Errorf("%s template does not parse: %w", name, err)
 	}
@@ -155,36 +157,11 @@ func render(overrides template.FuncMap, name, text string, data Data) (any, erro
 	if err := t.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("%s template failed: %w", name, err)
 	}
-	if strings.TrimSpace(b.String()) == "" {
-		return nil, nil
-	}
-	var out any
-	if err := yaml.Unmarshal(b.Bytes(), &out); err != nil {
+	out, err := yamltemplate.DecodeOne(b.Bytes())
+	if err != nil {
 		return nil, fmt.Errorf("%s template output is not YAML: %w", name, err)
 	}
-	return normalizeYAML(out), nil
-}
-
-// normalizeYAML makes yaml.v3 values JSON-friendly (map keys as strings).
-func normalizeYAML(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeYAML(e)
-		}
-		return x
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = normalizeYAML(e)
-		}
-		return out
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeYAML(e)
-		}
-	}
-	return v
+	return out, nil
 }
 
 // PatchMap merges patch into base (recursively for maps); a nil value deletes the key, as

@@ -18,6 +18,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
+	"github.com/score-orchestrator/score-orchestrator/internal/yamltemplate"
 )
 
 // Input is one rendering: a plan, the Workload it belongs to and the backend's template.
@@ -107,7 +108,7 @@ func Render(in Input) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := decodeObjects(stream)
+	objs, err := decodeObjects(stream, in.Spec.Template.Kind != scorev1b1.TemplateKustomize)
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +244,10 @@ func parseManifests(text string) (*template.Template, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The guard's functions are added after parsing, so that a template cannot call them.
+	if err := yamltemplate.Guard(t.Funcs(yamltemplate.Funcs()), yamltemplate.Manifests); err != nil {
+		return nil, err
+	}
 	if len(parsedManifests.m) >= 256 {
 		parsedManifests.m = map[string]*template.Template{}
 	}
@@ -288,33 +293,54 @@ func ports(values map[string]any) []map[string]any {
 	return out
 }
 
-func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+// decodeObjects reads the objects of a rendered stream; a manifests template's or a chart's
+// is guarded (yamltemplate), and what its actions printed is put back as values.
+func decodeObjects(data []byte, guarded bool) ([]*unstructured.Unstructured, error) {
+	var docs []any
+	var err error
+	if guarded {
+		docs, err = yamltemplate.Decode(data)
+	} else {
+		docs, err = plainDocuments(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the template's output is not YAML: %w", err)
+	}
 	var out []*unstructured.Unstructured
-	for i := 1; ; i++ {
-		var node any
-		err := dec.Decode(&node)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("the template's document %d is not YAML: %w", i, err)
-		}
+	for i, node := range docs {
 		if node == nil {
 			continue
 		}
 		doc, ok := node.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("the template's document %d is not an object: a manifest is a mapping with apiVersion, kind and metadata", i)
+			return nil, fmt.Errorf("the template's document %d is not an object: a manifest is a mapping with apiVersion, kind and metadata", i+1)
 		}
 		u, err := prepare.FromMap(doc)
 		if err != nil {
-			return nil, fmt.Errorf("document %d is not a Kubernetes object: %w", i, err)
+			return nil, fmt.Errorf("document %d is not a Kubernetes object: %w", i+1, err)
 		}
 		if u.GetName() == "" {
-			return nil, fmt.Errorf("document %d (%s) has no name", i, u.GetKind())
+			return nil, fmt.Errorf("document %d (%s) has no name", i+1, u.GetKind())
 		}
 		out = append(out, u)
+	}
+	return out, nil
+}
+
+// plainDocuments reads a YAML stream that no template printed (kustomize's).
+func plainDocuments(data []byte) ([]any, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []any
+	for {
+		var node any
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, node)
 	}
 }
 

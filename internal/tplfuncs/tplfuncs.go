@@ -6,11 +6,14 @@ package tplfuncs
 import (
 	"crypto/sha256"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/yamltemplate"
 )
 
 // SecretRefPrefix and SecretRefSuffix enclose a score-k8s secret reference
@@ -93,7 +96,17 @@ const maxParsed = 1024
 // a clone then, so the shared template is never changed. The result is safe to execute
 // concurrently.
 func Parse(name, text string, overrides template.FuncMap, options ...string) (*template.Template, error) {
-	key := [2]string{name + "\x00" + strings.Join(options, ","), text}
+	return parse(name, text, false, overrides, options...)
+}
+
+// ParseYAML is Parse for a template whose output is YAML: guarded (yamltemplate), so that
+// whatever its actions print is only ever a value once yamltemplate.Decode reads the output.
+func ParseYAML(name, text string, overrides template.FuncMap) (*template.Template, error) {
+	return parse(name, text, true, overrides)
+}
+
+func parse(name, text string, guarded bool, overrides template.FuncMap, options ...string) (*template.Template, error) {
+	key := [2]string{name + "\x00" + strings.Join(options, ",") + "\x00" + strconv.FormatBool(guarded), text}
 	parsed.Lock()
 	t, ok := parsed.m[key]
 	parsed.Unlock()
@@ -101,6 +114,12 @@ func Parse(name, text string, overrides template.FuncMap, options ...string) (*t
 		var err error
 		if t, err = template.New(name).Funcs(provisionerFuncs()).Option(options...).Parse(text); err != nil {
 			return nil, err
+		}
+		if guarded {
+			// Added after parsing, so that a template cannot call them itself.
+			if err := yamltemplate.Guard(t.Funcs(yamltemplate.Funcs()), yamltemplate.Sprig); err != nil {
+				return nil, err
+			}
 		}
 		parsed.Lock()
 		if len(parsed.m) >= maxParsed {

@@ -7,8 +7,11 @@ package helm
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +27,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/yamltemplate"
 )
 
 // KubeVersion is the Kubernetes version charts see as .Capabilities.KubeVersion: the
@@ -45,7 +50,8 @@ type Input struct {
 var ErrNotDeterministic = errors.New("is not available: rendering must not depend on the clock, randomness, DNS or the cluster")
 
 // Render renders the chart and returns its objects as a YAML stream, in Helm's install
-// order. Hooks (objects annotated helm.sh/hook) and NOTES.txt are left out: there is no
+// order. The chart's templates are guarded (yamltemplate): what their actions print is in the
+// stream as tokens, which yamltemplate.Decode puts back as values. Hooks (objects annotated helm.sh/hook) and NOTES.txt are left out: there is no
 // release whose lifecycle would run them. The chart's crds/ directory is not rendered.
 func Render(in Input) ([]byte, error) {
 	ch, err := loader.LoadArchive(bytes.NewReader(in.Chart))
@@ -71,7 +77,12 @@ func Render(in Input) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the chart's values: %w", err)
 	}
-	e := engine.Engine{CustomTemplateFuncs: deterministicFuncs()}
+	if err := guard(ch); err != nil {
+		return nil, err
+	}
+	funcs := deterministicFuncs()
+	maps.Copy(funcs, yamltemplate.Funcs())
+	e := engine.Engine{CustomTemplateFuncs: funcs}
 	files, err := e.Render(ch, top)
 	if err != nil {
 		return nil, fmt.Errorf("the chart failed to render: %w", err)
@@ -90,6 +101,44 @@ func Render(in Input) ([]byte, error) {
 		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", m.Name, strings.TrimRight(m.Content, "\n"))
 	}
 	return out.Bytes(), nil
+}
+
+// guarded caches charts' templates guarded, by their text: a chart renders every plan of its
+// backend, and it is pinned by digest.
+var guarded = struct {
+	sync.Mutex
+	m map[[sha256.Size]byte]string
+}{m: map[[sha256.Size]byte]string{}}
+
+// guard replaces the templates of the chart and of the charts it packages by their guarded
+// text (yamltemplate.GuardText), so that what a value holds cannot become structure however
+// a template prints it.
+func guard(ch *chartv2.Chart) error {
+	for _, t := range ch.Templates {
+		key := sha256.Sum256(append([]byte(t.Name+"\x00"), t.Data...))
+		guarded.Lock()
+		text, ok := guarded.m[key]
+		guarded.Unlock()
+		if !ok {
+			var err error
+			if text, err = yamltemplate.GuardText(path.Join(ch.ChartFullPath(), t.Name), string(t.Data), yamltemplate.Helm); err != nil {
+				return fmt.Errorf("the chart's template %s: %w", t.Name, err)
+			}
+			guarded.Lock()
+			if len(guarded.m) >= 4096 {
+				guarded.m = map[[sha256.Size]byte]string{}
+			}
+			guarded.m[key] = text
+			guarded.Unlock()
+		}
+		t.Data = []byte(text)
+	}
+	for _, dep := range ch.Dependencies() {
+		if err := guard(dep); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // missingDependencies refuses a chart whose declared dependencies are not packaged in it:

@@ -1,0 +1,66 @@
+package yamltemplate
+
+import (
+	"encoding/base32"
+	"regexp"
+	"strings"
+)
+
+// A token stands, in a guarded template's output, for the text one action printed: the
+// marker, a letter saying how the text was printed (kind), the text in base32 (lower-case,
+// unpadded: digits and a to v) and the end mark z. It is made of letters and digits only, so
+// that YAML reads it as (part of) one scalar wherever the template put it, and it carries the
+// text itself, so that the functions that make it need no state of a run.
+const tokenMarker = "q7zscorev"
+
+// kind is how the text a token stands for was printed.
+type kind byte
+
+const (
+	// printedText is what an action printed (fmt.Sprint of its value).
+	printedText kind = 'v'
+	// goQuoted is a string quote printed in Go's double quotes (sprig's quote): the token is
+	// the content between the quotes.
+	goQuoted kind = 'q'
+	// singleQuoted is a string squote printed in single quotes (sprig's squote, which escapes
+	// nothing): the token is the content between them.
+	singleQuoted kind = 's'
+	// jsonString is a string inside a JSON text (toJson, and the manifests set's quote): the
+	// token is the content between the quotes.
+	jsonString kind = 'j'
+	// yamlString is a string inside a YAML text (toYaml), where it stands alone.
+	yamlString kind = 'y'
+)
+
+var encoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+
+// tokenPattern finds tokens in text.
+var tokenPattern = regexp.MustCompile(tokenMarker + `([vqsjy])([0-9a-v]*)z`)
+
+// token is the token for text printed as k.
+func token(k kind, text string) string {
+	return tokenMarker + string(k) + encoding.EncodeToString([]byte(text)) + "z"
+}
+
+// hasToken reports whether s may hold a token.
+func hasToken(s string) bool { return strings.Contains(s, tokenMarker) }
+
+// piece is one token found in a text: where it is, how it was printed and its text.
+type piece struct {
+	start, end int
+	kind       kind
+	text       string
+}
+
+// tokensIn finds the tokens of s, in order.
+func tokensIn(s string) ([]piece, error) {
+	var out []piece
+	for _, m := range tokenPattern.FindAllStringSubmatchIndex(s, -1) {
+		b, err := encoding.DecodeString(s[m[4]:m[5]])
+		if err != nil {
+			return nil, errMangled
+		}
+		out = append(out, piece{start: m[0], end: m[1], kind: kind(s[m[2]]), text: string(b)})
+	}
+	return out, nil
+}
