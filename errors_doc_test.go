@@ -3,6 +3,7 @@ package scoreorchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -207,6 +208,19 @@ func workloadMessage(t *testing.T, input string, admit func(*scorev1b1.Workload)
 	}
 	if r := sel.Select(selection.Input{Workload: w}); !r.OK {
 		return string(r.Reason) + ": " + r.Message
+	}
+	// The claims, with the development catalog (what its definitions say of their params).
+	data, err := os.ReadFile("config/default/orchestrator-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = orchconfig.Parse(data); err != nil {
+		t.Fatal(err)
+	}
+	var problem planner.Problem
+	if _, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: cfg.Provisioners, Classes: cfg.Classes}); errors.As(err, &problem) {
+		c := workloadstatus.SpecInvalid(problem.String(), 0)
+		return string(c.Reason) + ": " + c.Message
 	}
 	return "(valid)"
 }

@@ -56,6 +56,10 @@ type Observed struct {
 	// namespace); SharingDenied and HostnameDenied say why the platform's rules refuse the
 	// claim ("": they do not).
 	InstanceNamespace, SharingDenied, HostnameDenied string
+	// ParamsRefused says which param the definition's supported params refuse and why ("":
+	// none): the orchestrator refuses such a Workload first, this holds for params composed
+	// after it checked them.
+	ParamsRefused string
 	// Cluster is the member cluster the instance goes to ("": the hub). MemberPending: it is
 	// registered and not probed yet. Unreachable: why it cannot be reached.
 	Cluster       string
@@ -208,6 +212,8 @@ func (d *decision) refused() bool {
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, d.o.SharingDenied)
 	case d.o.HostnameDenied != "":
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPolicyViolation, d.o.HostnameDenied)
+	case d.o.ParamsRefused != "":
+		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonSpecInvalid, d.o.ParamsRefused)
 	default:
 		return false
 	}

@@ -145,6 +145,8 @@ func TestFrom(t *testing.T) {
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, message: "Namespace team may not share postgres main."}},
 		{"a host name refused", observed(func(o *Observed) { o.HostnameDenied = "Namespace team may not use host name a.example." }),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPolicyViolation, message: "Namespace team may not use host name a.example."}},
+		{"a param its definition refuses", observed(func(o *Observed) { o.ParamsRefused = "The claim's params.size must be a quantity, not \"x\"." }),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonSpecInvalid, message: "The claim's params.size must be a quantity, not \"x\"."}},
 
 		// Where the instance goes.
 		{"the member is registered and not probed yet", observed(on("eu"), func(o *Observed) { o.MemberPending = true }),

@@ -474,7 +474,9 @@ type Provisioner struct {
 	// Args of the cmd:// strategy.
 	Args []string `json:"args,omitempty" yaml:"args,omitempty"`
 
-	SupportedParams []string `json:"supported_params,omitempty" yaml:"supported_params,omitempty"`
+	// SupportedParams are the params the definition takes; each may say what its value must
+	// be (Param), checked before the definition renders.
+	SupportedParams []Param  `json:"supported_params,omitempty" yaml:"supported_params,omitempty"`
 	ExpectedOutputs []string `json:"expected_outputs,omitempty" yaml:"expected_outputs,omitempty"`
 
 	// API configures the http+api:// strategy (an external HTTP API); only that strategy

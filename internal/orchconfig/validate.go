@@ -3,7 +3,9 @@ package orchconfig
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -531,6 +533,31 @@ func (v *validator) hostnames(cfg *Config) {
 			if strings.TrimSpace(param) == "" {
 				v.fail(fmt.Sprintf("provisioners[%d].hostnameParams[%d]", i, j), "must name a param")
 			}
+		}
+		v.params(fmt.Sprintf("provisioners[%d].supported_params", i), p.SupportedParams)
+	}
+}
+
+// params checks what a definition's supported params say of their values.
+func (v *validator) params(path string, params []Param) {
+	seen := map[string]bool{}
+	for j, p := range params {
+		at := fmt.Sprintf("%s[%d]", path, j)
+		switch {
+		case strings.TrimSpace(p.Name) == "":
+			v.fail(at, "must name a param")
+		case seen[p.Name]:
+			v.fail(at, "param %q is listed twice", p.Name)
+		}
+		seen[p.Name] = true
+		if _, ok := ParamTypes[p.Type]; p.Type != "" && !ok {
+			v.fail(at+".type", "%q is not a param type (%s)", p.Type, strings.Join(slices.Sorted(maps.Keys(ParamTypes)), ", "))
+		}
+		if _, err := regexp.Compile(p.Pattern); err != nil {
+			v.fail(at+".pattern", "does not compile: %v", err)
+		}
+		if p.MaxLength < 0 {
+			v.fail(at+".maxLength", "must not be negative")
 		}
 	}
 }

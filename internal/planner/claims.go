@@ -127,13 +127,21 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 			return nil, fmt.Errorf("spec.resources.%s.params: %w", key, err)
 		}
 		d.WaitingFor = waiting
+		class, id := deref(res.Class), deref(res.ID)
+		served, _, found := provisionermatch.Resolve(provisionermatch.Input{Classes: in.Classes, Provisioners: in.Provisioners,
+			Claim: provisionermatch.Claim{Type: res.Type, Class: class, ID: id, Params: resolved}})
+		if found && len(waiting) == 0 {
+			// What the definition says its params may be, told before anything is provisioned.
+			var refused *orchconfig.ParamError
+			if err := in.Provisioners[served.Index].CheckParams(served.Params); errors.As(err, &refused) {
+				return nil, Problem{Field: fmt.Sprintf("spec.resources.%s.params.%s", key, refused.Param),
+					Message: fmt.Sprintf("The value must be %s, not %s.", refused.Want, refused.Value)}
+			}
+		}
 		// The policy: a preview's, else the resource's annotation, else its class's, else its
 		// provisioner's, else Delete.
 		policy, _ := PolicyAnnotation(res)
-		class, id := deref(res.Class), deref(res.ID)
 		if policy == "" {
-			served, _, _ := provisionermatch.Resolve(provisionermatch.Input{Classes: in.Classes, Provisioners: in.Provisioners,
-				Claim: provisionermatch.Claim{Type: res.Type, Class: class, ID: id, Params: resolved}})
 			policy = scorev1b1.DeprovisionPolicy(served.DeprovisionPolicy)
 		}
 		if policy == "" {

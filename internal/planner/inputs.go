@@ -25,6 +25,9 @@ type Problem struct {
 
 func (p Problem) String() string { return p.Field + ": " + p.Message }
 
+// Error makes a Problem an error, for the steps after CheckInputs that find one.
+func (p Problem) Error() string { return p.String() }
+
 // Sentence turns an error's text into a message: capitalised, ending with a period. The
 // planner's errors reach the Workload's status this way.
 func Sentence(s string) string {

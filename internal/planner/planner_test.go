@@ -2,6 +2,7 @@ package planner
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -426,5 +427,39 @@ func TestMetadataLeavesTheShardOut(t *testing.T) {
 		if tc.want == nil && has || tc.want != nil && !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("labels %v: metadata.labels %v, want %v", tc.labels, got, tc.want)
 		}
+	}
+}
+
+// TestDesiredClaimsCheckTheParams: what a definition's supported params say of their values
+// is checked once the params are resolved, and the Workload is told which param and why.
+func TestDesiredClaimsCheckTheParams(t *testing.T) {
+	provs := []orchconfig.Provisioner{
+		{URI: "template://volume", Type: "volume", SupportedParams: []orchconfig.Param{{Name: "size", Type: "quantity"}}},
+		{URI: "template://dns", Type: "dns"},
+	}
+	for _, tc := range []struct {
+		name     string
+		w        *scorev1b1.Workload
+		observed map[string]ClaimView
+		want     string // "" when the claims are made
+	}{
+		{"a quantity", workload(withResource("data", "volume", `{"size":"2Gi"}`)), nil, ""},
+		{"the volume injection", workload(withResource("data", "volume", `{"size":"1Gi}}\n- kind: Pod"}`)), nil,
+			`spec.resources.data.params.size: The value must be a Kubernetes quantity such as 1Gi or 500m, not "1Gi}}\n- kind: Pod".`},
+		{"a param still waiting is not checked yet", workload(withResource("dns", "dns", ""), withResource("data", "volume", `{"size":"${resources.dns.host}"}`)), nil, ""},
+		{"once resolved it is", workload(withResource("dns", "dns", ""), withResource("data", "volume", `{"size":"${resources.dns.host}"}`)),
+			map[string]ClaimView{"dns": {Ready: true, Outputs: map[string]any{"host": "a b"}}},
+			`spec.resources.data.params.size: The value must be a Kubernetes quantity such as 1Gi or 500m, not "a b".`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DesiredClaims(ClaimsInput{Workload: tc.w, Provisioners: provs, Observed: tc.observed})
+			var problem Problem
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (!errors.As(err, &problem) || problem.String() != tc.want):
+				t.Fatalf("got %v, want %s", err, tc.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package workloaddecision
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -76,7 +77,12 @@ func (d *decision) claims(placed placement.Result) ([]workloadstatus.ClaimState,
 		in.Policy = d.o.Preview.Policy
 	}
 	desired, err := planner.DesiredClaims(in)
-	if err != nil {
+	var problem planner.Problem
+	switch {
+	case errors.As(err, &problem):
+		d.specInvalid(problem.String(), 0)
+		return nil, false
+	case err != nil:
 		d.specInvalid(planner.Sentence(err.Error()), 0)
 		return nil, false
 	}

@@ -76,6 +76,9 @@ func (r *Reconciler) observeInstance(ctx context.Context, c *scorev1b1.ResourceC
 	}
 	p.InstanceNamespace, p.SharingDenied = claimstatus.InstanceNamespace(c, def.Sharing, labels)
 	p.HostnameDenied = claimstatus.HostnameDenied(c, def, served.Params, loaded.Config, labels)
+	if err := def.CheckParams(served.Params); err != nil {
+		p.ParamsRefused = "The claim's " + err.Error() + "."
+	}
 	p.Cluster = instanceCluster(c, def)
 	p.id = identityIn(c, p.InstanceNamespace, p.Cluster)
 	p.Instance = p.id.Hash()

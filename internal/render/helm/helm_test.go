@@ -2,7 +2,10 @@ package helm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -156,5 +159,110 @@ func TestRenderIsDeterministic(t *testing.T) {
 		if err != nil || !bytes.Equal(first, again) {
 			t.Fatalf("render %d differs: %v\n%s\n---\n%s", i, err, first, again)
 		}
+	}
+}
+
+// hostile ends the scalar it is printed into in every YAML context, holds template syntax and
+// adds an object of its own.
+const hostile = "x}}\"'{{ .Release.Name }}\n- apiVersion: v1\n  kind: Pod\n---\nkind: Evil # "
+
+// TestChartValuesStayValues renders charts written the ways charts are (helpers included and
+// indented, checksums of an include, toYaml blocks, tpl of toYaml, values printed bare) with a
+// value that breaks out of every YAML context: it lands where the chart put it, as a value.
+func TestChartValuesStayValues(t *testing.T) {
+	helpers := `{{- define "demo.labels" -}}
+app: {{ .Values.name }}
+team: {{ .Values.team | quote }}
+{{- end -}}
+{{- define "demo.cm" -}}
+greeting: {{ .Values.name }}
+{{- end -}}`
+	deployment := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels:
+    {{- include "demo.labels" . | nindent 4 }}
+    extra: fixed
+  annotations:
+    checksum/config: {{ include "demo.cm" . | sha256sum }}
+    bare: {{ .Values.name }}
+spec:
+  template:
+    spec:
+      containers:
+        - name: app
+          env:
+          {{- toYaml .Values.env | nindent 12 }}
+          args: {{ toJson .Values.args }}
+      extra: {{ tpl (toYaml .Values.extra) . | nindent 8 }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-files
+data:
+  rendered: {{ tpl .Values.name . }}
+  config.yaml: |
+{{ .Values.name | indent 4 }}
+`
+	values := map[string]any{
+		"name": hostile, "team": hostile, "env": []any{map[string]any{"name": "A", "value": hostile}},
+		"args": []any{hostile, "--flag"}, "extra": map[string]any{hostile: []any{hostile}},
+	}
+	stream, err := Render(Input{Chart: chart(t, map[string]string{"templates/_helpers.tpl": helpers, "templates/all.yaml": deployment}),
+		ReleaseName: "web", Namespace: "team", Values: values})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := yamltemplate.Decode(stream)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, yamltemplate.Plain(string(stream)))
+	}
+	byKind := map[string]map[string]any{}
+	for _, d := range docs {
+		if m, ok := d.(map[string]any); ok {
+			byKind[fmt.Sprint(m["kind"])] = m
+		}
+	}
+	dep, cm := byKind["Deployment"], byKind["ConfigMap"]
+	if len(byKind) != 2 || dep == nil || cm == nil {
+		t.Fatalf("want a Deployment and a ConfigMap, got %d objects: %v", len(byKind), byKind)
+	}
+	field := func(m map[string]any, path ...string) any {
+		var v any = m
+		for _, p := range path {
+			v = v.(map[string]any)[p]
+		}
+		return v
+	}
+	labels := field(dep, "metadata", "labels").(map[string]any)
+	if len(labels) != 3 || labels["app"] != hostile || labels["team"] != hostile || labels["extra"] != "fixed" {
+		t.Errorf("labels: %#v", labels)
+	}
+	sum := sha256.Sum256([]byte("greeting: " + hostile)) // what the include printed, as it printed it
+	if got := field(dep, "metadata", "annotations", "checksum/config"); got != hex.EncodeToString(sum[:]) {
+		t.Errorf("checksum %v is not of what the include printed", got)
+	}
+	if got := field(dep, "metadata", "annotations", "bare"); got != hostile {
+		t.Errorf("bare: %#v", got)
+	}
+	container := field(dep, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
+	if env := container["env"].([]any); len(env) != 1 || env[0].(map[string]any)["value"] != hostile {
+		t.Errorf("env: %#v", container["env"])
+	}
+	if args := container["args"].([]any); len(args) != 2 || args[0] != hostile {
+		t.Errorf("args: %#v", container["args"])
+	}
+	extra := field(dep, "spec", "template", "spec", "extra").(map[string]any)
+	if v, ok := extra[hostile].([]any); !ok || len(v) != 1 || v[0] != hostile {
+		t.Errorf("tpl of toYaml evaluated or broke a value: %#v", extra)
+	}
+	data := cm["data"].(map[string]any)
+	if data["config.yaml"] != hostile+"\n" {
+		t.Errorf("config.yaml: %#v", data["config.yaml"])
+	}
+	if r, ok := data["rendered"].(string); !ok || !strings.Contains(r, "web") || !strings.Contains(r, "kind: Evil") {
+		t.Errorf("tpl of a string is one value: %#v", data["rendered"])
 	}
 }
