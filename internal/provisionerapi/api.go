@@ -21,6 +21,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 	"github.com/score-orchestrator/score-orchestrator/internal/urltemplate"
+	"github.com/score-orchestrator/score-orchestrator/internal/yamltemplate"
 )
 
 // Defaults of the api block.
@@ -138,7 +139,7 @@ func Render(req orchconfig.APIRequest, defaultMethod string, data provisioning.D
 		return Request{}, fmt.Errorf("the url %s is not an https:// url", Redact(strings.TrimSpace(out.URL)))
 	}
 	out.URL = u.String()
-	if out.Body, err = render("body", req.Body, data); err != nil {
+	if out.Body, err = renderBody(req, data); err != nil {
 		return Request{}, err
 	}
 	for k, v := range req.Headers {
@@ -147,6 +148,48 @@ func Render(req orchconfig.APIRequest, defaultMethod string, data provisioning.D
 		}
 	}
 	return out, nil
+}
+
+// renderBody renders a request's body so that the values it prints stay values: a JSON body
+// (Content-Type *json, or none and a body that starts with { or [) is rendered guarded
+// (yamltemplate) and written back as JSON, each value a JSON value where the template put it;
+// a form body (application/x-www-form-urlencoded) escapes each value as one component. A body
+// of another type is the definition's text, its values printed as they are.
+func renderBody(req orchconfig.APIRequest, data provisioning.Data) (string, error) {
+	body := strings.TrimSpace(req.Body)
+	if body == "" {
+		return req.Body, nil
+	}
+	contentType := ""
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, "Content-Type") {
+			contentType = strings.ToLower(v)
+		}
+	}
+	switch {
+	case strings.Contains(contentType, "json") || contentType == "" && (body[0] == '{' || body[0] == '['):
+		t, err := tplfuncs.ParseYAML("body", body, nil)
+		if err != nil {
+			return "", fmt.Errorf("body template does not parse: %w", err)
+		}
+		out, err := execute("body", t, data)
+		if err != nil {
+			return "", err
+		}
+		v, err := yamltemplate.DecodeOne([]byte(out))
+		if err != nil {
+			return "", fmt.Errorf("body template does not render JSON: %w", err)
+		}
+		b, err := json.Marshal(v)
+		return string(b), err
+	case strings.HasPrefix(contentType, "application/x-www-form-urlencoded"):
+		t, err := urltemplate.ParseForm("body", req.Body, "missingkey=zero")
+		if err != nil {
+			return "", fmt.Errorf("body template does not parse: %w", err)
+		}
+		return execute("body", t, data)
+	}
+	return render("body", req.Body, data)
 }
 
 func render(name, text string, data provisioning.Data) (string, error) {

@@ -1,6 +1,7 @@
 package provisionerapi
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Method != "DELETE" || got.URL != "https://api.example.test/dbs/db-7" || got.Headers["X-Request-Id"] != "g-1" || got.Body != `{"size": "large"}` {
+	if got.Method != "DELETE" || got.URL != "https://api.example.test/dbs/db-7" || got.Headers["X-Request-Id"] != "g-1" || got.Body != `{"size":"large"}` {
 		t.Fatalf("got %+v", got)
 	}
 	for name, u := range map[string]string{"plain http": "http://api.example.test/dbs", "no host": "https:///dbs", "not a url": "{{ .Guid }}"} {
@@ -216,4 +217,40 @@ func TestCreateFailed(t *testing.T) {
 	if due, _ := CreateDue(got, now.Add(3*time.Second)); due {
 		t.Fatal("sent again before its wait")
 	}
+}
+
+// TestRenderKeepsBodyValuesValues: a param cannot add a field to a JSON or form body, however
+// the definition prints it (quoted, bare, inside a string).
+func TestRenderKeepsBodyValuesValues(t *testing.T) {
+	hostile := `x", "admin": true, "y": "` + "\n}&admin=true"
+	data := provisioning.Data{Guid: "g-1", Params: map[string]any{"name": hostile, "n": 3}}
+	for _, tc := range []struct {
+		name, contentType, body, want string
+	}{
+		{"JSON, quoted", "application/json", `{"name": {{ .Params.name | quote }}, "n": {{ .Params.n }}}`, `{"n":3,"name":` + jsonString(hostile) + `}`},
+		{"JSON, bare", "", `{"name": {{ .Params.name }}}`, `{"name":` + jsonString(hostile) + `}`},
+		{"JSON, in a string", "application/merge-patch+json", `{"name": "db-{{ .Params.name }}"}`, `{"name":` + jsonString("db-"+hostile) + `}`},
+		{"JSON, toJson", "", `{{ toJson .Params }}`, `{"n":3,"name":` + jsonString(hostile) + `}`},
+		{"form", "application/x-www-form-urlencoded", `name={{ .Params.name }}&n={{ .Params.n }}`, "name=" + url.QueryEscape(hostile) + "&n=3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := orchconfig.APIRequest{URL: "https://api.example.test/dbs", Body: tc.body, Headers: map[string]string{}}
+			if tc.contentType != "" {
+				req.Headers["Content-Type"] = tc.contentType
+			}
+			got, err := Render(req, "POST", data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(tc.want, "+", "%20")
+			if got.Body != want && got.Body != tc.want {
+				t.Errorf("got  %s\nwant %s", got.Body, tc.want)
+			}
+		})
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -63,6 +63,17 @@ var escapers = template.FuncMap{
 // options), every printing action ending in the escaper of the part of the URL it prints
 // into. The result is a template of its own: the shared parsed one is not changed.
 func Parse(name, text string, options ...string) (*template.Template, error) {
+	return parseFrom(scheme, name, text, options...)
+}
+
+// ParseForm parses text as an application/x-www-form-urlencoded body (name=value&...), every
+// value it prints escaped as one component, as in a URL's query: a tenant's value cannot add
+// a field.
+func ParseForm(name, text string, options ...string) (*template.Template, error) {
+	return parseFrom(query, name, text, options...)
+}
+
+func parseFrom(start part, name, text string, options ...string) (*template.Template, error) {
 	t, err := tplfuncs.Parse(name, text, escapers, options...)
 	if err != nil {
 		return nil, err
@@ -72,7 +83,7 @@ func Parse(name, text string, options ...string) (*template.Template, error) {
 	}
 	t.Tree = t.Tree.Copy()
 	w := walker{tree: t.Tree}
-	if _, err := w.list(scheme, t.Root, nil); err != nil {
+	if _, err := w.list(start, t.Root, nil); err != nil {
 		return nil, err
 	}
 	return t, nil
