@@ -14,28 +14,10 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/breakout"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
-
-// breakOuts end the scalar they are printed into, in each YAML context a template can print
-// into (plain, flow, double- and single-quoted, block, comment, document), and add an object
-// or a field of their own; or hold template syntax, anchors and tags, or the secret-reference
-// markers; the last is issue 47's volume size.
-var breakOuts = []string{
-	"x\nkind: ClusterRoleBinding",
-	"x], kind: ClusterRoleBinding, y: [z",
-	"x}, {apiVersion: v1, kind: Pod, metadata: {name: evil}}, {y: z",
-	"x\"\nhostNetwork: true\ny: \"z",
-	"x'\nhostNetwork: true\ny: 'z",
-	"x\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: evil}",
-	"x # \n- apiVersion: v1\n  kind: Pod\n  metadata: {name: evil}",
-	"x\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: evil}\n",
-	"{{ .Namespace }}{{ .State }}",
-	"&anchor *alias !!binary <<",
-	"🔐💬colleague-db_password💬🔐",
-	"1Gi}}\n    - apiVersion: apps/v1\n      kind: Deployment\n      metadata: {name: pwn}\n      spec: {template: {spec: {hostNetwork: true, hostPID: true, containers: [{name: c, image: x, securityContext: {privileged: true}}], volumes: [{name: r, hostPath: {path: /}}]}}}\n    - {apiVersion: v1, kind: ConfigMap, metadata: {name: y}, data: {x: \"",
-}
 
 // TestHostileValuesNeverBecomeStructure feeds every param of every definition of the
 // development catalog and of the conformance corpus (and the metadata a definition sees)
@@ -59,41 +41,41 @@ func TestHostileValuesNeverBecomeStructure(t *testing.T) {
 			}
 			rendered++
 			for _, name := range paramNames(d) {
-				// The benign value the break-outs are compared with: a distinctive one when the
+				// The benign value the break-outs are compared with: a breakout.Benign one when the
 				// definition takes it, so that where it lands is told apart from the rest.
-				benign, baseline := any(distinctive), base
-				params := with(d.params, name, distinctive)
+				benign, baseline := any(breakout.Benign), base
+				params := with(d.params, name, breakout.Benign)
 				if b, err := renderObjects(def, params, nil); err == nil {
 					baseline = b
 				} else {
 					benign = d.params[name]
 				}
-				printed := benign == distinctive && holds(baseline, distinctive)
-				for _, v := range breakOuts {
+				printed := benign == breakout.Benign && breakout.Holds(baseline, breakout.Benign)
+				for _, v := range breakout.Values {
 					got, err := renderObjects(def, with(d.params, name, v), nil)
 					if err != nil {
-						if broken(err) {
+						if breakout.Broken(err) {
 							t.Errorf("params.%s = %q broke the output: %v", name, v, err)
 						}
 						continue // refused by the template (fail): nothing is applied
 					}
-					if diff := sameObjects(baseline, got, fmt.Sprint(benign), v); diff != "" {
+					if diff := breakout.Same(baseline, got, fmt.Sprint(benign), v); diff != "" {
 						t.Errorf("params.%s = %q: %s", name, v, diff)
 					}
-					if printed && !holds(got, v) {
+					if printed && !breakout.Holds(got, v) {
 						t.Errorf("params.%s = %q is printed, and not as one value", name, v)
 					}
 				}
 			}
-			for _, v := range breakOuts {
+			for _, v := range breakout.Values {
 				got, err := renderObjects(def, d.params, map[string]any{"hostile": v})
 				if err != nil {
-					if broken(err) {
+					if breakout.Broken(err) {
 						t.Errorf("an annotation %q broke the output: %v", v, err)
 					}
 					continue
 				}
-				if diff := sameObjects(base, got, distinctive, v); diff != "" {
+				if diff := breakout.Same(base, got, breakout.Benign, v); diff != "" {
 					t.Errorf("an annotation %q: %s", v, diff)
 				}
 			}
@@ -103,9 +85,6 @@ func TestHostileValuesNeverBecomeStructure(t *testing.T) {
 		t.Errorf("only %d definitions rendered: the test proves little", rendered)
 	}
 }
-
-// distinctive is a benign value no template writes itself.
-const distinctive = "zbenign7"
 
 // with is params with name set to v.
 func with(params map[string]any, name string, v any) map[string]any {
@@ -236,7 +215,7 @@ func renderObjects(def orchconfig.Provisioner, params, annotations map[string]an
 		return nil, err
 	}
 	if annotations == nil {
-		annotations = map[string]any{"hostile": distinctive}
+		annotations = map[string]any{"hostile": breakout.Benign}
 	}
 	web := &scorev1b1.Workload{}
 	web.Name, web.Namespace = "web", "team"
@@ -255,144 +234,4 @@ func renderObjects(def orchconfig.Provisioner, params, annotations map[string]an
 	})
 	res, err := Provision(context.Background(), strategy, def, data, Env{Funcs: tplfuncs.Deterministic("hostile")})
 	return res.Manifests, err
-}
-
-// sameObjects says how got differs from base beyond the value printed (benign in base,
-// hostile in got): the objects' number, kinds, namespaces, names and fields.
-func sameObjects(base, got []map[string]any, benign, hostile string) string {
-	if len(base) != len(got) {
-		return fmt.Sprintf("%d objects instead of %d: %v", len(got), len(base), identities(got))
-	}
-	replaced := func(s string) string {
-		if benign != distinctive {
-			return s // a short value (/, 80) would be found where the template wrote it
-		}
-		return strings.ReplaceAll(s, benign, hostile)
-	}
-	for i := range base {
-		b, g := base[i], got[i]
-		for _, k := range []string{"apiVersion", "kind"} {
-			if b[k] != g[k] {
-				return fmt.Sprintf("object %d is %v %v, not %v %v", i, g["apiVersion"], g["kind"], b["apiVersion"], b["kind"])
-			}
-		}
-		bm, _ := b["metadata"].(map[string]any)
-		gm, _ := g["metadata"].(map[string]any)
-		if bm["namespace"] != gm["namespace"] {
-			return fmt.Sprintf("object %d is in namespace %v, not %v", i, gm["namespace"], bm["namespace"])
-		}
-		if name := stamped(gm); name != stamped(bm) && name != replaced(stamped(bm)) {
-			return fmt.Sprintf("object %d is named %q, not %q", i, name, bm["name"])
-		}
-		bp, gp := paths("", b, replaced), paths("", g, func(s string) string { return s })
-		if strings.Join(bp, "\n") != strings.Join(gp, "\n") {
-			return fmt.Sprintf("object %d %v has other fields:\n%s", i, g["kind"], difference(bp, gp))
-		}
-	}
-	return ""
-}
-
-// broken reports whether a run failed for its output's YAML: what a value may never cause.
-func broken(err error) bool {
-	for _, s := range []string{"not YAML", "must produce", "is not an object", "no apiVersion or kind"} {
-		if strings.Contains(err.Error(), s) {
-			return true
-		}
-	}
-	return false
-}
-
-// holds reports whether some string of the objects (a value or a key) holds s as it is.
-func holds(objs []map[string]any, s string) bool {
-	var walk func(any) bool
-	walk = func(v any) bool {
-		switch x := v.(type) {
-		case string:
-			return strings.Contains(x, s)
-		case map[string]any:
-			for k, e := range x {
-				if strings.Contains(k, s) || walk(e) {
-					return true
-				}
-			}
-		case []any:
-			for _, e := range x {
-				if walk(e) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for _, o := range objs {
-		if walk(o) {
-			return true
-		}
-	}
-	return false
-}
-
-// stamped is an object's name, but for the digest of its inputs that a runnable's run is
-// stamped with (runnable.Stamp): every input makes another run.
-func stamped(meta map[string]any) string {
-	name := fmt.Sprint(meta["name"])
-	labels, _ := meta["labels"].(map[string]any)
-	if _, isRun := labels[scorev1b1.LabelRunOf]; isRun {
-		if i := strings.LastIndex(name, "-"); i > 0 {
-			return name[:i]
-		}
-	}
-	return name
-}
-
-// paths lists the fields of v: every key (through name) and list index, to every scalar.
-func paths(prefix string, v any, name func(string) string) []string {
-	switch x := v.(type) {
-	case map[string]any:
-		var out []string
-		for k, e := range x {
-			out = append(out, paths(prefix+"."+name(k), e, name)...)
-		}
-		sort.Strings(out)
-		return out
-	case []any:
-		var out []string
-		for i, e := range x {
-			out = append(out, paths(fmt.Sprintf("%s[%d]", prefix, i), e, name)...)
-		}
-		return out
-	}
-	return []string{prefix}
-}
-
-func difference(a, b []string) string {
-	in := func(l []string, s string) bool {
-		for _, e := range l {
-			if e == s {
-				return true
-			}
-		}
-		return false
-	}
-	var out []string
-	for _, s := range a {
-		if !in(b, s) {
-			out = append(out, "- "+s)
-		}
-	}
-	for _, s := range b {
-		if !in(a, s) {
-			out = append(out, "+ "+s)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-func identities(objs []map[string]any) []string {
-	var out []string
-	for _, o := range objs {
-		m, _ := o["metadata"].(map[string]any)
-		out = append(out, fmt.Sprintf("%v/%v", o["kind"], m["name"]))
-	}
-	return out
 }
