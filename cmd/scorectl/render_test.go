@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -110,4 +111,49 @@ func TestRenderHelmAndKustomizeBackends(t *testing.T) {
 			t.Fatalf("want a digest refusal, got %v", err)
 		}
 	})
+}
+
+// TestHostileRenderShowsNoInjectedObject: issue 47's volume size, which added a privileged
+// Deployment to the catalog's objects, is refused by the catalog's param type, naming the
+// param; and with the catalog as it was (the size neither typed nor quoted) it is only the
+// volume's size: scorectl render prints the same objects as for a benign size.
+func TestHostileRenderShowsNoInjectedObject(t *testing.T) {
+	const injection = "1Gi}}\n    - apiVersion: apps/v1\n      kind: Deployment\n      metadata: {name: pwn}\n      spec: {template: {spec: {hostNetwork: true, containers: [{name: c, image: x, securityContext: {privileged: true}}]}}}\n    - {apiVersion: v1, kind: ConfigMap, metadata: {name: y}, data: {x: \""
+	score := func(size string) string {
+		raw, _ := json.Marshal(size)
+		path := filepath.Join(t.TempDir(), "score.yaml")
+		doc := "apiVersion: score.dev/v1b1\nmetadata: {name: web}\ncontainers:\n  main:\n    image: nginx\n    volumes:\n      /data: {source: \"${resources.data}\"}\nresources:\n  data:\n    type: volume\n    params: {size: " + string(raw) + "}\n"
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	_, _, err := execute(t, "render", "-f", score(injection), "--config", devConfig(t), "--templates", "../../config/templates", "-n", "team")
+	if err == nil || !strings.Contains(err.Error(), "spec.resources.data.params.size: The value must be a Kubernetes quantity") {
+		t.Fatalf("want the param refused, got %v", err)
+	}
+	careless := devConfig(t, func(doc string) string {
+		doc = strings.Replace(doc, "  supported_params:\n  - name: size\n    type: quantity\n", "  supported_params:\n  - size\n", 1)
+		return strings.Replace(doc, "storage: {{ .State.size | quote }}", "storage: {{ .State.size }}", 1)
+	})
+	benign, stderr, err := execute(t, "render", "-f", score("2Gi"), "--config", careless, "--templates", "../../config/templates", "-n", "team")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	hostile, stderr, err := execute(t, "render", "-f", score(injection), "--config", careless, "--templates", "../../config/templates", "-n", "team")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	kinds := func(out string) []string {
+		var k []string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "kind: ") {
+				k = append(k, line)
+			}
+		}
+		return k
+	}
+	if strings.Join(kinds(hostile), ",") != strings.Join(kinds(benign), ",") || !strings.Contains(hostile, "storage: |-") {
+		t.Fatalf("the size added objects: %v, not %v\n%s", kinds(hostile), kinds(benign), hostile)
+	}
 }
