@@ -50,6 +50,7 @@ var pure = []string{
 	"internal/workerlimit",
 	"internal/workloaddecision",
 	"internal/workloadstatus",
+	"internal/yamltemplate",
 }
 
 // forbidden are the packages that reach a cluster, with the packages under them (client-go's

@@ -50,6 +50,19 @@ func WithVar(name, value string) WorkloadOption {
 	}
 }
 
+// WithVolume mounts source (a ${resources.<key>} reference or a plain name) at target in the
+// main container.
+func WithVolume(target, source string) WorkloadOption {
+	return func(w *scorev1b1.Workload) {
+		c := w.Spec.Containers["main"]
+		if c.Volumes == nil {
+			c.Volumes = map[string]scorev1b1.ContainerVolume{}
+		}
+		c.Volumes[target] = scorev1b1.ContainerVolume{Source: source}
+		w.Spec.Containers["main"] = c
+	}
+}
+
 // WithAnnotation sets an annotation of the Workload.
 func WithAnnotation(key, value string) WorkloadOption {
 	return func(w *scorev1b1.Workload) {
