@@ -40,7 +40,7 @@ func catalogDefinition(t *testing.T, cfg *orchconfig.Config, typ string) orchcon
 
 // loadCatalog assembles config/provisioners/*.yaml with the sample profiles, as make dev
 // does, and returns the validated config.
-func loadCatalog(t *testing.T) *orchconfig.Config {
+func loadCatalog(t testing.TB) *orchconfig.Config {
 	t.Helper()
 	assembled, err := orchconfig.DevelopmentConfig(os.DirFS("../.."))
 	if err != nil {

@@ -50,7 +50,7 @@ spec:
 // the same objects and fields come out as with a benign value, or the render is refused.
 func TestHostileWorkloadValuesNeverBecomeStructure(t *testing.T) {
 	chart, err := archive.Pack(map[string][]byte{
-		"careless/Chart.yaml":          []byte("apiVersion: v2\nname: careless\nversion: 0.1.0\n"),
+		"careless/Chart.yaml":         []byte("apiVersion: v2\nname: careless\nversion: 0.1.0\n"),
 		"careless/templates/all.yaml": []byte(strings.ReplaceAll(careless, ".Workload.Name", ".Release.Name")),
 	})
 	if err != nil {

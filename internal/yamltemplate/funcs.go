@@ -81,19 +81,42 @@ func strval(v any) string {
 	return fmt.Sprintf("%v", v)
 }
 
-// toJSON is toJson (or toPrettyJson) with every string and key a token.
+// toJSON is toJson (or toPrettyJson) with every string and key a token: the JSON text with
+// each string literal replaced by its token's.
 func toJSON(v any, pretty bool) (string, error) {
-	t, err := tokenized(v, jsonString)
+	var b []byte
+	var err error
+	if pretty {
+		b, err = json.MarshalIndent(v, "", "  ")
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		return "", err
 	}
-	var b []byte
-	if pretty {
-		b, err = json.MarshalIndent(t, "", "  ")
-	} else {
-		b, err = json.Marshal(t)
+	var out strings.Builder
+	out.Grow(len(b) * 2)
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			out.WriteByte(b[i])
+			continue
+		}
+		end := i + 1 // the closing quote
+		for ; b[end] != '"'; end++ {
+			if b[end] == '\\' {
+				end++
+			}
+		}
+		var str string
+		if err := json.Unmarshal(b[i:end+1], &str); err != nil {
+			return "", err
+		}
+		out.WriteByte('"')
+		out.WriteString(token(jsonString, str))
+		out.WriteByte('"')
+		i = end
 	}
-	return string(b), err
+	return out.String(), nil
 }
 
 // toYAML is Helm's toYaml with every string and key a token.

@@ -2,7 +2,6 @@ package yamltemplate
 
 import (
 	"encoding/base32"
-	"regexp"
 	"strings"
 )
 
@@ -34,9 +33,6 @@ const (
 
 var encoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
 
-// tokenPattern finds tokens in text.
-var tokenPattern = regexp.MustCompile(tokenMarker + `([vqsjy])([0-9a-v]*)z`)
-
 // token is the token for text printed as k.
 func token(k kind, text string) string {
 	return tokenMarker + string(k) + encoding.EncodeToString([]byte(text)) + "z"
@@ -55,12 +51,25 @@ type piece struct {
 // tokensIn finds the tokens of s, in order.
 func tokensIn(s string) ([]piece, error) {
 	var out []piece
-	for _, m := range tokenPattern.FindAllStringSubmatchIndex(s, -1) {
-		b, err := encoding.DecodeString(s[m[4]:m[5]])
+	for at := 0; ; {
+		i := strings.Index(s[at:], tokenMarker)
+		if i < 0 {
+			return out, nil
+		}
+		start := at + i
+		k := start + len(tokenMarker) // the kind
+		end := k + 1
+		for end < len(s) && (s[end] >= '0' && s[end] <= '9' || s[end] >= 'a' && s[end] <= 'v') {
+			end++
+		}
+		if k >= len(s) || !strings.ContainsRune("vqsjy", rune(s[k])) || end >= len(s) || s[end] != 'z' {
+			return nil, errMangled
+		}
+		b, err := encoding.DecodeString(s[k+1 : end])
 		if err != nil {
 			return nil, errMangled
 		}
-		out = append(out, piece{start: m[0], end: m[1], kind: kind(s[m[2]]), text: string(b)})
+		out = append(out, piece{start: start, end: end + 1, kind: kind(s[k]), text: string(b)})
+		at = end + 1
 	}
-	return out, nil
 }
