@@ -71,6 +71,7 @@ FUZZ_TARGETS := \
 	./internal/planner:FuzzBuildPlan \
 	./internal/values:FuzzNormalize \
 	./internal/render:FuzzRenderLiteral \
+	./internal/yamltemplate:FuzzPrintedValueStaysAValue \
 	./internal/mirror:FuzzValidateURL \
 	./internal/mirror:FuzzMirror
 FUZZTIME ?= 30s

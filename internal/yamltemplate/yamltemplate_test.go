@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"text/template"
+	"unicode/utf8"
 
 	"github.com/Masterminds/sprig/v3"
 	"gopkg.in/yaml.v3"
@@ -139,4 +140,88 @@ func TestAYAMLErrorShowsThePrintedLine(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "[v") {
 		t.Errorf("got %v, want the line with the value", err)
 	}
+}
+
+// TestGuardTextKeepsWhatTheTemplateDoes: a chart's template printed back guarded runs as the
+// text did (its defines, else-if chains, ranges with break, blocks, comments, raw and quoted
+// strings), its output the same once its tokens are read back as text.
+func TestGuardTextKeepsWhatTheTemplateDoes(t *testing.T) {
+	text := `{{- define "item" }}<{{ . }}>{{ end -}}
+{{/* a comment */}}
+{{- if .a }}a{{ else if .b }}b{{ else }}c{{ end }}
+{{ range $i, $e := .l }}{{ if eq $i 2 }}{{ break }}{{ end }}{{ template "item" $e }}{{ end }}
+{{ block "dflt" . }}default {{ .b }}{{ end }}
+{{ "a\"b" }} {{ ` + "`raw {{ x }}`" + ` }} {{ printf "%s-%d" "x" 3 }}
+{{ with .m }}{{ .k }}{{ else }}none{{ end }}
+{{ $x := 1 }}{{ $x = 2 }}{{ $x }}
+`
+	data := map[string]any{"a": false, "b": "B", "l": []any{"x", "y", "z", "w"}, "m": map[string]any{"k": "K"}}
+	run := func(text string) string {
+		tmpl, err := template.New("t").Funcs(sprig.TxtFuncMap()).Funcs(Funcs()).Parse(text)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, text)
+		}
+		var b bytes.Buffer
+		if err := tmpl.Execute(&b, data); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	guarded, err := GuardText("t", text, Helm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, got := run(text), Plain(run(guarded)); got != want {
+		t.Errorf("got\n%s\nwant\n%s\nguarded text:\n%s", got, want, guarded)
+	}
+}
+
+// FuzzPrintedValueStaysAValue: whatever a value holds, printed into any YAML context it comes
+// back as itself, in the one place the template put it.
+func FuzzPrintedValueStaysAValue(f *testing.F) {
+	for _, s := range []string{"", "a", "x\nkind: Evil", "\"'", "\u0085\u2028\ufeff", "\x00\x7f\x1b[2J", "- a", "{{ x }}", tokenMarker + "vz", "#", "--- ", "|", "<<"} {
+		f.Add(s)
+	}
+	contexts := []struct {
+		text string
+		get  func(map[string]any) any
+	}{
+		{"k: {{ .x }}\n", func(m map[string]any) any { return m["k"] }},
+		{"k: \"{{ .x }}\"\n", func(m map[string]any) any { return m["k"] }},
+		{"k: '{{ .x }}'\n", func(m map[string]any) any { return m["k"] }},
+		{"k: |\n  {{ .x }}\n", func(m map[string]any) any { return strings.TrimSuffix(m["k"].(string), "\n") }},
+		{"k: [{{ .x }}]\n", func(m map[string]any) any { return m["k"].([]any)[0] }},
+		{"k: {{ .x | quote }}\n", func(m map[string]any) any { return m["k"] }},
+		{"k: {{ toJson .x }}\n", func(m map[string]any) any { return m["k"] }},
+		{"{{ .x | quote }}: v\n", func(m map[string]any) any {
+			for k := range m {
+				return k
+			}
+			return nil
+		}},
+	}
+	f.Fuzz(func(t *testing.T, x string) {
+		if !utf8.ValidString(x) || strings.ContainsRune(x, 0) {
+			return // YAML and JSON hold UTF-8 text without NUL; the API server's objects too
+		}
+		for _, c := range contexts {
+			if strings.HasPrefix(c.text, "{{") && len(x) > 500 {
+				continue // a key is at most 1024 characters long in YAML, printed or written
+			}
+			docs, err := render(t, Sprig, c.text, map[string]any{"x": x})
+			if err != nil {
+				t.Fatalf("%q in %q: %v", x, c.text, err)
+			}
+			if len(docs) != 1 {
+				t.Fatalf("%q in %q: %d documents", x, c.text, len(docs))
+			}
+			m, ok := docs[0].(map[string]any)
+			if !ok || len(m) != 1 {
+				t.Fatalf("%q in %q: %#v", x, c.text, docs[0])
+			}
+			if got := c.get(m); got != x && !(c.text == "k: {{ .x }}\n" || c.text == "k: [{{ .x }}]\n") {
+				t.Fatalf("%q in %q came back as %#v", x, c.text, got)
+			}
+		}
+	})
 }
