@@ -184,12 +184,12 @@ func platform() error {
 			},
 			"outputs": "name: {{ .Params.name }}\n",
 		})
-		// A careless definition, as the catalog's volume was before issue 47: its size neither
-		// typed nor quoted.
+		// A careless definition, as the catalog's volume was before issue 47: its size not typed,
+		// and printed unquoted into the claim's size.
 		provisioners = append(provisioners, map[string]any{
 			"uri": "template://hostile/careless-volume", "type": "careless-volume", "supported_params": []any{"size"},
 			"init":     "name: vol-{{ substr 0 12 .Guid }}\n",
-			"state":    "size: {{ dig \"size\" (.Params.size | default \"1Gi\") .State }}\n",
+			"state":    "size: {{ dig \"size\" (.Params.size | default \"1Gi\") .State | quote }}\n",
 			"outputs":  "source:\n  persistentVolumeClaim: {claimName: {{ .Init.name }}}\n",
 			"manifests": "- apiVersion: v1\n  kind: PersistentVolumeClaim\n  metadata:\n    name: {{ .Init.name }}\n  spec:\n    accessModes: [ReadWriteOnce]\n    resources: {requests: {storage: {{ .State.size }}}}\n",
 		})
