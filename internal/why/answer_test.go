@@ -300,7 +300,7 @@ func TestStepFor(t *testing.T) {
 		{name: "answered, among many: kept its minute", t: request("web-a", 990, 995), namespace: many(20, 900, false), want: Step{After: KeepAnswered - 5e9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := StepFor(&tc.t, append(tc.namespace, tc.t), now.Time); got != tc.want {
+			if got := StepFor(&tc.t, append(tc.namespace, tc.t), now.Time, KeepAnswered); got != tc.want {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})

@@ -12,12 +12,13 @@ import (
 // answers it once, and removes it KeepAnswered after; a namespace holds at most
 // scorev1b1.MaxWorkloadTraces answered or waiting, and those beyond are removed unanswered.
 
-// KeepAnswered is how long an answered WorkloadTrace is kept for its asker to read it.
+// KeepAnswered is how long an answered WorkloadTrace is kept for its asker to read it, unless
+// the orchestrator is told otherwise (orchestrator.Options.TraceKeep, for tests).
 const KeepAnswered = time.Minute
 
 // Step is what the orchestrator does next with a WorkloadTrace.
 type Step struct {
-	// Remove deletes it: beyond its namespace's bound, or answered KeepAnswered ago.
+	// Remove deletes it: beyond its namespace's bound, or answered long enough ago.
 	Remove bool
 	// Answer computes and writes its answer.
 	Answer bool
@@ -26,14 +27,14 @@ type Step struct {
 }
 
 // StepFor decides what becomes of t, given its namespace's WorkloadTraces (t among them or
-// not, as cached) at now. An answered request is removed KeepAnswered after its answer. One not
+// not, as cached) at now. An answered request is removed keep after its answer. One not
 // answered yet is answered unless MaxWorkloadTraces others are ahead of it, answered or created
 // before it (by creation time, then name), and not being deleted: then it is removed. So a
 // namespace that asks for many at once gets the first ones answered and the rest removed,
 // whatever their names.
-func StepFor(t *scorev1b1.WorkloadTrace, namespace []scorev1b1.WorkloadTrace, now time.Time) Step {
+func StepFor(t *scorev1b1.WorkloadTrace, namespace []scorev1b1.WorkloadTrace, now time.Time, keep time.Duration) Step {
 	if answered := meta.FindStatusCondition(t.Status.Conditions, scorev1b1.TraceConditionAnswered); answered != nil {
-		left := answered.LastTransitionTime.Add(KeepAnswered).Sub(now)
+		left := answered.LastTransitionTime.Add(keep).Sub(now)
 		if left <= 0 {
 			return Step{Remove: true}
 		}

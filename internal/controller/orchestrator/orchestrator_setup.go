@@ -49,6 +49,9 @@ type Options struct {
 	// ProgressHold is how long a Workload status that only reports progress waits for the
 	// next step, so that both are written once (docs/lifecycle.md); 0 writes every step.
 	ProgressHold time.Duration
+	// TraceKeep is how long an answered WorkloadTrace is kept for its asker; 0 is
+	// why.KeepAnswered (a minute). Tests shorten it.
+	TraceKeep time.Duration
 }
 
 // DefaultOptions are an orchestrator set up on its own: four workers, fixed. The control
@@ -65,13 +68,14 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	t := &Tracer{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Region: opts.Region, Shard: opts.Shard, Namespace: opts.Namespace, clusters: r.clusters}
+	t := &Tracer{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Region: opts.Region, Shard: opts.Shard, Namespace: opts.Namespace, Keep: opts.TraceKeep, clusters: r.clusters}
 	return t.SetupWithManager(mgr)
 }
 
-// traceWorkers answer WorkloadTraces at once: answering one is a few cached reads and one
-// write, and a namespace that asks for many waits behind its own, never behind Workloads.
-const traceWorkers = 2
+// traceWorkers answer WorkloadTraces: one, so that a namespace's bound is exact (each request
+// is judged after the answers before it). Answering is a few cached reads and one write, and
+// the requests wait behind each other, never behind Workloads.
+const traceWorkers = 1
 
 // SetupWithManager watches WorkloadTraces as they are created (an update is the Tracer's own
 // answer, whose removal it schedules itself) and the config store: unanswered requests wait

@@ -29,9 +29,9 @@ import (
 // Tracer answers WorkloadTraces: a tenant's request for the decision trace of a Workload of
 // its namespace, which it may not compute itself (it may not read the config or the internal
 // kinds). The orchestrator holds both; the answer is why.Answer of what a pass of the Workload
-// reads, as cached: what concerns that Workload only. A request is answered once, removed
-// why.KeepAnswered after, and a namespace holds at most scorev1b1.MaxWorkloadTraces (why.StepFor
-// decides). It reads nothing the orchestrator does not read already.
+// reads, as cached: what concerns that Workload only. A request is answered once, removed Keep
+// after, and a namespace holds at most scorev1b1.MaxWorkloadTraces (why.StepFor decides). It
+// reads nothing the orchestrator does not read already.
 type Tracer struct {
 	Client client.Client
 	// APIReader reads a Workload the cache does not hold: another shard's, or one too new.
@@ -43,6 +43,8 @@ type Tracer struct {
 	Shard labels.Selector
 	// Namespace is the control plane's, where the member clusters' status is published.
 	Namespace string
+	// Keep is how long an answered request is kept for its asker (why.KeepAnswered when 0).
+	Keep time.Duration
 	// clusters caches that status (the orchestrator's cache of it).
 	clusters client.Reader
 	// Now is the clock; tests inject one.
@@ -65,7 +67,7 @@ func (r *Tracer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err := r.Client.List(ctx, &all, client.InNamespace(t.Namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the namespace's traces: %w", err)
 	}
-	step := why.StepFor(t, all.Items, r.now())
+	step := why.StepFor(t, all.Items, r.now(), r.keep())
 	switch {
 	case step.Remove:
 		return ctrl.Result{}, r.remove(ctx, t)
@@ -97,11 +99,12 @@ func (r *Tracer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		answered(t, tr, r.now())
 	}
 	// One write, the answer; at the version read, so that of two instances answering at once
-	// (shards, for a Workload that does not exist) one writes and the other reads it answered.
-	if _, err := patch.Finish(ctx, r.Client, nil, statuspatch.AtVersionRead()); err != nil {
+	// (shards, for a Workload that does not exist) one writes: the other's conflict means the
+	// request was answered, and it comes back when due for removal.
+	if _, err := patch.Finish(ctx, r.Client, nil, statuspatch.AtVersionRead()); err != nil && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: why.KeepAnswered}, nil
+	return ctrl.Result{RequeueAfter: r.keep()}, nil
 }
 
 // gather reads the Workload the request names and everything its trace is computed from, as
@@ -179,6 +182,13 @@ func (r *Tracer) remove(ctx context.Context, t *scorev1b1.WorkloadTrace) error {
 		return fmt.Errorf("removing WorkloadTrace %s: %w", t.Name, err)
 	}
 	return nil
+}
+
+func (r *Tracer) keep() time.Duration {
+	if r.Keep > 0 {
+		return r.Keep
+	}
+	return why.KeepAnswered
 }
 
 func (r *Tracer) now() time.Time {
