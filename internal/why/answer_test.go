@@ -236,6 +236,7 @@ func TestAnswerIsBounded(t *testing.T) {
 	if len(raw) > 80<<10 {
 		t.Errorf("the answer is %d bytes", len(raw))
 	}
+	t.Logf("the largest answer: %d bytes", len(raw))
 	if n := len(answer.Backends); n != scorev1b1.TraceMaxCandidates+1 || !strings.HasPrefix(answer.Backends[n-1].Why, "24 more backends") {
 		t.Errorf("%d backends, the last %+v", n, answer.Backends[n-1])
 	}

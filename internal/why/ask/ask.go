@@ -7,7 +7,6 @@ package ask
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 
 // ErrRemoved is a request the control plane removed before answering it: its namespace held
 // more than scorev1b1.MaxWorkloadTraces.
-var ErrRemoved = errors.New("the control plane removed the request before answering it")
+var ErrRemoved = fmt.Errorf("the control plane removed the request before answering it: the namespace holds %d WorkloadTraces already (each goes a minute after its answer at the latest); ask again then", scorev1b1.MaxWorkloadTraces)
 
 // NotAnsweredError is a request the control plane answered without a trace (its Answered
 // condition is False): the Workload does not exist, or no config is loaded.

@@ -88,11 +88,13 @@ func TestATenantAsksWhy(t *testing.T) {
 		t.Fatalf("the developer reads the claim: %v", err)
 	}
 
+	start := time.Now()
 	tr, err := ask.Trace(ctx, dev, ns, "orders", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(tr)
+	t.Logf("answered in %s (created, answered, deleted), the trace %d bytes", time.Since(start).Round(time.Millisecond), len(raw))
 	if tr.Profile.Name != "web-service" || tr.Profile.ChosenBy != "default" || len(tr.Backends) != 2 || tr.Backends[0].Name != "k8s-web" || tr.Backends[0].Verdict != scorev1b1.TraceChosen ||
 		tr.Backends[1] != (scorev1b1.TraceCandidate{Name: "k8s-web-gpu", Verdict: scorev1b1.TraceEligible, Why: "rank 2"}) {
 		t.Errorf("the decisions: %s", raw)
