@@ -24,7 +24,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=score.dev,resources=workloadtraces,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=score.dev,resources=workloadtraces/status,verbs=update;patch
+// +kubebuilder:rbac:groups=score.dev,resources=workloadtraces/status,verbs=patch
 
 // Tracer answers WorkloadTraces: a tenant's request for the decision trace of a Workload of
 // its namespace, which it may not compute itself (it may not read the config or the internal

@@ -155,6 +155,11 @@ func accessTable() []access {
 		{who: orchestratorSA, verb: "delete", resource: "workloadtraces.score.dev", allowed: true},
 		{who: orchestratorSA, verb: "create", resource: "workloadtraces.score.dev"},
 		{who: orchestratorSA, verb: "update", resource: "workloadtraces.score.dev"},
+		{who: orchestratorSA, verb: "patch", resource: "workloadtraces.score.dev/status", allowed: true},
+		{who: orchestratorSA, verb: "update", resource: "workloadtraces.score.dev/status"},
+		{who: editor, verb: "patch", resource: "workloadtraces.score.dev/status"},
+		{who: viewer, verb: "update", resource: "workloadtraces.score.dev/status"},
+		{who: runtimeSA, verb: "patch", resource: "workloadtraces.score.dev/status"},
 
 		// The provisioner reads Workloads and claims, writes claim status and what it
 		// provisions.
@@ -216,7 +221,6 @@ func accessTable() []access {
 		"workloadplans.score.dev/status":     runtimeSA,
 		"workloadexposures.score.dev/status": runtimeSA,
 		"configrollouts.score.dev/status":    rolloutSA,
-		"workloadtraces.score.dev/status":    orchestratorSA,
 	}
 	for resource, writer := range statusWriter {
 		for _, who := range everyone {
@@ -323,9 +327,10 @@ func TestAccess(t *testing.T) {
 
 		trace := &scorev1b1.WorkloadTrace{ObjectMeta: metav1.ObjectMeta{Name: "web-why", Namespace: teamNamespace}, Spec: scorev1b1.WorkloadTraceSpec{Workload: "web"}}
 		mustBe("the editor asks for a trace", as(editor).Create(ctx, trace), false)
-		trace.Status.Trace = &scorev1b1.Trace{Profile: scorev1b1.TraceProfile{Name: "forged"}}
+		trace.Status.Trace = &scorev1b1.Trace{Generation: 1, Profile: scorev1b1.TraceProfile{Name: "forged"}}
 		mustBe("the editor writes its answer", as(editor).Status().Update(ctx, trace), true)
-		mustBe("the orchestrator writes its answer", as(orchestratorSA).Status().Update(ctx, trace), false)
+		answer := client.MergeFrom(&scorev1b1.WorkloadTrace{})
+		mustBe("the orchestrator writes its answer", as(orchestratorSA).Status().Patch(ctx, trace, answer), false)
 
 		claim := &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "web-db", Namespace: teamNamespace},
 			Spec: scorev1b1.ResourceClaimSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "web", UID: string(w.UID)}, Key: "db", Type: "postgres"}}
