@@ -50,8 +50,8 @@ func (f *clusterFlags) restConfig() (*rest.Config, string, error) {
 	return cfg, ns, nil
 }
 
-// connect returns a client and the namespace to use.
-func (f *clusterFlags) connect() (client.Client, string, error) {
+// connect returns a client (which can watch) and the namespace to use.
+func (f *clusterFlags) connect() (client.WithWatch, string, error) {
 	cfg, ns, err := f.restConfig()
 	if err != nil {
 		return nil, "", err
@@ -63,12 +63,12 @@ func (f *clusterFlags) connect() (client.Client, string, error) {
 	if err := scorev1b1.AddToScheme(scheme); err != nil {
 		return nil, "", err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	return c, ns, err
 }
 
 // workload connects and reads the named Workload.
-func (f *clusterFlags) workload(ctx context.Context, name string) (client.Client, *scorev1b1.Workload, error) {
+func (f *clusterFlags) workload(ctx context.Context, name string) (client.WithWatch, *scorev1b1.Workload, error) {
 	c, ns, err := f.connect()
 	if err != nil {
 		return nil, nil, err

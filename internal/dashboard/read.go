@@ -245,7 +245,9 @@ func (s *Server) workloadData(ctx context.Context, ns, name string) (workloadDat
 	}
 
 	if !rights.config {
-		d.WhyNote = "The decision trace needs read access to the Orchestrator Config (" + s.opts.ConfigNamespace + "/" + s.opts.ConfigName + "); a platform engineer can run scorectl why " + name + " -n " + ns + "."
+		// The control plane answers a tenant's trace when asked (a WorkloadTrace), which is a
+		// write: the dashboard writes nothing, scorectl why asks.
+		d.WhyNote = "The decision trace needs read access to the Orchestrator Config (" + s.opts.ConfigNamespace + "/" + s.opts.ConfigName + "), which the dashboard reads with your rights; scorectl why " + name + " -n " + ns + " asks the control plane for it."
 		return d, nil
 	}
 	d.Why, d.WhyNote = s.trace(ctx, w, in)

@@ -23,7 +23,7 @@ import (
 // Gateway's class). waiting says whether the object still waits for something.
 
 // describe says what u's state is, what holds it and whether it waits.
-func (t *walk) describe(u *unstructured.Unstructured) (says string, because []Blocker, waiting bool) {
+func (t *reading) describe(u *unstructured.Unstructured) (says string, because []Blocker, waiting bool) {
 	switch gk := u.GroupVersionKind().GroupKind(); {
 	case gk.Group == "apps" && gk.Kind == "Deployment":
 		return t.deployment(u)
@@ -76,7 +76,7 @@ func generic(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	return says, nil, state != scorev1b1.HealthCurrent
 }
 
-func (t *walk) deployment(u *unstructured.Unstructured) (string, []Blocker, bool) {
+func (t *reading) deployment(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	var d appsv1.Deployment
 	if !convert(u, &d) {
 		return generic(u)
@@ -99,7 +99,7 @@ func (t *walk) deployment(u *unstructured.Unstructured) (string, []Blocker, bool
 	return says, t.pods(u, d.Spec.Selector, want > 0, false), waiting
 }
 
-func (t *walk) statefulSet(u *unstructured.Unstructured) (string, []Blocker, bool) {
+func (t *reading) statefulSet(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	var s appsv1.StatefulSet
 	if !convert(u, &s) {
 		return generic(u)
@@ -114,7 +114,7 @@ func (t *walk) statefulSet(u *unstructured.Unstructured) (string, []Blocker, boo
 }
 
 // replicated describes a DaemonSet or a ReplicaSet.
-func (t *walk) replicated(u *unstructured.Unstructured) (string, []Blocker, bool) {
+func (t *reading) replicated(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	var selector *metav1.LabelSelector
 	var ready, want int32
 	switch u.GetKind() {
@@ -134,7 +134,7 @@ func (t *walk) replicated(u *unstructured.Unstructured) (string, []Blocker, bool
 	return fmt.Sprintf("%d of %d ready", ready, want), t.pods(u, selector, want > 0, false), ready < want
 }
 
-func (t *walk) job(u *unstructured.Unstructured) (string, []Blocker, bool) {
+func (t *reading) job(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	var j batchv1.Job
 	if !convert(u, &j) {
 		return generic(u)
@@ -164,7 +164,7 @@ func lastCondition(conds []batchv1.JobCondition) *batchv1.JobCondition {
 // pods names the pods of a workload object, by its selector, that are not ready (for a Job,
 // those that failed or still run), up to shownPods. With none at all, the object's own events
 // say why (a pod refused at creation, a volume claim that cannot be made).
-func (t *walk) pods(owner *unstructured.Unstructured, selector *metav1.LabelSelector, wanted, job bool) []Blocker {
+func (t *reading) pods(owner *unstructured.Unstructured, selector *metav1.LabelSelector, wanted, job bool) []Blocker {
 	sel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil || selector == nil {
 		return nil
@@ -269,7 +269,7 @@ func containerSays(cs corev1.ContainerStatus) string {
 
 // podVolumes are the volume claims of a pod not scheduled that are not bound: the scheduler
 // waits for them.
-func (t *walk) podVolumes(p *corev1.Pod) []Blocker {
+func (t *reading) podVolumes(p *corev1.Pod) []Blocker {
 	scheduled := true
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
@@ -299,7 +299,7 @@ func (t *walk) podVolumes(p *corev1.Pod) []Blocker {
 	return out
 }
 
-func (t *walk) volumeClaim(u *unstructured.Unstructured) (string, []Blocker, bool) {
+func (t *reading) volumeClaim(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	phase := str(u, "status", "phase")
 	if phase == string(corev1.ClaimBound) {
 		return phase, nil, false
@@ -320,7 +320,7 @@ func (t *walk) volumeClaim(u *unstructured.Unstructured) (string, []Blocker, boo
 
 // event is the object's latest warning, else its latest event ("Reason: message"), "" when it
 // has none or they were not read.
-func (t *walk) event(u *unstructured.Unstructured) string {
+func (t *reading) event(u *unstructured.Unstructured) string {
 	if u.GetUID() == "" {
 		return ""
 	}
@@ -376,7 +376,7 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func (t *walk) ingress(u *unstructured.Unstructured) (string, []Blocker, bool) {
+func (t *reading) ingress(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	if lbs, _, _ := unstructured.NestedSlice(u.Object, "status", "loadBalancer", "ingress"); len(lbs) > 0 {
 		return "has an address", nil, false
 	}
@@ -398,7 +398,7 @@ func (t *walk) ingress(u *unstructured.Unstructured) (string, []Blocker, bool) {
 
 // route describes an HTTPRoute by what its parents answered, and follows its parentRefs to the
 // Gateways.
-func (t *walk) route(u *unstructured.Unstructured) (string, []Blocker, bool) {
+func (t *reading) route(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	parents, _, _ := unstructured.NestedSlice(u.Object, "status", "parents")
 	var said []string
 	acceptedBy := 0
@@ -466,7 +466,7 @@ func parentGateways(u *unstructured.Unstructured) []Ref {
 }
 
 // gateway describes a Gateway by its Programmed and Accepted conditions, and follows its class.
-func (t *walk) gateway(u *unstructured.Unstructured) (string, []Blocker, bool) {
+func (t *reading) gateway(u *unstructured.Unstructured) (string, []Blocker, bool) {
 	class := str(u, "spec", "gatewayClassName")
 	says, _, waiting := accepted(u, "a gateway controller of class "+class)
 	if !waiting {
@@ -517,7 +517,7 @@ func accepted(u *unstructured.Unstructured, who string) (string, []Blocker, bool
 }
 
 // quotas are the namespace's ResourceQuotas, each with its use: those at their limit first.
-func (t *walk) quotas(ns string) []Blocker {
+func (t *reading) quotas(ns string) []Blocker {
 	res, ok := t.get(listRead("v1", "ResourceQuota", ns, List{Limit: quotaLimit}))
 	switch {
 	case !ok:

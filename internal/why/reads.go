@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
 
 // What the trace reads beyond the Workload, its claims, plan and exposure: the objects in the
@@ -84,12 +86,23 @@ type Result struct {
 // Observed holds what a reader read, by request.
 type Observed map[Read]Result
 
-// Next names the reads the trace of in would still use, in the order it would use them.
+// Next names the reads the trace of in would still use, in the order it would use them: the
+// Workload's namespace (a preview?), then what Resolve reads of the objects in the way.
 func Next(in Input) []Read {
-	t := newWalk(in)
-	t.get(namespaceRead(in))
-	t.run()
-	return t.wanted
+	reads := []Read{}
+	if _, ok := in.Observed[namespaceRead(in)]; !ok {
+		reads = append(reads, namespaceRead(in))
+	}
+	tr, err := Compute(in)
+	if err != nil {
+		return reads
+	}
+	return append(reads, Reads(tr, in.Observed)...)
+}
+
+// probe is a probe of the object r names, for look.
+func (r Ref) probe(look string) *scorev1b1.TraceProbe {
+	return &scorev1b1.TraceProbe{Look: look, APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
 // getRead reads the object r names; a Secret as its metadata only.
@@ -97,7 +110,12 @@ func getRead(r Ref) Read {
 	return Read{Ref: r, MetadataOnly: r.group() == "" && r.Kind == "Secret"}
 }
 
-// namespaceRead reads the Workload's namespace: whether it is a preview environment.
+// NamespaceRead reads the Workload's namespace: whether it is a preview environment. A reader
+// that holds the namespace (the orchestrator caches its metadata) puts it in Observed under it.
+func NamespaceRead(in Input) Read {
+	return namespaceRead(in)
+}
+
 func namespaceRead(in Input) Read {
 	return getRead(Ref{APIVersion: "v1", Kind: "Namespace", Name: in.Workload.Namespace})
 }

@@ -32,7 +32,7 @@ func TestSeveralClustersWhy(t *testing.T) {
 		"us-1": {Labels: map[string]string{"env": "dev"}, Reachable: true},
 	}}
 	var out bytes.Buffer
-	explainPlacement(&out, in, backend)
+	printPlacement(&out, placementOf(in, backend))
 	for _, want := range []string{
 		"Placement: a copy on 2 clusters matching env=prod, policy Ordered",
 		"✓ eu-1 — Chosen: a copy of the workload runs there and it still matches.",
@@ -67,7 +67,7 @@ func TestSeveralClustersFailoverWhy(t *testing.T) {
 		"eu-3": {Labels: prod, Reachable: true, Since: since(time.Hour)},
 	}}
 	var out bytes.Buffer
-	explainPlacement(&out, in, backend)
+	printPlacement(&out, placementOf(in, backend))
 	for _, want := range []string{
 		"Placement: a copy on 2 clusters matching env=prod, policy Ordered, failover after 2m0s (hold-down 10m0s)",
 		"· eu-1 (does not answer) — Matches, but has not answered for 3m0s (failover after 2m0s): its copy fails over to eu-3.",

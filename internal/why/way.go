@@ -2,7 +2,7 @@ package why
 
 import (
 	"fmt"
-	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,26 +27,20 @@ type Blocker struct {
 	Says string
 	// Because are what holds it in turn: a StatefulSet's pods, a route's Gateway.
 	Because []Blocker
+	// probe names the object a read of the cluster describes in the blocker's place
+	// (Resolve); until it is read, an Object's blocker says what its inventory entry says and
+	// the others say nothing.
+	probe *scorev1b1.TraceProbe
 }
 
-// InTheWay names what keeps the Workload from Ready (or, Ready with reduced capacity, from full
-// capacity), from the Workload's conditions down: the first condition that is not True decides
-// where to look, as it decides Ready. Objects in.Observed does not hold are described by their
-// inventory entries.
-func InTheWay(in Input) []Blocker {
-	return newWalk(in).run()
-}
-
-// printBlockers writes the blockers as an indented tree.
-func printBlockers(out io.Writer, bs []Blocker, depth int) {
+// flatten writes blockers as a trace's lines, each at its depth below depth.
+func flatten(bs []Blocker, depth int32) []scorev1b1.TraceBlocker {
+	var out []scorev1b1.TraceBlocker
 	for _, b := range bs {
-		line := b.What
-		if b.Says != "" {
-			line += ": " + b.Says
-		}
-		fmt.Fprintf(out, "%s%s\n", strings.Repeat("  ", depth+1), oneLine(line))
-		printBlockers(out, b.Because, depth+1)
+		out = append(out, scorev1b1.TraceBlocker{Depth: depth, What: b.What, Says: b.Says, Probe: b.probe})
+		out = append(out, flatten(b.Because, depth+1)...)
 	}
+	return out
 }
 
 // oneLine keeps a message with line breaks (a scheduler's, a container's) on its line.
@@ -54,33 +48,18 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// walk goes from a Workload's conditions to the objects in its way. Every object it would
-// describe from the cluster it looks up in in.Observed; one not there is noted in wanted, the
-// reads Next returns, and described without it. So Next and InTheWay are one walk: what is
-// read is exactly what is shown.
+// walk goes from a Workload's conditions to what is in its way, as far as the Workload's own
+// objects tell: an object whose live state says more is a blocker with a probe, which Resolve
+// reads. It reads nothing itself.
 type walk struct {
-	in     Input
-	wanted []Read
-	asked  map[Read]bool
+	in Input
 	// described counts the inventory entries described, up to maxEntries.
 	described int
 	sel       *selection.Result
 }
 
 func newWalk(in Input) *walk {
-	return &walk{in: in, asked: map[Read]bool{}}
-}
-
-// get is what r found, when it was read; otherwise r is wanted and ok is false.
-func (t *walk) get(r Read) (res Result, ok bool) {
-	if res, ok := t.in.Observed[r]; ok {
-		return res, true
-	}
-	if !t.asked[r] {
-		t.asked[r] = true
-		t.wanted = append(t.wanted, r)
-	}
-	return Result{}, false
+	return &walk{in: in}
 }
 
 // selection is the orchestrator's selection for the Workload, recomputed once.
@@ -198,13 +177,18 @@ func (t *walk) claims() []Blocker {
 			continue
 		}
 		b := Blocker{What: fmt.Sprintf("ResourceClaim %s/%s (dependency %s)", c.Namespace, c.Name, key), Says: claimSays(c)}
+		if t.sharedFromElsewhere(c) {
+			b.Says = sharedSays(c, summaries[key])
+		}
 		b.Because = t.entries(c.Status.Resources)
 		if c.Status.Reason == scorev1b1.ReasonQuotaExceeded {
 			ns := c.Namespace
 			if c.Status.InstanceNamespace != "" {
 				ns = c.Status.InstanceNamespace
 			}
-			quotas[ns] = true
+			if !t.in.Tenant || ns == w.Namespace {
+				quotas[ns] = true
+			}
 		}
 		out = append(out, b)
 	}
@@ -226,6 +210,16 @@ func (t *walk) claim(key string) *scorev1b1.ResourceClaim {
 }
 
 func claimSays(c *scorev1b1.ResourceClaim) string {
+	phase := claimPhase(c)
+	if c.Status.Message == "" {
+		return phase
+	}
+	return phase + " — " + c.Status.Message
+}
+
+// claimPhase is a claim's phase, and the generation it is for when the provisioner has not
+// processed the latest.
+func claimPhase(c *scorev1b1.ResourceClaim) string {
 	phase := string(c.Status.Phase)
 	if phase == "" {
 		phase = "not processed by the provisioner yet"
@@ -233,10 +227,25 @@ func claimSays(c *scorev1b1.ResourceClaim) string {
 	if c.Status.ObservedGeneration != c.Generation && c.Status.Phase != scorev1b1.ClaimPhaseFailed && c.Status.Phase != "" {
 		phase += fmt.Sprintf(" (for generation %d; the provisioner has not processed generation %d yet)", c.Status.ObservedGeneration, c.Generation)
 	}
-	if c.Status.Message == "" {
-		return phase
+	return phase
+}
+
+// sharedFromElsewhere reports whether a tenant's trace is asked and the claim's instance lives
+// in another namespace, which the platform shares it from.
+func (t *walk) sharedFromElsewhere(c *scorev1b1.ResourceClaim) bool {
+	ns := c.Status.InstanceNamespace
+	return t.in.Tenant && ns != "" && ns != t.in.Workload.Namespace
+}
+
+// sharedSays is what a tenant is told of a claim whose instance lives in another namespace: its
+// phase and the Workload's own summary of it (the sentence its status shows), not the
+// provisioner's words, which name that namespace's objects.
+func sharedSays(c *scorev1b1.ResourceClaim, s scorev1b1.ClaimSummary) string {
+	says := claimPhase(c)
+	if s.Message != "" {
+		says += " — " + s.Message
 	}
-	return phase + " — " + c.Status.Message
+	return says + " (its instance is shared from another namespace)"
 }
 
 // outputs: the outputs the Workload uses that its dependencies have not published, as the
@@ -325,14 +334,21 @@ func (t *walk) runtime(reason scorev1b1.Reason) []Blocker {
 	if reason == scorev1b1.ReasonQuotaExceeded {
 		out = append(out, t.quotas(p.Namespace)...)
 	}
-	if len(out) == 0 && p.Status.ObservedGeneration != p.Generation {
+	if !slices.ContainsFunc(out, stays) && p.Status.ObservedGeneration != p.Generation {
 		out = append(out, Blocker{What: name, Says: fmt.Sprintf("the runtime has not processed generation %d yet (it last processed %d)", p.Generation, p.Status.ObservedGeneration)})
 	}
 	return out
 }
 
-// outputsSecrets are the outputs Secrets the plan's render reads that do not exist: the runtime
-// waits for them without a word. Only their existence is asked, never what they hold.
+// stays reports whether a blocker is said whatever a read finds: one of the Workload's own
+// objects, or no object at all; not a Secret, an endpoint or the quotas, said only when a read
+// finds them in the way.
+func stays(b Blocker) bool {
+	return b.probe == nil || b.probe.Look == scorev1b1.TraceLookObject
+}
+
+// outputsSecrets are the outputs Secrets the plan's render reads: the runtime waits for one
+// that does not exist without a word. Only their existence is asked, never what they hold.
 func (t *walk) outputsSecrets(p *scorev1b1.WorkloadPlan) []Blocker {
 	var out []Blocker
 	for _, c := range p.Spec.Claims {
@@ -340,28 +356,24 @@ func (t *walk) outputsSecrets(p *scorev1b1.WorkloadPlan) []Blocker {
 			continue
 		}
 		r := Ref{APIVersion: "v1", Kind: "Secret", Namespace: p.Namespace, Name: c.SecretName}
-		res, ok := t.get(getRead(r))
-		what := fmt.Sprintf("%s (the secret outputs of dependency %s)", r, c.Key)
-		switch {
-		case !ok:
-		case res.Missing:
-			out = append(out, Blocker{What: what, Says: "does not exist; the runtime waits for it"})
-		case res.Denied:
-			out = append(out, Blocker{What: what, Says: "not read: your rights do not let you ask whether it exists"})
-		case res.Err != "":
-			out = append(out, Blocker{What: what, Says: "not read: " + res.Err})
-		}
+		out = append(out, Blocker{What: fmt.Sprintf("%s (the secret outputs of dependency %s)", r, c.Key), probe: r.probe(scorev1b1.TraceLookSecret)})
 	}
 	return out
 }
 
 // entries describes the inventory entries that are not Current, up to maxEntries across the
-// trace.
+// trace. A tenant's trace names only the objects of the Workload's namespace, and counts the
+// others (a shared instance's, in the namespace that shares it).
 func (t *walk) entries(objs []scorev1b1.AppliedObject) []Blocker {
 	var rest []string
 	var bs []Blocker
+	elsewhere := 0
 	for _, o := range objs {
 		if o.Health == scorev1b1.HealthCurrent {
+			continue
+		}
+		if t.in.Tenant && o.Namespace != t.in.Workload.Namespace {
+			elsewhere++
 			continue
 		}
 		r := Ref{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
@@ -378,39 +390,24 @@ func (t *walk) entries(objs []scorev1b1.AppliedObject) []Blocker {
 			bs = append(bs, Blocker{What: r.String() + " on cluster " + o.Cluster, Says: said + " (not read: the trace reads the hub)"})
 			continue
 		}
-		bs = append(bs, t.object(r, said))
+		bs = append(bs, Blocker{What: r.String(), Says: said, probe: r.probe(scorev1b1.TraceLookObject)})
 	}
 	if len(rest) > 0 {
 		bs = append(bs, Blocker{What: fmt.Sprintf("%d more not healthy", len(rest)), Says: strings.Join(rest, ", ")})
 	}
-	return bs
-}
-
-// object describes the object r from the cluster; said is what its inventory entry says, for
-// when it could not be read.
-func (t *walk) object(r Ref, said string) Blocker {
-	res, ok := t.get(getRead(r))
-	b := Blocker{What: r.String(), Says: said}
-	switch {
-	case !ok:
-	case res.Missing:
-		b.Says = "does not exist"
-	case res.Denied:
-		b.Says = strings.TrimSpace(said + " (not read: your rights do not let you read it)")
-	case res.Err != "":
-		b.Says = strings.TrimSpace(said + " (not read: " + res.Err + ")")
-	case len(res.Objects) == 1:
-		b.Says, b.Because, _ = t.describe(res.Objects[0])
+	if elsewhere > 0 {
+		bs = append(bs, Blocker{What: fmt.Sprintf("%d object(s) outside namespace %s", elsewhere, t.in.Workload.Namespace),
+			Says: "not healthy; they are another namespace's, which this trace does not describe"})
 	}
-	return b
+	return bs
 }
 
 // exposing are the objects the Workload's endpoint waits for: its routes and Ingresses, and
 // those its dependencies provisioned, while the exposure says an ingress or a gateway is
 // pending; its Services while it says a load balancer is (both, without an exposure to say).
 // kstatus calls them Current, as the API server accepted them; whether a gateway, an ingress
-// controller or a load balancer serves them is in their status, read here. Only the ones still
-// waiting are named.
+// controller or a load balancer serves them is in their status, which Resolve reads. Only the
+// ones still waiting are named.
 func (t *walk) exposing() []Blocker {
 	var objs []scorev1b1.AppliedObject
 	if t.in.Plan != nil {
@@ -429,8 +426,11 @@ func (t *walk) exposing() []Blocker {
 	var out []Blocker
 	for _, o := range objs {
 		r := Ref{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-		if o.Cluster != "" || o.Health != scorev1b1.HealthCurrent {
+		switch {
+		case o.Cluster != "" || o.Health != scorev1b1.HealthCurrent:
 			continue // one not Current is named with the entries
+		case t.in.Tenant && o.Namespace != t.in.Workload.Namespace:
+			continue // another namespace's: a tenant's trace does not name it
 		}
 		switch kind := publishes(r); {
 		case kind == "":
@@ -438,18 +438,15 @@ func (t *walk) exposing() []Blocker {
 		case kind == "Service" && !balancer, kind != "Service" && !ingress:
 			continue
 		}
-		res, ok := t.get(getRead(r))
-		if !ok || len(res.Objects) != 1 {
-			if ok && res.Denied {
-				out = append(out, Blocker{What: r.String(), Says: "not read: your rights do not let you read it"})
-			}
-			continue
-		}
-		if says, because, waiting := t.describe(res.Objects[0]); waiting {
-			out = append(out, Blocker{What: r.String(), Says: says, Because: because})
-		}
+		out = append(out, Blocker{What: r.String(), probe: r.probe(scorev1b1.TraceLookEndpoint)})
 	}
 	return out
+}
+
+// quotas are the namespace's ResourceQuotas, which Resolve lists.
+func (t *walk) quotas(ns string) []Blocker {
+	r := Ref{APIVersion: "v1", Kind: "ResourceQuota", Namespace: ns}
+	return []Blocker{{What: "ResourceQuotas in " + ns, probe: r.probe(scorev1b1.TraceLookQuotas)}}
 }
 
 // publishes is the kind of r when objects of that kind carry an endpoint that a controller

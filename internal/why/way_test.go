@@ -191,17 +191,22 @@ func secret(t *testing.T, name string) *unstructured.Unstructured {
 	return object(t, "v1", "Secret", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"password": []byte("hunter2-do-not-print")}})
 }
 
-func TestInTheWay(t *testing.T) {
+// wayCase is a Workload in the way of something, the world a reader finds, and what the trace
+// says of it.
+type wayCase struct {
+	name string
+	// setup builds the trace's input and the world the reader finds.
+	setup func(t *testing.T) (Input, world)
+	// want are the lines of In the way, in order, each as a substring of its line
+	// (indentation included); absent must appear nowhere in the trace.
+	want, absent []string
+}
+
+// wayCases are a Workload in the way of each kind of thing, and what the trace says.
+func wayCases(t *testing.T) []wayCase {
 	cfg := config(t)
 	db := map[string]scorev1b1.Resource{"db": {Type: "postgres"}}
-	for _, tc := range []struct {
-		name string
-		// setup builds the trace's input and the world the reader finds.
-		setup func(t *testing.T) (Input, world)
-		// want are the lines of In the way, in order, each as a substring of its line
-		// (indentation included); absent must appear nowhere in the trace.
-		want, absent []string
-	}{{
+	return []wayCase{{
 		name: "SpecInvalid: the Workload itself",
 		setup: func(t *testing.T) (Input, world) {
 			w := workloadIn(nil, "InputsValid=False/SpecInvalid", "ClaimsReady=False/SpecInvalid", "RuntimeReady=False/SpecInvalid", "Ready=False/SpecInvalid")
@@ -418,7 +423,11 @@ func TestInTheWay(t *testing.T) {
 			return Input{Workload: w, Config: cfg, Plan: planOf(w, scorev1b1.PlanPhaseProjected, "", entry("apps/v1", "Deployment", "web", "InProgress", ""))}, world{}
 		},
 		absent: []string{"In the way"},
-	}} {
+	}}
+}
+
+func TestInTheWay(t *testing.T) {
+	for _, tc := range wayCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			in, w := tc.setup(t)
 			in, _ = w.observe(t, in)

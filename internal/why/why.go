@@ -1,10 +1,18 @@
 // Package why explains the platform's decisions for one Workload: the profile and why, every
 // backend candidate with the constraint that filtered it or its rank, the provisioner for each
 // dependency, the one thing that keeps the Workload from Ready and the objects in the way, in
-// their own words (InTheWay). It recomputes the decisions with the orchestrator's own selection
-// code, and reads nothing itself: what it needs of the cluster beyond the Workload's own objects
-// it names (Next), and a reader (internal/why/observe) reads it. scorectl why prints it and
-// scorectl dashboard shows it.
+// their own words. It recomputes the decisions with the orchestrator's own selection code, and
+// reads nothing itself.
+//
+// A trace is made in two steps. Compute decides, from the config and the Workload's own
+// objects (its claims, plan and exposure), everything but the live state of the objects in the
+// way: a line that only a read of the cluster can fill in carries a probe. Resolve fills those
+// lines in from what a reader (internal/why/observe) read of what Reads names. A platform
+// engineer's scorectl why (and the dashboard) does both with the user's rights; for a tenant,
+// who may not read the config or the internal kinds, the orchestrator computes the trace with
+// Input.Tenant (only what concerns that Workload, in its namespace) and answers a
+// WorkloadTrace with it, and scorectl why resolves its probes with the tenant's own rights.
+// Print writes a trace.
 package why
 
 import (
@@ -18,7 +26,6 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
@@ -27,7 +34,7 @@ import (
 // Input is what the trace is computed from.
 type Input struct {
 	Workload *scorev1b1.Workload
-	// Config is the Orchestrator Config in the cluster, of revision ConfigRevision.
+	// Config is the Orchestrator Config, of revision ConfigRevision; nil when none is loaded.
 	Config         *orchconfig.Config
 	ConfigRevision string
 	// Region is the orchestrator's.
@@ -50,6 +57,13 @@ type Input struct {
 	// Copies are the plans of the Workload's other copies on several clusters (NAME.N);
 	// nil when it has none or the reader may not see them.
 	Copies []scorev1b1.WorkloadPlan
+	// Tenant computes the trace a tenant is given (Answer): what concerns the Workload, in
+	// its namespace, and nothing of another's. The clusters its backend's placement does not
+	// match are left out; an object outside the Workload's namespace (a shared instance's, in
+	// the sharing namespace) is counted, never named or described, and a claim whose instance
+	// lives there says the Workload's own summary of it, not the provisioner's words; the
+	// quotas of another namespace are not looked at.
+	Tenant bool
 }
 
 // previewOf is the Workload's namespace as a preview environment, when it was read and is one.
@@ -66,135 +80,76 @@ func previewOf(in Input) (preview.Preview, bool) {
 	return preview.Read(preview.Namespace{Name: ns.GetName(), Labels: ns.GetLabels(), Annotations: ns.GetAnnotations(), Created: ns.GetCreationTimestamp().Time}, policy)
 }
 
-// Explain writes the trace.
+// Explain writes the trace of in, with what in.Observed read.
 func Explain(out io.Writer, in Input) error {
-	w, cfg, claims, plan := in.Workload, in.Config, in.Claims, in.Plan
-	sel, err := selection.New(cfg)
+	tr, err := Compute(in)
 	if err != nil {
 		return err
 	}
-	r := sel.Select(selection.Input{Workload: w, Region: in.Region})
-	fmt.Fprintf(out, "Workload %s/%s (generation %d)\n\n", w.Namespace, w.Name, w.Generation)
+	Print(out, in.Workload.Namespace, in.Workload.Name, Resolve(tr, in.Observed))
+	return nil
+}
+
+// Compute is the trace of in: the decisions recomputed from the config, and what is in the way
+// as far as the Workload's own objects tell. A line that a read of the cluster fills in carries
+// a probe (Resolve).
+func Compute(in Input) (scorev1b1.Trace, error) {
+	w := in.Workload
+	tr := scorev1b1.Trace{Generation: w.Generation, ConfigRevision: in.ConfigRevision}
+	r := selection.Result{Message: "no valid Orchestrator Config is loaded."}
+	if in.Config != nil {
+		sel, err := selection.New(in.Config)
+		if err != nil {
+			return tr, err
+		}
+		r = sel.Select(selection.Input{Workload: w, Region: in.Region})
+	}
 	if p, ok := previewOf(in); ok {
 		now := in.Now
 		if now.IsZero() {
 			now = time.Now()
 		}
-		fmt.Fprintf(out, "Preview environment: %s\n", p.Describe(now))
-	}
-	if plan != nil && plan.Spec.ConfigRevision != "" {
-		switch plan.Spec.ConfigRevision {
-		case in.ConfigRevision:
-			fmt.Fprintf(out, "Config: revision %s, the current one\n", orchconfig.ShortRevision(plan.Spec.ConfigRevision))
-		default:
-			fmt.Fprintf(out, "Config: the plan was written from revision %s; the current one is %s\n", orchconfig.ShortRevision(plan.Spec.ConfigRevision), orchconfig.ShortRevision(in.ConfigRevision))
-		}
-	}
-	if r.Profile == "" {
-		fmt.Fprintf(out, "Profile: none — %s\n", r.Message)
-	} else {
-		fmt.Fprintf(out, "Profile: %s, chosen by %s (%s)\n", r.Profile, r.ProfileSource, r.ProfileDetail)
-	}
-	for _, e := range r.RuleErrors {
-		fmt.Fprintf(out, "  rule error: %s\n", e)
-	}
-	if len(r.Candidates) > 0 {
-		fmt.Fprintln(out, "\nBackends:")
-		for _, c := range r.Candidates {
-			switch {
-			case c.Rejected != "":
-				fmt.Fprintf(out, "  ✗ %s — %s\n", c.BackendID, c.Rejected)
-			case r.Backend != nil && c.BackendID == r.Backend.BackendID:
-				fmt.Fprintf(out, "  ✓ %s — rank %d (priority %d, version %s): selected\n", c.BackendID, c.Rank, r.Backend.Priority, r.Backend.Version)
-			default:
-				fmt.Fprintf(out, "  · %s — rank %d\n", c.BackendID, c.Rank)
-			}
-		}
-	}
-	if r.Backend != nil && r.Backend.Placement != nil {
-		explainPlacement(out, in, r.Backend)
-	}
-	if len(w.Spec.Resources) > 0 {
-		fmt.Fprintln(out, "\nDependencies:")
-		for _, k := range values.SortedKeys(w.Spec.Resources) {
-			res := w.Spec.Resources[k]
-			provider, ok := resolve(cfg, res)
-			if !ok {
-				provider = "no provisioner serves it"
-			}
-			phase := "not created"
-			for _, c := range claims {
-				if c.Spec.Key == k && metav1.IsControlledBy(&c, w) {
-					phase = string(c.Status.Phase)
-				}
-			}
-			// The claim's message, and the resolver's, are said once, under In the way.
-			fmt.Fprintf(out, "  %s (%s): %s; claim %s\n", k, res.Type, provider, phase)
-		}
-	}
-	fmt.Fprintln(out)
-	ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
-	switch {
-	case ready == nil:
-		fmt.Fprintln(out, "Blocking: the orchestrator has not reported on this Workload yet.")
-	case ready.Status == metav1.ConditionTrue:
-		fmt.Fprintf(out, "Ready: %s\n", ready.Message)
-	default:
-		fmt.Fprintf(out, "Blocking: %s — %s\n", ready.Reason, ready.Message)
-	}
-	if blockers := InTheWay(in); len(blockers) > 0 {
-		fmt.Fprintln(out, "In the way:")
-		printBlockers(out, blockers, 0)
-	}
-	return nil
-}
-
-// explainPlacement writes the cluster selector, every registered cluster and why each was or
-// was not chosen.
-func explainPlacement(out io.Writer, in Input, backend *orchconfig.Backend) {
-	if backend.Placement.Several() || len(in.Copies) > 0 {
-		explainSeveral(out, in, backend)
-		return
-	}
-	pin := placement.Input{Placement: backend.Placement, Clusters: clusters.Placeable(in.Clusters), Namespace: in.Workload.Namespace, Name: in.Workload.Name, Now: in.Now}
-	if pin.Now.IsZero() {
-		pin.Now = time.Now()
+		tr.Preview = p.Describe(now)
 	}
 	if in.Plan != nil {
-		pin.Current = in.Plan.Spec.Cluster
+		tr.PlanConfigRevision = in.Plan.Spec.ConfigRevision
 	}
-	res := placement.Place(pin)
-	explainCandidates(out, in, backend, "clusters matching "+res.Selector, res.Policy, res.Candidates, res.OK)
-}
-
-// explainCandidates writes the placement's header (what is asked for, the policy, failover)
-// and every registered cluster with why it runs the Workload (or a copy) or not; false when
-// no registered cluster matches.
-func explainCandidates(out io.Writer, in Input, backend *orchconfig.Backend, asked, policy string, candidates []placement.Candidate, ok bool) bool {
-	fmt.Fprintf(out, "\nPlacement: %s, policy %s", asked, policy)
-	if after, holdDown := backend.Placement.Failover.Durations(); after > 0 {
-		fmt.Fprintf(out, ", failover after %s (hold-down %s)", after, holdDown)
+	tr.Profile = scorev1b1.TraceProfile{Name: r.Profile, ChosenBy: string(r.ProfileSource), Detail: r.ProfileDetail}
+	if r.Profile == "" {
+		tr.Profile.Message = r.Message
 	}
-	fmt.Fprintln(out)
-	if len(candidates) == 0 {
-		fmt.Fprintln(out, "  no cluster is registered (or your rights do not show them)")
-	}
-	for _, c := range candidates {
-		mark := "✗"
+	tr.RuleErrors = r.RuleErrors
+	for _, c := range r.Candidates {
+		b := scorev1b1.TraceCandidate{Name: c.BackendID, Verdict: scorev1b1.TraceEligible, Why: fmt.Sprintf("rank %d", c.Rank)}
 		switch {
-		case c.Chosen:
-			mark = "✓"
-		case c.Matches:
-			mark = "·"
+		case c.Rejected != "":
+			b.Verdict, b.Why = scorev1b1.TraceRejected, c.Rejected
+		case r.Backend != nil && c.BackendID == r.Backend.BackendID:
+			b.Verdict, b.Why = scorev1b1.TraceChosen, fmt.Sprintf("rank %d (priority %d, version %s): selected", c.Rank, r.Backend.Priority, r.Backend.Version)
 		}
-		state := ""
-		if s := in.Clusters[c.Name]; !s.Reachable {
-			state = " (does not answer)"
+		tr.Backends = append(tr.Backends, b)
+	}
+	if r.Backend != nil && r.Backend.Placement != nil {
+		tr.Placement = placementOf(in, r.Backend)
+	}
+	for _, k := range values.SortedKeys(w.Spec.Resources) {
+		res := w.Spec.Resources[k]
+		d := scorev1b1.TraceDependency{Key: k, Type: res.Type, Claim: "not created"}
+		if provider, ok := resolve(in.Config, res); ok {
+			d.Provisioner = provider
 		}
-		fmt.Fprintf(out, "  %s %s%s — %s\n", mark, c.Name, state, c.Why)
+		for _, c := range in.Claims {
+			if c.Spec.Key == k && metav1.IsControlledBy(&c, w) {
+				d.Claim = string(c.Status.Phase)
+			}
+		}
+		tr.Dependencies = append(tr.Dependencies, d)
 	}
-	if !ok {
-		fmt.Fprintln(out, "  no registered cluster matches: the workload is not placed")
+	if ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); ready != nil {
+		tr.Ready = &scorev1b1.TraceReady{Status: string(ready.Status), Reason: ready.Reason, Message: ready.Message}
 	}
-	return ok
+	t := newWalk(in)
+	t.sel = &r
+	tr.InTheWay = flatten(t.run(), 0)
+	return tr, nil
 }

@@ -51,6 +51,8 @@ var (
 	ctx = context.Background()
 	// admin is the cluster's administrator; tenant acts as mallory.
 	admin, tenant client.Client
+	// kubeconfig is the administrator's, for the commands a test runs.
+	kubeconfig string
 	// controllers is the control plane's process; state its directory.
 	controllers *controllerproc.Process
 	state       string
@@ -70,7 +72,7 @@ func TestMain(m *testing.M) {
 // the victims, and starts the controllers' process.
 func setup(env *testenv.SimulatedEnv) (func(), error) {
 	k := env.Clusters[""]
-	state, admin = env.State, k.Client
+	state, admin, kubeconfig = env.State, k.Client, k.Kubeconfig()
 	as := rest.CopyConfig(k.Config)
 	as.Impersonate = rest.ImpersonationConfig{UserName: mallory, Groups: []string{"system:authenticated"}}
 	var err error

@@ -52,8 +52,8 @@ func TestKustomizeBase(t *testing.T) {
 			crds++
 		}
 	}
-	if crds != 5 {
-		t.Errorf("%d CRDs, want the 5 score.dev kinds", crds)
+	if crds != 6 {
+		t.Errorf("%d CRDs, want the 6 score.dev kinds", crds)
 	}
 	var fromKustomize []*unstructured.Unstructured
 	for _, o := range objs {

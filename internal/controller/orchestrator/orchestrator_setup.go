@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +49,9 @@ type Options struct {
 	// ProgressHold is how long a Workload status that only reports progress waits for the
 	// next step, so that both are written once (docs/lifecycle.md); 0 writes every step.
 	ProgressHold time.Duration
+	// TraceKeep is how long an answered WorkloadTrace is kept for its asker; 0 is
+	// why.KeepAnswered (a minute). Tests shorten it.
+	TraceKeep time.Duration
 }
 
 // DefaultOptions are an orchestrator set up on its own: four workers, fixed. The control
@@ -56,11 +60,57 @@ func DefaultOptions() Options {
 	return Options{Concurrency: 4, Namespace: "score-system", ProgressHold: workloaddecision.DefaultProgressHold}
 }
 
-// Setup adds the orchestrator to mgr; store is the process's config.
+// Setup adds the orchestrator to mgr, with its answerer of WorkloadTraces; store is the
+// process's config.
 func Setup(mgr ctrl.Manager, store *configsource.Store, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Recorder: mgr.GetEventRecorder("score-orchestrator"),
 		Region: opts.Region, Concurrency: opts.Concurrency, Workers: opts.Workers, Shard: opts.Shard, Namespace: opts.Namespace, ProgressHold: opts.ProgressHold}
-	return r.SetupWithManager(mgr)
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	t := &Tracer{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: store, Region: opts.Region, Shard: opts.Shard, Namespace: opts.Namespace, Keep: opts.TraceKeep, clusters: r.clusters}
+	return t.SetupWithManager(mgr)
+}
+
+// traceWorkers answer WorkloadTraces: one, so that a namespace's bound is exact (each request
+// is judged after the answers before it). Answering is a few cached reads and one write, and
+// the requests wait behind each other, never behind Workloads.
+const traceWorkers = 1
+
+// SetupWithManager watches WorkloadTraces as they are created (an update is the Tracer's own
+// answer, whose removal it schedules itself) and the config store: unanswered requests wait
+// for the first config. It reads the claims, plans and exposures through the index the
+// Workload controller adds (Reconciler.SetupWithManager first). Nothing is polled; an answered
+// request comes back once, when it is due for removal.
+func (t *Tracer) SetupWithManager(mgr ctrl.Manager) error {
+	if t.APIReader == nil {
+		t.APIReader = t.Client
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("workloadtrace").
+		For(&scorev1b1.WorkloadTrace{}, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		WatchesRawSource(source.Channel(t.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(t.unanswered))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: traceWorkers}).
+		Complete(t)
+}
+
+// unanswered lists the WorkloadTraces without an answer.
+func (t *Tracer) unanswered(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list scorev1b1.WorkloadTraceList
+	if err := t.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the WorkloadTraces after a config change")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if meta.FindStatusCondition(list.Items[i].Status.Conditions, scorev1b1.TraceConditionAnswered) == nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // indexWorkload indexes the claims, plans and exposures by the Workload they are labelled

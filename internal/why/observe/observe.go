@@ -1,6 +1,7 @@
 // Package observe reads, for the decision trace (internal/why), the objects in a Workload's way
-// that only the cluster can tell about: what why.Next names, then what those show they wait for,
-// until why.Next names nothing or why.MaxReads requests were made. scorectl why reads with the
+// that only the cluster can tell about: what why.Next names (or, for a trace the control plane
+// answered, why.Reads), then what those show they wait for, until nothing more is named or
+// why.MaxReads requests were made. scorectl why reads with the
 // user's kubeconfig, the dashboard with the user's own rights: a read the rights forbid is
 // recorded as such, and the trace says what it could not read. A Secret is read as metadata
 // only: whether it exists, never what it holds.
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/why"
 )
 
@@ -38,14 +40,29 @@ func SkipSecrets(because string) Option {
 // Read makes, with r, the reads the trace of in names, and returns what they found. It stops
 // when ctx ends.
 func Read(ctx context.Context, r client.Reader, in why.Input, opts ...Option) why.Observed {
+	return loop(ctx, r, func(obs why.Observed) []why.Read {
+		in.Observed = obs
+		return why.Next(in)
+	}, opts)
+}
+
+// Probes makes, with r, the reads that resolving tr's probes names (why.Reads): a trace the
+// control plane answered, whose objects in the way the user reads with their own rights. It
+// stops when ctx ends.
+func Probes(ctx context.Context, r client.Reader, tr scorev1b1.Trace, opts ...Option) why.Observed {
+	return loop(ctx, r, func(obs why.Observed) []why.Read { return why.Reads(tr, obs) }, opts)
+}
+
+// loop makes the reads next names, then those it names from what they found, until it names
+// none or why.MaxReads were made.
+func loop(ctx context.Context, r client.Reader, next func(why.Observed) []why.Read, opts []Option) why.Observed {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	obs := why.Observed{}
-	in.Observed = obs
 	made := 0
-	for reads := why.Next(in); len(reads) > 0; reads = why.Next(in) {
+	for reads := next(obs); len(reads) > 0; reads = next(obs) {
 		for _, rd := range reads {
 			if o.skipSecrets != "" && rd.Ref.APIVersion == "v1" && rd.Ref.Kind == "Secret" {
 				obs[rd] = why.Result{Err: o.skipSecrets}

@@ -80,6 +80,7 @@ func startOrchestrator(ctx context.Context) error {
 	cfg.Wrap(pushback.Wrap)
 	opts := orchestrator.DefaultOptions()
 	opts.ProgressHold = 0
+	opts.TraceKeep = traceKeep
 	var err error
 	if opts.Shard, err = shard.Selector("!" + scorev1b1.LabelShard); err != nil {
 		return err

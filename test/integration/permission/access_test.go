@@ -116,6 +116,20 @@ func accessTable() []access {
 		{who: viewer, verb: "list", resource: "events", allowed: true},
 		{who: viewer, verb: "watch", resource: "events.events.k8s.io", allowed: true},
 		{who: viewer, verb: "list", resource: "workloads.score.dev", ns: otherTeam},
+		// Users ask the control plane for a Workload's trace (scorectl why without the config):
+		// they create, read and delete the request, in their namespace only, and never write
+		// its answer.
+		{who: editor, verb: "create", resource: "workloadtraces.score.dev", allowed: true},
+		{who: editor, verb: "get", resource: "workloadtraces.score.dev", allowed: true},
+		{who: editor, verb: "watch", resource: "workloadtraces.score.dev", allowed: true},
+		{who: editor, verb: "delete", resource: "workloadtraces.score.dev", allowed: true},
+		{who: editor, verb: "update", resource: "workloadtraces.score.dev"},
+		{who: editor, verb: "create", resource: "workloadtraces.score.dev", ns: otherTeam},
+		{who: editor, verb: "get", resource: "workloadtraces.score.dev", ns: otherTeam},
+		{who: viewer, verb: "create", resource: "workloadtraces.score.dev", allowed: true},
+		{who: viewer, verb: "list", resource: "workloadtraces.score.dev", allowed: true},
+		{who: viewer, verb: "patch", resource: "workloadtraces.score.dev"},
+		{who: viewer, verb: "create", resource: "workloadtraces.score.dev", ns: otherTeam},
 
 		// The orchestrator writes Workload status and the internal kinds' specs, never their
 		// status, and touches nothing the runtime or provisioner create.
@@ -136,6 +150,16 @@ func accessTable() []access {
 		{who: orchestratorSA, verb: "list", resource: "configrollouts.score.dev", ns: devenv.SystemNamespace, allowed: true},
 		{who: orchestratorSA, verb: "create", resource: "configrollouts.score.dev", ns: devenv.SystemNamespace},
 		{who: orchestratorSA, verb: "patch", resource: "configrollouts.score.dev", ns: devenv.SystemNamespace},
+		// It answers the users' trace requests and removes them; it never makes one.
+		{who: orchestratorSA, verb: "watch", resource: "workloadtraces.score.dev", allowed: true},
+		{who: orchestratorSA, verb: "delete", resource: "workloadtraces.score.dev", allowed: true},
+		{who: orchestratorSA, verb: "create", resource: "workloadtraces.score.dev"},
+		{who: orchestratorSA, verb: "update", resource: "workloadtraces.score.dev"},
+		{who: orchestratorSA, verb: "patch", resource: "workloadtraces.score.dev/status", allowed: true},
+		{who: orchestratorSA, verb: "update", resource: "workloadtraces.score.dev/status"},
+		{who: editor, verb: "patch", resource: "workloadtraces.score.dev/status"},
+		{who: viewer, verb: "update", resource: "workloadtraces.score.dev/status"},
+		{who: runtimeSA, verb: "patch", resource: "workloadtraces.score.dev/status"},
 
 		// The provisioner reads Workloads and claims, writes claim status and what it
 		// provisions.
@@ -170,6 +194,9 @@ func accessTable() []access {
 		{who: runtimeSA, verb: "create", resource: "ingresses.networking.k8s.io", allowed: true},
 		{who: runtimeSA, verb: "create", resource: "persistentvolumeclaims"},
 		{who: runtimeSA, verb: "list", resource: "endpointslices.discovery.k8s.io", allowed: true},
+		{who: runtimeSA, verb: "get", resource: "workloadtraces.score.dev"},
+		{who: provisionerSA, verb: "get", resource: "workloadtraces.score.dev"},
+		{who: rolloutSA, verb: "get", resource: "workloadtraces.score.dev"},
 
 		// The rollout creates rollouts and reads the fleet (Workloads, plans, claims' revisions,
 		// namespaces' labels); it writes nothing of a Workload's.
@@ -297,6 +324,13 @@ func TestAccess(t *testing.T) {
 		other := w.DeepCopy()
 		other.Namespace, other.ResourceVersion = otherTeam, ""
 		mustBe("the editor creates a Workload in another team's namespace", as(editor).Create(ctx, other), true)
+
+		trace := &scorev1b1.WorkloadTrace{ObjectMeta: metav1.ObjectMeta{Name: "web-why", Namespace: teamNamespace}, Spec: scorev1b1.WorkloadTraceSpec{Workload: "web"}}
+		mustBe("the editor asks for a trace", as(editor).Create(ctx, trace), false)
+		trace.Status.Trace = &scorev1b1.Trace{Generation: 1, Profile: scorev1b1.TraceProfile{Name: "forged"}}
+		mustBe("the editor writes its answer", as(editor).Status().Update(ctx, trace), true)
+		answer := client.MergeFrom(&scorev1b1.WorkloadTrace{})
+		mustBe("the orchestrator writes its answer", as(orchestratorSA).Status().Patch(ctx, trace, answer), false)
 
 		claim := &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "web-db", Namespace: teamNamespace},
 			Spec: scorev1b1.ResourceClaimSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "web", UID: string(w.UID)}, Key: "db", Type: "postgres"}}

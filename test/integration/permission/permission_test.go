@@ -46,6 +46,7 @@ func TestRBACRefusalIsPermissionDenied(t *testing.T) {
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"score.dev"}, Resources: []string{"workloads", "resourceclaims", "workloadexposures"}, Verbs: []string{"*"}},
 			{APIGroups: []string{"score.dev"}, Resources: []string{"workloads/status", "workloads/finalizers"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"score.dev"}, Resources: []string{"workloadtraces", "workloadtraces/status"}, Verbs: []string{"*"}},
 			{APIGroups: []string{"score.dev"}, Resources: []string{"workloadplans", "configrollouts"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
