@@ -126,7 +126,7 @@ func accessTable() []access {
 		{who: editor, verb: "update", resource: "workloadtraces.score.dev"},
 		{who: editor, verb: "create", resource: "workloadtraces.score.dev", ns: otherTeam},
 		{who: editor, verb: "get", resource: "workloadtraces.score.dev", ns: otherTeam},
-		{who: viewer, verb: "create", resource: "workloadtraces.score.dev", allowed: true},
+		{who: viewer, verb: "create", resource: "workloadtraces.score.dev"}, // view never creates: asking is the editor's
 		{who: viewer, verb: "list", resource: "workloadtraces.score.dev", allowed: true},
 		{who: viewer, verb: "patch", resource: "workloadtraces.score.dev"},
 		{who: viewer, verb: "create", resource: "workloadtraces.score.dev", ns: otherTeam},
