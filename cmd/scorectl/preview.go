@@ -24,6 +24,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 func newPreviewCommand() *cobra.Command {
@@ -259,7 +260,7 @@ func printPreviews(out io.Writer, rows []previewRow, now time.Time) {
 	_ = tw.Flush()
 	for _, r := range rows {
 		if r.refusal != "" {
-			fmt.Fprintf(out, "%s: %s\n", r.Name, r.refusal)
+			fmt.Fprintf(out, "%s: %s\n", r.Name, termtext.Escape(r.refusal))
 		}
 	}
 }

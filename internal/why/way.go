@@ -16,6 +16,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
@@ -44,7 +45,7 @@ func printBlockers(out io.Writer, bs []Blocker, depth int) {
 		if b.Says != "" {
 			line += ": " + b.Says
 		}
-		fmt.Fprintf(out, "%s%s\n", strings.Repeat("  ", depth+1), oneLine(line))
+		fmt.Fprintf(out, "%s%s\n", strings.Repeat("  ", depth+1), termtext.Escape(oneLine(line)))
 		printBlockers(out, b.Because, depth+1)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
@@ -66,7 +67,9 @@ func previewOf(in Input) (preview.Preview, bool) {
 	return preview.Read(preview.Namespace{Name: ns.GetName(), Labels: ns.GetLabels(), Annotations: ns.GetAnnotations(), Created: ns.GetCreationTimestamp().Time}, policy)
 }
 
-// Explain writes the trace.
+// Explain writes the trace. What it quotes (a condition's message, a selection's, an object's
+// own words) is escaped with termtext, each on its line: a tenant's text cannot act on the
+// terminal or the page that shows it, nor start a line of its own.
 func Explain(out io.Writer, in Input) error {
 	w, cfg, claims, plan := in.Workload, in.Config, in.Claims, in.Plan
 	sel, err := selection.New(cfg)
@@ -80,7 +83,7 @@ func Explain(out io.Writer, in Input) error {
 		if now.IsZero() {
 			now = time.Now()
 		}
-		fmt.Fprintf(out, "Preview environment: %s\n", p.Describe(now))
+		fmt.Fprintf(out, "Preview environment: %s\n", termtext.Escape(p.Describe(now)))
 	}
 	if plan != nil && plan.Spec.ConfigRevision != "" {
 		switch plan.Spec.ConfigRevision {
@@ -91,19 +94,19 @@ func Explain(out io.Writer, in Input) error {
 		}
 	}
 	if r.Profile == "" {
-		fmt.Fprintf(out, "Profile: none — %s\n", r.Message)
+		fmt.Fprintf(out, "Profile: none — %s\n", termtext.Escape(r.Message))
 	} else {
-		fmt.Fprintf(out, "Profile: %s, chosen by %s (%s)\n", r.Profile, r.ProfileSource, r.ProfileDetail)
+		fmt.Fprintf(out, "Profile: %s, chosen by %s (%s)\n", termtext.Escape(r.Profile), r.ProfileSource, termtext.Escape(r.ProfileDetail))
 	}
 	for _, e := range r.RuleErrors {
-		fmt.Fprintf(out, "  rule error: %s\n", e)
+		fmt.Fprintf(out, "  rule error: %s\n", termtext.Escape(fmt.Sprint(e)))
 	}
 	if len(r.Candidates) > 0 {
 		fmt.Fprintln(out, "\nBackends:")
 		for _, c := range r.Candidates {
 			switch {
 			case c.Rejected != "":
-				fmt.Fprintf(out, "  ✗ %s — %s\n", c.BackendID, c.Rejected)
+				fmt.Fprintf(out, "  ✗ %s — %s\n", c.BackendID, termtext.Escape(c.Rejected))
 			case r.Backend != nil && c.BackendID == r.Backend.BackendID:
 				fmt.Fprintf(out, "  ✓ %s — rank %d (priority %d, version %s): selected\n", c.BackendID, c.Rank, r.Backend.Priority, r.Backend.Version)
 			default:
@@ -138,9 +141,9 @@ func Explain(out io.Writer, in Input) error {
 	case ready == nil:
 		fmt.Fprintln(out, "Blocking: the orchestrator has not reported on this Workload yet.")
 	case ready.Status == metav1.ConditionTrue:
-		fmt.Fprintf(out, "Ready: %s\n", ready.Message)
+		fmt.Fprintf(out, "Ready: %s\n", termtext.Escape(ready.Message))
 	default:
-		fmt.Fprintf(out, "Blocking: %s — %s\n", ready.Reason, ready.Message)
+		fmt.Fprintf(out, "Blocking: %s — %s\n", termtext.Escape(ready.Reason), termtext.Escape(ready.Message))
 	}
 	if blockers := InTheWay(in); len(blockers) > 0 {
 		fmt.Fprintln(out, "In the way:")
@@ -191,7 +194,7 @@ func explainCandidates(out io.Writer, in Input, backend *orchconfig.Backend, ask
 		if s := in.Clusters[c.Name]; !s.Reachable {
 			state = " (does not answer)"
 		}
-		fmt.Fprintf(out, "  %s %s%s — %s\n", mark, c.Name, state, c.Why)
+		fmt.Fprintf(out, "  %s %s%s — %s\n", mark, c.Name, state, termtext.Escape(c.Why))
 	}
 	if !ok {
 		fmt.Fprintln(out, "  no registered cluster matches: the workload is not placed")
