@@ -49,8 +49,10 @@ const (
 
 var (
 	ctx = context.Background()
-	// admin is the cluster's administrator; tenant acts as mallory.
+	// admin is the cluster's administrator; tenant acts as mallory. adminConfig is admin's
+	// connection, for the clients and commands a test makes.
 	admin, tenant client.Client
+	adminConfig   *rest.Config
 	// controllers is the control plane's process; state its directory.
 	controllers *controllerproc.Process
 	state       string
@@ -70,7 +72,7 @@ func TestMain(m *testing.M) {
 // the victims, and starts the controllers' process.
 func setup(env *testenv.SimulatedEnv) (func(), error) {
 	k := env.Clusters[""]
-	state, admin = env.State, k.Client
+	state, admin, adminConfig = env.State, k.Client, k.Config
 	as := rest.CopyConfig(k.Config)
 	as.Impersonate = rest.ImpersonationConfig{UserName: mallory, Groups: []string{"system:authenticated"}}
 	var err error
