@@ -38,7 +38,9 @@ labelled score.dev/preview=NAME), with dependencies of their own that are delete
 previews.deprovisionPolicy says otherwise). The control plane deletes a preview when it
 expires (--ttl; the platform's previews.defaultTTL when none is given, at most its
 previews.maxTTL after creation), and refuses previews over the platform's limit
-(previews.max per namespace or team). Creating one needs the right to create namespaces.`,
+(previews.max per maker). A preview records its maker (you, as the API server names you);
+only its maker or a platform administrator may change or end it. Creating one needs the right
+to create namespaces.`,
 	}
 	cmd.AddCommand(newPreviewUpCommand(), newPreviewListCommand(), newPreviewDownCommand())
 	return cmd
@@ -56,9 +58,10 @@ func newPreviewUpCommand() *cobra.Command {
 		Use:   "up NAME -f score.yaml [-f other.yaml | -f DIR ...] [--ttl 24h]",
 		Short: "Create or update a preview environment and wait until every Workload is Ready",
 		Long: `Create namespace preview-NAME (labelled as a preview of the namespace -n names, with that
-namespace's own labels), apply the Score files' Workloads into it and wait until each is
-Ready, as scorectl apply does. Running it again updates the Workloads and, with --ttl, sets a
-new expiry.`,
+namespace's own labels: its Pod Security level and allowed profiles restrict the preview too;
+annotated with you as its maker), apply the Score files' Workloads into it and wait until each
+is Ready, as scorectl apply does. Running it again updates the Workloads and, with --ttl, sets
+a new expiry.`,
 		Example: `  scorectl preview up pr-42 -f score.yaml -n team-a --ttl 4h
   scorectl preview up pr-42 -f apps/ --image registry.example.com/web:pr-42`,
 		Args: cobra.ExactArgs(1),
@@ -196,7 +199,7 @@ func newPreviewListCommand() *cobra.Command {
 		Use:   "list [--of NAMESPACE]",
 		Short: "List the preview environments with their age, expiry and state",
 		Long: `List every preview environment (or those of one namespace, with --of): its namespace, the
-namespace it previews, its age, when the control plane deletes it, its Workloads Ready and
+namespace it previews, its maker, its age, when the control plane deletes it, its Workloads Ready and
 its state — Ready, Progressing, Refused (the platform's limit or policy: the message says
 which), Expired (being deleted by the control plane) or Deleting.`,
 		Args: cobra.NoArgs,
