@@ -143,9 +143,9 @@ type Guard struct {
 }
 
 // GuardOf judges the policy named PolicyName and the bindings read (policy nil when there is
-// none): in force when the policy fails closed (failurePolicy Fail, the default) and a binding
-// of it denies (validationActions holds Deny), since the later of the two creations (of the
-// earliest such binding).
+// none; the controllers read the one binding named PolicyName): in force when the policy fails
+// closed (failurePolicy Fail, the default) and a binding of it denies (validationActions holds
+// Deny), since the later of the two creations (of the earliest such binding).
 func GuardOf(policy *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding) Guard {
 	switch {
 	case policy == nil:
