@@ -43,6 +43,7 @@ var pure = []string{
 	"internal/selection",
 	"internal/shard",
 	"internal/statesign",
+	"internal/termtext",
 	"internal/tplfuncs",
 	"internal/urltemplate",
 	"internal/values",

@@ -15,7 +15,9 @@ for c in orchestrator provisioner runtime rollout; do
 done
 cp config/rbac/leader-election.yaml "$chart/files/rbac/"
 cp config/rbac/users/*.yaml "$chart/files/rbac/users/"
-cp config/admission/*.yaml "$chart/files/admission/"
+for f in config/admission/*.yaml; do # the policies, not the base's kustomization
+  [ "$(basename "$f")" = kustomization.yaml ] || cp "$f" "$chart/files/admission/"
+done
 cp config/grafana/*.json "$chart/files/grafana/"
 # The default templates as the ConfigMaps make dev installs (one definition: devenv).
 go run ./hack/templates-configmaps -format json >"$chart/files/templates.json"

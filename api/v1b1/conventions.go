@@ -64,9 +64,16 @@ const (
 	// Workloads first, then the namespace — when it expires; only a namespace whose name is
 	// PreviewNamespacePrefix followed by that value is one.
 	LabelPreview = "score.dev/preview"
-	// LabelPreviewOf on a preview namespace names the namespace it previews: the platform's
-	// limit on previews counts them by it (or by a team label the config names).
+	// LabelPreviewOf on a preview namespace names the namespace it previews (its maker's
+	// word: scorectl preview up copies that namespace's labels, the platform's restrictions
+	// among them).
 	LabelPreviewOf = "score.dev/preview-of"
+	// AnnotationPreviewMaker on a preview namespace is the user who created it, as the API
+	// server names them (scorectl preview up asks with a SelfSubjectReview). The admission
+	// policy score-preview-makers holds it to the creator's name and lets only the maker or a
+	// platform administrator change the preview afterwards; the platform's limit on previews
+	// counts them by it.
+	AnnotationPreviewMaker = "score.dev/preview-maker"
 	// AnnotationPreviewExpires on a preview namespace is when it expires (RFC 3339); without
 	// it, the config's previews.defaultTTL after its creation. No preview outlives
 	// previews.maxTTL after its creation.

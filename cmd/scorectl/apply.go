@@ -18,6 +18,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // errNotReady is a wait that ended before every Workload was Ready.
@@ -189,16 +190,21 @@ func (w *waiter) read(ctx context.Context, key client.ObjectKey) (state, error) 
 	if err := w.c.Get(ctx, key, wl); err != nil {
 		return state{}, err
 	}
+	return stateOf(key, wl), nil
+}
+
+// stateOf is what a Workload's status says, its words escaped for the terminal.
+func stateOf(key client.ObjectKey, wl *scorev1b1.Workload) state {
 	s := state{key: key, reason: "Pending", message: "Waiting for the orchestrator."}
 	if wl.Status.Endpoint != nil {
-		s.endpoint = *wl.Status.Endpoint
+		s.endpoint = termtext.Escape(*wl.Status.Endpoint)
 	}
 	if r := meta.FindStatusCondition(wl.Status.Conditions, scorev1b1.ConditionReady); r != nil {
 		s.current = r.ObservedGeneration == wl.Generation
 		s.ready = s.current && r.Status == metav1.ConditionTrue
-		s.reason, s.message = scorev1b1.Reason(r.Reason), r.Message
+		s.reason, s.message = scorev1b1.Reason(termtext.Escape(r.Reason)), termtext.Escape(r.Message)
 	}
-	return s, nil
+	return s
 }
 
 // line is a progress line: the Workload's own reason and message.
@@ -220,7 +226,7 @@ func (w *waiter) cause(ctx context.Context, key client.ObjectKey) string {
 	var out strings.Builder
 	for _, c := range claims.Items {
 		if c.Status.Phase == scorev1b1.ClaimPhaseFailed && c.Status.Message != "" {
-			fmt.Fprintf(&out, "\n  resource %s (%s): %s", c.Spec.Key, c.Spec.Type, c.Status.Message)
+			fmt.Fprintf(&out, "\n  resource %s (%s): %s", c.Spec.Key, c.Spec.Type, termtext.Escape(c.Status.Message))
 		}
 	}
 	return out.String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -21,6 +22,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 func newClusterCommand() *cobra.Command {
@@ -134,27 +136,34 @@ publishes), not what this machine can reach.`,
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tLABELS\tREACHABLE\tSINCE\tVERSION\tWORKLOADS\tMESSAGE")
-			fmt.Fprintf(tw, "(hub)\t-\tyes\t-\t-\t%d\t\n", placed[""])
-			for _, s := range secrets.Items {
-				st, known := status[s.Name]
-				reachable, since := "unknown", "-"
-				if known {
-					reachable = map[bool]string{true: "yes", false: "no"}[st.Reachable]
-				}
-				if st.Since != nil {
-					// For how long it has (not) answered: what placement.failover counts.
-					since = duration.HumanDuration(time.Since(st.Since.Time))
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, labelList(clusters.Labels(&s)), reachable, since, orDash(st.Version), placed[s.Name], st.Message)
-			}
-			return tw.Flush()
+			return printClusters(cmd.OutOrStdout(), secrets.Items, status, placed)
 		},
 	}
 	flags.bind(cmd, false)
 	cmd.Flags().StringVar(&namespace, "control-plane-namespace", "score-system", "the hub namespace the controllers run in")
 	return cmd
+}
+
+// printClusters is the table of cluster list: the hub, then each registration with its labels,
+// whether the runtime reaches it, since when, its version, the Workloads placed there and why
+// it is refused. The version and the message are what a member's API server answered.
+func printClusters(out io.Writer, registrations []metav1.PartialObjectMetadata, status map[string]clusters.Status, placed map[string]int) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tLABELS\tREACHABLE\tSINCE\tVERSION\tWORKLOADS\tMESSAGE")
+	fmt.Fprintf(tw, "(hub)\t-\tyes\t-\t-\t%d\t\n", placed[""])
+	for _, s := range registrations {
+		st, known := status[s.Name]
+		reachable, since := "unknown", "-"
+		if known {
+			reachable = map[bool]string{true: "yes", false: "no"}[st.Reachable]
+		}
+		if st.Since != nil {
+			// For how long it has (not) answered: what placement.failover counts.
+			since = duration.HumanDuration(time.Since(st.Since.Time))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, labelList(clusters.Labels(&s)), reachable, since, termtext.Escape(orDash(st.Version)), placed[s.Name], termtext.Escape(st.Message))
+	}
+	return tw.Flush()
 }
 
 func newClusterRemoveCommand() *cobra.Command {
@@ -203,11 +212,11 @@ member as the controllers do. A token that cannot be revoked keeps the registrat
 			switch err := revokeErr; {
 			case errors.Is(err, registration.ErrNotRevocable):
 				// Written by hand or by an older scorectl: nothing here can revoke it.
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the token of cluster %s is not revoked: %v; on the member, %s\n", args[0], err, revokeByHand(s))
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the token of cluster %s is not revoked: %s; on the member, %s\n", args[0], termtext.Escape(err.Error()), revokeByHand(s))
 			case err != nil && !abandon:
 				return fmt.Errorf("cluster %s is kept: its token could not be revoked on the member (%w); pass --member-kubeconfig to revoke it as the member's administrator, or --abandon to remove the registration anyway", args[0], err)
 			case err != nil:
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the token of cluster %s is not revoked (%v): on the member, %s\n", args[0], err, revokeByHand(s))
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the token of cluster %s is not revoked (%s): on the member, %s\n", args[0], termtext.Escape(err.Error()), revokeByHand(s))
 			}
 			if err := c.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil {
 				return err
@@ -292,7 +301,7 @@ func labelList(l map[string]string) string {
 		parts = append(parts, k+"="+v)
 	}
 	sort.Strings(parts)
-	return strings.Join(parts, ",")
+	return termtext.Escape(strings.Join(parts, ","))
 }
 
 func orDash(s string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 func newConfigCommand() *cobra.Command {
@@ -121,7 +122,7 @@ func printReports(w io.Writer, reports []fileReport, output string) error {
 			if e.Path != "" {
 				fmt.Fprintf(w, "%s: ", e.Path)
 			}
-			fmt.Fprintln(w, e.Message)
+			fmt.Fprintln(w, termtext.Escape(e.Message))
 		}
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // errRisky is a diff with a risky change, under --fail-on-risky.
@@ -315,10 +316,10 @@ func printDiffs(w io.Writer, diffs []configdiff.Workload, waves int, output stri
 			if c.Risky {
 				flag = "! "
 			}
-			fmt.Fprintf(w, "  %s%s\n", flag, c.What)
+			fmt.Fprintf(w, "  %s%s\n", flag, termtext.Escape(c.What))
 		}
 		for _, o := range d.Objects {
-			fmt.Fprintf(w, "    %-8s %s\n", o.Action, o.Object)
+			fmt.Fprintf(w, "    %-8s %s\n", o.Action, termtext.Escape(o.Object))
 		}
 	}
 	fmt.Fprintf(w, "%d workloads, %d would change, %d risky\n", len(diffs), changed, risky)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 func newDeleteCommand() *cobra.Command {
@@ -100,7 +101,7 @@ func deleteWorkload(ctx context.Context, c client.Client, key client.ObjectKey, 
 		// The Workload's own status says what its deletion waits for; it needs no rights on
 		// the internal kinds.
 		if ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); ready != nil && ready.Message != last {
-			fmt.Fprintf(out, "  %s\n", ready.Message)
+			fmt.Fprintf(out, "  %s\n", termtext.Escape(ready.Message))
 			last = ready.Message
 		}
 		if time.Now().After(deadline) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
@@ -26,7 +27,8 @@ func run(args []string) int {
 	root := newRootCommand()
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
+		// An error may quote the cluster (a Workload's message, a provisioner's).
+		fmt.Fprintln(os.Stderr, "Error:", termtext.Escape(err.Error()))
 		return exitError
 	}
 	return exitOK
@@ -38,9 +40,31 @@ func newRootCommand() *cobra.Command {
 		Short:         "Work with Score workloads on the Score Orchestrator",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// What a command prints for a person goes through termtext: a message from the cluster
+		// (a tenant's param in a claim's message, a container's termination message) cannot
+		// retitle the terminal, clear it or colour a fake line. The commands that print data
+		// for another program (annotated dataOutput) write it as their encoders made it.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if cmd.Annotations[dataOutput] == "" {
+				cmd.SetOut(termtext.NewWriter(cmd.OutOrStdout()))
+			}
+		},
 	}
-	root.AddCommand(newConvertCommand(), newConfigCommand(), newRenderCommand(), newApplyCommand(), newStatusCommand(), newWhyCommand(), newDashboardCommand(), newClusterCommand(), newRolloutCommand(), newDeleteCommand(), newPreviewCommand(), newReconcileCommand(), newStateCommand(), newDevCommand(), newVersionCommand())
+	root.AddCommand(dataCommand(newConvertCommand()), newConfigCommand(), dataCommand(newRenderCommand()), newApplyCommand(), dataCommand(newStatusCommand()), newWhyCommand(), newDashboardCommand(), newClusterCommand(), newRolloutCommand(), newDeleteCommand(), newPreviewCommand(), newReconcileCommand(), newStateCommand(), newDevCommand(), newVersionCommand())
 	return root
+}
+
+// dataOutput annotates a command whose standard output is data (YAML, a log) that termtext's
+// writer must not change: it escapes, field by field, what it prints for a person.
+const dataOutput = "scorectl/data-output"
+
+// dataCommand annotates cmd as printing data.
+func dataCommand(cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[dataOutput] = "true"
+	return cmd
 }
 
 func newVersionCommand() *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 func newPreviewCommand() *cobra.Command {
@@ -36,7 +38,9 @@ labelled score.dev/preview=NAME), with dependencies of their own that are delete
 previews.deprovisionPolicy says otherwise). The control plane deletes a preview when it
 expires (--ttl; the platform's previews.defaultTTL when none is given, at most its
 previews.maxTTL after creation), and refuses previews over the platform's limit
-(previews.max per namespace or team). Creating one needs the right to create namespaces.`,
+(previews.max per maker). A preview records its maker (you, as the API server names you);
+only its maker or a platform administrator may change or end it. Creating one needs the right
+to create namespaces.`,
 	}
 	cmd.AddCommand(newPreviewUpCommand(), newPreviewListCommand(), newPreviewDownCommand())
 	return cmd
@@ -54,9 +58,10 @@ func newPreviewUpCommand() *cobra.Command {
 		Use:   "up NAME -f score.yaml [-f other.yaml | -f DIR ...] [--ttl 24h]",
 		Short: "Create or update a preview environment and wait until every Workload is Ready",
 		Long: `Create namespace preview-NAME (labelled as a preview of the namespace -n names, with that
-namespace's own labels), apply the Score files' Workloads into it and wait until each is
-Ready, as scorectl apply does. Running it again updates the Workloads and, with --ttl, sets a
-new expiry.`,
+namespace's own labels: its Pod Security level and allowed profiles restrict the preview too;
+annotated with you as its maker), apply the Score files' Workloads into it and wait until each
+is Ready, as scorectl apply does. Running it again updates the Workloads and, with --ttl, sets
+a new expiry.`,
 		Example: `  scorectl preview up pr-42 -f score.yaml -n team-a --ttl 4h
   scorectl preview up pr-42 -f apps/ --image registry.example.com/web:pr-42`,
 		Args: cobra.ExactArgs(1),
@@ -107,48 +112,82 @@ new expiry.`,
 }
 
 // ensurePreviewNamespace creates or updates the preview's namespace, applied server-side: the
-// preview labels, the labels of the namespace it previews (a team label, Pod Security's), and
-// the expiry when ttl is set. A namespace of that name that is not this preview is refused.
+// preview labels, its maker (the user the API server knows this client as), the labels of the
+// namespace it previews (its platform restrictions: Pod Security's, score.dev/allowed-profiles,
+// a team label), and the expiry when ttl is set. A namespace of that name that is not this
+// preview, or is another maker's, is refused, and so is a namespace to preview whose labels
+// cannot be read: a preview without them could escape its restrictions.
 func ensurePreviewNamespace(ctx context.Context, c client.Client, name, of string, ttl time.Duration) (string, error) {
 	nsName := scorev1b1.PreviewNamespacePrefix + name
+	maker, err := whoAmI(ctx, c)
+	if err != nil {
+		return "", err
+	}
 	existing := &corev1.Namespace{}
 	switch err := c.Get(ctx, client.ObjectKey{Name: nsName}, existing); {
 	case err == nil && existing.Labels[scorev1b1.LabelPreview] != name:
 		return "", fmt.Errorf("namespace %s exists and is not preview %s: choose another name", nsName, name)
 	case err == nil && !existing.DeletionTimestamp.IsZero():
 		return "", fmt.Errorf("preview %s is being deleted: wait until scorectl preview list no longer shows it", name)
+	case err == nil && existing.Annotations[scorev1b1.AnnotationPreviewMaker] != maker:
+		return "", fmt.Errorf("preview %s was made by %q, not by you (%s): only its maker or a platform administrator may change it; choose another name",
+			name, existing.Annotations[scorev1b1.AnnotationPreviewMaker], maker)
 	case err != nil && !apierrors.IsNotFound(err):
 		return "", fmt.Errorf("reading namespace %s: %w", nsName, err)
 	}
-	labels := map[string]string{}
 	source := &corev1.Namespace{}
 	switch err := c.Get(ctx, client.ObjectKey{Name: of}, source); {
-	case err == nil:
-		for k, v := range source.Labels {
-			if !strings.HasPrefix(k, "score.dev/") && k != corev1.LabelMetadataName {
-				labels[k] = v
-			}
-		}
 	case apierrors.IsNotFound(err):
 		return "", fmt.Errorf("namespace %s, which the preview is of, does not exist: name it with -n", of)
-	case !apierrors.IsForbidden(err):
-		return "", fmt.Errorf("reading namespace %s: %w", of, err)
+	case err != nil:
+		return "", fmt.Errorf("reading namespace %s, whose labels (Pod Security's, score.dev/allowed-profiles) the preview keeps: %w", of, err)
 	}
+	labels := carriedLabels(source.Labels)
 	maps.Copy(labels, map[string]string{scorev1b1.LabelPreview: name, scorev1b1.LabelPreviewOf: of})
 	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: nsName, Labels: labels}}
+		ObjectMeta: metav1.ObjectMeta{Name: nsName, Labels: labels, Annotations: map[string]string{scorev1b1.AnnotationPreviewMaker: maker}}}
 	// Without --ttl the expiry stays as it is (an apply that left it out would remove it).
 	expires := existing.Annotations[scorev1b1.AnnotationPreviewExpires]
 	if ttl > 0 {
 		expires = time.Now().Add(ttl).UTC().Format(time.RFC3339)
 	}
 	if expires != "" {
-		ns.Annotations = map[string]string{scorev1b1.AnnotationPreviewExpires: expires}
+		ns.Annotations[scorev1b1.AnnotationPreviewExpires] = expires
 	}
 	if err := c.Patch(ctx, ns, client.Apply, client.FieldOwner("scorectl-preview"), client.ForceOwnership); err != nil {
 		return "", fmt.Errorf("creating namespace %s: %w", nsName, err)
 	}
 	return nsName, nil
+}
+
+// carriedLabels are the labels a preview keeps of the namespace it previews: all but its name
+// and the control plane's own (score.dev/), except score.dev/allowed-profiles, the platform's
+// restriction of the profiles its Workloads may name. Pod Security's labels are among them.
+func carriedLabels(of map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range of {
+		if k == labelAllowedProfiles || !strings.HasPrefix(k, "score.dev/") && k != corev1.LabelMetadataName {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// labelAllowedProfiles is the namespace label the chart's score-allowed-profiles admission
+// policy reads (config/admission/allowed-profiles.yaml).
+const labelAllowedProfiles = "score.dev/allowed-profiles"
+
+// whoAmI is the user name the API server knows this client by (a SelfSubjectReview): the
+// name the admission policy score-preview-makers holds a preview's maker annotation to.
+func whoAmI(ctx context.Context, c client.Client) (string, error) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("asking the API server who you are (a SelfSubjectReview, to record you as the preview's maker): %w", err)
+	}
+	if review.Status.UserInfo.Username == "" {
+		return "", errors.New("the API server did not say who you are (a SelfSubjectReview answered without a user name): a preview records its maker")
+	}
+	return review.Status.UserInfo.Username, nil
 }
 
 func newPreviewListCommand() *cobra.Command {
@@ -160,7 +199,7 @@ func newPreviewListCommand() *cobra.Command {
 		Use:   "list [--of NAMESPACE]",
 		Short: "List the preview environments with their age, expiry and state",
 		Long: `List every preview environment (or those of one namespace, with --of): its namespace, the
-namespace it previews, its age, when the control plane deletes it, its Workloads Ready and
+namespace it previews, its maker, its age, when the control plane deletes it, its Workloads Ready and
 its state — Ready, Progressing, Refused (the platform's limit or policy: the message says
 which), Expired (being deleted by the control plane) or Deleting.`,
 		Args: cobra.NoArgs,
@@ -248,18 +287,18 @@ func readPreview(ctx context.Context, c client.Client, ns *corev1.Namespace) (pr
 
 func printPreviews(out io.Writer, rows []previewRow, now time.Time) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNAMESPACE\tOF\tAGE\tEXPIRES IN\tREADY\tSTATE")
+	fmt.Fprintln(tw, "NAME\tNAMESPACE\tOF\tMAKER\tAGE\tEXPIRES IN\tREADY\tSTATE")
 	for _, r := range rows {
 		expires := "-" // the control plane has not set it yet
 		if !r.expires.IsZero() {
 			expires = duration.HumanDuration(max(r.expires.Sub(now), 0))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Name, r.Namespace, r.Of, duration.HumanDuration(now.Sub(r.created)), expires, r.ready, r.total, r.state)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.Name, r.Namespace, r.Of, termtext.Escape(orDash(r.Maker)), duration.HumanDuration(now.Sub(r.created)), expires, r.ready, r.total, r.state)
 	}
 	_ = tw.Flush()
 	for _, r := range rows {
 		if r.refusal != "" {
-			fmt.Fprintf(out, "%s: %s\n", r.Name, r.refusal)
+			fmt.Fprintf(out, "%s: %s\n", r.Name, termtext.Escape(r.refusal))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 func newRolloutCommand() *cobra.Command {
@@ -85,23 +87,27 @@ func newRolloutStatusCommand() *cobra.Command {
 		Short: "Show the latest rollout: its revisions, phase, waves and what it waits for",
 		Args:  cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ client.Client, r *scorev1b1.ConfigRollout, _ string, _ []string) error {
-		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "Rollout %s: %s\n  from %s\n  to   %s\n", r.Name, orDash(r.Status.Phase), orDash(r.Spec.From), r.Spec.To)
-		if r.Spec.Paused {
-			fmt.Fprintln(out, "  paused")
-		}
-		fmt.Fprintf(out, "  %d Workloads affected; %s\n", r.Status.Affected, r.Status.Message)
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "WAVE\tSIZE\tWORKLOADS\tSTATE\tFAILED")
-		for i, w := range r.Status.Waves {
-			state := map[bool]string{true: "done", false: "waiting"}[i < int(r.Status.Wave) || r.Status.Phase == scorev1b1.RolloutCompleted]
-			if i == int(r.Status.Wave) && r.Status.Phase != scorev1b1.RolloutCompleted {
-				state = strings.ToLower(r.Status.Phase)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, w.Size, len(w.Workloads), state, strings.Join(w.Failed, ","))
-		}
-		return tw.Flush()
+		return printRollout(cmd.OutOrStdout(), r)
 	})
+}
+
+// printRollout is rollout status: the revisions, phase and message, and each wave's state.
+func printRollout(out io.Writer, r *scorev1b1.ConfigRollout) error {
+	fmt.Fprintf(out, "Rollout %s: %s\n  from %s\n  to   %s\n", r.Name, orDash(r.Status.Phase), orDash(r.Spec.From), r.Spec.To)
+	if r.Spec.Paused {
+		fmt.Fprintln(out, "  paused")
+	}
+	fmt.Fprintf(out, "  %d Workloads affected; %s\n", r.Status.Affected, termtext.Escape(r.Status.Message))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAVE\tSIZE\tWORKLOADS\tSTATE\tFAILED")
+	for i, w := range r.Status.Waves {
+		state := map[bool]string{true: "done", false: "waiting"}[i < int(r.Status.Wave) || r.Status.Phase == scorev1b1.RolloutCompleted]
+		if i == int(r.Status.Wave) && r.Status.Phase != scorev1b1.RolloutCompleted {
+			state = strings.ToLower(r.Status.Phase)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, w.Size, len(w.Workloads), state, strings.Join(w.Failed, ","))
+	}
+	return tw.Flush()
 }
 
 // newRolloutSteerCommand changes the latest rollout's spec with change.

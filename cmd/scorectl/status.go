@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -89,7 +90,7 @@ func printStatus(out io.Writer, items []scorev1b1.Workload, output string) error
 	default:
 		return fmt.Errorf("-o must be table, yaml or json")
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(termtext.NewWriter(out), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tREADY\tREASON\tENDPOINT\tDEPENDENCIES\tMESSAGE")
 	for _, w := range items {
 		ready, reason, message, endpoint, bound := row(w)
@@ -103,10 +104,10 @@ func printStatus(out io.Writer, items []scorev1b1.Workload, output string) error
 func row(w scorev1b1.Workload) (ready, reason, message, endpoint string, bound int) {
 	ready, endpoint = "Unknown", "-"
 	if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
-		ready, reason, message = string(c.Status), c.Reason, c.Message
+		ready, reason, message = string(c.Status), termtext.Escape(c.Reason), termtext.Escape(c.Message)
 	}
 	if w.Status.Endpoint != nil {
-		endpoint = *w.Status.Endpoint
+		endpoint = termtext.Escape(*w.Status.Endpoint)
 	}
 	for _, c := range w.Status.Claims {
 		if c.Phase == scorev1b1.ClaimPhaseBound {

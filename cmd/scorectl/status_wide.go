@@ -14,6 +14,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // copyView is one copy of a Workload as -o wide shows it: its plan (the Workload's name, or
@@ -68,7 +69,7 @@ func readCopies(ctx context.Context, c client.Client, ns string, items []scorev1
 // printWide is the table with the cluster each Workload runs on; a Workload on several
 // clusters has a row per copy under it, with the copy's cluster, phase and endpoint.
 func printWide(out io.Writer, items []scorev1b1.Workload, copies map[string][]copyView) error {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(termtext.NewWriter(out), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tREADY\tREASON\tCLUSTER\tENDPOINT\tDEPENDENCIES\tMESSAGE")
 	for _, w := range items {
 		ready, reason, message, endpoint, bound := row(w)
@@ -88,7 +89,7 @@ func printWide(out io.Writer, items []scorev1b1.Workload, copies map[string][]co
 			continue
 		}
 		for _, c := range copies[w.Name] {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t-\t%s\n", c.Name, c.Phase, cmp.Or(c.Reason, "-"), c.Cluster, c.Endpoint, c.Message)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t-\t%s\n", c.Name, c.Phase, termtext.Escape(cmp.Or(c.Reason, "-")), c.Cluster, termtext.Escape(c.Endpoint), termtext.Escape(c.Message))
 		}
 	}
 	return tw.Flush()

@@ -26,6 +26,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
@@ -463,8 +464,10 @@ func (d *decision) mark(phase scorev1b1.ClaimPhase, reason scorev1b1.Reason, mes
 
 // SetPhase sets a claim's phase, reason and message, and its Ready condition to match (True
 // when Bound; a changed condition stamped now). A Failed claim has processed its generation
-// and has no outputs available.
+// and has no outputs available. The message is stored with its terminal controls escaped: it
+// carries what params and provisioners said, and scorectl, kubectl and the dashboard print it.
 func SetPhase(s *scorev1b1.ResourceClaimStatus, generation int64, now metav1.Time, phase scorev1b1.ClaimPhase, reason scorev1b1.Reason, message string) {
+	message = termtext.Escape(message)
 	s.Phase, s.Reason, s.Message = phase, reason, message
 	status := metav1.ConditionFalse
 	if phase == scorev1b1.ClaimPhaseBound {

@@ -20,6 +20,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/termtest"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
@@ -422,5 +423,18 @@ hostnames:
 	}
 	if got := HostnameDenied(c, def, map[string]any{"host": "anything.example"}, &orchconfig.Config{}, nil); got != "" {
 		t.Fatalf("without hostnames rules: %q", got)
+	}
+}
+
+// TestMessagesAreStoredEscaped: a provisioner's message quoting a param full of terminal
+// escapes is stored, on the claim and its Ready condition, escaped.
+func TestMessagesAreStoredEscaped(t *testing.T) {
+	var s scorev1b1.ResourceClaimStatus
+	SetPhase(&s, 1, metav1.Now(), scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonClaimFailed, "Provisioner x: bad host "+termtest.Hostile+".")
+	for what, msg := range map[string]string{"message": s.Message, "Ready": s.Conditions[0].Message} {
+		termtest.Safe(t, what, msg)
+		if !strings.Contains(msg, termtest.Marker) {
+			t.Errorf("%s: %q lost the escaped text", what, msg)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // ReloadsTotal counts config documents offered, by result (success, failure, unchanged).
@@ -169,7 +170,7 @@ func (r *ConfigMapReconciler) count(source, result string) {
 
 func (r *ConfigMapReconciler) event(cm *corev1.ConfigMap, typ, reason, format string, args ...any) {
 	if !r.Silent {
-		r.Recorder.Eventf(cm, nil, typ, reason, "Load", format, args...)
+		r.Recorder.Eventf(cm, nil, typ, reason, "Load", "%s", termtext.Escape(fmt.Sprintf(format, args...)))
 	}
 }
 

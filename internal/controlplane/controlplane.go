@@ -18,6 +18,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/previewpolicy"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
@@ -105,7 +106,8 @@ func Leases(controllers []string, sel labels.Selector) []string {
 	return out
 }
 
-// CacheOptions are the manager's cache's for opts: configsource.CacheOptions, and for a shard,
+// CacheOptions are the manager's cache's for opts: configsource.CacheOptions, the admission
+// policy that binds previews to their makers alone (previewpolicy.CacheOptions), and for a shard,
 // the Workloads, plans and exposures of its own Workloads only, where no controller of the
 // process needs the others'. The provisioner reads every Workload (a template may look up
 // another Workload's ports, in whichever shard) and every claim (an instance shared across
@@ -115,6 +117,7 @@ func Leases(controllers []string, sel labels.Selector) []string {
 // follows the fleet's.
 func CacheOptions(opts Options) cache.Options {
 	o := configsource.CacheOptions()
+	previewpolicy.CacheOptions(&o)
 	if opts.Shard == nil {
 		return o
 	}

@@ -21,6 +21,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/dashboard/view"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 	"github.com/score-orchestrator/score-orchestrator/internal/why"
 	"github.com/score-orchestrator/score-orchestrator/internal/why/observe"
 )
@@ -198,9 +199,9 @@ func (s *Server) workloadData(ctx context.Context, ns, name string) (workloadDat
 	}
 	d.Found, d.Health, d.Ready = true, view.WorkloadHealth(w), string(metav1.ConditionUnknown)
 	if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
-		d.Ready, d.Reason, d.Message = string(c.Status), c.Reason, c.Message
+		d.Ready, d.Reason, d.Message = string(c.Status), termtext.Escape(c.Reason), termtext.Escape(c.Message)
 	}
-	d.Conditions = w.Status.Conditions
+	d.Conditions = escapedConditions(w.Status.Conditions)
 	rights := s.workloadRights(ctx, ns, name)
 	if h := rights.hidden(); len(h) > 0 {
 		d.Notices = append(d.Notices, "Your rights do not show "+joinAnd(h)+"; the graph shows what the Workload's own status says in their place.")
@@ -284,6 +285,16 @@ func (s *Server) trace(ctx context.Context, w *scorev1b1.Workload, in view.Graph
 	return b.String(), ""
 }
 
+// escapedConditions are conditions with their reasons and messages escaped for the page.
+func escapedConditions(conditions []metav1.Condition) []metav1.Condition {
+	out := make([]metav1.Condition, len(conditions))
+	for i, c := range conditions {
+		c.Reason, c.Message = termtext.Escape(c.Reason), termtext.Escape(c.Message)
+		out[i] = c
+	}
+	return out
+}
+
 // workloadEvents selects the events about the Workload named name.
 func workloadEvents(name string) fields.Selector {
 	return fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.kind", "Workload"), fields.OneTermEqualSelector("involvedObject.name", name))
@@ -300,7 +311,7 @@ func latestEvents(events []corev1.Event, n int) []eventRow {
 		if last.IsZero() {
 			last = e.EventTime.Time
 		}
-		rows = append(rows, eventRow{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1), Last: last})
+		rows = append(rows, eventRow{Type: e.Type, Reason: termtext.Escape(e.Reason), Message: termtext.Escape(e.Message), Count: max(e.Count, 1), Last: last})
 	}
 	slices.SortStableFunc(rows, func(a, b eventRow) int { return b.Last.Compare(a.Last) })
 	return rows[:min(n, len(rows))]

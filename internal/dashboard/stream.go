@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // watchSpec is one watch a stream keeps open: the list kind and its options.
@@ -76,7 +77,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, in interest, bui
 			if ctx.Err() != nil {
 				return
 			}
-			html = template.HTML(`<p class="notice error">` + template.HTMLEscapeString("Reading the cluster failed: "+err.Error()) + `</p>`) //nolint:gosec // escaped
+			html = template.HTML(`<p class="notice error">` + template.HTMLEscapeString("Reading the cluster failed: "+termtext.Escape(err.Error())) + `</p>`) //nolint:gosec // escaped
 		}
 		if html == last {
 			continue

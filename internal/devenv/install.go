@@ -51,7 +51,8 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // Install applies, server-side, what a development cluster needs before the controllers
 // start: the score.dev kinds and any third-party CRDs the catalog uses, the controllers'
 // ClusterRoles bound to their service accounts in score-system, with a Role for their leases
-// there, the users' ClusterRoles (config/rbac/users, bound by nobody), the Orchestrator Config
+// there, the users' ClusterRoles (config/rbac/users, bound by nobody), the admission policy
+// that binds previews to their makers (config/admission/preview-makers.yaml), the Orchestrator Config
 // (the sample profiles plus every provisioner file of the development catalog, validated as
 // the orchestrator validates it) and the default templates. It returns the config installed.
 func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Config, error) {
@@ -115,9 +116,10 @@ func Install(ctx context.Context, c client.Client, bundle fs.FS) (*orchconfig.Co
 			return nil, err
 		}
 	}
-	// The controllers' leader-election Role, and the roles a platform binds to its users
-	// (score-workload-editor, -viewer).
-	if _, err := applyFiles(ctx, c, bundle, "config/rbac/leader-election.yaml", "config/rbac/users/*.yaml"); err != nil {
+	// The controllers' leader-election Role, the roles a platform binds to its users
+	// (score-workload-editor, -viewer), and the admission policy that binds previews to their
+	// makers (without it the control plane neither admits nor ends a preview).
+	if _, err := applyFiles(ctx, c, bundle, "config/rbac/leader-election.yaml", "config/rbac/users/*.yaml", "config/admission/preview-makers.yaml"); err != nil {
 		return nil, err
 	}
 	return cfg, nil

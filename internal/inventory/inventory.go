@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -38,9 +39,10 @@ func Union(previous, applied []scorev1b1.AppliedObject) []scorev1b1.AppliedObjec
 	return out
 }
 
-// Applied is the inventory entry of an object.
+// Applied is the inventory entry of an object. Its message, the object's own words (a Job's
+// condition, a container's termination message), is stored escaped.
 func Applied(u *unstructured.Unstructured, health, message string) scorev1b1.AppliedObject {
-	return scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Health: health, Message: message}
+	return scorev1b1.AppliedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Health: health, Message: termtext.Escape(message)}
 }
 
 // Key identifies an inventory entry: cluster (when not the hub), group, kind, namespace and

@@ -2,9 +2,13 @@ package inventory
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/termtest"
 )
 
 func TestKeyIgnoresTheVersion(t *testing.T) {
@@ -30,5 +34,16 @@ func TestUnionKeepsWhatEarlierRendersApplied(t *testing.T) {
 	want := []scorev1b1.AppliedObject{applied[1], previous[1], applied[0]}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("union %v, want %v", got, want)
+	}
+}
+
+// TestAppliedEscapesTheObjectsWords: an object's own message (a container's termination
+// message, which its image writes) is stored escaped.
+func TestAppliedEscapesTheObjectsWords(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "run", "namespace": "team"}}}
+	got := Applied(u, scorev1b1.HealthFailed, "BackoffLimitExceeded: "+termtest.Hostile).Message
+	termtest.Safe(t, "the entry's message", got)
+	if !strings.Contains(got, termtest.Marker) {
+		t.Errorf("message %q", got)
 	}
 }

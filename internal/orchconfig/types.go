@@ -77,12 +77,13 @@ type Previews struct {
 	// Disabled refuses every preview: the Workloads of a preview namespace get
 	// PolicyViolation and nothing is provisioned for them.
 	Disabled bool `json:"disabled,omitempty" yaml:"disabled,omitempty"`
-	// Max is how many previews of one namespace (or of one team, with TeamLabel) may exist at
-	// once: the oldest are admitted, the Workloads of a newer one get PolicyViolation until
-	// an older one is deleted. Default 5.
+	// Max is how many previews of one maker (the user who created them, as the admission
+	// policy score-preview-makers records them) may exist at once: the oldest are admitted,
+	// the Workloads of a newer one get PolicyViolation until an older one is deleted.
+	// Default 5.
 	Max int `json:"max,omitempty" yaml:"max,omitempty"`
-	// TeamLabel counts previews by the value of this namespace label (scorectl preview up
-	// copies the previewed namespace's labels) rather than by the namespace they preview.
+	// TeamLabel is refused: it counted previews by a namespace label their maker writes, so
+	// that anyone could fill another team's limit (issue 47). Previews count by maker.
 	TeamLabel string `json:"teamLabel,omitempty" yaml:"teamLabel,omitempty"`
 	// DefaultTTL is how long a preview lives when it names no expiry (default 24h); MaxTTL
 	// is the longest any lives, counted from its creation (default 168h).

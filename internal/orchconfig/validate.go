@@ -790,7 +790,7 @@ func (v *validator) rollout(p *RolloutPolicy) {
 }
 
 // previews checks the preview policy: a count that is not negative, positive durations, a
-// policy and a label name.
+// policy, and no team label.
 func (v *validator) previews(p Previews) {
 	if p.Max < 0 {
 		v.fail("previews.max", "%d must be 1 or more (0: the default, %d)", p.Max, DefaultPreviewMax)
@@ -806,8 +806,8 @@ func (v *validator) previews(p Previews) {
 	if p.DeprovisionPolicy != "" && !deprovisionPolicies[p.DeprovisionPolicy] {
 		v.fail("previews.deprovisionPolicy", "%q must be Delete, Retain or Orphan", p.DeprovisionPolicy)
 	}
-	if p.TeamLabel != "" && len(validation.IsQualifiedName(p.TeamLabel)) > 0 {
-		v.fail("previews.teamLabel", "%q must be a label name", p.TeamLabel)
+	if p.TeamLabel != "" {
+		v.fail("previews.teamLabel", "%q: previews are counted by their maker; a team label on a preview namespace is its maker's word, so counting by it let anyone fill another team's limit. Remove the field", p.TeamLabel)
 	}
 }
 

@@ -90,7 +90,7 @@ func TestValidate(t *testing.T) {
 		{"a preview lifetime that is not a duration", func(c *Config) { c.Previews.DefaultTTL = "a day" }, "previews.defaultTTL", "positive duration"},
 		{"a preview lifetime of nothing", func(c *Config) { c.Previews.MaxTTL = "0s" }, "previews.maxTTL", "positive duration"},
 		{"a preview policy that is none", func(c *Config) { c.Previews.DeprovisionPolicy = "Keep" }, "previews.deprovisionPolicy", "Delete, Retain or Orphan"},
-		{"a preview team label that is no label", func(c *Config) { c.Previews.TeamLabel = "team label" }, "previews.teamLabel", "label name"},
+		{"a preview team label, which a maker could forge", func(c *Config) { c.Previews.TeamLabel = "team" }, "previews.teamLabel", "counted by their maker"},
 		{"an empty hostname param", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "template://dev/route", Type: "route", HostnameParams: []string{""}}}
 		}, "provisioners[0].hostnameParams[0]", "must name a param"},

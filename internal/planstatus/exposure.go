@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // healthConditions are the exposure's conditions for the applied objects' health, each with
@@ -47,7 +48,7 @@ func exposureStatus(e Exposure, state Health, workloadGeneration int64) *scorev1
 	for _, typ := range []string{scorev1b1.ExposureConditionLBPending, scorev1b1.ExposureConditionIngressPending} {
 		cond := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: "Addressed", Message: "Nothing waits for an address."}
 		if msg, ok := e.Endpoints.Pending[typ]; ok {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Waiting", msg
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Waiting", termtext.Escape(msg)
 		}
 		meta.SetStatusCondition(&next.Conditions, cond)
 	}

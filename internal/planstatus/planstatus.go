@@ -26,6 +26,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
 	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // Step is a step of a pass, in order; an error stops the pass at its step.
@@ -283,8 +284,10 @@ func (d *decision) keep(err error) {
 	d.Retry = fmt.Errorf("retrying after a transient error: %w", err)
 }
 
-// fail sets the Failed phase with its reason for the plan's generation.
+// fail sets the Failed phase with its reason for the plan's generation. The message (a
+// render's or the API server's, with the Workload's values in it) is stored escaped.
 func (d *decision) fail(reason scorev1b1.Reason, message string) {
+	message = termtext.Escape(message)
 	st := &d.plan.Status
 	st.Phase, st.Reason, st.Message = scorev1b1.PlanPhaseFailed, reason, message
 	st.ObservedGeneration = d.plan.Generation
@@ -292,11 +295,11 @@ func (d *decision) fail(reason scorev1b1.Reason, message string) {
 }
 
 func (d *decision) condition(typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&d.plan.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: d.plan.Generation, LastTransitionTime: metav1.NewTime(d.now)})
+	meta.SetStatusCondition(&d.plan.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: termtext.Escape(message), ObservedGeneration: d.plan.Generation, LastTransitionTime: metav1.NewTime(d.now)})
 }
 
 func setCondition(p *scorev1b1.WorkloadPlan, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: p.Generation})
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: termtext.Escape(message), ObservedGeneration: p.Generation})
 }
 
 // where says where objects were applied, for a message: "" on the hub.

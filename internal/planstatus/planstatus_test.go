@@ -23,6 +23,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/termtest"
 )
 
 // Test objects.
@@ -478,5 +479,21 @@ func TestRelease(t *testing.T) {
 	moved := plan(onCluster("us"))
 	if events := ReleaseEvents(moved, Left{Deleted: map[string]int{"eu": 2}}); len(events) != 1 || events[0].Message != "Deleted 2 objects from cluster eu: the workload is healthy on cluster us." {
 		t.Fatalf("a move's release events: %+v", events)
+	}
+}
+
+// TestMessagesAreStoredEscaped: a render error quoting a Workload's value full of terminal
+// escapes reaches the plan's message and Applied condition escaped.
+func TestMessagesAreStoredEscaped(t *testing.T) {
+	d := From(Observed{Plan: plan(), Stopped: Render, Err: errors.New("a value: " + termtest.Hostile)})
+	applied := meta.FindStatusCondition(d.Status.Conditions, scorev1b1.PlanConditionApplied)
+	if applied == nil {
+		t.Fatal("no Applied condition")
+	}
+	for what, msg := range map[string]string{"message": d.Status.Message, "Applied": applied.Message} {
+		termtest.Safe(t, what, msg)
+		if !strings.Contains(msg, termtest.Marker) {
+			t.Errorf("%s: %q lost the escaped text", what, msg)
+		}
 	}
 }

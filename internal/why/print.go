@@ -7,14 +7,15 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // Print writes the trace of the Workload namespace/name as scorectl why prints it. A line whose
 // probe was not resolved is written as the control plane said it (an Object's), or not at all.
 func Print(out io.Writer, namespace, name string, tr scorev1b1.Trace) {
-	fmt.Fprintf(out, "Workload %s/%s (generation %d)\n\n", namespace, name, tr.Generation)
+	fmt.Fprintf(out, "Workload %s/%s (generation %d)\n\n", e(namespace), e(name), tr.Generation)
 	if tr.Preview != "" {
-		fmt.Fprintf(out, "Preview environment: %s\n", tr.Preview)
+		fmt.Fprintf(out, "Preview environment: %s\n", e(tr.Preview))
 	}
 	switch tr.PlanConfigRevision {
 	case "":
@@ -24,17 +25,17 @@ func Print(out io.Writer, namespace, name string, tr scorev1b1.Trace) {
 		fmt.Fprintf(out, "Config: the plan was written from revision %s; the current one is %s\n", orchconfig.ShortRevision(tr.PlanConfigRevision), orchconfig.ShortRevision(tr.ConfigRevision))
 	}
 	if p := tr.Profile; p.Name == "" {
-		fmt.Fprintf(out, "Profile: none — %s\n", p.Message)
+		fmt.Fprintf(out, "Profile: none — %s\n", e(p.Message))
 	} else {
-		fmt.Fprintf(out, "Profile: %s, chosen by %s (%s)\n", p.Name, p.ChosenBy, p.Detail)
+		fmt.Fprintf(out, "Profile: %s, chosen by %s (%s)\n", e(p.Name), e(p.ChosenBy), e(p.Detail))
 	}
-	for _, e := range tr.RuleErrors {
-		fmt.Fprintf(out, "  rule error: %s\n", e)
+	for _, r := range tr.RuleErrors {
+		fmt.Fprintf(out, "  rule error: %s\n", e(r))
 	}
 	if len(tr.Backends) > 0 {
 		fmt.Fprintln(out, "\nBackends:")
 		for _, c := range tr.Backends {
-			fmt.Fprintf(out, "  %s %s — %s\n", mark(c.Verdict), c.Name, c.Why)
+			fmt.Fprintf(out, "  %s %s — %s\n", mark(c.Verdict), e(c.Name), e(c.Why))
 		}
 	}
 	if p := tr.Placement; p != nil {
@@ -48,7 +49,7 @@ func Print(out io.Writer, namespace, name string, tr scorev1b1.Trace) {
 				provider = "no provisioner serves it"
 			}
 			// The claim's message, and the resolver's, are said once, under In the way.
-			fmt.Fprintf(out, "  %s (%s): %s; claim %s\n", d.Key, d.Type, provider, d.Claim)
+			fmt.Fprintf(out, "  %s (%s): %s; claim %s\n", e(d.Key), e(d.Type), e(provider), e(d.Claim))
 		}
 	}
 	fmt.Fprintln(out)
@@ -56,9 +57,9 @@ func Print(out io.Writer, namespace, name string, tr scorev1b1.Trace) {
 	case r == nil:
 		fmt.Fprintln(out, "Blocking: the orchestrator has not reported on this Workload yet.")
 	case r.Status == "True":
-		fmt.Fprintf(out, "Ready: %s\n", r.Message)
+		fmt.Fprintf(out, "Ready: %s\n", e(r.Message))
 	default:
-		fmt.Fprintf(out, "Blocking: %s — %s\n", r.Reason, r.Message)
+		fmt.Fprintf(out, "Blocking: %s — %s\n", e(r.Reason), e(r.Message))
 	}
 	var lines []string
 	for _, b := range tr.InTheWay {
@@ -69,7 +70,7 @@ func Print(out io.Writer, namespace, name string, tr scorev1b1.Trace) {
 		if b.Says != "" {
 			line += ": " + b.Says
 		}
-		lines = append(lines, strings.Repeat("  ", int(b.Depth)+1)+oneLine(line))
+		lines = append(lines, strings.Repeat("  ", int(b.Depth)+1)+e(oneLine(line)))
 	}
 	if len(lines) > 0 {
 		fmt.Fprintln(out, "In the way:")
@@ -78,6 +79,11 @@ func Print(out io.Writer, namespace, name string, tr scorev1b1.Trace) {
 		}
 	}
 }
+
+// e is text the trace quotes (a message, an object's own words, a name a tenant chose) on
+// its line: terminal controls and line breaks escaped (termtext), so that it can neither act
+// on the terminal or page that shows it nor start a line of its own.
+func e(s string) string { return termtext.Escape(s) }
 
 // mark is a verdict's sign: ✓ chosen, · eligible, ✗ rejected.
 func mark(verdict string) string {
@@ -95,9 +101,9 @@ func mark(verdict string) string {
 // printPlacement writes the clusters asked for, the policy and failover, every cluster listed
 // with why it runs the Workload (or a copy) or not, and the copies.
 func printPlacement(out io.Writer, p *scorev1b1.TracePlacement) {
-	fmt.Fprintf(out, "\nPlacement: %s, policy %s", p.Asked, p.Policy)
+	fmt.Fprintf(out, "\nPlacement: %s, policy %s", e(p.Asked), e(p.Policy))
 	if p.Failover != "" {
-		fmt.Fprintf(out, ", failover %s", p.Failover)
+		fmt.Fprintf(out, ", failover %s", e(p.Failover))
 	}
 	fmt.Fprintln(out)
 	switch {
@@ -111,16 +117,16 @@ func printPlacement(out io.Writer, p *scorev1b1.TracePlacement) {
 		if c.Unreachable {
 			state = " (does not answer)"
 		}
-		fmt.Fprintf(out, "  %s %s%s — %s\n", mark(c.Verdict), c.Name, state, c.Why)
+		fmt.Fprintf(out, "  %s %s%s — %s\n", mark(c.Verdict), e(c.Name), state, e(c.Why))
 	}
 	if !p.Placed {
 		fmt.Fprintln(out, "  no registered cluster matches: the workload is not placed")
 		return
 	}
 	if p.Copies != "" {
-		fmt.Fprintf(out, "  copies in placement order: %s; the endpoint is the first's\n", p.Copies)
+		fmt.Fprintf(out, "  copies in placement order: %s; the endpoint is the first's\n", e(p.Copies))
 	}
 	if p.Removed != "" {
-		fmt.Fprintf(out, "  being removed: %s\n", p.Removed)
+		fmt.Fprintf(out, "  being removed: %s\n", e(p.Removed))
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/termtest"
 )
 
 // config is a config of one profile and one backend that serves postgres.
@@ -107,5 +108,30 @@ func TestExplainNamesThePreview(t *testing.T) {
 				t.Fatalf("want %q in:\n%s", tc.want, out.String())
 			}
 		})
+	}
+}
+
+// TestWhyEscapesWhatItQuotes: a Workload whose profile annotation, Ready message and failed
+// dependency's message are full of terminal escapes (a param a provisioner quoted) gets a
+// trace that acts on no terminal and keeps each quote on its line (issue 47).
+func TestWhyEscapesWhatItQuotes(t *testing.T) {
+	cfg := config(t)
+	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "u", Annotations: map[string]string{scorev1b1.AnnotationProfile: termtest.Hostile}},
+		Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}, Resources: map[string]scorev1b1.Resource{"db": {Type: "postgres"}}},
+		Status: scorev1b1.WorkloadStatus{Conditions: []metav1.Condition{
+			{Type: scorev1b1.ConditionInputsValid, Status: metav1.ConditionTrue, Reason: "Succeeded"},
+			{Type: scorev1b1.ConditionClaimsReady, Status: metav1.ConditionFalse, Reason: "ClaimFailed", Message: termtest.Hostile},
+			{Type: scorev1b1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ClaimFailed", Message: termtest.Hostile}}}}
+	yes := true
+	claim := scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api-db", OwnerReferences: []metav1.OwnerReference{{APIVersion: "score.dev/v1b1", Kind: "Workload", Name: "api", UID: "u", Controller: &yes}}},
+		Spec:   scorev1b1.ResourceClaimSpec{Key: "db", Type: "postgres"},
+		Status: scorev1b1.ResourceClaimStatus{Phase: scorev1b1.ClaimPhaseFailed, Reason: scorev1b1.ReasonClaimFailed, Message: "Provisioner template://dev/postgres: " + termtest.Hostile}}
+	var out bytes.Buffer
+	if err := Explain(&out, Input{Workload: w, Config: cfg, Claims: []scorev1b1.ResourceClaim{claim}}); err != nil {
+		t.Fatal(err)
+	}
+	termtest.Safe(t, "why", out.String())
+	if n := strings.Count(out.String(), termtest.Marker); n < 3 {
+		t.Errorf("the hostile text is quoted %d times, want the profile, Ready and the claim:\n%s", n, out.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // Condition is one abstract condition before it is written.
@@ -52,13 +53,14 @@ func Ready(c Conditions) Condition {
 }
 
 // Apply writes the conditions and the derived Ready into existing (a copy is returned),
-// keeping lastTransitionTime where the status did not change.
+// keeping lastTransitionTime where the status did not change. Messages are written with
+// their terminal controls escaped (a claim's carries what its params made a provisioner say).
 func Apply(existing []metav1.Condition, c Conditions, generation int64, now metav1.Time) []metav1.Condition {
 	out := make([]metav1.Condition, len(existing))
 	copy(out, existing)
 	set := func(typ string, cond Condition) {
 		meta.SetStatusCondition(&out, metav1.Condition{
-			Type: typ, Status: cond.Status, Reason: string(cond.Reason), Message: cond.Message,
+			Type: typ, Status: cond.Status, Reason: string(cond.Reason), Message: termtext.Escape(cond.Message),
 			ObservedGeneration: generation, LastTransitionTime: now,
 		})
 	}

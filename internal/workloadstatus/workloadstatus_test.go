@@ -1,13 +1,16 @@
 package workloadstatus
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/termtest"
 )
 
 func TestReady(t *testing.T) {
@@ -244,5 +247,24 @@ func TestAForgedSummaryIsTrustedOnlyForAnUpdate(t *testing.T) {
 	}
 	if _, c := Claims([]ClaimState{{Key: "db", Phase: scorev1b1.ClaimPhaseBinding, OutputsAvailable: true, WasReady: true}}); c.Status != metav1.ConditionTrue || !c.Updating {
 		t.Errorf("an update with its outputs published: %+v", c)
+	}
+}
+
+// TestApplyEscapesMessages: a condition that carries a claim's words full of terminal escapes
+// is written escaped, on the condition, on Ready and on Stalled, and writing it again changes
+// nothing.
+func TestApplyEscapesMessages(t *testing.T) {
+	now := metav1.Now()
+	c := Conditions{InputsValid(), cond(metav1.ConditionFalse, scorev1b1.ReasonClaimFailed, termtest.Hostile), WaitingForClaims()}
+	out := Apply(nil, c, 1, now)
+	for _, typ := range []string{scorev1b1.ConditionClaimsReady, scorev1b1.ConditionReady, scorev1b1.ConditionStalled} {
+		got := meta.FindStatusCondition(out, typ)
+		if got == nil || !strings.Contains(got.Message, termtest.Marker) {
+			t.Fatalf("%s: %+v", typ, got)
+		}
+		termtest.Safe(t, typ, got.Message)
+	}
+	if again := Apply(out, c, 1, now); len(Transitions(out, again)) != 0 || !equality.Semantic.DeepEqual(out, again) {
+		t.Errorf("written again, the conditions changed:\n%+v\n%+v", out, again)
 	}
 }

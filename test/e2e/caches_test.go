@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/preview"
 )
 
 // assertCachesHoldOurs checks, by the watches the controllers opened, that no controller's
 // cache holds an object that is not ours. A cache holds what its watches send, and every watch
-// on anything but our own kinds, the namespaces and the config and cluster-status ConfigMaps
-// selects the objects that carry our marks (a Workload's label, an instance's label, a member
+// on anything but our own kinds, the namespaces, the config and cluster-status ConfigMaps and
+// the admission policy that binds previews to their makers selects the objects that carry our marks (a Workload's label, an instance's label, a member
 // cluster's registration): the cluster's other Secrets, Deployments and Services are never sent
 // to our processes.
 func assertCachesHoldOurs(t *testing.T) {
@@ -26,6 +27,7 @@ func assertCachesHoldOurs(t *testing.T) {
 		case strings.HasPrefix(w.path, "/apis/"+scorev1b1.GroupVersion.Group+"/"):
 		case resource == "namespaces":
 		case resource == "configmaps" && strings.HasPrefix(w.fields, "metadata.name="):
+		case (resource == "validatingadmissionpolicies" || resource == "validatingadmissionpolicybindings") && w.fields == "metadata.name="+preview.PolicyName:
 		case w.labels == scorev1b1.LabelWorkload || w.labels == scorev1b1.LabelInstance:
 		case resource == "secrets" && w.labels == scorev1b1.LabelSecretType+"="+scorev1b1.SecretTypeCluster:
 		default:

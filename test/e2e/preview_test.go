@@ -37,6 +37,8 @@ func TestPreviewEnvironment(t *testing.T) {
 		}
 	}
 	ns := scorev1b1.PreviewNamespacePrefix + "pr-1"
+	testenv.PreviewPolicySettled(t, c) // devenv.Install put it there: previews made now are trusted
+	me := testenv.Username(t, c)
 
 	out, err := run("preview", "up", "pr-1", "-f", dir, "-n", of, "--ttl", "2h", "--timeout", "4m")
 	if err != nil || !strings.Contains(out, "preview pr-1 is up in") || !regexp.MustCompile(`(?m)^web +True +Succeeded +http://web-dns\.`+ns+`\.dev\.local/$`).MatchString(out) {
@@ -50,6 +52,9 @@ func TestPreviewEnvironment(t *testing.T) {
 		}
 		if n.Labels[scorev1b1.LabelPreview] != "pr-1" || n.Labels[scorev1b1.LabelPreviewOf] != of || n.Labels["team"] != "shop" {
 			t.Errorf("labels %v", n.Labels)
+		}
+		if maker := n.Annotations[scorev1b1.AnnotationPreviewMaker]; maker != me {
+			t.Errorf("maker %q, want %q", maker, me)
 		}
 	})
 	t.Run("its dependencies are its own, and Delete", func(t *testing.T) {
@@ -71,11 +76,11 @@ func TestPreviewEnvironment(t *testing.T) {
 	})
 	t.Run("list and why show it as a preview", func(t *testing.T) {
 		out, err := run("preview", "list", "--of", of)
-		if err != nil || !regexp.MustCompile(`(?m)^pr-1 +`+ns+` +`+of+` +\S+ +1[12]\dm +2/2 +Ready$`).MatchString(out) {
+		if err != nil || !regexp.MustCompile(`(?m)^pr-1 +`+ns+` +`+of+` +`+regexp.QuoteMeta(me)+` +\S+ +1[12]\dm +2/2 +Ready$`).MatchString(out) {
 			t.Errorf("preview list: %v\n%s", err, out)
 		}
 		out, err = run("why", "web", "-n", ns)
-		if err != nil || !strings.Contains(out, "Preview environment: preview pr-1 of namespace "+of+", expires ") {
+		if err != nil || !strings.Contains(out, "Preview environment: preview pr-1 of namespace "+of+", made by "+me+", expires ") {
 			t.Errorf("why: %v\n%s", err, out)
 		}
 	})

@@ -49,10 +49,12 @@ const (
 
 var (
 	ctx = context.Background()
-	// admin is the cluster's administrator; tenant acts as mallory.
+	// admin is the cluster's administrator; tenant acts as mallory. adminConfig is admin's
+	// connection, for the clients and commands a test makes.
 	admin, tenant client.Client
 	// kubeconfig is the administrator's, for the commands a test runs.
-	kubeconfig string
+	kubeconfig  string
+	adminConfig *rest.Config
 	// controllers is the control plane's process; state its directory.
 	controllers *controllerproc.Process
 	state       string
@@ -72,7 +74,7 @@ func TestMain(m *testing.M) {
 // the victims, and starts the controllers' process.
 func setup(env *testenv.SimulatedEnv) (func(), error) {
 	k := env.Clusters[""]
-	state, admin, kubeconfig = env.State, k.Client, k.Kubeconfig()
+	state, admin, kubeconfig, adminConfig = env.State, k.Client, k.Kubeconfig(), k.Config
 	as := rest.CopyConfig(k.Config)
 	as.Impersonate = rest.ImpersonationConfig{UserName: mallory, Groups: []string{"system:authenticated"}}
 	var err error
@@ -190,9 +192,9 @@ func platform() error {
 		// and printed unquoted into the claim's size.
 		provisioners = append(provisioners, map[string]any{
 			"uri": "template://hostile/careless-volume", "type": "careless-volume", "supported_params": []any{"size"},
-			"init":     "name: vol-{{ substr 0 12 .Guid }}\n",
-			"state":    "size: {{ dig \"size\" (.Params.size | default \"1Gi\") .State | quote }}\n",
-			"outputs":  "source:\n  persistentVolumeClaim: {claimName: {{ .Init.name }}}\n",
+			"init":      "name: vol-{{ substr 0 12 .Guid }}\n",
+			"state":     "size: {{ dig \"size\" (.Params.size | default \"1Gi\") .State | quote }}\n",
+			"outputs":   "source:\n  persistentVolumeClaim: {claimName: {{ .Init.name }}}\n",
 			"manifests": "- apiVersion: v1\n  kind: PersistentVolumeClaim\n  metadata:\n    name: {{ .Init.name }}\n  spec:\n    accessModes: [ReadWriteOnce]\n    resources: {requests: {storage: {{ .State.size }}}}\n",
 		})
 		doc["provisioners"] = provisioners

@@ -3,11 +3,9 @@ package hostile
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -170,23 +168,11 @@ func malloryKubeconfig(t *testing.T) string {
 	return path
 }
 
-var (
-	buildScorectl sync.Once
-	scorectlBin   string
-	scorectlErr   error
-)
-
-// scorectl runs the scorectl binary, built once, with a kubeconfig, and returns its output.
+// scorectl runs the scorectl binary (built once, scorectlAs) with a kubeconfig, and returns
+// its output.
 func scorectl(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
-	buildScorectl.Do(func() {
-		scorectlBin = filepath.Join(state, "scorectl")
-		build := exec.Command("go", "build", "-o", scorectlBin, "./cmd/scorectl")
-		build.Dir = testenv.RepoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			scorectlErr = fmt.Errorf("building scorectl: %v\n%s", err, out)
-		}
-	})
+	scorectlOnce.Do(func() { scorectlBin, scorectlErr = testenv.BuildCommand(state, "scorectl") })
 	if scorectlErr != nil {
 		t.Fatal(scorectlErr)
 	}

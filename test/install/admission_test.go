@@ -12,14 +12,20 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// The chart's admission policies are config/admission's samples (tested on a real API server
-// in test/integration/admission), off by default, each enabled on its own, with the release
-// namespace for score-system and the labels and registry prefixes from the values.
+// The chart's admission policies are config/admission's (tested on a real API server in
+// test/integration/admission): the preview makers' on by default, the samples off, each
+// enabled on its own, with the release namespace for score-system and the labels, registry
+// prefixes and preview administrators' groups from the values.
 func TestChartAdmissionPolicies(t *testing.T) {
 	policyKinds := map[string]bool{"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	for _, o := range render(t, "platform", nil) {
-		if policyKinds[o.GetKind()] {
+		if policyKinds[o.GetKind()] && o.GetName() != "score-preview-makers" {
 			t.Fatalf("rendered by default: %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	for _, o := range render(t, "platform", map[string]any{"admissionPolicies": map[string]any{"previewMakers": map[string]any{"enabled": false}}}) {
+		if policyKinds[o.GetKind()] {
+			t.Fatalf("rendered with previewMakers.enabled=false: %s %s", o.GetKind(), o.GetName())
 		}
 	}
 
@@ -29,6 +35,7 @@ func TestChartAdmissionPolicies(t *testing.T) {
 		"allowedProfiles": map[string]any{"enabled": true},
 		"requiredLabels":  map[string]any{"enabled": true, "labels": labels},
 		"imageRegistries": map[string]any{"enabled": true, "prefixes": prefixes},
+		"previewMakers":   map[string]any{"adminGroups": []any{"platform-admins"}},
 	}})
 	got := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
@@ -47,6 +54,9 @@ func TestChartAdmissionPolicies(t *testing.T) {
 	}
 	want := 0
 	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue // the kustomize base's list, not a policy
+		}
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -58,6 +68,10 @@ func TestChartAdmissionPolicies(t *testing.T) {
 			case o.GetName() == "score-required-labels" && o.GetKind() == "ValidatingAdmissionPolicy":
 				vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
 				vars[0].(map[string]any)["expression"] = `["team","cost-center"]`
+				_ = unstructured.SetNestedSlice(o.Object, vars, "spec", "variables")
+			case o.GetName() == "score-preview-makers" && o.GetKind() == "ValidatingAdmissionPolicy":
+				vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+				vars[0].(map[string]any)["expression"] = `["platform-admins","system:serviceaccounts:platform"]`
 				_ = unstructured.SetNestedSlice(o.Object, vars, "spec", "variables")
 			case o.GetName() == "score-required-labels":
 				exprs, _, _ := unstructured.NestedSlice(o.Object, "spec", "matchResources", "namespaceSelector", "matchExpressions")
@@ -79,8 +93,8 @@ func TestChartAdmissionPolicies(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != want || want != 7 {
-		t.Errorf("the chart renders %d admission objects, config/admission has %d (want 7)", len(got), want)
+	if len(got) != want || want != 9 {
+		t.Errorf("the chart renders %d admission objects, config/admission has %d (want 9)", len(got), want)
 	}
 
 	_, err = renderManifest(t, "platform", map[string]any{"admissionPolicies": map[string]any{"imageRegistries": map[string]any{"enabled": true}}})

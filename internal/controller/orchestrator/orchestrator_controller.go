@@ -25,6 +25,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
 
@@ -217,7 +218,7 @@ func (r *Reconciler) report(ctx context.Context, d workloaddecision.Decision) {
 // record records an event on the Workload or its plan.
 func (r *Reconciler) record(on runtime.Object, e workloaddecision.Event) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(on, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+		r.Recorder.Eventf(on, nil, e.Type, e.Reason, e.Action, "%s", termtext.Escape(e.Message))
 	}
 }
 

@@ -15,14 +15,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/previewpolicy"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/preview"
 )
 
+// The orchestrator reads the admission policy that binds previews to their makers: a preview
+// made without it in force is refused (internal/preview, Untrusted).
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch
+
 // previewOf reads the Workload's namespace as a preview environment and the platform's verdict
 // on it (internal/preview): nil when the namespace is no preview. The namespaces' metadata is
-// cached (the watch SetupWithManager starts); the previews being deleted do not count against
-// the limit.
+// cached (the watch SetupWithManager starts), and so are the admission policy and its
+// bindings; the previews being deleted do not count against the limit.
 func (r *Reconciler) previewOf(ctx context.Context, namespace string, policy orchconfig.Previews) (*preview.Preview, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
@@ -39,7 +45,11 @@ func (r *Reconciler) previewOf(ctx context.Context, namespace string, policy orc
 	if err != nil {
 		return nil, err
 	}
-	p, ok := preview.Standing(previewNamespace(ns), all, policy)
+	guard, err := previewpolicy.Read(ctx, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := preview.Standing(previewNamespace(ns), all, policy, guard)
 	if !ok {
 		return nil, nil
 	}
@@ -66,8 +76,8 @@ func previewNamespace(ns *metav1.PartialObjectMetadata) preview.Namespace {
 	return preview.Namespace{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations, Created: ns.CreationTimestamp.Time}
 }
 
-// previewChanged holds for a preview namespace created, deleted, relabelled or being deleted:
-// the limit may admit or refuse another preview then.
+// previewChanged holds for a preview namespace created, deleted, relabelled, given another
+// maker or being deleted: the limit may admit or refuse another preview then.
 var previewChanged = predicate.Funcs{
 	CreateFunc:  func(e event.CreateEvent) bool { return isPreview(e.Object) },
 	DeleteFunc:  func(e event.DeleteEvent) bool { return isPreview(e.Object) },
@@ -75,6 +85,7 @@ var previewChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld, e.ObjectNew
 		return (isPreview(o) || isPreview(n)) && (!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+			o.GetAnnotations()[scorev1b1.AnnotationPreviewMaker] != n.GetAnnotations()[scorev1b1.AnnotationPreviewMaker] ||
 			o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero())
 	},
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/previewpolicy"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
@@ -158,7 +159,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		reader = r.Client
 	}
 	r.revisions = &configsource.Revisions{Client: r.Client, APIReader: reader, Namespace: r.Namespace, Store: r.Config}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		For(&scorev1b1.Workload{}, builder.WithPredicates(workloadChanged)).
 		Owns(&scorev1b1.ResourceClaim{}).
@@ -196,7 +197,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(e event.UpdateEvent) bool { return r.clustersChanged(e.ObjectOld, e.ObjectNew) }})).
 		// A preview namespace created, deleted or relabelled may admit or refuse another
 		// preview under the platform's limit.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata)
+	// The admission policy that binds previews to their makers installed, changed or removed
+	// admits or refuses every preview.
+	b = previewpolicy.Watch(b, r.previewWorkloads)
+	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workload", concurrency, r.Workers, urgency.FairQueue)}).
 		Complete(r)
 }

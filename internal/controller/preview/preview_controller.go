@@ -3,6 +3,12 @@
 // namespace's Workloads — each released as any deleted Workload is, its dependencies per the
 // preview's deprovision policy — and, once none is left, the namespace. It runs once for the
 // fleet, beside the rollout, under the fleet's lease; its only timer is the next expiry.
+//
+// It deletes with its own rights what a namespace's metadata asks for, so it acts only on a
+// preview that metadata can be trusted for: one created, naming its maker, while the admission
+// policy that binds previews to their makers was in force (preview.Untrusted). Any other it
+// leaves as it is — no expiry written, nothing deleted — and says why in a Warning event when
+// it would have ended it.
 package preview
 
 import (
@@ -25,14 +31,17 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/previewpolicy"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	core "github.com/score-orchestrator/score-orchestrator/internal/preview"
 )
 
 // The preview controller's permissions: it deletes the Workloads of an expired preview, then
-// its namespace (only a namespace named preview-<its score.dev/preview label>).
+// its namespace (only a namespace named preview-<its score.dev/preview label>), and reads the
+// admission policy that binds previews to their makers.
 //
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=score.dev,resources=workloads,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -52,19 +61,20 @@ func Setup(mgr ctrl.Manager, store *configsource.Store) error {
 }
 
 // SetupWithManager watches the preview namespaces (their metadata), the deletion of their
-// Workloads (the last one gone lets the namespace go) and the config store (a new lifetime
-// applies to every preview).
+// Workloads (the last one gone lets the namespace go), the config store (a new lifetime
+// applies to every preview) and the admission policy that binds previews to their makers (it
+// makes previews trusted or not).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[scorev1b1.LabelPreview] != "" })
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("preview").
 		For(&corev1.Namespace{}, builder.OnlyMetadata, builder.WithPredicates(labelled)).
 		Watches(&scorev1b1.Workload{}, handler.EnqueueRequestsFromMapFunc(namespaceOf), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
-		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allPreviews))).
-		Complete(r)
+		WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allPreviews)))
+	return previewpolicy.Watch(b, r.allPreviews).Complete(r)
 }
 
 // namespaceOf maps a Workload to its namespace.
@@ -99,9 +109,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if loaded, ok := r.Config.Get(); ok {
 		policy = loaded.Config.Previews
 	}
-	p, ok := core.Read(core.Namespace{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations, Created: ns.CreationTimestamp.Time}, policy)
+	n := core.Namespace{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations, Created: ns.CreationTimestamp.Time}
+	p, ok := core.Read(n, policy)
 	if !ok || !ns.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // not a preview, or already going
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	// Only a preview whose metadata its maker (or the platform) wrote is ended: the
+	// controller's rights must not serve whoever labelled or annotated a namespace.
+	guard, err := previewpolicy.Read(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if why := core.Untrusted(n, guard); why != "" {
+		if !p.Expired(now) {
+			return ctrl.Result{RequeueAfter: p.Expires.Sub(now) + time.Second}, nil // to say so when it would end
+		}
+		ctrl.LoggerFrom(ctx).Info("Not ending a preview that is not bound to its maker", "namespace", ns.Name, "why", why)
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "PreviewNotEnded", "Delete", "Preview %s expired at %s and is not ended: %s", p.Name, p.Expires.UTC().Format(time.RFC3339), why)
+		return ctrl.Result{}, nil
 	}
 	// The expiry annotation says the expiry that holds: the default when the preview named
 	// none, the longest lifetime when it named a later one.
@@ -110,10 +139,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			return ctrl.Result{}, fmt.Errorf("recording the expiry of preview %s: %w", p.Name, err)
 		}
-	}
-	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
 	}
 	if !p.Expired(now) {
 		return ctrl.Result{RequeueAfter: p.Expires.Sub(now) + time.Second}, nil

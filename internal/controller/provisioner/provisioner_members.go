@@ -9,6 +9,8 @@ package provisioner
 // Workload has left it (its plan holds nothing there), then releases them by its policy.
 
 import (
+	"fmt"
+
 	"context"
 	"slices"
 	"strings"
@@ -25,6 +27,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // indexCluster indexes claims by the member clusters they are placed on or hold objects on.
@@ -171,7 +174,7 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 
 func (r *Reconciler) event(c *scorev1b1.ResourceClaim, typ, reason, action, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(c, nil, typ, reason, action, format, args...)
+		r.Recorder.Eventf(c, nil, typ, reason, action, "%s", termtext.Escape(fmt.Sprintf(format, args...)))
 	}
 }
 

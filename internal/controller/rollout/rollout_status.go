@@ -10,6 +10,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	core "github.com/score-orchestrator/score-orchestrator/internal/rollout"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // writeStatus writes the rollout's status as the pass decided it, through statuspatch: only
@@ -51,5 +52,5 @@ func (r *Reconciler) event(on *scorev1b1.ConfigRollout, e core.Event) {
 	if e.Warning {
 		typ = corev1.EventTypeWarning
 	}
-	r.Recorder.Eventf(on, nil, typ, e.Reason, "Rollout", "%s", e.Message)
+	r.Recorder.Eventf(on, nil, typ, e.Reason, "Rollout", "%s", termtext.Escape(e.Message))
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // The runtime's permissions: it writes plan and exposure status (never their spec, never a
@@ -314,7 +315,7 @@ func (r *Reconciler) record(p *scorev1b1.WorkloadPlan, events []planstatus.Event
 			w.SetGroupVersionKind(scorev1b1.GroupVersion.WithKind("Workload"))
 			regarding = w
 		}
-		r.Recorder.Eventf(regarding, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+		r.Recorder.Eventf(regarding, nil, e.Type, e.Reason, e.Action, "%s", termtext.Escape(e.Message))
 	}
 }
 

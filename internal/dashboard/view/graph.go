@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // GraphInput is what the reader may see of one Workload. A nil Claims, Plan or Exposure with
@@ -232,6 +233,11 @@ func layout(root Node, branches []branch) Graph {
 			g.Nodes = append(g.Nodes, c)
 			g.Edges = append(g.Edges, edge(b.node, c))
 		}
+	}
+	// What a node shows is the cluster's text (a provisioner's message, an object's own
+	// words, an endpoint): a bidi override in it would reorder the page.
+	for i := range g.Nodes {
+		g.Nodes[i].Name, g.Nodes[i].Detail = termtext.Escape(g.Nodes[i].Name), termtext.Escape(g.Nodes[i].Detail)
 	}
 	columns := 1
 	for _, n := range g.Nodes {

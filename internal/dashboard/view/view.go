@@ -14,6 +14,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // Health is the colour of an object: api/v1b1's health states, and Hidden for what the reader's
@@ -56,10 +57,10 @@ func Fleet(workloads []scorev1b1.Workload, plans []scorev1b1.WorkloadPlan) []Fle
 		w := &workloads[i]
 		row := FleetRow{Namespace: w.Namespace, Name: w.Name, Ready: string(metav1.ConditionUnknown), Health: WorkloadHealth(w), Dependencies: len(w.Spec.Resources)}
 		if c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady); c != nil {
-			row.Ready, row.Reason, row.Message = string(c.Status), c.Reason, c.Message
+			row.Ready, row.Reason, row.Message = string(c.Status), termtext.Escape(c.Reason), termtext.Escape(c.Message)
 		}
 		if w.Status.Endpoint != nil {
-			row.Endpoint = *w.Status.Endpoint
+			row.Endpoint = termtext.Escape(*w.Status.Endpoint)
 		}
 		for _, c := range w.Status.Claims {
 			if c.Phase == scorev1b1.ClaimPhaseBound {

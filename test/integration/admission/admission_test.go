@@ -1,7 +1,9 @@
-// Package admission tests the ValidatingAdmissionPolicy samples of config/admission on a real
-// kube-apiserver: what each allows and denies, and, with the orchestrator and the runtime
-// running, that a derived object the image policy denies surfaces on the Workload as
-// PolicyViolation and recovers once the Workload is fixed.
+// Package admission tests the ValidatingAdmissionPolicies of config/admission on a real
+// kube-apiserver: what each allows and denies (the preview makers' by the users it tells
+// apart); with the orchestrator and the runtime running, that a derived object the image
+// policy denies surfaces on the Workload as PolicyViolation and recovers once the Workload is
+// fixed; and, with the orchestrator and the preview controller, that a preview made without
+// the preview makers' policy is neither admitted nor ended.
 package admission
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -49,7 +52,8 @@ func installPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "admission", "*.yaml"))
-	if err != nil || len(files) != 3 {
+	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "kustomization.yaml" }) // the base's, not a policy
+	if err != nil || len(files) != 4 {
 		t.Fatalf("config/admission: %v %v", files, err)
 	}
 	var policies []string
@@ -91,6 +95,9 @@ func installPolicies(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the image policy is in force", inForce(deployment(ns, "probe", "nginx"), "score-image-registries"))
 	restricted := namespace(t, map[string]string{"score.dev/allowed-profiles": "web-service"})
 	testenv.Eventually(t, 20*time.Second, "the profile policy is in force", inForce(workload(restricted, "probe", "nginx", withProfile("stateful")), "score-allowed-profiles"))
+	forged := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "preview-probe", Labels: map[string]string{scorev1b1.LabelPreview: "probe"},
+		Annotations: map[string]string{scorev1b1.AnnotationPreviewMaker: "someone-else"}}}
+	testenv.Eventually(t, 20*time.Second, "the preview makers' policy is in force", inForce(forged, "score-preview-makers"))
 }
 
 func decodeFile(t *testing.T, path string) []*unstructured.Unstructured {
@@ -302,31 +309,42 @@ profiles:
 defaults: {profile: web-service}
 `
 
-// startControllers runs the orchestrator and the runtime as score-controllers wires them, with
-// the default web-service template.
-func startControllers(t *testing.T) {
+// startControllers runs the controllers named (the orchestrator and the runtime when none are)
+// as score-controllers wires them, with the default web-service template.
+func startControllers(t *testing.T, controllers ...string) {
 	t.Helper()
 	text, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "templates", "web-service.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Create(t, env.Client,
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "score-templates"}, Data: map[string]string{"web-service.yaml": string(text)}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"},
-			Data: map[string]string{"config.yaml": fmt.Sprintf(configTemplate, testenv.Digest(text))}},
-	)
-	opts := controlplane.DefaultOptions()
-	opts.Controllers = []string{controlplane.Orchestrator, controlplane.Runtime}
-	mgr, err := ctrl.NewManager(env.Config, testenv.ManagerOptions())
-	if err != nil {
-		t.Fatal(err)
+	for _, cm := range []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "score-templates"}, Data: map[string]string{"web-service.yaml": string(text)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": fmt.Sprintf(configTemplate, testenv.Digest(text))}},
+	} {
+		if err := env.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
-	if err := controlplane.Setup(mgr, opts); err != nil {
+	opts := controlplane.DefaultOptions()
+	opts.Controllers = controllers
+	if len(controllers) == 0 {
+		opts.Controllers = []string{controlplane.Orchestrator, controlplane.Runtime}
+	}
+	base := testenv.ManagerOptions()
+	base.Controller.SkipNameValidation = ptr.To(true) // the controllers of an earlier test, stopped
+	mgrs, err := controlplane.NewManagers(env.Config, opts, base)
+	if err != nil {
 		t.Fatal(err)
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	go func() { _ = mgr.Start(mctx) }()
+	for _, mgr := range mgrs {
+		go func() {
+			if err := mgr.Start(mctx); err != nil && mctx.Err() == nil {
+				t.Errorf("a manager stopped: %v", err)
+			}
+		}()
+	}
 }
 
 // waitFor waits until the Workload's condition has the status and reason, and returns it.

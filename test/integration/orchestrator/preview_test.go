@@ -16,25 +16,28 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// previewNamespace creates preview name of namespace of, as scorectl preview up does, with an
-// expiry when expires is set.
+// previewNamespace creates preview name of namespace of, as scorectl preview up does (its
+// maker the test's user), with an expiry when expires is set.
 func previewNamespace(t *testing.T, name, of string, expires time.Time) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scorev1b1.PreviewNamespacePrefix + name,
-		Labels: map[string]string{scorev1b1.LabelPreview: name, scorev1b1.LabelPreviewOf: of}}}
+		Labels:      map[string]string{scorev1b1.LabelPreview: name, scorev1b1.LabelPreviewOf: of},
+		Annotations: map[string]string{scorev1b1.AnnotationPreviewMaker: testenv.Username(t, env.Client)}}}
 	if !expires.IsZero() {
-		ns.Annotations = map[string]string{scorev1b1.AnnotationPreviewExpires: expires.UTC().Format(time.RFC3339)}
+		ns.Annotations[scorev1b1.AnnotationPreviewExpires] = expires.UTC().Format(time.RFC3339)
 	}
 	testenv.Create(t, env.Client, ns)
 	return ns.Name
 }
 
-// TestPreviewEnvironments: on a real API server, a preview's claims take the preview's policy
+// TestPreviewEnvironments: on a real API server, with the policy that binds previews to their
+// makers in force, a preview's claims take the preview's policy
 // (Delete, where the provisioner says Retain); a preview over the platform's limit provisions
 // nothing and says why, until an older one goes; an expired preview's Workloads, then its
 // namespace, are deleted by the control plane; a namespace that only carries the label is
 // never deleted.
 func TestPreviewEnvironments(t *testing.T) {
+	testenv.InstallPreviewPolicy(t, env.Client)
 	applyConfig(t, baseConfig+"previews:\n  max: 1\n")
 	t.Cleanup(func() { applyConfig(t, baseConfig) })
 	of := testenv.Namespace(t, env.Client)
@@ -44,8 +47,9 @@ func TestPreviewEnvironments(t *testing.T) {
 	testenv.Create(t, env.Client, workload(nsFirst, "web", testenv.WithResource("db", "postgres")))
 	// A namespace whose name is not preview-<label> is no preview, whatever it says.
 	impostor := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "impostor-" + suffix,
-		Labels:      map[string]string{scorev1b1.LabelPreview: "x" + suffix, scorev1b1.LabelPreviewOf: of},
-		Annotations: map[string]string{scorev1b1.AnnotationPreviewExpires: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}}}
+		Labels: map[string]string{scorev1b1.LabelPreview: "x" + suffix, scorev1b1.LabelPreviewOf: of},
+		Annotations: map[string]string{scorev1b1.AnnotationPreviewExpires: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+			scorev1b1.AnnotationPreviewMaker: testenv.Username(t, env.Client)}}}
 	testenv.Create(t, env.Client, impostor)
 
 	t.Run("a preview's claims are Delete, whatever the provisioner says", func(t *testing.T) {
@@ -59,7 +63,7 @@ func TestPreviewEnvironments(t *testing.T) {
 	testenv.Create(t, env.Client, workload(nsSecond, "web", testenv.WithResource("db", "postgres")))
 	t.Run("a preview over the limit provisions nothing and says why", func(t *testing.T) {
 		w := conditionIs(t, nsSecond, "web", scorev1b1.ConditionReady, metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation)
-		if c := testenv.Condition(w, scorev1b1.ConditionReady); !strings.Contains(c.Message, "over the platform's limit of 1 previews of namespace "+of) || !strings.Contains(c.Message, first+" is older") {
+		if c := testenv.Condition(w, scorev1b1.ConditionReady); !strings.Contains(c.Message, "over the platform's limit of 1 previews per maker") || !strings.Contains(c.Message, "'s previews "+first+" is older") {
 			t.Fatalf("ready: %s", c.Message)
 		}
 		var claims scorev1b1.ResourceClaimList

@@ -50,6 +50,7 @@ func TestRBACRefusalIsPermissionDenied(t *testing.T) {
 			{APIGroups: []string{"score.dev"}, Resources: []string{"workloadplans", "configrollouts"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
