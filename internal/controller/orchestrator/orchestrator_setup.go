@@ -78,7 +78,7 @@ var workloadLabel = apply.ByLabel(scorev1b1.LabelWorkload)
 
 // SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
 // the claims, plans and exposures they own, the deletion of retained claims, the preview
-// namespaces (internal/preview) and the config store: a new valid config
+// namespaces (internal/preview), namespaces' labels (probeHosts) and the config store: a new valid config
 // requeues every Workload. Nothing is polled. A Workload's spec change and the updates that
 // answer it, or report a claim's failure, go ahead of the backlog (urgency).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -147,6 +147,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A preview namespace created, deleted or relabelled may admit or refuse another
 		// preview under the platform's limit.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata).
+		// A namespace relabelled may be admitted to probe hosts, or no longer (probeHosts).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceWorkloads), builder.WithPredicates(labelsChanged), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workload", concurrency, r.Workers, urgency.FairQueue)}).
 		Complete(r)
 }
