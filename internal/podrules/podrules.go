@@ -129,12 +129,14 @@ type Policy struct {
 	Allow []string
 }
 
-// Check judges every pod spec an object carries: a Pod's spec, a workload's pod template
-// (spec.template.spec, spec.jobTemplate.spec.template.spec) and, in any other kind, every
-// mapping with a list of containers, wherever it is — a custom resource that embeds a pod
-// template is judged like a Deployment. ConfigMaps, Secrets and CustomResourceDefinitions
-// carry no pod. The error names the object, the field and the rule; nil when every pod
-// keeps to the rules.
+// Check judges every pod an object carries: a Pod's spec, a workload's pod template
+// (spec.template.spec, spec.jobTemplate.spec.template.spec) and, in any other kind, wherever
+// it sits, every mapping with a list of containers (a custom resource that embeds a pod
+// template is judged like a Deployment), every mapping with a pod's host or ServiceAccount
+// fields (a pod template's overrides, as pipelines carry them), and every lone container (a
+// mapping with an image and a security context, ports, probes or lifecycle handlers, as
+// workflow steps are). ConfigMaps, Secrets and CustomResourceDefinitions carry no pod. The
+// error names the object, the field and the rule; nil when every pod keeps to the rules.
 func Check(u *unstructured.Unstructured, p Policy) error {
 	if !carriesPods(u) {
 		return nil
@@ -159,10 +161,18 @@ func carriesPods(u *unstructured.Unstructured) bool {
 	return true
 }
 
-// walk calls pod for every mapping under m that has a list of containers (a pod spec), with
-// the mapping beside it under metadata when the pod spec is its parent's spec (a pod
-// template's labels and annotations), and its path; it stops when pod returns false. It does
-// not look into metadata, which holds no pod.
+// podFields are the fields of a pod spec that say what the pod is on its node or whose it is:
+// a mapping with any of them is judged as (a part of) a pod spec.
+var podFields = []string{"hostNetwork", "hostPID", "hostIPC", "serviceAccountName", "serviceAccount"}
+
+// containerFields are the fields of a container the rules judge: a mapping with an image and
+// any of them is judged as a container of a pod of its own.
+var containerFields = []string{"securityContext", "ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"}
+
+// walk calls pod for every pod spec under m (see Check), with the mapping beside it under
+// metadata when the pod spec is its parent's spec (a pod template's labels and annotations),
+// and its path; it stops when pod returns false. It does not look into metadata, which holds
+// no pod, nor into the containers of a pod spec it judged.
 func walk(m map[string]any, parent map[string]any, path string, pod func(spec, meta map[string]any, path string) bool) bool {
 	if _, ok := m["containers"].([]any); ok {
 		var meta map[string]any
@@ -170,6 +180,17 @@ func walk(m map[string]any, parent map[string]any, path string, pod func(spec, m
 			meta, _ = parent["metadata"].(map[string]any)
 		}
 		return pod(m, meta, path)
+	}
+	if c, ok := loneContainer(m, path); ok && !pod(map[string]any{"containers": []any{c}}, nil, path) {
+		return false
+	}
+	for _, f := range podFields {
+		if _, ok := m[f]; ok {
+			if !pod(m, nil, path) {
+				return false
+			}
+			break
+		}
 	}
 	for _, k := range sortedKeys(m) {
 		if k == "metadata" || k == "status" {
@@ -180,6 +201,36 @@ func walk(m map[string]any, parent map[string]any, path string, pod func(spec, m
 		}
 	}
 	return true
+}
+
+// loneContainer is the part of m the rules judge when m is a container outside a pod spec's
+// list (a workflow's step, at path): its name (the path when it has none), image and
+// containerFields, when it has an image and any of them, and they read as a container's. A
+// mapping that only looks like one (a chart's values with an image and a map of ports) is not
+// judged as a container: it is no pod.
+func loneContainer(m map[string]any, path string) (map[string]any, bool) {
+	image, ok := m["image"].(string)
+	if !ok {
+		return nil, false
+	}
+	name, ok := m["name"].(string)
+	if !ok {
+		name = path
+	}
+	c := map[string]any{"name": name, "image": image}
+	for _, f := range containerFields {
+		if v, ok := m[f]; ok {
+			c[f] = v
+		}
+	}
+	if len(c) == 2 {
+		return nil, false
+	}
+	var reads corev1.Container
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c, &reads); err != nil {
+		return nil, false
+	}
+	return c, true
 }
 
 func walkValue(v any, parent map[string]any, path string, pod func(spec, meta map[string]any, path string) bool) bool {

@@ -132,6 +132,35 @@ spec:
         serviceAccountName: edit-bot
         containers: [{name: main, image: busybox}]
 `, refused: `WorkerPool pool: spec.pools[0].podSpec.serviceAccountName: the pods may run as the namespace's default ServiceAccount only (pods.serviceAccountName names none), not "edit-bot"`},
+		{name: "a pipeline's pod template overrides", object: `apiVersion: tekton.dev/v1
+kind: PipelineRun
+metadata: {name: build}
+spec:
+  pipelineRef: {name: build}
+  taskRunTemplate:
+    podTemplate: {hostNetwork: true}
+`, refused: `PipelineRun build: spec.taskRunTemplate.podTemplate: host namespaces (hostNetwork=true), which the pod rule "hostNamespaces" refuses (pods.allow does not list it)`},
+		{name: "a pipeline's ServiceAccount", object: `apiVersion: tekton.dev/v1
+kind: PipelineRun
+metadata: {name: build}
+spec:
+  taskRunTemplate: {serviceAccountName: deployer}
+`, refused: `PipelineRun build: spec.taskRunTemplate.serviceAccountName: the pods may run as the namespace's default ServiceAccount only (pods.serviceAccountName names none), not "deployer"`},
+		{name: "a workflow step's container", object: `apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec:
+  entrypoint: main
+  templates:
+    - name: main
+      container: {image: busybox, securityContext: {privileged: true}}
+`, refused: `Workflow wf: spec.templates[0].container: privileged (container "spec.templates[0].container" must not set securityContext.privileged=true), which the pod rule "privileged" refuses (pods.allow does not list it)`},
+		{name: "a chart's values that only look like a container", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: cache}
+spec:
+  values: {image: redis, ports: {redis: 6379}}
+`},
 		{name: "a pod spec Kubernetes cannot read", object: deployment(container + "      hostNetwork: \"yes\"\n"),
 			refused: `Deployment web: spec.template.spec: is not a pod spec Kubernetes can read, so the pod rules cannot judge it: unrecognized type: bool`},
 		{name: "a ConfigMap holds data, not pods", object: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {spec: 'containers: [{hostNetwork: true}]'}\n"},
