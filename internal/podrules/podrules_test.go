@@ -192,3 +192,17 @@ func TestEveryBaselineCheckIsNamed(t *testing.T) {
 		t.Errorf("the rules are %s", got)
 	}
 }
+
+// BenchmarkCheck is the rules' cost for one Deployment of the default web-service template:
+// what every apply of a plan adds.
+func BenchmarkCheck(b *testing.B) {
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(deployment(container+"          ports: [{containerPort: 8080}]\n          readinessProbe: {httpGet: {path: /ready, port: 8080}}\n      automountServiceAccountToken: false\n")), &u.Object); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := Check(u, Policy{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
