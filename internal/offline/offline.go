@@ -323,9 +323,7 @@ func offlineEnv(in Input, def orchconfig.Provisioner, id provisioning.Identity, 
 				return provisioning.Applied{}, err
 			}
 			var err error
-			marks := prepare.InstanceMarks(id.Namespace, id.Hash())
-			marks.Kinds, marks.Pods = def.Kinds, def.Pods.Policy()
-			if *objects, err = prepareFor(in, objs, marks); err != nil || run == nil {
+			if *objects, err = prepareFor(in, objs, provisioning.Marks(def, id.Namespace, id.Hash())); err != nil || run == nil {
 				return provisioning.Applied{}, err
 			}
 			// Outputs the run only publishes in its status are unknown offline.

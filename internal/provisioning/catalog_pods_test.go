@@ -57,9 +57,7 @@ func TestCatalogDeclaresItsKindsAndPods(t *testing.T) {
 					t.Errorf("declares kind %s, which it does not make (it makes %v)", k, made)
 				}
 			}
-			marks := prepare.InstanceMarks("team", id.Hash())
-			marks.Kinds, marks.Pods = def.Kinds, def.Pods.Policy()
-			if _, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: marks, Scope: prepare.OfflineScope, Allowed: cfg.KindAllowed}); err != nil {
+			if _, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: Marks(def, "team", id.Hash()), Scope: prepare.OfflineScope, Allowed: cfg.KindAllowed}); err != nil {
 				t.Fatal(err)
 			}
 			if allowed := def.Pods.Policy().Allow; len(allowed) > 0 && def.Type != "image" {
