@@ -23,6 +23,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
@@ -194,13 +195,13 @@ func workloadMessage(t *testing.T, input string, admit func(*scorev1b1.Workload)
 	if err := admit(w); err != nil {
 		return err.Error()
 	}
-	if problems := planner.CheckInputs(w); len(problems) > 0 {
-		c := workloadstatus.SpecInvalid(problems[0].String(), len(problems)-1)
-		return string(c.Reason) + ": " + c.Message
-	}
 	cfg, err := orchconfig.Parse(sampleConfig(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if problems := planner.CheckInputs(w, planner.Allowed{ProbeHosts: cfg.ProbeHostsAllowed(w.Namespace, nil)}); len(problems) > 0 {
+		c := workloadstatus.SpecInvalid(problems[0].String(), len(problems)-1)
+		return string(c.Reason) + ": " + c.Message
 	}
 	sel, err := selection.New(cfg)
 	if err != nil {
@@ -321,15 +322,22 @@ func provisionerMessage(t *testing.T, input string) string {
 	return "(provisioned)"
 }
 
-// templateMessage renders a manifests template over a one-container plan, and writes the
-// plan's message as the runtime decides it (planstatus).
+// templateMessage renders a manifests template over a one-container plan, prepares what it
+// rendered as the applier does, and writes the plan's message as the runtime decides it
+// (planstatus).
 func templateMessage(t *testing.T, input string) string {
 	spec := &scorev1b1.WorkloadPlanSpec{Projection: scorev1b1.Projection{Containers: []scorev1b1.ContainerProjection{{Name: "main"}}}}
 	fromYAML(t, `{values: {containers: {main: {image: nginx}}}}`, spec)
 	text := strings.ReplaceAll(input, `\n`, "\n")
-	if _, err := render.Render(render.Input{Workload: "web", Namespace: "team-a", Spec: spec, Template: render.Template{Data: []byte(text)}}); err != nil {
-		p := &scorev1b1.WorkloadPlan{Spec: *spec}
+	p := &scorev1b1.WorkloadPlan{Spec: *spec}
+	objs, err := render.Render(render.Input{Workload: "web", Namespace: "team-a", Spec: spec, Template: render.Template{Data: []byte(text)}})
+	if err != nil {
 		return planstatus.From(planstatus.Observed{Plan: p, Stopped: planstatus.Render, Err: err}).Status.Message
+	}
+	// What the applier refuses before anything is applied: kinds, namespaces, the pod rules.
+	cfg := &orchconfig.Config{}
+	if _, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: prepare.PlanMarks(p), Scope: prepare.OfflineScope, Allowed: cfg.KindAllowed}); err != nil {
+		return planstatus.From(planstatus.Observed{Plan: p, Stopped: planstatus.Apply, Err: err}).Status.Message
 	}
 	return "(rendered)"
 }

@@ -30,6 +30,7 @@ var pure = []string{
 	"internal/placement",
 	"internal/planner",
 	"internal/planstatus",
+	"internal/podrules",
 	"internal/prepare",
 	"internal/preview",
 	"internal/provisioning",

@@ -105,6 +105,37 @@ type WorkloadPlanSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster,omitempty"`
+
+	// Kinds, when set, are the only kinds the backend's template may create, as Kind or
+	// Kind.group (Deployment.apps): the backend's kinds, within the config's allowedKinds.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Kinds []string `json:"kinds,omitempty"`
+
+	// Pods is what the render's pods may do beyond the pod rules (docs/security.md): the
+	// backend's pods, and probeHosts when the platform admits probe hosts in the Workload's
+	// namespace. The runtime refuses an object whose pod goes beyond it.
+	// +optional
+	Pods *PlanPods `json:"pods,omitempty"`
+}
+
+// PlanPods is what a plan's pods may do beyond the pod rules.
+type PlanPods struct {
+	// ServiceAccountName is the ServiceAccount the pods run as; empty, the namespace's
+	// default.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// ServiceAccountToken mounts the ServiceAccount's token in the pods; without it the
+	// runtime's pods carry automountServiceAccountToken: false.
+	// +optional
+	ServiceAccountToken bool `json:"serviceAccountToken,omitempty"`
+
+	// Allow names the pod rules the pods may break (hostNamespaces, seccomp, probeHosts...).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Allow []string `json:"allow,omitempty"`
 }
 
 // OutputRef points at one output of one claim.

@@ -3,8 +3,8 @@
 // it; the offline render prepares through the same pure step (internal/prepare), so it shows
 // exactly what the controllers apply.
 //
-// An apply has a pure step, prepare.Prepare (kind allowed, namespace, identity labels and
-// annotations, owner reference, stage), and this cluster step, Applier.Apply: read what exists
+// An apply has a pure step, prepare.Prepare (kind allowed, pods within the pod rules,
+// namespace, identity labels and annotations, owner reference, stage), and this cluster step, Applier.Apply: read what exists
 // (from the watch's cache where it holds the object), refuse an object that belongs to
 // another owner, start the kind's watch, server-side-apply in stages — definitions first,
 // waiting until each CustomResourceDefinition is Established before the objects of later

@@ -69,6 +69,19 @@ type Cluster struct {
 	// SecretsRevision is the revision of the outputs Secrets a Workload's pods consume;
 	// offline none (the label is left out).
 	SecretsRevision func(w *scorev1b1.Workload) string
+	// NamespaceLabels are a namespace's labels, which the config's probeHosts selects by;
+	// offline none (a namespace is selected by its name only).
+	NamespaceLabels func(namespace string) map[string]string
+}
+
+// probeHosts says whether the config admits probes that name a host in the Workload's
+// namespace, as the orchestrator decides it.
+func (in Input) probeHosts(w *scorev1b1.Workload) bool {
+	var labels map[string]string
+	if in.Cluster.NamespaceLabels != nil {
+		labels = in.Cluster.NamespaceLabels(w.Namespace)
+	}
+	return in.Config.ProbeHostsAllowed(w.Namespace, labels)
 }
 
 // Claim is one provisioned claim.
@@ -126,7 +139,7 @@ func Run(ctx context.Context, in Input) ([]Result, error) {
 }
 
 func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1.Workload) (Result, error) {
-	if problems := planner.CheckInputs(w); len(problems) > 0 {
+	if problems := planner.CheckInputs(w, planner.Allowed{ProbeHosts: in.probeHosts(w)}); len(problems) > 0 {
 		msgs := make([]string, len(problems))
 		for i, p := range problems {
 			msgs[i] = p.String()
@@ -169,7 +182,7 @@ func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1
 	sort.Slice(res.Claims, func(i, j int) bool { return res.Claims[i].Key < res.Claims[j].Key })
 
 	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: res.Selection.Profile, Backend: *res.Selection.Backend, Claims: views,
-		Cluster: res.Placement.Cluster, ClusterLabels: res.Placement.Labels})
+		Cluster: res.Placement.Cluster, ClusterLabels: res.Placement.Labels, ProbeHosts: in.probeHosts(w)})
 	if err != nil {
 		return res, err
 	}
@@ -310,7 +323,7 @@ func offlineEnv(in Input, def orchconfig.Provisioner, id provisioning.Identity, 
 				return provisioning.Applied{}, err
 			}
 			var err error
-			if *objects, err = prepareFor(in, objs, prepare.InstanceMarks(id.Namespace, id.Hash())); err != nil || run == nil {
+			if *objects, err = prepareFor(in, objs, provisioning.Marks(def, id.Namespace, id.Hash())); err != nil || run == nil {
 				return provisioning.Applied{}, err
 			}
 			// Outputs the run only publishes in its status are unknown offline.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/podrules"
 )
 
 // APIVersion and Kind identify an Orchestrator Config document.
@@ -69,6 +71,48 @@ type Config struct {
 	// Previews is the platform's policy for preview environments (scorectl preview): how
 	// many may run at once, how long they live, what happens to their dependencies.
 	Previews Previews `json:"previews,omitempty" yaml:"previews,omitempty"`
+
+	// ProbeHosts selects the namespaces whose Workloads' probes may name a host
+	// (httpGet.host): the kubelet sends such a probe to that host, from the node. Absent, no
+	// namespace's may: the Workload is SpecInvalid, and a template that adds one is refused
+	// by the pod rules.
+	ProbeHosts *Selector `json:"probeHosts,omitempty" yaml:"probeHosts,omitempty"`
+}
+
+// ProbeHostsAllowed reports whether the Workloads of a namespace (with its labels) may have
+// probes that name a host.
+func (c *Config) ProbeHostsAllowed(namespace string, labels map[string]string) bool {
+	s := c.ProbeHosts
+	if s == nil {
+		return false
+	}
+	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, namespace) {
+		return false
+	}
+	return s.MatchesLabels(labels)
+}
+
+// Pods is what the pods of a backend's templates or of a definition's objects may do beyond
+// the pod rules (internal/podrules, docs/security.md).
+type Pods struct {
+	// ServiceAccountName is the ServiceAccount the pods may run as (the runtime's pods run
+	// as it); absent, the namespace's default only.
+	ServiceAccountName string `json:"serviceAccountName,omitempty" yaml:"serviceAccountName,omitempty"`
+	// ServiceAccountToken mounts the ServiceAccount's token in the runtime's pods (backends
+	// only); without it they carry automountServiceAccountToken: false.
+	ServiceAccountToken bool `json:"serviceAccountToken,omitempty" yaml:"serviceAccountToken,omitempty"`
+	// Allow names the pod rules the pods may break (podrules.Names: hostNamespaces,
+	// privileged, capabilities, hostPath, hostPorts, appArmor, seLinux, procMount, seccomp,
+	// sysctls, windowsHostProcess, probeHosts).
+	Allow []string `json:"allow,omitempty" yaml:"allow,omitempty"`
+}
+
+// Policy is the pod rules' policy of p; a nil p allows nothing beyond the rules.
+func (p *Pods) Policy() podrules.Policy {
+	if p == nil {
+		return podrules.Policy{}
+	}
+	return podrules.Policy{ServiceAccountName: p.ServiceAccountName, Allow: p.Allow}
 }
 
 // Previews is the policy for preview environments: namespaces scorectl preview up creates,
@@ -317,6 +361,12 @@ type Backend struct {
 	// Rollout lengthens the rollout policy's bake time and progress deadline for the
 	// Workloads this backend renders.
 	Rollout *RolloutTiming `json:"rollout,omitempty" yaml:"rollout,omitempty"`
+	// Kinds, when set, are the only kinds the backend's template may create, as allowedKinds
+	// lists them (Kind or Kind.group), each also in allowedKinds.
+	Kinds []string `json:"kinds,omitempty" yaml:"kinds,omitempty"`
+	// Pods is what the backend's pods may do beyond the pod rules: the ServiceAccount they
+	// run as, its token, the rules they may break.
+	Pods *Pods `json:"pods,omitempty" yaml:"pods,omitempty"`
 }
 
 // Placement chooses the one member cluster each of a backend's Workloads runs on.
@@ -516,6 +566,13 @@ type Provisioner struct {
 	// entry point (a route's host): each is checked against the config's hostnames rules for
 	// the claim's namespace before anything is provisioned.
 	HostnameParams []string `json:"hostnameParams,omitempty" yaml:"hostnameParams,omitempty"`
+
+	// Kinds, when set, are the only kinds the definition's manifests (and chart) may create,
+	// as allowedKinds lists them (Kind or Kind.group), each also in allowedKinds.
+	Kinds []string `json:"kinds,omitempty" yaml:"kinds,omitempty"`
+	// Pods is what the pods of the definition's objects may do beyond the pod rules: the
+	// ServiceAccount they may run as, the rules they may break.
+	Pods *Pods `json:"pods,omitempty" yaml:"pods,omitempty"`
 }
 
 // The locations of a provisioner's instances.

@@ -55,6 +55,7 @@ func Validate(cfg *Config) []FieldError {
 	v.health(cfg)
 	v.hostnames(cfg)
 	v.previews(cfg.Previews)
+	v.pods(cfg)
 	for i, k := range cfg.AllowedKinds {
 		if !allowedKindPattern.MatchString(k) {
 			v.fail(fmt.Sprintf("allowedKinds[%d]", i), "%q must be Kind or Kind.group, e.g. Deployment.apps", k)

@@ -106,14 +106,14 @@ func TestCheckInputsRefusesTheExpansionEarly(t *testing.T) {
 	big := strings.Repeat("x", 60<<10)
 	copies := strings.Repeat("${metadata.annotations.big}", 400)
 	w := workload(withAnnotation("big", big), withVar("A", copies), withVar("B", copies), withResource("db", "postgres", ""))
-	problems := CheckInputs(w)
+	problems := CheckInputs(w, Allowed{})
 	if len(problems) != 1 || problems[0].Field != "spec.containers.main.variables.A" || !strings.Contains(problems[0].Message, "expand to more than 1 MiB") {
 		t.Fatalf("problems: %v", problems)
 	}
 	// Params count apart, as their own budget.
 	w = workload(withAnnotation("big", big), withVar("A", strings.Repeat("${metadata.annotations.big}", 10)),
 		withResource("db", "postgres", `{"x":"`+strings.Repeat("${metadata.annotations.big}", 10)+`"}`))
-	if problems := CheckInputs(w); len(problems) != 0 {
+	if problems := CheckInputs(w, Allowed{}); len(problems) != 0 {
 		t.Fatalf("600 KB of values and 600 KB of params: %v", problems)
 	}
 }

@@ -41,12 +41,20 @@ func Sentence(s string) string {
 	return s
 }
 
+// Allowed is what the platform allows a Workload beyond the defaults, for the checks that
+// depend on it.
+type Allowed struct {
+	// ProbeHosts admits probes that name a host (the config's probeHosts selects the
+	// Workload's namespace).
+	ProbeHosts bool
+}
+
 // CheckInputs finds what makes a Workload SpecInvalid beyond what the API server checks:
 // placeholders that are malformed or name undeclared resources or unknown metadata, whole
 // resources used where an output is needed, volume sources that are not one reference,
-// file sources left in, before cycles, and an image "." with no build resource. Problems
-// are sorted by field.
-func CheckInputs(w *scorev1b1.Workload) []Problem {
+// file sources left in, before cycles, an image "." with no build resource, and a probe that
+// names a host where the platform does not allow it. Problems are sorted by field.
+func CheckInputs(w *scorev1b1.Workload, allowed Allowed) []Problem {
 	var out []Problem
 	meta := Metadata(w)
 	add := func(field, format string, args ...any) {
@@ -138,6 +146,16 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 			}
 			if len(parts) == 1 && parts[0].Ref != nil {
 				checkRefs(field, []placeholder.Ref{*parts[0].Ref}, nil, true)
+			}
+		}
+		if !allowed.ProbeHosts {
+			for _, probe := range []struct {
+				name string
+				p    *scorev1b1.ContainerProbe
+			}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}} {
+				if probe.p != nil && probe.p.HTTPGet != nil && probe.p.HTTPGet.Host != nil {
+					add(base+"."+probe.name+".httpGet.host", "The platform does not allow a probe to name a host in this namespace: the kubelet would send it to %q from the node; leave host out to probe the container.", *probe.p.HTTPGet.Host)
+				}
 			}
 		}
 		if c.Image == "." && buildResource(w) == "" {

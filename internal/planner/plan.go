@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -11,6 +12,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
+	"github.com/score-orchestrator/score-orchestrator/internal/podrules"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
@@ -25,6 +27,9 @@ type PlanInput struct {
 	// its labels: the backend's placement overrides that match them join its defaults.
 	Cluster       string
 	ClusterLabels map[string]string
+	// ProbeHosts says whether the platform admits probes that name a host in the Workload's
+	// namespace (the config's probeHosts): the plan's pods may then have them.
+	ProbeHosts bool
 }
 
 // PlanResult is the plan spec, or the placeholders that keep it from being emitted.
@@ -84,6 +89,8 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 		Template:                   templateRef(in.Backend.Template),
 		Values:                     &apiextensionsv1.JSON{Raw: raw},
 		Projection:                 projection,
+		Kinds:                      slices.Clone(in.Backend.Kinds),
+		Pods:                       planPods(in.Backend.Pods, in.ProbeHosts),
 	}
 	for _, key := range values.SortedKeys(w.Spec.Resources) {
 		c := in.Claims[key]
@@ -99,6 +106,22 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 func Defaults(b orchconfig.Backend, cluster string, labels map[string]string) map[string]any {
 	layers := append([]map[string]any{b.Template.Values}, b.Placement.OverridesFor(labels, cluster != "")...)
 	return values.Compose(layers...)
+}
+
+// planPods is what a plan's pods may do: the backend's pods, and probe hosts where the
+// platform admits them; nil when that is nothing.
+func planPods(p *orchconfig.Pods, probeHosts bool) *scorev1b1.PlanPods {
+	out := &scorev1b1.PlanPods{}
+	if p != nil {
+		out.ServiceAccountName, out.ServiceAccountToken, out.Allow = p.ServiceAccountName, p.ServiceAccountToken, slices.Clone(p.Allow)
+	}
+	if probeHosts && !slices.Contains(out.Allow, podrules.ProbeHosts) {
+		out.Allow = append(out.Allow, podrules.ProbeHosts)
+	}
+	if out.ServiceAccountName == "" && !out.ServiceAccountToken && len(out.Allow) == 0 {
+		return nil
+	}
+	return out
 }
 
 func templateRef(t orchconfig.Template) scorev1b1.TemplateRef {

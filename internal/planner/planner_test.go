@@ -124,7 +124,7 @@ func TestCheckInputs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			problems := CheckInputs(tc.w)
+			problems := CheckInputs(tc.w, Allowed{})
 			if tc.wantField == "" {
 				if len(problems) > 0 {
 					t.Fatalf("want none, got %v", problems)

@@ -1,5 +1,6 @@
 // Package prepare is the pure step of an apply: an object's kind allowed (the config's
-// allowedKinds), its namespace (the owner's), its owner's identity labels and annotations and
+// allowedKinds, the owner's kinds), its pods within the pod rules (internal/podrules), its
+// namespace (the owner's), its owner's identity labels and annotations and
 // controller reference, and its stage (definitions first). The runtime, the provisioner and
 // the offline render prepare through it, so the render shows exactly what the controllers
 // apply (internal/apply applies what it prepared).
@@ -11,18 +12,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/podrules"
 )
 
 // ErrNotAllowed is an object its owner may not apply: of a kind the platform does not allow
-// (the config's allowedKinds), or in a namespace other than the owner's. Errors wrapping it
-// say which object and why.
+// (the config's allowedKinds, the owner's kinds), in a namespace other than the owner's, or
+// carrying a pod that breaks the pod rules (internal/podrules). Errors wrapping it say which
+// object and why.
 var ErrNotAllowed = errors.New("not allowed")
 
 // notAllowed is an ErrNotAllowed with its own sentence.
@@ -71,6 +76,13 @@ type Marks struct {
 	// several owners produce keeps the value of the one that created it, instead of being
 	// relabelled back and forth.
 	KeepLabel string
+	// Kinds, when set, are the only kinds the owner may apply, as Kind or Kind.group (its
+	// backend's or its definition's kinds), within what Input.Allowed allows: an object of
+	// another kind is refused (ErrNotAllowed).
+	Kinds []string
+	// Pods is what the owner's pods may do beyond the pod rules (its backend's or its
+	// definition's pods): an object whose pod breaks a rule is refused (ErrNotAllowed).
+	Pods podrules.Policy
 }
 
 // Ours reports whether an existing object belongs to the marks' owner: it carries OwnLabel
@@ -148,7 +160,7 @@ var (
 	namespaceKind = schema.GroupKind{Kind: "Namespace"}
 )
 
-// Prepare is the pure step of an apply: it checks each object's kind and namespace, places it
+// Prepare is the pure step of an apply: it checks each object's kind, namespace and pods, places it
 // (namespaced objects in the marks' namespace, cluster-scoped ones in none), puts the marks'
 // labels, annotations and owner reference on it, and orders the objects by stage (stable
 // within a stage). The objects are changed in place. The runtime, the provisioner and the
@@ -168,6 +180,12 @@ func Prepare(in Input) ([]Object, error) {
 		if in.Allowed != nil && !in.Allowed(gvk.Group, gvk.Kind) {
 			return nil, notAllowed(fmt.Sprintf("%s %s is of a kind the platform does not allow (allowedKinds)", u.GetKind(), u.GetName()))
 		}
+		if kinds := in.Marks.Kinds; len(kinds) > 0 && !slices.Contains(kinds, KindName(gvk.GroupKind())) {
+			return nil, notAllowed(fmt.Sprintf("%s %s is of a kind its backend or definition does not list (kinds: %s)", u.GetKind(), u.GetName(), strings.Join(kinds, ", ")))
+		}
+		if err := podrules.Check(u, in.Marks.Pods); err != nil {
+			return nil, notAllowed(err.Error())
+		}
 		switch ns := u.GetNamespace(); {
 		case !namespaced:
 			u.SetNamespace("")
@@ -186,6 +204,15 @@ func Prepare(in Input) ([]Object, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Stage < out[j].Stage })
 	return out, nil
+}
+
+// KindName is a kind as the config lists it: Kind for the core group, Kind.group otherwise
+// (Deployment.apps).
+func KindName(gk schema.GroupKind) string {
+	if gk.Group == "" {
+		return gk.Kind
+	}
+	return gk.Kind + "." + gk.Group
 }
 
 // definedScopes reads the scope of the kinds the set's CustomResourceDefinitions define: their
@@ -305,7 +332,9 @@ func appliedDigest(u *unstructured.Unstructured, keep string) string {
 
 // PlanMarks are the marks of what the runtime applies for a plan: in the plan's namespace,
 // labelled with its Workload's name, annotated with its Workload's UID (an object annotated
-// for another Workload, or not annotated, is never taken over) and controlled by the plan.
+// for another Workload, or not annotated, is never taken over) and controlled by the plan; of
+// the kinds the plan lists (and ConfigMaps and Secrets, the runtime's own), with the pods it
+// allows.
 // The offline render marks with the same function, with the UIDs it is given.
 func PlanMarks(p *scorev1b1.WorkloadPlan) Marks {
 	m := Marks{
@@ -317,6 +346,14 @@ func PlanMarks(p *scorev1b1.WorkloadPlan) Marks {
 	}
 	if p.UID != "" {
 		m.Controller = &metav1.OwnerReference{APIVersion: scorev1b1.GroupVersion.String(), Kind: "WorkloadPlan", Name: p.Name, UID: p.UID}
+	}
+	if len(p.Spec.Kinds) > 0 {
+		// The runtime's own objects: the files' ConfigMap and Secret, the outputs Secrets it
+		// copies to a member.
+		m.Kinds = append(slices.Clone(p.Spec.Kinds), "ConfigMap", "Secret")
+	}
+	if pods := p.Spec.Pods; pods != nil {
+		m.Pods = podrules.Policy{ServiceAccountName: pods.ServiceAccountName, Allow: pods.Allow}
 	}
 	return m
 }

@@ -33,6 +33,29 @@ type Pod struct {
 	// FilesName and SecretFilesName name the ConfigMap and the Secret that carry the files,
 	// after their content: a content change is a new name, so the pods roll.
 	FilesName, SecretFilesName string
+	// ServiceAccountName is the ServiceAccount the pod runs as (the backend's pods), "" the
+	// namespace's default; ServiceAccountToken mounts its token.
+	ServiceAccountName  string
+	ServiceAccountToken bool
+}
+
+// Spec is the pod spec every template kind gets (.PodSpec, the chart's score.podSpec, the
+// kustomization's merged pod): the containers, init containers and volumes, the
+// ServiceAccount the backend names, and no ServiceAccount token unless the backend asks for
+// one — a pod that does not call the API server has no use for one, and a token a tenant's
+// process can read is a credential it holds.
+func (p Pod) Spec() map[string]any {
+	spec := map[string]any{"containers": p.Containers, "automountServiceAccountToken": p.ServiceAccountToken}
+	if len(p.InitContainers) > 0 {
+		spec["initContainers"] = p.InitContainers
+	}
+	if len(p.Volumes) > 0 {
+		spec["volumes"] = p.Volumes
+	}
+	if p.ServiceAccountName != "" {
+		spec["serviceAccountName"] = p.ServiceAccountName
+	}
+	return spec
 }
 
 // SecretValue reads a secret output's value. The runtime reads the claim's outputs Secret;
@@ -89,6 +112,9 @@ func ProjectPod(name string, spec *scorev1b1.WorkloadPlanSpec, secret SecretValu
 	}
 	if len(p.pod.Containers) == 0 {
 		return Pod{}, fmt.Errorf("every container runs before another; nothing is left to run")
+	}
+	if pods := spec.Pods; pods != nil {
+		p.pod.ServiceAccountName, p.pod.ServiceAccountToken = pods.ServiceAccountName, pods.ServiceAccountToken
 	}
 	p.nameFiles()
 	return p.pod, nil

@@ -159,13 +159,7 @@ func dataOf(in Input) (data, error) {
 			return data{}, fmt.Errorf("plan values: %w", err)
 		}
 	}
-	podSpec := map[string]any{"containers": pod.Containers}
-	if len(pod.InitContainers) > 0 {
-		podSpec["initContainers"] = pod.InitContainers
-	}
-	if len(pod.Volumes) > 0 {
-		podSpec["volumes"] = pod.Volumes
-	}
+	podSpec := pod.Spec()
 	return data{
 		workload:  in.Workload,
 		namespace: in.Namespace,

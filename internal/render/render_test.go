@@ -197,7 +197,7 @@ func TestValuesCannotInjectTemplatesOrObjects(t *testing.T) {
 		}
 		dep := byKind(objs, "Deployment")
 		spec, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
-		if len(spec) != 1 {
+		if len(spec) != 2 || spec["automountServiceAccountToken"] != false {
 			t.Fatalf("%q added pod fields: %v", a, spec)
 		}
 		c0 := spec["containers"].([]any)[0].(map[string]any)

@@ -28,7 +28,7 @@ func (d *decision) lifecycle() {
 	}
 	d.endpoint = d.mirror(mirror.Policy{}).Endpoint
 	// Inputs the API server could not check.
-	if problems := planner.CheckInputs(w); len(problems) > 0 {
+	if problems := planner.CheckInputs(w, planner.Allowed{ProbeHosts: d.o.ProbeHosts}); len(problems) > 0 {
 		d.specInvalid(problems[0].String(), len(problems)-1)
 		return
 	}
@@ -127,7 +127,7 @@ func (d *decision) runtime(sel selection.Result, placed placement.Result, states
 		return
 	}
 	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: sel.Profile, Backend: *sel.Backend, Claims: d.claimViews(),
-		Cluster: placed.Cluster, ClusterLabels: placed.Labels})
+		Cluster: placed.Cluster, ClusterLabels: placed.Labels, ProbeHosts: d.o.ProbeHosts})
 	if err != nil {
 		d.specInvalid(planner.Sentence(err.Error()), 0)
 		return

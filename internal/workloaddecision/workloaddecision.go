@@ -78,6 +78,10 @@ type Observed struct {
 	// Preview is the Workload's namespace as a preview environment, with the platform's
 	// verdict on it; nil when the namespace is not a preview.
 	Preview *preview.Preview
+	// ProbeHosts says whether the current config admits probes that name a host in the
+	// Workload's namespace (its probeHosts over the namespace's labels); false before any
+	// config. Security policy, it follows the current config, not a rollout's revision.
+	ProbeHosts bool
 	// Kept are the kept revisions the Workload's claims name, other than the one it is
 	// rendered from, by revision: one that is no longer kept is absent.
 	Kept map[string]Kept

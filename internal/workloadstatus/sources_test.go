@@ -51,7 +51,7 @@ func TestSelectionAndInputMessagesAreNeutral(t *testing.T) {
 			"whole": {Type: "t", Params: &apiextensionsv1.JSON{Raw: []byte(`{"x":"${resources.vol}"}`)}},
 		},
 	}}
-	problems := planner.CheckInputs(bad)
+	problems := planner.CheckInputs(bad, planner.Allowed{})
 	if len(problems) < 8 {
 		t.Fatalf("expected many problems, got %v", problems)
 	}

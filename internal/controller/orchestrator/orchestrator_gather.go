@@ -42,6 +42,9 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.Preview = standing
+	if s.ProbeHosts, err = r.probeHosts(ctx, s.Workload.Namespace, loaded.Config); err != nil {
+		return err
+	}
 	render, reached, err := r.renderFrom(ctx, s, loaded)
 	if err != nil {
 		s.RenderErr = err

@@ -129,7 +129,7 @@ var workloadLabel = apply.ByLabel(scorev1b1.LabelWorkload)
 
 // SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
 // the claims, plans and exposures they own, the deletion of retained claims, the preview
-// namespaces (internal/preview) and the config store: a new valid config
+// namespaces (internal/preview), namespaces' labels (probeHosts) and the config store: a new valid config
 // requeues every Workload. Nothing is polled. A Workload's spec change and the updates that
 // answer it, or report a claim's failure, go ahead of the backlog (urgency).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -197,7 +197,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(e event.UpdateEvent) bool { return r.clustersChanged(e.ObjectOld, e.ObjectNew) }})).
 		// A preview namespace created, deleted or relabelled may admit or refuse another
 		// preview under the platform's limit.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata)
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata).
+		// A namespace relabelled may be admitted to probe hosts, or no longer (probeHosts).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceWorkloads), builder.WithPredicates(labelsChanged), builder.OnlyMetadata)
 	// The admission policy that binds previews to their makers installed, changed or removed
 	// admits or refuses every preview.
 	b = previewpolicy.Watch(b, r.previewWorkloads)

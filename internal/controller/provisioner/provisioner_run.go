@@ -8,7 +8,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
@@ -33,14 +32,14 @@ func (r *Reconciler) run(ctx context.Context, p *pass) *claimstatus.Run {
 	return &claimstatus.Run{Outcome: out, Err: err}
 }
 
-// place applies a run's objects on the instance's cluster with the instance's marks (on a
-// member, its namespace made ready there first) after save (the state kept: ApplyAfter lets
-// only the creation of objects that do not exist overlap it) and judges a runnable:// run,
-// reading its outputs once it succeeded. A request to a member that got no answer marks the
-// member unreachable (members.Failed).
+// place applies a run's objects on the instance's cluster with the instance's marks, within
+// its definition's kinds and pods (on a member, its namespace made ready there first) after
+// save (the state kept: ApplyAfter lets only the creation of objects that do not exist overlap
+// it) and judges a runnable:// run, reading its outputs once it succeeded. A request to a
+// member that got no answer marks the member unreachable (members.Failed).
 func (r *Reconciler) place(ctx context.Context, p *pass, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (provisioning.Applied, error) {
 	tgt, namespace := p.target, p.id.Namespace
-	marks := prepare.InstanceMarks(namespace, p.id.Hash(), p.Claim.Status.Resources...)
+	marks := provisioning.Marks(*p.Definition, namespace, p.id.Hash(), p.Claim.Status.Resources...)
 	var applied apply.Result
 	var err error
 	if tgt.Member != nil {
