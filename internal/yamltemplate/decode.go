@@ -32,7 +32,7 @@ func Decode(out []byte) ([]any, error) {
 		if err != nil {
 			return nil, located(err, out)
 		}
-		if err := substitute(&n, false, map[*yaml.Node]bool{}); err != nil {
+		if err := substitute(&n, false); err != nil {
 			return nil, err
 		}
 		var v any
@@ -58,12 +58,9 @@ func DecodeOne(out []byte) (any, error) {
 	return nil, fmt.Errorf("the output holds %d documents, not one", len(docs))
 }
 
-// substitute puts the tokens of n and its children back.
-func substitute(n *yaml.Node, key bool, seen map[*yaml.Node]bool) error {
-	if seen[n] {
-		return nil
-	}
-	seen[n] = true
+// substitute puts the tokens of n and its children back. Each node is reached once: an alias
+// is not followed (the node it names comes before it, where it was put back).
+func substitute(n *yaml.Node, key bool) error {
 	if hasToken(n.Anchor) || hasToken(n.Tag) {
 		return errors.New("a printed value is used as a YAML anchor or tag: values are only ever scalars")
 	}
@@ -76,16 +73,16 @@ func substitute(n *yaml.Node, key bool, seen map[*yaml.Node]bool) error {
 		return scalar(n, key)
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := substitute(n.Content[i], true, seen); err != nil {
+			if err := substitute(n.Content[i], true); err != nil {
 				return err
 			}
-			if err := substitute(n.Content[i+1], false, seen); err != nil {
+			if err := substitute(n.Content[i+1], false); err != nil {
 				return err
 			}
 		}
 	default:
 		for _, c := range n.Content {
-			if err := substitute(c, false, seen); err != nil {
+			if err := substitute(c, false); err != nil {
 				return err
 			}
 		}

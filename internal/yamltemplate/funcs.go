@@ -30,11 +30,11 @@ const (
 // it is parsed. They keep no state: a token carries its text.
 func Funcs() template.FuncMap {
 	return template.FuncMap{
-		fnValue:        func(v any) string { return token(printedText, printed(v, "<no value>")) },
-		fnValueHelm:    func(v any) string { return token(printedText, printed(v, "")) },
+		fnValue:        func(v any) string { return tokenOrWord(printedText, printed(v, "<no value>")) },
+		fnValueHelm:    func(v any) string { return tokenOrWord(printedText, printed(v, "")) },
 		fnQuote:        quote('"', goQuoted),
 		fnSquote:       quote('\'', singleQuoted),
-		fnQuoteJSON:    func(v any) string { return `"` + token(jsonString, fmt.Sprint(v)) + `"` },
+		fnQuoteJSON:    func(v any) string { return `"` + tokenOrWord(jsonString, fmt.Sprint(v)) + `"` },
 		fnToJSON:       func(v any) (string, error) { return toJSON(v, false) },
 		fnToPrettyJSON: func(v any) (string, error) { return toJSON(v, true) },
 		fnToYAML:       toYAML,
@@ -59,7 +59,7 @@ func quote(q byte, k kind) func(...any) string {
 		out := make([]string, 0, len(args))
 		for _, a := range args {
 			if a != nil {
-				out = append(out, string(q)+token(k, strval(a))+string(q))
+				out = append(out, string(q)+tokenOrWord(k, strval(a))+string(q))
 			}
 		}
 		return strings.Join(out, " ")
@@ -101,18 +101,25 @@ func toJSON(v any, pretty bool) (string, error) {
 			out.WriteByte(b[i])
 			continue
 		}
-		end := i + 1 // the closing quote
+		end, escaped := i+1, false // the closing quote
 		for ; b[end] != '"'; end++ {
 			if b[end] == '\\' {
-				end++
+				end, escaped = end+1, true
 			}
 		}
-		var str string
-		if err := json.Unmarshal(b[i:end+1], &str); err != nil {
-			return "", err
+		literal := b[i+1 : end]
+		str := string(literal)
+		if escaped {
+			if err := json.Unmarshal(b[i:end+1], &str); err != nil {
+				return "", err
+			}
 		}
 		out.WriteByte('"')
-		out.WriteString(token(jsonString, str))
+		if escaped || !word(str) {
+			out.WriteString(token(jsonString, str))
+		} else {
+			out.Write(literal)
+		}
 		out.WriteByte('"')
 		i = end
 	}
@@ -145,11 +152,17 @@ func tokenized(v any, k kind) (any, error) {
 	walk = func(x any) any {
 		switch x := x.(type) {
 		case string:
+			if word(x) {
+				return x // the encoder quotes it where YAML would read another type
+			}
 			return token(k, x)
 		case map[string]any:
 			m := make(map[string]any, len(x))
 			for key, e := range x {
-				m[token(k, key)] = walk(e)
+				if !word(key) {
+					key = token(k, key)
+				}
+				m[key] = walk(e)
 			}
 			return m
 		case []any:

@@ -38,6 +38,37 @@ func token(k kind, text string) string {
 	return tokenMarker + string(k) + encoding.EncodeToString([]byte(text)) + "z"
 }
 
+// tokenOrWord is text printed as k as it is when it is a word (word), else its token: a word
+// reads, wherever YAML finds it, as the same text, so it needs none.
+func tokenOrWord(k kind, text string) string {
+	if word(text) {
+		return text
+	}
+	return token(k, text)
+}
+
+// word reports whether text is made only of letters, digits and _ / + = ~, and of - and .
+// other than at its start: YAML reads such text as itself (or as the number, boolean or null
+// it spells, as it would have read it printed by hand) in every context a template can print
+// it into, and it can end no scalar, start no comment, indicator or document, nor hold a token
+// marker's end. Most printed values are words (names, hashes, ports, sizes): they cost no
+// token.
+func word(text string) bool {
+	if text == "" {
+		return true
+	}
+	if text[0] == '-' || text[0] == '.' || strings.Contains(text, tokenMarker) {
+		return false
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_/+=~-.", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // hasToken reports whether s may hold a token.
 func hasToken(s string) bool { return strings.Contains(s, tokenMarker) }
 

@@ -188,6 +188,21 @@ func platform() error {
 			},
 			"outputs": "name: {{ .Params.name }}\n",
 		})
+		// The catalog's route as it was before issue 47, its params untyped: a host the
+		// hostnames rules judge (and name in the claim's message) whatever it holds.
+		for _, p := range provisioners {
+			def, _ := p.(map[string]any)
+			if def["type"] != "route" || def["uri"] != "template://score-dev/route" {
+				continue
+			}
+			untyped := map[string]any{}
+			for k, v := range def {
+				untyped[k] = v
+			}
+			untyped["uri"], untyped["type"], untyped["supported_params"] = "template://hostile/untyped-route", "untyped-route", []any{"host", "path", "port"}
+			provisioners = append(provisioners, untyped)
+			break
+		}
 		// A careless definition, as the catalog's volume was before issue 47: its size not typed,
 		// and printed unquoted into the claim's size.
 		provisioners = append(provisioners, map[string]any{

@@ -286,21 +286,35 @@ func allowedProfilesPolicy(t *testing.T) {
 
 // Issue 47, low: control characters in a param reached the claim's message, and scorectl why
 // printed them raw to the platform engineer's terminal (a new window title, a cleared screen,
-// a fake green "Ready: True" line). Mallory's route names such a host: the claim stores the
-// message escaped, and why and status print it escaped, each on its line.
+// a fake green "Ready: True" line). Mallory's route names such a host, which the catalog's
+// route now refuses by its type (a DNS name) with the value quoted in the Workload's message;
+// the same host through a route definition that does not type it reaches the claim's message
+// (the platform's host-name rules refuse it). Each message is stored escaped, and why and
+// status print it escaped, each on its line.
 func TestHostileControlCharactersReachNoTerminal(t *testing.T) {
 	params, err := json.Marshal(map[string]any{"host": termtest.Hostile, "port": "http"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	create(t, testenv.Workload(teamB, "painter", testenv.WithPort("http", 80), testenv.WithResource("route", "route", testenv.ResourceParams(string(params)))))
-	refused(t, teamB, "painter", scorev1b1.ReasonPolicyViolation)
-	c := claimOf(t, teamB, "painter", "route")
+	msg := refused(t, teamB, "painter", scorev1b1.ReasonSpecInvalid)
+	termtest.Safe(t, "the Workload's message", msg)
+	if !strings.Contains(msg, "params.host") || !strings.Contains(msg, termtest.Marker) {
+		t.Errorf("the Workload's message %q", msg)
+	}
+	create(t, testenv.Workload(teamB, "painter-untyped", testenv.WithPort("http", 80), testenv.WithResource("route", "untyped-route", testenv.ResourceParams(string(params)))))
+	refused(t, teamB, "painter-untyped", scorev1b1.ReasonPolicyViolation)
+	c := claimOf(t, teamB, "painter-untyped", "route")
 	termtest.Safe(t, "the claim's message", c.Status.Message)
 	if !strings.Contains(c.Status.Message, "may not use host name ok"+termtest.Marker) {
 		t.Errorf("the claim's message %q", c.Status.Message)
 	}
-	out, err := scorectlAs(t, "", "why", "painter", "-n", teamB)
+	if out, err := scorectlAs(t, "", "why", "painter", "-n", teamB); err != nil {
+		t.Fatalf("scorectl why: %v\n%s", err, out)
+	} else {
+		termtest.Safe(t, "scorectl why of the typed route", out)
+	}
+	out, err := scorectlAs(t, "", "why", "painter-untyped", "-n", teamB)
 	if err != nil {
 		t.Fatalf("scorectl why: %v\n%s", err, out)
 	}
