@@ -17,6 +17,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -299,12 +300,18 @@ func provisionerMessage(t *testing.T, input string) string {
 	if err := yaml.Unmarshal([]byte(input), &def); err != nil {
 		t.Fatalf("the definition is not YAML: %v", err)
 	}
-	data := provisioning.Data{Guid: "0123456789abcdef", Uid: "postgres.default#web.db", Type: def.Type, Class: "default", Id: "web.db",
-		Params: map[string]any{}, Metadata: map[string]any{}, State: map[string]any{}, Shared: map[string]any{}, SourceWorkload: "web", Namespace: "team-a"}
-	if _, err := provisioning.RenderTemplates(def, data); err != nil {
-		return fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err)
+	in := provisioning.RunInput{Definition: def, Data: provisioning.DataInput{Identity: provisioning.NewIdentity("team-a", "web", "db", def.Type, "", ""), Source: "web"}}
+	// A Secret a reference names that the run's manifests do not create: the platform's, which
+	// the instance does not own.
+	env := provisioning.Env{Secret: func(context.Context, provisioning.SecretRef) (provisioning.ReferencedSecret, error) {
+		return provisioning.ReferencedSecret{Value: "the-platforms", HasKey: true}, nil
+	}}
+	_, err := provisioning.Run(context.Background(), in, env)
+	if err == nil {
+		return "(provisioned)"
 	}
-	return "(provisioned)"
+	claim := &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web-db"}, Spec: scorev1b1.ResourceClaimSpec{Type: def.Type}}
+	return claimstatus.From(claimstatus.Observed{Claim: claim, Definition: &def, Run: &claimstatus.Run{Err: err}}).Status.Message
 }
 
 // templateMessage renders a manifests template over a one-container plan, and writes the

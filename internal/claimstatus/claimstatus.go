@@ -219,6 +219,12 @@ func (d *decision) runFailed(err error) {
 	uri := d.o.Definition.URI
 	var waiting *tplfuncs.Waiting
 	switch step := provisioning.StepOf(err); {
+	case errors.Is(err, provisioning.ErrReferenceRefused):
+		// A secret reference the run does not resolve: the tenant's text, or a Secret the
+		// definition may not name. Terminal until the claim or the config changes (both
+		// watched); nothing of the Secret was used.
+		d.Status.Resources = inventory.Union(d.Status.Resources, d.o.Run.Outcome.Applied.Objects)
+		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, fmt.Sprintf("Provisioner %s: %v.", uri, err))
 	case errors.As(err, &waiting):
 		// Not a failure: what it waits for (another Workload, in the catalog's service type)
 		// brings the claim back when it happens, through the Workload watch.

@@ -3,6 +3,7 @@
 package orchconfig
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -513,6 +514,24 @@ type Provisioner struct {
 	// entry point (a route's host): each is checked against the config's hostnames rules for
 	// the claim's namespace before anything is provisioned.
 	HostnameParams []string `json:"hostnameParams,omitempty" yaml:"hostnameParams,omitempty"`
+
+	// PlatformSecrets are the Secrets of the instance's namespace, by name ("*" stands for any
+	// run of characters), that the definition's secret references (encodeSecretRef) may name
+	// beyond the instance's own: the platform's, which the definition hands out (the catalog's
+	// environment type). A Secret the run's manifests create, or that carries the instance's
+	// label, or whose owner is one of the instance's objects, needs no entry.
+	PlatformSecrets []string `json:"platformSecrets,omitempty" yaml:"platformSecrets,omitempty"`
+}
+
+// MayReferToPlatformSecret reports whether the definition lists the Secret name in
+// PlatformSecrets.
+func (p Provisioner) MayReferToPlatformSecret(name string) bool {
+	for _, pattern := range p.PlatformSecrets {
+		if ok, _ := path.Match(pattern, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // The locations of a provisioner's instances.

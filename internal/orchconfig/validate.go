@@ -342,6 +342,7 @@ func (v *validator) provisioners(cfg *Config) {
 		if p.DeprovisionPolicy != "" && !deprovisionPolicies[p.DeprovisionPolicy] {
 			v.fail(path+".deprovisionPolicy", "%q must be Delete, Retain or Orphan", p.DeprovisionPolicy)
 		}
+		v.platformSecrets(path, p)
 		if m != nil && m[1] == "http+api" {
 			v.api(path, p)
 			continue
@@ -691,6 +692,19 @@ func (v *validator) sharing(path string, p Provisioner) {
 	v.selector(path+".namespaceSelector", sh.NamespaceSelector)
 	if sh.Otherwise != "" && sh.Otherwise != SharingIsolate && sh.Otherwise != SharingDeny {
 		v.fail(path+".otherwise", "%q must be Isolate or Deny", sh.Otherwise)
+	}
+}
+
+// platformSecretPattern is a Secret name, or a pattern of one with "*".
+var platformSecretPattern = regexp.MustCompile(`^[a-z0-9.*-]{1,253}$`)
+
+// platformSecrets checks the names and patterns of the Secrets a definition's references may
+// name beyond the instance's own.
+func (v *validator) platformSecrets(path string, p Provisioner) {
+	for i, name := range p.PlatformSecrets {
+		if !platformSecretPattern.MatchString(name) {
+			v.fail(fmt.Sprintf("%s.platformSecrets[%d]", path, i), "%q must be a Secret name, or a pattern of one where * stands for any run of characters", name)
+		}
 	}
 }
 

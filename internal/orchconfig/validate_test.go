@@ -103,6 +103,9 @@ func TestValidate(t *testing.T) {
 		{"sharing otherwise unknown", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared", NamespaceSelector: Selector{MatchLabels: map[string]string{"a": "b"}}, Otherwise: "Share"}}}
 		}, "provisioners[0].sharing.otherwise", "must be Isolate or Deny"},
+		{"a platform Secret that is no Secret name", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/env", Type: "environment", PlatformSecrets: []string{"score-environment", "Team_Secrets"}}}
+		}, "provisioners[0].platformSecrets[1]", "must be a Secret name, or a pattern of one"},
 		{"runnable without its block", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "runnable://dev/build", Type: "image", Manifests: "- {}"}}
 		}, "provisioners[0].runnable", "needs a runnable block"},

@@ -41,8 +41,9 @@ func Sentence(s string) string {
 // CheckInputs finds what makes a Workload SpecInvalid beyond what the API server checks:
 // placeholders that are malformed or name undeclared resources or unknown metadata, whole
 // resources used where an output is needed, volume sources that are not one reference,
-// file sources left in, before cycles, and an image "." with no build resource. Problems
-// are sorted by field.
+// file sources left in, before cycles, an image "." with no build resource, and the
+// characters of a secret reference where a definition would see them. Problems are sorted by
+// field.
 func CheckInputs(w *scorev1b1.Workload) []Problem {
 	var out []Problem
 	meta := Metadata(w)
@@ -162,6 +163,7 @@ func CheckInputs(w *scorev1b1.Workload) []Problem {
 	if cycle := paramsCycle(w); cycle != "" {
 		add("spec.resources", "The resources' params refer to each other in a cycle: %s.", cycle)
 	}
+	out = append(out, secretRefProblems(w)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out
 }

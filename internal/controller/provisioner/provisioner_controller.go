@@ -216,15 +216,19 @@ func (r *Reconciler) env() provisioning.Env {
 	return env
 }
 
-// readSecretKey reads, with get, a key of an existing Secret a provisioner's outputs refer to.
-func readSecretKey(ctx context.Context, get func(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error, namespace string, ref provisioning.SecretRef) (string, error) {
+// readReferencedSecret reads, with get, a Secret a provisioner's outputs refer to: whose it is
+// (its labels and owners, which provisioning.Run judges before it uses the value) and the
+// key's value.
+func readReferencedSecret(ctx context.Context, get func(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error, namespace string, ref provisioning.SecretRef) (provisioning.ReferencedSecret, error) {
 	s := &corev1.Secret{}
 	if err := get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
-		return "", fmt.Errorf("secret %s referenced by an output: %w", ref.Name, err)
+		return provisioning.ReferencedSecret{}, fmt.Errorf("secret %s referenced by an output: %w", ref.Name, err)
+	}
+	out := provisioning.ReferencedSecret{Labels: s.Labels}
+	for _, o := range s.OwnerReferences {
+		out.Owners = append(out.Owners, string(o.UID))
 	}
 	v, ok := s.Data[ref.Key]
-	if !ok {
-		return "", fmt.Errorf("secret %s has no key %s", ref.Name, ref.Key)
-	}
-	return string(v), nil
+	out.Value, out.HasKey = string(v), ok
+	return out, nil
 }
