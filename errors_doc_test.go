@@ -28,6 +28,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
@@ -201,6 +202,10 @@ func workloadMessage(t *testing.T, input string, admit func(*scorev1b1.Workload)
 	cfg, err := orchconfig.Parse(sampleConfig(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if refused := workloaddecision.NamedVolumeRefused(w, cfg, nil, workloaddecision.InstanceVolumes{}); refused != "" {
+		c := workloadstatus.PolicyRefused(refused)
+		return string(c.Reason) + ": " + c.Message
 	}
 	sel, err := selection.New(cfg)
 	if err != nil {

@@ -70,6 +70,47 @@ type Config struct {
 	// Previews is the platform's policy for preview environments (scorectl preview): how
 	// many may run at once, how long they live, what happens to their dependencies.
 	Previews Previews `json:"previews,omitempty" yaml:"previews,omitempty"`
+
+	// NamedVolumes are the volumes each namespace's Workloads may mount by name (a volume
+	// source that is a plain name, not a ${resources.<name>} reference): a name is allowed
+	// when a rule that selects the Workload's namespace lists a pattern it matches. With no
+	// rules no name is allowed: a Workload mounts the volumes of its own dependencies only.
+	NamedVolumes []NamedVolumeRule `json:"namedVolumes,omitempty" yaml:"namedVolumes,omitempty"`
+}
+
+// NamedVolumeRule admits volumes by name for the namespaces it selects.
+type NamedVolumeRule struct {
+	// NamespaceSelector selects namespaces by their labels, or by name with namespaces;
+	// absent, the rule selects every namespace.
+	NamespaceSelector *Selector `json:"namespaceSelector,omitempty" yaml:"namespaceSelector,omitempty"`
+	// Names are volume names, where "*" stands for any run of characters and "{namespace}"
+	// for the Workload's namespace ("{namespace}-cache", "reports-*").
+	Names []string `json:"names" yaml:"names"`
+}
+
+// NamedVolumeAllowed says whether a Workload in namespace (with labels) may mount the volume
+// name by name, and, when not, the names the namespace may mount (none when no rule selects
+// it).
+func (c *Config) NamedVolumeAllowed(namespace string, labels map[string]string, name string) (bool, []string) {
+	var names []string
+	for _, r := range c.NamedVolumes {
+		if sel := r.NamespaceSelector; sel != nil {
+			if len(sel.Namespaces) > 0 && !slices.Contains(sel.Namespaces, namespace) {
+				continue
+			}
+			if !sel.MatchesLabels(labels) {
+				continue
+			}
+		}
+		for _, pattern := range r.Names {
+			pattern = strings.ReplaceAll(pattern, HostnameNamespace, namespace)
+			if ok, _ := path.Match(pattern, name); ok {
+				return true, nil
+			}
+			names = append(names, pattern)
+		}
+	}
+	return false, names
 }
 
 // Previews is the policy for preview environments: namespaces scorectl preview up creates,

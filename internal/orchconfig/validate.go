@@ -52,6 +52,7 @@ func Validate(cfg *Config) []FieldError {
 	v.rollout(cfg.Rollout)
 	v.health(cfg)
 	v.hostnames(cfg)
+	v.namedVolumes(cfg)
 	v.previews(cfg.Previews)
 	for i, k := range cfg.AllowedKinds {
 		if !allowedKindPattern.MatchString(k) {
@@ -531,6 +532,27 @@ func (v *validator) hostnames(cfg *Config) {
 		for j, param := range p.HostnameParams {
 			if strings.TrimSpace(param) == "" {
 				v.fail(fmt.Sprintf("provisioners[%d].hostnameParams[%d]", i, j), "must name a param")
+			}
+		}
+	}
+}
+
+// namedVolumePattern is a volume name, or a pattern of one with "*" and "{namespace}".
+var namedVolumePattern = regexp.MustCompile(`^([a-z0-9.*-]|\{namespace\})+$`)
+
+// namedVolumes checks the rules of the volumes Workloads may mount by name.
+func (v *validator) namedVolumes(cfg *Config) {
+	for i, r := range cfg.NamedVolumes {
+		path := fmt.Sprintf("namedVolumes[%d]", i)
+		if r.NamespaceSelector != nil {
+			v.selector(path+".namespaceSelector", *r.NamespaceSelector)
+		}
+		if len(r.Names) == 0 {
+			v.fail(path+".names", "a rule admits at least one name")
+		}
+		for j, name := range r.Names {
+			if !namedVolumePattern.MatchString(name) || len(name) > 253 {
+				v.fail(fmt.Sprintf("%s.names[%d]", path, j), "%q must be a volume name, or a pattern of one where * stands for any run of characters and {namespace} for the Workload's namespace", name)
 			}
 		}
 	}

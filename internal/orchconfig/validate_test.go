@@ -86,6 +86,12 @@ func TestValidate(t *testing.T) {
 		{"a hostname rule's empty selector", func(c *Config) {
 			c.Hostnames = []HostnameRule{{NamespaceSelector: &Selector{}, Domains: []string{"shop.example.com"}}}
 		}, "hostnames[0].namespaceSelector", "a selector needs"},
+		{"a named volume rule without names", func(c *Config) {
+			c.NamedVolumes = []NamedVolumeRule{{NamespaceSelector: &Selector{MatchLabels: map[string]string{"team": "a"}}}}
+		}, "namedVolumes[0].names", "at least one name"},
+		{"a named volume that is no name", func(c *Config) {
+			c.NamedVolumes = []NamedVolumeRule{{Names: []string{"{namespace}-cache", "Shared_Data"}}}
+		}, "namedVolumes[0].names[1]", "must be a volume name, or a pattern of one"},
 		{"a negative preview limit", func(c *Config) { c.Previews.Max = -1 }, "previews.max", "must be 1 or more"},
 		{"a preview lifetime that is not a duration", func(c *Config) { c.Previews.DefaultTTL = "a day" }, "previews.defaultTTL", "positive duration"},
 		{"a preview lifetime of nothing", func(c *Config) { c.Previews.MaxTTL = "0s" }, "previews.maxTTL", "positive duration"},

@@ -293,3 +293,26 @@ func findCycle(nodes []string, graph map[string][]string) string {
 	}
 	return ""
 }
+
+// NamedVolume is a volume a Workload mounts by name: a source that is a plain name, not a
+// ${resources.<name>} reference.
+type NamedVolume struct {
+	// Field is the source's field, Name the volume's name.
+	Field, Name string
+}
+
+// NamedVolumes are the Workload's volumes mounted by name, by container and target.
+func NamedVolumes(w *scorev1b1.Workload) []NamedVolume {
+	var out []NamedVolume
+	for _, cname := range values.SortedKeys(w.Spec.Containers) {
+		c := w.Spec.Containers[cname]
+		for _, target := range values.SortedKeys(c.Volumes) {
+			parts, err := placeholder.Parse(c.Volumes[target].Source)
+			if err != nil || len(parts) != 1 || parts[0].Ref != nil || parts[0].Literal == "" {
+				continue
+			}
+			out = append(out, NamedVolume{Field: "spec.containers." + cname + ".volumes." + target + ".source", Name: parts[0].Literal})
+		}
+	}
+	return out
+}

@@ -78,6 +78,11 @@ type Observed struct {
 	// Preview is the Workload's namespace as a preview environment, with the platform's
 	// verdict on it; nil when the namespace is not a preview.
 	Preview *preview.Preview
+	// NamespaceLabels and InstanceVolumes are the labels of the Workload's namespace, which
+	// the platform's named-volume rules select on, and the volumes of the instances there:
+	// read only when the Workload mounts a volume by name.
+	NamespaceLabels map[string]string
+	InstanceVolumes InstanceVolumes
 	// Kept are the kept revisions the Workload's claims name, other than the one it is
 	// rendered from, by revision: one that is no longer kept is absent.
 	Kept map[string]Kept

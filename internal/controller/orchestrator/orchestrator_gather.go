@@ -42,6 +42,9 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.Preview = standing
+	if err := r.namedVolumes(ctx, s); err != nil {
+		return err
+	}
 	render, reached, err := r.renderFrom(ctx, s, loaded)
 	if err != nil {
 		s.RenderErr = err

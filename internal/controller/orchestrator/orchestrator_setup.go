@@ -92,6 +92,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstanceNamespace, instanceNamespace); err != nil {
+		return err
+	}
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = 4
@@ -147,6 +150,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A preview namespace created, deleted or relabelled may admit or refuse another
 		// preview under the platform's limit.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata).
+		// A namespace relabelled, or an instance's volumes changed, may admit or refuse the
+		// volumes its Workloads mount by name (orchestrator_volumes.go).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namedVolumeWorkloads), builder.WithPredicates(predicate.LabelChangedPredicate{}), builder.OnlyMetadata).
+		Watches(&scorev1b1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(r.instanceVolumeWorkloads), builder.WithPredicates(instanceVolumesChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workload", concurrency, r.Workers, urgency.FairQueue)}).
 		Complete(r)
 }
