@@ -63,7 +63,18 @@ type Observed struct {
 	Unreachable   error
 	// Instance is the instance's identity hash.
 	Instance string
+	// PlatformPolicy is the deprovision policy the platform gives the claim's instance (its
+	// class's, else its definition's; "" is Delete), which a consumer of a shared instance
+	// keeps unless the definition's sharing allows an override.
+	PlatformPolicy scorev1b1.DeprovisionPolicy
+	// Shares is what the sharing ledger says of the claim's namespace, when its definition
+	// bounds the instances a consumer namespace holds and the claim's instance is shared from
+	// another namespace (shares.go); nil otherwise.
+	Shares *Shares
 
+	// Recorded is what recording the claim's instance in the sharing ledger did, once made
+	// (Record).
+	Recorded *Recorded
 	// Run is the provisioning run, once made (Provision).
 	Run *Run
 	// Published is what the publishing writes did, once made (Publish).
@@ -110,6 +121,9 @@ const (
 	// Retire releases a moved instance's objects on the clusters its Workload left
 	// (Decision.Elsewhere), then decides again with Observed.Retired.
 	Retire
+	// Record records the claim's instance among those its namespace holds in the sharing
+	// ledger, before it is provisioned, then decides again with Observed.Recorded.
+	Record
 )
 
 // Decision is the claim's status and what the pass does next.
@@ -173,6 +187,11 @@ func (d *decision) served() {
 		d.unreachable(o.Unreachable) // its registration or its next answer brings the claim back
 		return
 	}
+	// A shared instance the ledger does not list is recorded first: until then it is not the
+	// claim's (a claim that records it is not taken as one provisioned on it before).
+	if o.Run == nil && d.records() {
+		return
+	}
 	d.Status.InstanceCluster, d.Status.Instance = o.Cluster, o.Instance
 	switch {
 	case o.Run == nil:
@@ -208,6 +227,16 @@ func (d *decision) refused() bool {
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, d.o.SharingDenied)
 	case d.o.HostnameDenied != "":
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPolicyViolation, d.o.HostnameDenied)
+	case policyOverridden(d.o) != "":
+		// Nothing of the shared instance is the claim's: its release, whatever its policy,
+		// deletes none of it.
+		d.Status.Resources, d.Status.Instance = nil, ""
+		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, policyOverridden(d.o))
+	case overBound(d.o) != "":
+		// Retried with backoff, as a quota is: a place freed in the namespace (a claim of it
+		// deleted) is not something the provisioner watches.
+		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPolicyViolation, overBound(d.o))
+		d.Retry = errAtBound
 	default:
 		return false
 	}

@@ -364,6 +364,10 @@ func TestInstanceNamespace(t *testing.T) {
 	sharing.NamespaceSelector.MatchLabels = map[string]string{"share": "yes"}
 	own := *sharing
 	own.Otherwise = ""
+	ids := *sharing
+	ids.IDs = []string{"main", "orders"}
+	idsOwn := ids
+	idsOwn.Otherwise = ""
 	claim := func(namespace, id string) *scorev1b1.ResourceClaim {
 		return &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: scorev1b1.ResourceClaimSpec{Type: "kv", ID: id}}
 	}
@@ -380,6 +384,9 @@ func TestInstanceNamespace(t *testing.T) {
 		{"a namespace the selector admits", claim("team", "main"), sharing, map[string]string{"share": "yes"}, "shared-home", ""},
 		{"any other, denied", claim("team", "main"), sharing, map[string]string{"share": "no"}, "", "Namespace team may not share kv main: the platform shares it only with namespaces it selects by label."},
 		{"any other, its own instance", claim("team", "main"), &own, nil, "", ""},
+		{"an id the platform does not share, denied", claim("team", "other"), &ids, map[string]string{"share": "yes"}, "", "Namespace team may not share kv other: the platform shares only the ids main, orders."},
+		{"an id the platform shares", claim("team", "orders"), &ids, map[string]string{"share": "yes"}, "shared-home", ""},
+		{"an id the platform does not share, its own instance", claim("team", "other"), &idsOwn, map[string]string{"share": "yes"}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns, denied := InstanceNamespace(tc.claim, tc.sharing, tc.labels)

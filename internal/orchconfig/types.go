@@ -597,6 +597,23 @@ type Sharing struct {
 	// Otherwise is what a claim with an id from any other namespace gets: Isolate (its own
 	// instance in its namespace, the default) or Deny (PermissionDenied).
 	Otherwise string `json:"otherwise,omitempty" yaml:"otherwise,omitempty"`
+	// IDs, when set, are the only ids consumers share: a claim from another namespace with
+	// any other id is not admitted, and gets what Otherwise says.
+	IDs []string `json:"ids,omitempty" yaml:"ids,omitempty"`
+	// MaxInstancesPerNamespace bounds the instances a consumer namespace's claims hold in the
+	// sharing namespace (each distinct id one, created or joined): a claim that would make it
+	// hold one more is refused (PolicyViolation) before anything is provisioned. 0: no bound.
+	MaxInstancesPerNamespace int `json:"maxInstancesPerNamespace,omitempty" yaml:"maxInstancesPerNamespace,omitempty"`
+	// AllowPolicyOverride lets a consumer's claim name a deprovision policy other than the
+	// platform's for the instance (its class's, else the definition's): without it such a
+	// claim is refused (PermissionDenied), so that no consumer deletes an instance the
+	// platform retains, or keeps one it deletes.
+	AllowPolicyOverride bool `json:"allowPolicyOverride,omitempty" yaml:"allowPolicyOverride,omitempty"`
+}
+
+// SharesID reports whether consumers may share the id.
+func (s *Sharing) SharesID(id string) bool {
+	return len(s.IDs) == 0 || slices.Contains(s.IDs, id)
 }
 
 // HelmChart is a helm:// provisioner's chart. Release and Values are Go templates over the

@@ -715,6 +715,14 @@ func (v *validator) sharing(path string, p Provisioner) {
 	if sh.Otherwise != "" && sh.Otherwise != SharingIsolate && sh.Otherwise != SharingDeny {
 		v.fail(path+".otherwise", "%q must be Isolate or Deny", sh.Otherwise)
 	}
+	for i, id := range sh.IDs {
+		if !resourceIDPattern.MatchString(id) || len(id) > 63 {
+			v.fail(fmt.Sprintf("%s.ids[%d]", path, i), "%q must be dot-separated lower-case labels of letters, digits and '-'", id)
+		}
+	}
+	if sh.MaxInstancesPerNamespace < 0 {
+		v.fail(path+".maxInstancesPerNamespace", "must be 1 or more (or left out: no bound), found %d", sh.MaxInstancesPerNamespace)
+	}
 }
 
 // platformSecretPattern is a Secret name, or a pattern of one with "*".

@@ -112,6 +112,12 @@ func TestValidate(t *testing.T) {
 		{"a platform Secret that is no Secret name", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "template://dev/env", Type: "environment", PlatformSecrets: []string{"score-environment", "Team_Secrets"}}}
 		}, "provisioners[0].platformSecrets[1]", "must be a Secret name, or a pattern of one"},
+		{"a shared id that is no id", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared", NamespaceSelector: Selector{MatchLabels: map[string]string{"a": "b"}}, IDs: []string{"main", "Main_DB"}}}}
+		}, "provisioners[0].sharing.ids[1]", "must be dot-separated lower-case labels"},
+		{"a negative bound of shared instances", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared", NamespaceSelector: Selector{MatchLabels: map[string]string{"a": "b"}}, MaxInstancesPerNamespace: -1}}}
+		}, "provisioners[0].sharing.maxInstancesPerNamespace", "must be 1 or more"},
 		{"runnable without its block", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "runnable://dev/build", Type: "image", Manifests: "- {}"}}
 		}, "provisioners[0].runnable", "needs a runnable block"},

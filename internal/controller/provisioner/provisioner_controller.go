@@ -170,8 +170,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // provision takes the claim one step. It reads what the pass needs (observe), asks
-// claimstatus.From for the claim's status and what to do next, does that — run the
-// provisioner, publish, retire a moved instance — and asks again with what it did, until the
+// claimstatus.From for the claim's status and what to do next, does that — record a shared
+// instance in the sharing ledger, run the provisioner, publish, retire a moved instance — and
+// asks again with what it did, until the
 // decision is Done. Each action is done at most once: what it did, in Observed, moves the
 // decision on.
 func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
@@ -185,6 +186,8 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		// events and identities.
 		c.Status = d.Status
 		switch d.Next {
+		case claimstatus.Record:
+			p.Recorded = &claimstatus.Recorded{Err: r.record(ctx, c, p)}
 		case claimstatus.Provision:
 			p.Run = r.run(ctx, p)
 		case claimstatus.Publish:
