@@ -184,13 +184,38 @@ func encodeCalls(node parse.Node) []int {
 }
 
 // unmark takes the run's mark off the references in v's strings: what a run keeps or applies
-// holds score-k8s's references, as the definition wrote them.
+// holds score-k8s's references, as the definition wrote them. v itself is returned when it holds
+// none, as it mostly does (a copy only where there is a mark to take off).
 func unmark(v any) any {
 	prefix := madePrefix()
+	if !holds(v, prefix) {
+		return v
+	}
 	out, _ := placeholder.MapStrings(v, func(s string) (string, error) {
 		return strings.ReplaceAll(s, prefix, tplfuncs.SecretRefPrefix), nil
 	})
 	return out
+}
+
+// holds reports whether a string in v holds text.
+func holds(v any, text string) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.Contains(x, text)
+	case map[string]any:
+		for _, e := range x {
+			if holds(e, text) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if holds(e, text) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unmarkMap is unmark of a map, nil kept nil.
@@ -211,8 +236,8 @@ func unmarkManifests(ms []map[string]any) {
 // markCommand marks the references in a command's outputs as the run's: the command is the
 // definition, and its input held none a tenant wrote (CheckData).
 func markCommand(outputs map[string]any) map[string]any {
-	if outputs == nil {
-		return nil
+	if !holds(outputs, tplfuncs.SecretRefPrefix) {
+		return outputs
 	}
 	prefix := madePrefix()
 	out, _ := placeholder.MapStrings(outputs, func(s string) (string, error) {
