@@ -18,6 +18,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
@@ -29,6 +30,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
@@ -203,6 +205,10 @@ func workloadMessage(t *testing.T, input string, admit func(*scorev1b1.Workload)
 		c := workloadstatus.SpecInvalid(problems[0].String(), len(problems)-1)
 		return string(c.Reason) + ": " + c.Message
 	}
+	if refused := workloaddecision.NamedVolumeRefused(w, cfg, nil, workloaddecision.InstanceVolumes{}); refused != "" {
+		c := workloadstatus.PolicyRefused(refused)
+		return string(c.Reason) + ": " + c.Message
+	}
 	sel, err := selection.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -314,12 +320,18 @@ func provisionerMessage(t *testing.T, input string) string {
 	if err := yaml.Unmarshal([]byte(input), &def); err != nil {
 		t.Fatalf("the definition is not YAML: %v", err)
 	}
-	data := provisioning.Data{Guid: "0123456789abcdef", Uid: "postgres.default#web.db", Type: def.Type, Class: "default", Id: "web.db",
-		Params: map[string]any{}, Metadata: map[string]any{}, State: map[string]any{}, Shared: map[string]any{}, SourceWorkload: "web", Namespace: "team-a"}
-	if _, err := provisioning.RenderTemplates(def, data); err != nil {
-		return fmt.Sprintf("Provisioner %s failed: %v.", def.URI, err)
+	in := provisioning.RunInput{Definition: def, Data: provisioning.DataInput{Identity: provisioning.NewIdentity("team-a", "web", "db", def.Type, "", ""), Source: "web"}}
+	// A Secret a reference names that the run's manifests do not create: the platform's, which
+	// the instance does not own.
+	env := provisioning.Env{Secret: func(context.Context, provisioning.SecretRef) (provisioning.ReferencedSecret, error) {
+		return provisioning.ReferencedSecret{Value: "the-platforms", HasKey: true}, nil
+	}}
+	_, err := provisioning.Run(context.Background(), in, env)
+	if err == nil {
+		return "(provisioned)"
 	}
-	return "(provisioned)"
+	claim := &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web-db"}, Spec: scorev1b1.ResourceClaimSpec{Type: def.Type}}
+	return claimstatus.From(claimstatus.Observed{Claim: claim, Definition: &def, Run: &claimstatus.Run{Err: err}}).Status.Message
 }
 
 // templateMessage renders a manifests template over a one-container plan, prepares what it

@@ -68,7 +68,18 @@ type Observed struct {
 	Unreachable   error
 	// Instance is the instance's identity hash.
 	Instance string
+	// PlatformPolicy is the deprovision policy the platform gives the claim's instance (its
+	// class's, else its definition's; "" is Delete), which a consumer of a shared instance
+	// keeps unless the definition's sharing allows an override.
+	PlatformPolicy scorev1b1.DeprovisionPolicy
+	// Shares is what the sharing ledger says of the claim's namespace, when its definition
+	// bounds the instances a consumer namespace holds and the claim's instance is shared from
+	// another namespace (shares.go); nil otherwise.
+	Shares *Shares
 
+	// Recorded is what recording the claim's instance in the sharing ledger did, once made
+	// (Record).
+	Recorded *Recorded
 	// Run is the provisioning run, once made (Provision).
 	Run *Run
 	// Published is what the publishing writes did, once made (Publish).
@@ -115,6 +126,9 @@ const (
 	// Retire releases a moved instance's objects on the clusters its Workload left
 	// (Decision.Elsewhere), then decides again with Observed.Retired.
 	Retire
+	// Record records the claim's instance among those its namespace holds in the sharing
+	// ledger, before it is provisioned, then decides again with Observed.Recorded.
+	Record
 )
 
 // Decision is the claim's status and what the pass does next.
@@ -178,6 +192,11 @@ func (d *decision) served() {
 		d.unreachable(o.Unreachable) // its registration or its next answer brings the claim back
 		return
 	}
+	// A shared instance the ledger does not list is recorded first: until then it is not the
+	// claim's (a claim that records it is not taken as one provisioned on it before).
+	if o.Run == nil && d.records() {
+		return
+	}
 	d.Status.InstanceCluster, d.Status.Instance = o.Cluster, o.Instance
 	switch {
 	case o.Run == nil:
@@ -215,6 +234,16 @@ func (d *decision) refused() bool {
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPolicyViolation, d.o.HostnameDenied)
 	case d.o.ParamsRefused != "":
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonSpecInvalid, d.o.ParamsRefused)
+	case policyOverridden(d.o) != "":
+		// Nothing of the shared instance is the claim's: its release, whatever its policy,
+		// deletes none of it.
+		d.Status.Resources, d.Status.Instance = nil, ""
+		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, policyOverridden(d.o))
+	case overBound(d.o) != "":
+		// Retried with backoff, as a quota is: a place freed in the namespace (a claim of it
+		// deleted) is not something the provisioner watches.
+		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPolicyViolation, overBound(d.o))
+		d.Retry = errAtBound
 	default:
 		return false
 	}
@@ -226,6 +255,12 @@ func (d *decision) runFailed(err error) {
 	uri := d.o.Definition.URI
 	var waiting *tplfuncs.Waiting
 	switch step := provisioning.StepOf(err); {
+	case errors.Is(err, provisioning.ErrReferenceRefused):
+		// A secret reference the run does not resolve: the tenant's text, or a Secret the
+		// definition may not name. Terminal until the claim or the config changes (both
+		// watched); nothing of the Secret was used.
+		d.Status.Resources = inventory.Union(d.Status.Resources, d.o.Run.Outcome.Applied.Objects)
+		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, fmt.Sprintf("Provisioner %s: %v.", uri, err))
 	case errors.As(err, &waiting):
 		// Not a failure: what it waits for (another Workload, in the catalog's service type)
 		// brings the claim back when it happens, through the Workload watch.

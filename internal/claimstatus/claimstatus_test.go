@@ -218,6 +218,13 @@ func TestFrom(t *testing.T) {
 		{"an output refers to a Secret that is not there", observed(failedAt(provisioning.StepOutputs, errors.New(`output "password": secret pw referenced by an output: not found`))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonClaimFailed, message: "Provisioner " + uri + `: output "password": secret pw referenced by an output: not found.`, retry: true}},
 
+		// Issue 47: a reference the run does not resolve is the tenant's doing or the
+		// definition's reach, not a failure to retry; what the run placed stays listed.
+		{"a secret reference in the tenant's params", observed(failedAt(provisioning.StepProvision, fmt.Errorf("%w: params.path holds 🔐 or 💬", provisioning.ErrReferenceRefused))),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, message: "Provisioner " + uri + ": secret reference refused: params.path holds 🔐 or 💬.", resources: "-"}},
+		{"an output refers to a Secret that is not the instance's", observed(failedAt(provisioning.StepOutputs, fmt.Errorf("%w: secret pg-other is not the instance's", provisioning.ErrReferenceRefused), live)),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, message: "Provisioner " + uri + ": secret reference refused: secret pg-other is not the instance's.", resources: "db"}},
+
 		// An http+api:// instance not ready.
 		{"the API says it is being created", observed(definition("http+api://acme/db"), progressed(provisioning.ProgressPending, `status.phase is "creating"`, 4*time.Second)),
 			want{phase: scorev1b1.ClaimPhaseBinding, message: `Waiting for http+api://acme/db: status.phase is "creating".`, requeue: 4 * time.Second, check: observedGeneration(3)}},
@@ -360,6 +367,10 @@ func TestInstanceNamespace(t *testing.T) {
 	sharing.NamespaceSelector.MatchLabels = map[string]string{"share": "yes"}
 	own := *sharing
 	own.Otherwise = ""
+	ids := *sharing
+	ids.IDs = []string{"main", "orders"}
+	idsOwn := ids
+	idsOwn.Otherwise = ""
 	claim := func(namespace, id string) *scorev1b1.ResourceClaim {
 		return &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: scorev1b1.ResourceClaimSpec{Type: "kv", ID: id}}
 	}
@@ -376,6 +387,9 @@ func TestInstanceNamespace(t *testing.T) {
 		{"a namespace the selector admits", claim("team", "main"), sharing, map[string]string{"share": "yes"}, "shared-home", ""},
 		{"any other, denied", claim("team", "main"), sharing, map[string]string{"share": "no"}, "", "Namespace team may not share kv main: the platform shares it only with namespaces it selects by label."},
 		{"any other, its own instance", claim("team", "main"), &own, nil, "", ""},
+		{"an id the platform does not share, denied", claim("team", "other"), &ids, map[string]string{"share": "yes"}, "", "Namespace team may not share kv other: the platform shares only the ids main, orders."},
+		{"an id the platform shares", claim("team", "orders"), &ids, map[string]string{"share": "yes"}, "shared-home", ""},
+		{"an id the platform does not share, its own instance", claim("team", "other"), &idsOwn, map[string]string{"share": "yes"}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns, denied := InstanceNamespace(tc.claim, tc.sharing, tc.labels)

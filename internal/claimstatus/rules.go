@@ -10,9 +10,9 @@ import (
 
 // InstanceNamespace decides where a claim's instance lives, from the labels of the claim's
 // namespace. A claim with an id whose provisioner shares across namespaces, from a namespace
-// the sharing selector admits, shares the instance in the sharing namespace (returned); from
-// any other namespace it gets its own instance ("": its own namespace) or, when the platform
-// says Deny, a denial message. Without an id, or without sharing, the instance is the claim's
+// the sharing selector admits and with an id it shares (all, unless it lists some), shares the
+// instance in the sharing namespace (returned); any other gets its own instance ("": its own
+// namespace) or, when the platform says Deny, a denial message. Without an id, or without sharing, the instance is the claim's
 // own.
 func InstanceNamespace(c *scorev1b1.ResourceClaim, sh *orchconfig.Sharing, labels map[string]string) (namespace, denied string) {
 	switch {
@@ -20,8 +20,10 @@ func InstanceNamespace(c *scorev1b1.ResourceClaim, sh *orchconfig.Sharing, label
 		return "", ""
 	case c.Namespace == sh.Namespace:
 		return "", "" // the sharing namespace's own claims share in place
-	case sh.NamespaceSelector.MatchesLabels(labels):
+	case sh.NamespaceSelector.MatchesLabels(labels) && sh.SharesID(c.Spec.ID):
 		return sh.Namespace, ""
+	case sh.Otherwise == orchconfig.SharingDeny && !sh.SharesID(c.Spec.ID):
+		return "", fmt.Sprintf("Namespace %s may not share %s %s: the platform shares only the ids %s.", c.Namespace, c.Spec.Type, c.Spec.ID, strings.Join(sh.IDs, ", "))
 	case sh.Otherwise == orchconfig.SharingDeny:
 		return "", fmt.Sprintf("Namespace %s may not share %s %s: the platform shares it only with namespaces it selects by label.", c.Namespace, c.Spec.Type, c.Spec.ID)
 	}

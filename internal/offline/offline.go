@@ -333,9 +333,11 @@ func offlineEnv(in Input, def orchconfig.Provisioner, id provisioning.Identity, 
 			}
 			return provisioning.Applied{RunOutputs: outputs}, nil
 		},
-		Secret: func(_ context.Context, ref provisioning.SecretRef) (string, error) {
-			// A Secret the platform owns (the environment type's): known only in the cluster.
-			return fmt.Sprintf("<secret %s key %s, known in the cluster>", ref.Name, ref.Key), nil
+		Secret: func(_ context.Context, ref provisioning.SecretRef) (provisioning.ReferencedSecret, error) {
+			// A Secret the platform owns (the environment type's) or the instance's objects make:
+			// known only in the cluster, where the run also judges whose it is.
+			return provisioning.ReferencedSecret{Labels: map[string]string{scorev1b1.LabelInstance: id.Hash()}, HasKey: true,
+				Value: fmt.Sprintf("<secret %s key %s, known in the cluster>", ref.Name, ref.Key)}, nil
 		},
 	}
 }

@@ -3,6 +3,7 @@
 package orchconfig
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -77,6 +78,12 @@ type Config struct {
 	// namespace's may: the Workload is SpecInvalid, and a template that adds one is refused
 	// by the pod rules.
 	ProbeHosts *Selector `json:"probeHosts,omitempty" yaml:"probeHosts,omitempty"`
+
+	// NamedVolumes are the volumes each namespace's Workloads may mount by name (a volume
+	// source that is a plain name, not a ${resources.<name>} reference): a name is allowed
+	// when a rule that selects the Workload's namespace lists a pattern it matches. With no
+	// rules no name is allowed: a Workload mounts the volumes of its own dependencies only.
+	NamedVolumes []NamedVolumeRule `json:"namedVolumes,omitempty" yaml:"namedVolumes,omitempty"`
 }
 
 // ProbeHostsAllowed reports whether the Workloads of a namespace (with its labels) may have
@@ -113,6 +120,41 @@ func (p *Pods) Policy() podrules.Policy {
 		return podrules.Policy{}
 	}
 	return podrules.Policy{ServiceAccountName: p.ServiceAccountName, Allow: p.Allow}
+}
+
+// NamedVolumeRule admits volumes by name for the namespaces it selects.
+type NamedVolumeRule struct {
+	// NamespaceSelector selects namespaces by their labels, or by name with namespaces;
+	// absent, the rule selects every namespace.
+	NamespaceSelector *Selector `json:"namespaceSelector,omitempty" yaml:"namespaceSelector,omitempty"`
+	// Names are volume names, where "*" stands for any run of characters and "{namespace}"
+	// for the Workload's namespace ("{namespace}-cache", "reports-*").
+	Names []string `json:"names" yaml:"names"`
+}
+
+// NamedVolumeAllowed says whether a Workload in namespace (with labels) may mount the volume
+// name by name, and, when not, the names the namespace may mount (none when no rule selects
+// it).
+func (c *Config) NamedVolumeAllowed(namespace string, labels map[string]string, name string) (bool, []string) {
+	var names []string
+	for _, r := range c.NamedVolumes {
+		if sel := r.NamespaceSelector; sel != nil {
+			if len(sel.Namespaces) > 0 && !slices.Contains(sel.Namespaces, namespace) {
+				continue
+			}
+			if !sel.MatchesLabels(labels) {
+				continue
+			}
+		}
+		for _, pattern := range r.Names {
+			pattern = strings.ReplaceAll(pattern, HostnameNamespace, namespace)
+			if ok, _ := path.Match(pattern, name); ok {
+				return true, nil
+			}
+			names = append(names, pattern)
+		}
+	}
+	return false, names
 }
 
 // Previews is the policy for preview environments: namespaces scorectl preview up creates,
@@ -573,6 +615,24 @@ type Provisioner struct {
 	// Pods is what the pods of the definition's objects may do beyond the pod rules: the
 	// ServiceAccount they may run as, the rules they may break.
 	Pods *Pods `json:"pods,omitempty" yaml:"pods,omitempty"`
+
+	// PlatformSecrets are the Secrets of the instance's namespace, by name ("*" stands for any
+	// run of characters), that the definition's secret references (encodeSecretRef) may name
+	// beyond the instance's own: the platform's, which the definition hands out (the catalog's
+	// environment type). A Secret the run's manifests create, or that carries the instance's
+	// label, or whose owner is one of the instance's objects, needs no entry.
+	PlatformSecrets []string `json:"platformSecrets,omitempty" yaml:"platformSecrets,omitempty"`
+}
+
+// MayReferToPlatformSecret reports whether the definition lists the Secret name in
+// PlatformSecrets.
+func (p Provisioner) MayReferToPlatformSecret(name string) bool {
+	for _, pattern := range p.PlatformSecrets {
+		if ok, _ := path.Match(pattern, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // The locations of a provisioner's instances.
@@ -597,6 +657,23 @@ type Sharing struct {
 	// Otherwise is what a claim with an id from any other namespace gets: Isolate (its own
 	// instance in its namespace, the default) or Deny (PermissionDenied).
 	Otherwise string `json:"otherwise,omitempty" yaml:"otherwise,omitempty"`
+	// IDs, when set, are the only ids consumers share: a claim from another namespace with
+	// any other id is not admitted, and gets what Otherwise says.
+	IDs []string `json:"ids,omitempty" yaml:"ids,omitempty"`
+	// MaxInstancesPerNamespace bounds the instances a consumer namespace's claims hold in the
+	// sharing namespace (each distinct id one, created or joined): a claim that would make it
+	// hold one more is refused (PolicyViolation) before anything is provisioned. 0: no bound.
+	MaxInstancesPerNamespace int `json:"maxInstancesPerNamespace,omitempty" yaml:"maxInstancesPerNamespace,omitempty"`
+	// AllowPolicyOverride lets a consumer's claim name a deprovision policy other than the
+	// platform's for the instance (its class's, else the definition's): without it such a
+	// claim is refused (PermissionDenied), so that no consumer deletes an instance the
+	// platform retains, or keeps one it deletes.
+	AllowPolicyOverride bool `json:"allowPolicyOverride,omitempty" yaml:"allowPolicyOverride,omitempty"`
+}
+
+// SharesID reports whether consumers may share the id.
+func (s *Sharing) SharesID(id string) bool {
+	return len(s.IDs) == 0 || slices.Contains(s.IDs, id)
 }
 
 // HelmChart is a helm:// provisioner's chart. Release and Values are Go templates over the

@@ -54,6 +54,7 @@ func Validate(cfg *Config) []FieldError {
 	v.rollout(cfg.Rollout)
 	v.health(cfg)
 	v.hostnames(cfg)
+	v.namedVolumes(cfg)
 	v.previews(cfg.Previews)
 	v.pods(cfg)
 	for i, k := range cfg.AllowedKinds {
@@ -345,6 +346,7 @@ func (v *validator) provisioners(cfg *Config) {
 		if p.DeprovisionPolicy != "" && !deprovisionPolicies[p.DeprovisionPolicy] {
 			v.fail(path+".deprovisionPolicy", "%q must be Delete, Retain or Orphan", p.DeprovisionPolicy)
 		}
+		v.platformSecrets(path, p)
 		if m != nil && m[1] == "http+api" {
 			v.api(path, p)
 			continue
@@ -563,6 +565,27 @@ func (v *validator) params(path string, params []Param) {
 	}
 }
 
+// namedVolumePattern is a volume name, or a pattern of one with "*" and "{namespace}".
+var namedVolumePattern = regexp.MustCompile(`^([a-z0-9.*-]|\{namespace\})+$`)
+
+// namedVolumes checks the rules of the volumes Workloads may mount by name.
+func (v *validator) namedVolumes(cfg *Config) {
+	for i, r := range cfg.NamedVolumes {
+		path := fmt.Sprintf("namedVolumes[%d]", i)
+		if r.NamespaceSelector != nil {
+			v.selector(path+".namespaceSelector", *r.NamespaceSelector)
+		}
+		if len(r.Names) == 0 {
+			v.fail(path+".names", "a rule admits at least one name")
+		}
+		for j, name := range r.Names {
+			if !namedVolumePattern.MatchString(name) || len(name) > 253 {
+				v.fail(fmt.Sprintf("%s.names[%d]", path, j), "%q must be a volume name, or a pattern of one where * stands for any run of characters and {namespace} for the Workload's namespace", name)
+			}
+		}
+	}
+}
+
 func (v *validator) endpoint(cfg *Config) {
 	if cfg.Endpoint.Template == "" {
 		return
@@ -719,6 +742,27 @@ func (v *validator) sharing(path string, p Provisioner) {
 	v.selector(path+".namespaceSelector", sh.NamespaceSelector)
 	if sh.Otherwise != "" && sh.Otherwise != SharingIsolate && sh.Otherwise != SharingDeny {
 		v.fail(path+".otherwise", "%q must be Isolate or Deny", sh.Otherwise)
+	}
+	for i, id := range sh.IDs {
+		if !resourceIDPattern.MatchString(id) || len(id) > 63 {
+			v.fail(fmt.Sprintf("%s.ids[%d]", path, i), "%q must be dot-separated lower-case labels of letters, digits and '-'", id)
+		}
+	}
+	if sh.MaxInstancesPerNamespace < 0 {
+		v.fail(path+".maxInstancesPerNamespace", "must be 1 or more (or left out: no bound), found %d", sh.MaxInstancesPerNamespace)
+	}
+}
+
+// platformSecretPattern is a Secret name, or a pattern of one with "*".
+var platformSecretPattern = regexp.MustCompile(`^[a-z0-9.*-]{1,253}$`)
+
+// platformSecrets checks the names and patterns of the Secrets a definition's references may
+// name beyond the instance's own.
+func (v *validator) platformSecrets(path string, p Provisioner) {
+	for i, name := range p.PlatformSecrets {
+		if !platformSecretPattern.MatchString(name) {
+			v.fail(fmt.Sprintf("%s.platformSecrets[%d]", path, i), "%q must be a Secret name, or a pattern of one where * stands for any run of characters", name)
+		}
 	}
 }
 

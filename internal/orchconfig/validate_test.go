@@ -86,6 +86,12 @@ func TestValidate(t *testing.T) {
 		{"a hostname rule's empty selector", func(c *Config) {
 			c.Hostnames = []HostnameRule{{NamespaceSelector: &Selector{}, Domains: []string{"shop.example.com"}}}
 		}, "hostnames[0].namespaceSelector", "a selector needs"},
+		{"a named volume rule without names", func(c *Config) {
+			c.NamedVolumes = []NamedVolumeRule{{NamespaceSelector: &Selector{MatchLabels: map[string]string{"team": "a"}}}}
+		}, "namedVolumes[0].names", "at least one name"},
+		{"a named volume that is no name", func(c *Config) {
+			c.NamedVolumes = []NamedVolumeRule{{Names: []string{"{namespace}-cache", "Shared_Data"}}}
+		}, "namedVolumes[0].names[1]", "must be a volume name, or a pattern of one"},
 		{"a negative preview limit", func(c *Config) { c.Previews.Max = -1 }, "previews.max", "must be 1 or more"},
 		{"a preview lifetime that is not a duration", func(c *Config) { c.Previews.DefaultTTL = "a day" }, "previews.defaultTTL", "positive duration"},
 		{"a preview lifetime of nothing", func(c *Config) { c.Previews.MaxTTL = "0s" }, "previews.maxTTL", "positive duration"},
@@ -103,6 +109,15 @@ func TestValidate(t *testing.T) {
 		{"sharing otherwise unknown", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared", NamespaceSelector: Selector{MatchLabels: map[string]string{"a": "b"}}, Otherwise: "Share"}}}
 		}, "provisioners[0].sharing.otherwise", "must be Isolate or Deny"},
+		{"a platform Secret that is no Secret name", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/env", Type: "environment", PlatformSecrets: []string{"score-environment", "Team_Secrets"}}}
+		}, "provisioners[0].platformSecrets[1]", "must be a Secret name, or a pattern of one"},
+		{"a shared id that is no id", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared", NamespaceSelector: Selector{MatchLabels: map[string]string{"a": "b"}}, IDs: []string{"main", "Main_DB"}}}}
+		}, "provisioners[0].sharing.ids[1]", "must be dot-separated lower-case labels"},
+		{"a negative bound of shared instances", func(c *Config) {
+			c.Provisioners = []Provisioner{{URI: "template://dev/pg", Type: "postgres", Sharing: &Sharing{Namespace: "shared", NamespaceSelector: Selector{MatchLabels: map[string]string{"a": "b"}}, MaxInstancesPerNamespace: -1}}}
+		}, "provisioners[0].sharing.maxInstancesPerNamespace", "must be 1 or more"},
 		{"runnable without its block", func(c *Config) {
 			c.Provisioners = []Provisioner{{URI: "runnable://dev/build", Type: "image", Manifests: "- {}"}}
 		}, "provisioners[0].runnable", "needs a runnable block"},

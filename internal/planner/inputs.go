@@ -52,8 +52,9 @@ type Allowed struct {
 // CheckInputs finds what makes a Workload SpecInvalid beyond what the API server checks:
 // placeholders that are malformed or name undeclared resources or unknown metadata, whole
 // resources used where an output is needed, volume sources that are not one reference,
-// file sources left in, before cycles, an image "." with no build resource, and a probe that
-// names a host where the platform does not allow it. Problems are sorted by field.
+// file sources left in, before cycles, an image "." with no build resource, a probe that names
+// a host where the platform does not allow it, and the characters of a secret reference where
+// a definition would see them. Problems are sorted by field.
 func CheckInputs(w *scorev1b1.Workload, allowed Allowed) []Problem {
 	var out []Problem
 	meta := Metadata(w)
@@ -183,6 +184,7 @@ func CheckInputs(w *scorev1b1.Workload, allowed Allowed) []Problem {
 	if cycle := paramsCycle(w); cycle != "" {
 		add("spec.resources", "The resources' params refer to each other in a cycle: %s.", cycle)
 	}
+	out = append(out, secretRefProblems(w)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out
 }
@@ -311,4 +313,27 @@ func findCycle(nodes []string, graph map[string][]string) string {
 		}
 	}
 	return ""
+}
+
+// NamedVolume is a volume a Workload mounts by name: a source that is a plain name, not a
+// ${resources.<name>} reference.
+type NamedVolume struct {
+	// Field is the source's field, Name the volume's name.
+	Field, Name string
+}
+
+// NamedVolumes are the Workload's volumes mounted by name, by container and target.
+func NamedVolumes(w *scorev1b1.Workload) []NamedVolume {
+	var out []NamedVolume
+	for _, cname := range values.SortedKeys(w.Spec.Containers) {
+		c := w.Spec.Containers[cname]
+		for _, target := range values.SortedKeys(c.Volumes) {
+			parts, err := placeholder.Parse(c.Volumes[target].Source)
+			if err != nil || len(parts) != 1 || parts[0].Ref != nil || parts[0].Literal == "" {
+				continue
+			}
+			out = append(out, NamedVolume{Field: "spec.containers." + cname + ".volumes." + target + ".source", Name: parts[0].Literal})
+		}
+	}
+	return out
 }

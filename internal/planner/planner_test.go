@@ -121,6 +121,14 @@ func TestCheckInputs(t *testing.T) {
 		{"params cycle", workload(withResource("a", "t1", `{"x":"${resources.b.y}"}`), withResource("b", "t2", `{"x":"${resources.a.y}"}`)), "spec.resources", "cycle: a → b → a"},
 		{"bad policy annotation", workload(withResource("db", "postgres", "", "score.dev/deprovision-policy", "Keep")), "spec.resources.db.metadata.annotations", "must be Delete, Retain or Orphan"},
 		{"escaped placeholders are literals", workload(withVar("X", "$${resources.nothing.here}")), "", ""},
+		// Issue 47: a marker in a param echoed into an output read any Secret of the namespace.
+		{"a secret reference in a param", workload(withResource("api", "endpoint", `{"path":"/x🔐💬pg-1234_password💬🔐"}`)), "spec.resources.api.params.path", "characters of a secret reference"},
+		{"a secret reference deep in a param", workload(withResource("api", "endpoint", `{"a":[{"b":"💬"}]}`)), "spec.resources.api.params.a[0].b", "which a workload may not write"},
+		{"a secret reference in a param's key", workload(withResource("api", "endpoint", `{"🔐":"x"}`)), "spec.resources.api.params.🔐", "characters of a secret reference"},
+		{"a secret reference in resource metadata", workload(withResource("db", "postgres", "", "note", "🔐💬x_y💬🔐")), "spec.resources.db.metadata.annotations.note", "characters of a secret reference"},
+		{"a secret reference in an annotation", workload(func(w *scorev1b1.Workload) { w.Annotations = map[string]string{"team": "🔐💬x_y💬🔐"} }), "metadata.annotations.team", "characters of a secret reference"},
+		{"other emoji are fine", workload(withResource("api", "endpoint", `{"path":"/🚀"}`), func(w *scorev1b1.Workload) { w.Annotations = map[string]string{"team": "🦊"} }), "", ""},
+		{"a variable may hold them: it reaches no definition", workload(withVar("X", "🔐💬")), "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,7 +98,7 @@ func TestCatalog(t *testing.T) {
 				t.Fatal(err)
 			}
 			data.State, data.Shared = first.State, PatchMap(data.Shared, first.Shared)
-			second, err := RenderTemplates(def, data)
+			second, err := renderInRun(def, data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestCatalog(t *testing.T) {
 				if v, ok := inManifests[r]; ok {
 					return v, nil
 				}
-				if v, ok := platform[r]; ok {
+				if v, ok := platform[r]; ok && def.MayReferToPlatformSecret(r.Name) {
 					return v, nil
 				}
 				return "", fmt.Errorf("no secret %s key %s", r.Name, r.Key)

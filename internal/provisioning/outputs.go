@@ -3,8 +3,8 @@ package provisioning
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -12,17 +12,15 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
-// SecretRef names one key of a Secret in the claim's namespace.
+// SecretRef names one key of a Secret in the instance's namespace.
 type SecretRef struct{ Name, Key string }
 
-// secretRefPattern is score-k8s's encoding "🔐💬<secret>_<key>💬🔐". Secret names cannot hold
-// "_", so the first "_" separates the name from the key.
-var secretRefPattern = regexp.MustCompile(regexp.QuoteMeta(tplfuncs.SecretRefPrefix) + `([a-z0-9.-]+)_(.+?)` + regexp.QuoteMeta(tplfuncs.SecretRefSuffix))
-
 // SplitOutputs separates the outputs that hold secret references from the rest. A secret
-// output's value is resolved (every reference replaced by the referenced value) so that it
-// can be stored in the claim's own outputs Secret; a non-string secret output is stored as
-// JSON. Plain outputs are returned as they are.
+// output's value is resolved (every reference replaced by the referenced value, read with
+// lookup) so that it can be stored in the claim's own outputs Secret; a non-string secret
+// output is stored as JSON. Plain outputs are returned as they are. Only references the run
+// made resolve (secretref.go): an output that holds another is refused (ErrReferenceRefused),
+// and so is one whose reference does not name a Secret.
 func SplitOutputs(outputs map[string]any, lookup func(SecretRef) (string, error)) (plain map[string]any, secret map[string]string, err error) {
 	plain, secret = map[string]any{}, map[string]string{}
 	keys := make([]string, 0, len(outputs))
@@ -30,15 +28,20 @@ func SplitOutputs(outputs map[string]any, lookup func(SecretRef) (string, error)
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	made := madePrefix()
 	for _, k := range keys {
 		v := outputs[k]
 		raw, err := json.Marshal(v)
 		if err != nil {
 			return nil, nil, fmt.Errorf("output %q: %w", k, err)
 		}
-		if !strings.Contains(string(raw), tplfuncs.SecretRefPrefix) {
+		refs := strings.Count(string(raw), tplfuncs.SecretRefPrefix)
+		switch {
+		case refs == 0:
 			plain[k] = v
 			continue
+		case refs > strings.Count(string(raw), made):
+			return nil, nil, fmt.Errorf("%w: output %s holds a secret reference the definition did not make, text that came from its data (a param, metadata, the state, an API's answer, a run's outputs), which is never resolved", ErrReferenceRefused, k)
 		}
 		resolved, err := resolveRefs(v, lookup)
 		if err != nil {
@@ -54,18 +57,23 @@ func SplitOutputs(outputs map[string]any, lookup func(SecretRef) (string, error)
 	return plain, secret, nil
 }
 
-// resolveRefs replaces every secret reference in the strings inside v by its value.
+// resolveRefs replaces every reference the run made in the strings inside v by its value.
 func resolveRefs(v any, lookup func(SecretRef) (string, error)) (any, error) {
+	pattern, made := madePattern(), madePrefix()
 	return placeholder.MapStrings(v, func(x string) (string, error) {
 		var firstErr error
-		out := secretRefPattern.ReplaceAllStringFunc(x, func(m string) string {
-			parts := secretRefPattern.FindStringSubmatch(m)
+		out := pattern.ReplaceAllStringFunc(x, func(m string) string {
+			parts := pattern.FindStringSubmatch(m)
 			val, err := lookup(SecretRef{Name: parts[1], Key: parts[2]})
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
 			return val
 		})
+		if firstErr == nil && strings.Contains(out, made) {
+			// Resolved values never hold the mark: a reference is left that names no Secret.
+			firstErr = errors.New("a secret reference does not name a Secret and a key (🔐💬<secret>_<key>💬🔐, the Secret's name in lower case)")
+		}
 		return out, firstErr
 	})
 }

@@ -31,7 +31,7 @@ func TestRenderTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The second run sees the first run's state: the password stays.
-	second, err := RenderTemplates(def, Data{Guid: id.Guid(), Uid: id.Uid(), Type: "postgres", State: first.State, Namespace: "ns"})
+	second, err := renderInRun(def, Data{Guid: id.Guid(), Uid: id.Uid(), Type: "postgres", State: first.State, Namespace: "ns"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +51,12 @@ func TestRenderTemplates(t *testing.T) {
 	if got := MissingOutputs([]string{"host", "password", "database"}, plain, secret); len(got) != 1 || got[0] != "database" {
 		t.Fatalf("missing %v", got)
 	}
+}
+
+// renderInRun renders def as a run does: the references its templates make are the run's,
+// which SplitOutputs resolves.
+func renderInRun(def orchconfig.Provisioner, data Data) (Result, error) {
+	return RenderTemplates(withMadeReferences(def), data)
 }
 
 func lookupIn(m map[SecretRef]string) func(SecretRef) (string, error) {

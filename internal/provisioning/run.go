@@ -116,8 +116,10 @@ var ErrRunFailed = errors.New("the run failed")
 // the definition run by its strategy (Provision, or Env.API's step for http+api://), its state
 // kept (Env.SaveState), its objects placed (Env.Apply) and a runnable:// run's outputs read,
 // then the outputs split into plain and secret ones, a Secret they refer to read from the
-// run's own manifests or else through Env.Secret. What only a cluster knows (stored state,
-// Secrets, the external API, commands) comes through env.
+// run's own manifests or else through Env.Secret. Only references the definition made in the
+// run resolve, and only to Secrets of the instance or that the definition lists; the tenant's
+// data holds none (secretref.go). What only a cluster knows (stored state, Secrets, the
+// external API, commands) comes through env.
 func Run(ctx context.Context, in RunInput, env Env) (Outcome, error) {
 	def := in.Definition
 	strategy, err := StrategyOf(def.URI)
@@ -126,6 +128,10 @@ func Run(ctx context.Context, in RunInput, env Env) (Outcome, error) {
 	}
 	in.Data.Sharing = def.Sharing
 	data := NewData(in.Data)
+	if err := CheckData(data); err != nil {
+		return Outcome{}, &StepError{Step: StepProvision, Err: err}
+	}
+	def = withMadeReferences(def)
 	var out Outcome
 	switch {
 	case env.Offline && !strategy.Pure():
@@ -138,16 +144,12 @@ func Run(ctx context.Context, in RunInput, env Env) (Outcome, error) {
 	if err != nil || out.Progress != nil || !out.Applied.Complete() {
 		return out, err
 	}
-	inManifests := SecretsInManifests(out.Result.Manifests)
-	out.Plain, out.Secret, err = SplitOutputs(out.Result.Outputs, func(ref SecretRef) (string, error) {
-		if v, ok := inManifests[ref]; ok {
-			return v, nil
-		}
-		if env.Secret == nil {
-			return "", fmt.Errorf("secret %s referenced by an output cannot be read here", ref.Name)
-		}
-		return env.Secret(ctx, ref)
-	})
+	var read func(SecretRef) (ReferencedSecret, error)
+	if env.Secret != nil {
+		read = func(ref SecretRef) (ReferencedSecret, error) { return env.Secret(ctx, ref) }
+	}
+	lookup := referredSecret(def, data.Instance, out.Applied.Objects, SecretsInManifests(out.Result.Manifests), read)
+	out.Plain, out.Secret, err = SplitOutputs(out.Result.Outputs, lookup)
 	if err != nil {
 		return out, &StepError{Step: StepOutputs, Err: err}
 	}

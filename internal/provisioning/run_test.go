@@ -16,7 +16,7 @@ import (
 
 // kv renders a Secret and a ConfigMap, a state, a secret output from its own Secret and one
 // from a Secret the platform owns.
-var kv = orchconfig.Provisioner{URI: "template://t/kv", Type: "kv",
+var kv = orchconfig.Provisioner{URI: "template://t/kv", Type: "kv", PlatformSecrets: []string{"platform"},
 	State: `password: {{ dig "password" "p4ss" .State | quote }}`,
 	Outputs: `host: kv.{{ .Namespace }}
 password: {{ encodeSecretRef "kv" "password" }}
@@ -44,8 +44,8 @@ func (r *recorder) env() Env {
 			r.run = run
 			return Applied{Objects: []scorev1b1.AppliedObject{{Kind: "ConfigMap", Name: "kv"}}}, nil
 		},
-		Secret: func(_ context.Context, ref SecretRef) (string, error) {
-			return "secret-" + ref.Name + "-" + ref.Key, nil
+		Secret: func(_ context.Context, ref SecretRef) (ReferencedSecret, error) {
+			return ReferencedSecret{Value: "secret-" + ref.Name + "-" + ref.Key, HasKey: true}, nil
 		},
 	}
 }
@@ -102,7 +102,7 @@ func TestRunStopsAtTheStepThatFailed(t *testing.T) {
 			return e
 		}, StepApply, true},
 		{"a Secret an output refers to", kv, func(e Env) Env {
-			e.Secret = func(context.Context, SecretRef) (string, error) { return "", refused }
+			e.Secret = func(context.Context, SecretRef) (ReferencedSecret, error) { return ReferencedSecret{}, refused }
 			return e
 		}, StepOutputs, true},
 	} {

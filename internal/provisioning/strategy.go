@@ -81,9 +81,10 @@ type Env struct {
 	// can use them (apply.Applier.ApplyAfter). Its error is returned, and stops the placing.
 	// nil places nothing, and keeps the state.
 	Apply func(ctx context.Context, objs []*unstructured.Unstructured, run *unstructured.Unstructured, save func(context.Context) error) (Applied, error)
-	// Secret reads a key of a Secret an output refers to that the run's manifests do not
-	// create (one the platform owns); nil refuses such outputs.
-	Secret func(ctx context.Context, ref SecretRef) (string, error)
+	// Secret reads a Secret an output refers to that the run's manifests do not create, in the
+	// instance's namespace: the key's value and what tells whose the Secret is (Run resolves
+	// only the instance's and those the definition lists); nil refuses such outputs.
+	Secret func(ctx context.Context, ref SecretRef) (ReferencedSecret, error)
 	// Offline runs nothing that reaches beyond the process: a cmd:// or http+api://
 	// definition is not run, and its outputs are stand-ins (Outcome.StandIn). scorectl render
 	// runs offline.
@@ -101,7 +102,9 @@ func Provision(ctx context.Context, s Strategy, def orchconfig.Provisioner, data
 		if env.Command == nil {
 			return Result{}, fmt.Errorf("%w: command provisioners cannot run here", ErrNotRunnable)
 		}
-		return env.Command(ctx, def, data)
+		res, err := env.Command(ctx, def, data)
+		res.Outputs = markCommand(res.Outputs)
+		return res, err
 	case StrategyAPI:
 		return Result{}, ErrNotOneShot
 	case StrategyTemplate, StrategyHelm, StrategyRunnable:
@@ -112,6 +115,9 @@ func Provision(ctx context.Context, s Strategy, def orchconfig.Provisioner, data
 	if err != nil {
 		return Result{}, err
 	}
+	// Only the outputs keep the run's references; what is kept or applied holds score-k8s's.
+	res.Init, res.State, res.Shared = unmarkMap(res.Init), unmarkMap(res.State), unmarkMap(res.Shared)
+	unmarkManifests(res.Manifests)
 	switch s {
 	case StrategyHelm:
 		if env.Chart == nil {
@@ -129,6 +135,7 @@ func Provision(ctx context.Context, s Strategy, def orchconfig.Provisioner, data
 		if err != nil {
 			return Result{}, err
 		}
+		unmarkManifests(objs)
 		res.Manifests = append(res.Manifests, objs...)
 	case StrategyRunnable:
 		if len(res.Manifests) != 1 {

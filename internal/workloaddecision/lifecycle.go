@@ -19,8 +19,8 @@ import (
 
 // lifecycle walks the stages of a Workload that is not deleted, in order; each either
 // completes, and the next one follows, or names the write it needs, or decides the status, and
-// the pass stops there: the shard's labels → inputs → config → selection → placement → claims →
-// exposure → plan → runtime.
+// the pass stops there: the shard's labels → inputs → config → volumes by name → selection →
+// placement → claims → exposure → plan → runtime.
 func (d *decision) lifecycle() {
 	w := d.o.Workload
 	if !d.handOver() {
@@ -44,6 +44,14 @@ func (d *decision) lifecycle() {
 	if p := d.o.Preview; p != nil && p.Refused != "" {
 		refused := workloadstatus.PreviewRefused(p.Refused)
 		d.decide(workloadstatus.InputsValid(), refused, refused)
+		d.summaries = w.Status.Claims
+		return
+	}
+	// A volume mounted by name that the platform does not admit, or an instance's: nothing is
+	// provisioned or deployed until the Workload mounts another.
+	if refused := NamedVolumeRefused(w, current.Config, d.o.NamespaceLabels, d.o.InstanceVolumes); refused != "" {
+		c := workloadstatus.PolicyRefused(refused)
+		d.decide(workloadstatus.InputsValid(), c, c)
 		d.summaries = w.Status.Claims
 		return
 	}

@@ -82,6 +82,11 @@ type Observed struct {
 	// Workload's namespace (its probeHosts over the namespace's labels); false before any
 	// config. Security policy, it follows the current config, not a rollout's revision.
 	ProbeHosts bool
+	// NamespaceLabels and InstanceVolumes are the labels of the Workload's namespace, which
+	// the platform's named-volume rules select on, and the volumes of the instances there:
+	// read only when the Workload mounts a volume by name.
+	NamespaceLabels map[string]string
+	InstanceVolumes InstanceVolumes
 	// Kept are the kept revisions the Workload's claims name, other than the one it is
 	// rendered from, by revision: one that is no longer kept is absent.
 	Kept map[string]Kept

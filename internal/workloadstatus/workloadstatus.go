@@ -194,6 +194,13 @@ func PreviewRefused(message string) Condition {
 	return cond(metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation, message)
 }
 
+// PolicyRefused is the claims' and the runtime's condition for a Workload a platform rule
+// refuses (a volume mounted by name that the platform does not admit): nothing is provisioned
+// or deployed for it until it changes. The message is the rule's own, naming the field.
+func PolicyRefused(message string) Condition {
+	return cond(metav1.ConditionFalse, scorev1b1.ReasonPolicyViolation, message)
+}
+
 // WaitingForClaims is the runtime condition while dependencies are not ready.
 func WaitingForClaims() Condition {
 	return cond(metav1.ConditionFalse, scorev1b1.ReasonClaimPending, msgWaitingForClaims)

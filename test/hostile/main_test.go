@@ -138,8 +138,8 @@ func waitFor(timeout time.Duration, f func() error) error {
 
 // platform sets up what the platform team owns: the tenants' namespaces (Pod Security
 // baseline enforced), mallory's binding to score-workload-editor in each, and the config's
-// additions — every namespace its own host names, a postgres class shared from teamA, an
-// http+api definition with its credentials.
+// additions — every namespace its own host names, a postgres class shared from teamA (and the
+// retained and bounded ones of secrets_test.go), an http+api definition with its credentials.
 func platform() error {
 	baseline := map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}
 	for name, extra := range map[string]map[string]string{teamA: {}, teamB: {"share": "yes"}} {
@@ -180,6 +180,7 @@ func platform() error {
 			provisioners = append([]any{shared}, provisioners...) // before the catalog's, which serves every class
 			break
 		}
+		provisioners = append(sharingLimits(), provisioners...) // secrets_test.go
 		provisioners = append(provisioners, map[string]any{
 			"uri": "http+api://hostile/api-db", "type": "api-db",
 			"api": map[string]any{

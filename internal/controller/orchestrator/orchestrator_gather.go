@@ -45,6 +45,9 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) error {
 	if s.ProbeHosts, err = r.probeHosts(ctx, s.Workload.Namespace, loaded.Config); err != nil {
 		return err
 	}
+	if err := r.namedVolumes(ctx, s); err != nil {
+		return err
+	}
 	render, reached, err := r.renderFrom(ctx, s, loaded)
 	if err != nil {
 		s.RenderErr = err

@@ -53,6 +53,16 @@ var labelsChanged = predicate.Funcs{
 	},
 }
 
+// relabelledNamespaceWorkloads maps a namespace whose labels changed to the Workloads whose
+// decision its labels take part in: all of them when the config's probeHosts selects by
+// labels, else those that mount a volume by name (namedVolumes selects namespaces too).
+func (r *Reconciler) relabelledNamespaceWorkloads(ctx context.Context, o client.Object) []reconcile.Request {
+	if reqs := r.namespaceWorkloads(ctx, o); reqs != nil {
+		return reqs
+	}
+	return r.namedVolumeWorkloads(ctx, o)
+}
+
 // namespaceWorkloads maps a namespace whose labels changed to its Workloads, when the config's
 // probeHosts selects by labels: whether their probes may name a host may have changed.
 func (r *Reconciler) namespaceWorkloads(ctx context.Context, o client.Object) []reconcile.Request {

@@ -143,6 +143,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstanceNamespace, instanceNamespace); err != nil {
+		return err
+	}
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = 4
@@ -198,8 +201,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A preview namespace created, deleted or relabelled may admit or refuse another
 		// preview under the platform's limit.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.previewWorkloads), builder.WithPredicates(previewChanged), builder.OnlyMetadata).
-		// A namespace relabelled may be admitted to probe hosts, or no longer (probeHosts).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceWorkloads), builder.WithPredicates(labelsChanged), builder.OnlyMetadata)
+		// A namespace relabelled may be admitted to probe hosts (probeHosts) or to volumes by name
+		// (namedVolumes), or no longer; an instance's volumes changed may name a volume a
+		// Workload mounts by name (orchestrator_volumes.go).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.relabelledNamespaceWorkloads), builder.WithPredicates(labelsChanged), builder.OnlyMetadata).
+		Watches(&scorev1b1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(r.instanceVolumeWorkloads), builder.WithPredicates(instanceVolumesChanged))
 	// The admission policy that binds previews to their makers installed, changed or removed
 	// admits or refuses every preview.
 	b = previewpolicy.Watch(b, r.previewWorkloads)

@@ -170,8 +170,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // provision takes the claim one step. It reads what the pass needs (observe), asks
-// claimstatus.From for the claim's status and what to do next, does that — run the
-// provisioner, publish, retire a moved instance — and asks again with what it did, until the
+// claimstatus.From for the claim's status and what to do next, does that — record a shared
+// instance in the sharing ledger, run the provisioner, publish, retire a moved instance — and
+// asks again with what it did, until the
 // decision is Done. Each action is done at most once: what it did, in Observed, moves the
 // decision on.
 func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
@@ -185,6 +186,8 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 		// events and identities.
 		c.Status = d.Status
 		switch d.Next {
+		case claimstatus.Record:
+			p.Recorded = &claimstatus.Recorded{Err: r.record(ctx, c, p)}
 		case claimstatus.Provision:
 			p.Run = r.run(ctx, p)
 		case claimstatus.Publish:
@@ -216,15 +219,19 @@ func (r *Reconciler) env() provisioning.Env {
 	return env
 }
 
-// readSecretKey reads, with get, a key of an existing Secret a provisioner's outputs refer to.
-func readSecretKey(ctx context.Context, get func(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error, namespace string, ref provisioning.SecretRef) (string, error) {
+// readReferencedSecret reads, with get, a Secret a provisioner's outputs refer to: whose it is
+// (its labels and owners, which provisioning.Run judges before it uses the value) and the
+// key's value.
+func readReferencedSecret(ctx context.Context, get func(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error, namespace string, ref provisioning.SecretRef) (provisioning.ReferencedSecret, error) {
 	s := &corev1.Secret{}
 	if err := get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
-		return "", fmt.Errorf("secret %s referenced by an output: %w", ref.Name, err)
+		return provisioning.ReferencedSecret{}, fmt.Errorf("secret %s referenced by an output: %w", ref.Name, err)
+	}
+	out := provisioning.ReferencedSecret{Labels: s.Labels}
+	for _, o := range s.OwnerReferences {
+		out.Owners = append(out.Owners, string(o.UID))
 	}
 	v, ok := s.Data[ref.Key]
-	if !ok {
-		return "", fmt.Errorf("secret %s has no key %s", ref.Name, ref.Key)
-	}
-	return string(v), nil
+	out.Value, out.HasKey = string(v), ok
+	return out, nil
 }

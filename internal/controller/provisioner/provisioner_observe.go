@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -28,6 +29,8 @@ type pass struct {
 	// data is made of. Read only when the pass runs the provisioner.
 	state instanceState
 	data  provisioning.DataInput
+	// ledger is the sharing ledger as read (nil when there is none yet), when Shares is set.
+	ledger *corev1.ConfigMap
 }
 
 // observe makes the reads of a pass, in order, stopping where what follows can no longer
@@ -86,7 +89,11 @@ func (r *Reconciler) observeInstance(ctx context.Context, c *scorev1b1.ResourceC
 	if !p.MemberPending {
 		p.target, p.Unreachable = r.members.Target(p.Cluster, p.id.Namespace, r.applier)
 	}
-	if claimstatus.From(p.Observed).Next != claimstatus.Provision {
+	p.PlatformPolicy = scorev1b1.DeprovisionPolicy(served.DeprovisionPolicy)
+	if err := r.observeShares(ctx, c, p); err != nil {
+		return err
+	}
+	if next := claimstatus.From(p.Observed).Next; next != claimstatus.Provision && next != claimstatus.Record {
 		return nil // decided before a run: its inputs are not read
 	}
 	if p.state, err = r.loadState(ctx, p.id, readsShared(def)); err != nil {

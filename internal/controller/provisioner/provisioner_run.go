@@ -25,8 +25,8 @@ func (r *Reconciler) run(ctx context.Context, p *pass) *claimstatus.Run {
 	if p.target.Member != nil {
 		get = p.target.Member.Client.Get // a Secret an output refers to is the instance's, on its cluster
 	}
-	env.Secret = func(ctx context.Context, ref provisioning.SecretRef) (string, error) {
-		return readSecretKey(ctx, get, p.id.Namespace, ref)
+	env.Secret = func(ctx context.Context, ref provisioning.SecretRef) (provisioning.ReferencedSecret, error) {
+		return readReferencedSecret(ctx, get, p.id.Namespace, ref)
 	}
 	out, err := provisioning.Run(ctx, provisioning.RunInput{Definition: *p.Definition, Data: p.data}, env)
 	return &claimstatus.Run{Outcome: out, Err: err}

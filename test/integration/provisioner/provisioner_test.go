@@ -298,7 +298,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	document = strings.Replace(document, "\nclasses:\n", "\n"+services+podDefinitions+"classes:\n", 1)
+	document = strings.Replace(document, "\nclasses:\n", "\n"+services+podDefinitions+secretRefDefinitions+"classes:\n", 1)
 	return testenv.Main(m, func(ctx context.Context, e *testenv.Env) error {
 		env = e
 		return start(ctx, document, chart)
@@ -728,7 +728,7 @@ func TestFailures(t *testing.T) {
 	cases := []struct {
 		typ, reason, message string
 	}{
-		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, api-url-secrets, app-service, broken, careless-worker, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, deployed-kv, helm-kv, host-route, invalid-object, isolated-kv, kinds-bound, kv, missing-output, node-agent, port-of, service, shared-kv, topic. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
+		{"mongodb", "ClaimFailed", "No provisioner serves mongodb. Available types: api-db, api-url-secrets, app-service, broken, careless-worker, classed, cmd-echo, cmd-fails, cmd-kv, cmd-missing, cmd-relative, deployed-kv, echo, helm-kv, host-route, invalid-object, isolated-kv, kinds-bound, kv, missing-output, node-agent, platform-ref, port-of, service, shared-kv, topic, unlisted-ref. A platform engineer serves a new type by adding a provisioner definition (score-k8s's provisioner file format) to the Orchestrator Config's provisioners."},
 		{"broken", "ClaimFailed", "no capacity left"},
 		{"missing-output", "ClaimFailed", "did not produce the expected outputs port"},
 		{"invalid-object", "ClaimFailed", `ConfigMap "Not_A_Valid_Name" is invalid`},

@@ -1,0 +1,133 @@
+package claimstatus
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+)
+
+// The platform's limits on shared instances (a definition's sharing block): a consumer keeps the
+// platform's deprovision policy for an instance it shares, unless the definition allows an
+// override (policyOverridden); and a consumer namespace holds at most
+// sharing.maxInstancesPerNamespace instances of the sharing namespace (overBound).
+//
+// The bound is kept in a ledger: a ConfigMap of the sharing namespace per definition
+// (LedgerName), whose key per consumer namespace lists the instances that namespace's claims
+// hold. A claim provisions a shared instance only once its namespace's entry lists it; a claim
+// of an instance the entry does not list records it there first (Record), with an update of the
+// ledger as it was read, and only when the entry, less the instances no claim of the namespace
+// holds any more, lists fewer than the bound. Two claims that record the last free place at
+// once both write the ledger as they read it: the API server takes one, refuses the other's as
+// a conflict, and the other, read again, finds the namespace at its bound. So the bound holds
+// across a provisioner's workers, its shards and restarts. The instances no claim holds are
+// judged from the namespace's claims as the API server has them, never a cache that may not
+// show one another worker just recorded.
+
+// Shares is what the ledger says of the claim's namespace.
+type Shares struct {
+	// Held are the instances the namespace holds: recorded in the ledger, less those no claim
+	// of the namespace holds any more when the claim's instance is not among them (they are
+	// dropped from the entry when it is next written).
+	Held []string
+	// Holds: the claim's instance is among them.
+	Holds bool
+}
+
+// Recorded is what recording the claim's instance in the ledger did: Err is nil when the
+// ledger was written; a conflict (another claim recorded meanwhile) is retried with the
+// ledger read again.
+type Recorded struct {
+	Err error
+}
+
+// errAtBound is a claim refused because its namespace holds the most shared instances the
+// platform allows: retried with backoff.
+var errAtBound = errors.New("the namespace holds the most instances of the sharing namespace the platform allows; retrying with backoff")
+
+// LedgerName names the ledger of a definition's shared instances in its sharing namespace.
+func LedgerName(def orchconfig.Provisioner) string {
+	sum := sha256.Sum256([]byte(def.URI))
+	return "score-shares-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// LedgerEntry is a namespace's entry in the ledger: the instances it holds, in order.
+func LedgerEntry(instances []string) string {
+	out := slices.Clone(instances)
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), " ")
+}
+
+// LedgerInstances are the instances of a namespace's entry.
+func LedgerInstances(entry string) []string { return strings.Fields(entry) }
+
+// records reports whether the pass records the claim's instance in the ledger before it
+// provisions (Record), or stops to retry a record that did not go through.
+func (d *decision) records() bool {
+	s := d.o.Shares
+	if s == nil || s.Holds {
+		return false
+	}
+	switch r := d.o.Recorded; {
+	case r == nil:
+		d.Next = Record
+	case r.Err != nil:
+		// Another claim of the namespace recorded one meanwhile: retried with backoff, the
+		// ledger read again decides.
+		d.Retry = fmt.Errorf("recording the shared instance: %w", r.Err)
+	default:
+		return false
+	}
+	return true
+}
+
+// sharesInstance reports whether the claim shares its definition's instance with other
+// namespaces: from a namespace the platform admits, or from the sharing namespace itself.
+func sharesInstance(o Observed) bool {
+	sh := o.Definition.Sharing
+	return sh != nil && o.Claim.Spec.ID != "" && (o.InstanceNamespace != "" || o.Claim.Namespace == sh.Namespace)
+}
+
+// policyOverridden says why a consumer of a shared instance may not have its deprovision
+// policy, "" when it may: it names another than the platform's for the instance, and the
+// definition's sharing does not allow an override. A consumer that could delete what the
+// platform retains could delete every consumer's data once it is the last.
+func policyOverridden(o Observed) string {
+	if !sharesInstance(o) || o.Definition.Sharing.AllowPolicyOverride {
+		return ""
+	}
+	platform, policy := o.PlatformPolicy, o.Claim.Spec.DeprovisionPolicy
+	if platform == "" {
+		platform = scorev1b1.DeprovisionDelete
+	}
+	if policy == "" {
+		policy = scorev1b1.DeprovisionDelete
+	}
+	if policy == platform {
+		return ""
+	}
+	return fmt.Sprintf("The claim's deprovision policy %s is not %s, the platform's for the shared %s %s; a consumer of a shared instance keeps the platform's policy unless the provisioner's sharing allows an override (allowPolicyOverride).",
+		policy, platform, o.Claim.Spec.Type, o.Claim.Spec.ID)
+}
+
+// overBound says why the claim's namespace may not hold its instance too, "" when it may: it
+// holds the most instances of the sharing namespace the platform allows, and the claim's is
+// not one of them. A claim the provisioner already provisioned on the instance keeps it (a
+// bound lowered, or set, after the fact refuses no instance in use).
+func overBound(o Observed) string {
+	s := o.Shares
+	if s == nil || s.Holds || o.Claim.Status.Instance == o.Instance {
+		return ""
+	}
+	sh := o.Definition.Sharing
+	if len(s.Held) < sh.MaxInstancesPerNamespace {
+		return ""
+	}
+	return fmt.Sprintf("Namespace %s holds %d instances of %s shared from namespace %s, the most the platform allows (sharing.maxInstancesPerNamespace: %d); %s %s would be one more.",
+		o.Claim.Namespace, len(s.Held), o.Definition.URI, sh.Namespace, sh.MaxInstancesPerNamespace, o.Claim.Spec.Type, o.Claim.Spec.ID)
+}

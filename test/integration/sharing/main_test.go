@@ -1,0 +1,105 @@
+// Package sharing tests, on a real kube-apiserver and etcd, the platform's limits on instances
+// it shares across namespaces (issue 47): a consumer keeps the platform's deprovision policy,
+// shares only the ids the platform lists, and its namespace holds at most the platform's bound
+// of instances, however many claims take the last place at once. The provisioner runs as the
+// binary sets it up, with concurrent workers.
+package sharing
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	provisionerctl "github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+)
+
+var (
+	env *testenv.Env
+	ctx = context.Background()
+)
+
+// config is the Orchestrator Config: one profile, and the sharing limits' definitions.
+const config = `apiVersion: score.dev/v1b1
+kind: OrchestratorConfig
+allowMutableRefs: true
+profiles:
+  - name: web-service
+    backends:
+      - {backendId: k8s-web, runtimeClass: kubernetes, version: 1.0.0, template: {kind: manifests, ref: "configmap://score-system/t/web.yaml"}}
+defaults: {profile: web-service}
+provisioners:
+` + sharingLimitDefinitions
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, func(c context.Context, e *testenv.Env) error {
+		env = e
+		if err := testenv.CreateAll(c, env.Client,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: limitsHome}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": config}},
+		); err != nil {
+			return err
+		}
+		mgr, err := ctrl.NewManager(env.Config, testenv.ManagerOptions())
+		if err != nil {
+			return err
+		}
+		store, err := configsource.Setup(mgr, configsource.DefaultOptions(), "score-provisioner")
+		if err != nil {
+			return err
+		}
+		// Several workers: claims that take the last place at once are provisioned at once.
+		r := &provisionerctl.Reconciler{Client: mgr.GetClient(), Config: store, Recorder: mgr.GetEventRecorder("score-provisioner"), APINamespace: "score-system", Concurrency: 8}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		go func() { _ = mgr.Start(c) }()
+		return nil
+	}))
+}
+
+func newClaim(ns, name, workload, key, typ, id string, policy scorev1b1.DeprovisionPolicy) *scorev1b1.ResourceClaim {
+	return &scorev1b1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: scorev1b1.ResourceClaimSpec{
+			WorkloadRef: scorev1b1.LocalWorkloadRef{Name: workload, UID: "uid-" + workload},
+			Key:         key, Type: typ, ID: id, DeprovisionPolicy: policy,
+		},
+	}
+}
+
+// waitPhase waits until the provisioner has answered the claim's current generation with the
+// phase, and returns the claim as it then was.
+func waitPhase(t *testing.T, c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase) *scorev1b1.ResourceClaim {
+	t.Helper()
+	out := &scorev1b1.ResourceClaim{}
+	testenv.Eventually(t, testenv.WaitTimeout, fmt.Sprintf("claim %s %s", c.Name, phase), func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
+			return err
+		}
+		if out.Status.Phase != phase || out.Status.ObservedGeneration != out.Generation {
+			return fmt.Errorf("%s (%s) for generation %d of %d", out.Status.Phase, out.Status.Message, out.Status.ObservedGeneration, out.Generation)
+		}
+		return nil
+	})
+	return out
+}
+
+func secretValue(t *testing.T, ns, name, key string) string {
+	t.Helper()
+	return testenv.SecretValue(t, env.Client, ns, name, key)
+}
+
+func gone(t *testing.T, obj client.Object) {
+	t.Helper()
+	testenv.WaitGone(t, env.Client, obj)
+}
