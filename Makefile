@@ -29,6 +29,14 @@ build: ## Build the binaries into bin/
 images: ## Build the score-controllers and scorectl images without a container engine (OCI layouts in bin/images); PUSH=registry/path pushes them
 	go run ./hack/images --out bin/images --version $(VERSION) --commit $(COMMIT) $(if $(PUSH),--push $(PUSH))
 
+.PHONY: release
+release: ## Build the release of this commit under dist/VERSION: scorectl for linux and darwin on amd64 and arm64, the images as OCI archives, the chart, the CRD bundle, SBOMs and SHA256SUMS (make release VERSION=x.y.z; docs/upgrading.md)
+	VERSION=$(VERSION) hack/release.sh build
+
+.PHONY: release-check
+release-check: ## Build the release twice (the second from a copy of the commit elsewhere, with an empty build cache) and check every file is byte-identical
+	VERSION=$(VERSION) hack/release.sh check
+
 .PHONY: tools
 tools: ## Build (once, cached) kube-apiserver, etcd, controller-manager, scheduler, kubectl and kwok
 	hack/tools.sh

@@ -10,6 +10,8 @@ package version
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -57,4 +59,26 @@ func fromBuildInfo(settings []debug.BuildSetting) string {
 // String is how the binaries print it: "VERSION (commit COMMIT)".
 func String() string {
 	return fmt.Sprintf("%s (commit %s)", Version, Commit)
+}
+
+// Read is the version of the tree at root: its file VERSION, which the binaries built from it
+// report.
+func Read(root string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// Check refuses to label what is built from the tree at root as any version but its own.
+func Check(root, want string) error {
+	got, err := Read(root)
+	if err != nil {
+		return err
+	}
+	if want != got {
+		return fmt.Errorf("version %q: the binaries built from %s report %q, its file VERSION (change VERSION, run make generate and commit, then build)", want, root, got)
+	}
+	return nil
 }
