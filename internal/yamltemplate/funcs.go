@@ -66,9 +66,13 @@ func Funcs() template.FuncMap {
 		fnNindent: func(spaces int, v any) any {
 			return format(v, func(s string) string { return "\n" + indent(spaces, s) })
 		},
-		fnTrim:          func(v any) any { return format(v, strings.TrimSpace) },
-		fnTrimSuffix:    func(suffix string, v any) any { return format(v, func(s string) string { return strings.TrimSuffix(s, suffix) }) },
-		fnTrimPrefix:    func(prefix string, v any) any { return format(v, func(s string) string { return strings.TrimPrefix(s, prefix) }) },
+		fnTrim: func(v any) any { return format(v, strings.TrimSpace) },
+		fnTrimSuffix: func(suffix string, v any) any {
+			return format(v, func(s string) string { return strings.TrimSuffix(s, suffix) })
+		},
+		fnTrimPrefix: func(prefix string, v any) any {
+			return format(v, func(s string) string { return strings.TrimPrefix(s, prefix) })
+		},
 		fnFromYAML:      fromYAML,
 		fnFromYAMLArray: fromYAMLArray,
 		fnFromJSON:      fromJSON,
