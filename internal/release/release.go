@@ -289,7 +289,9 @@ func CRDBundle(dir, version, out string) error {
 // TarDir writes the files and folders under dir as an uncompressed tar at out (an OCI image
 // layout as an OCI archive: `skopeo copy oci-archive:FILE`, or unpack it for `oras cp
 // --from-oci-layout`): names relative to dir, sorted, owned by root, folders 0755 and files
-// 0644 (0755 if executable), dated epoch.
+// 0644, dated epoch. Nothing in an image layout is run from it, and the modes its writer left
+// (go-containerregistry writes some files 0777 less the umask) are the build machine's, not
+// the release's.
 func TarDir(dir, out string, epoch time.Time) error {
 	f, err := os.Create(out)
 	if err != nil {
@@ -316,9 +318,6 @@ func TarDir(dir, out string, epoch time.Time) error {
 			h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", 0o755
 		case d.Type().IsRegular():
 			h.Typeflag, h.Size, h.Mode = tar.TypeReg, info.Size(), 0o644
-			if info.Mode()&0o100 != 0 {
-				h.Mode = 0o755
-			}
 		default:
 			return fmt.Errorf("%s is neither a file nor a folder", path)
 		}
