@@ -94,7 +94,7 @@ func TestLedgerEntry(t *testing.T) {
 	if got := LedgerEntry([]string{"b", "a", "b"}); got != "a b" || strings.Join(LedgerInstances(got), ",") != "a,b" {
 		t.Fatalf("entry %q", got)
 	}
-	if LedgerName(orchconfig.Provisioner{URI: "template://a"}) == LedgerName(orchconfig.Provisioner{URI: "template://b"}) {
+	if LedgerName("template://a") == LedgerName("template://b") {
 		t.Fatal("two definitions, one ledger")
 	}
 }
