@@ -95,7 +95,7 @@ func (a *externalAPI) requests(method string) []string {
 // the delete request with the platform's credentials, for the instance's state in the sharing
 // namespace. Now a claim's release deprovisions only an instance its status names, by the
 // platform's policy.
-func TestSharedAPIInstanceIsNotDeletedByARefusedClaim(t *testing.T) {
+func TestHostileSharedAPIInstanceIsNotDeletedByARefusedClaim(t *testing.T) {
 	ns := consumerNamespace(t)
 	id := "vault-" + rand.String(5)
 	c := newClaim(ns, "tenant-"+id, "tenant-"+id, "db", "retained-api", id, scorev1b1.DeprovisionRetain)
@@ -132,7 +132,7 @@ func TestSharedAPIInstanceIsNotDeletedByARefusedClaim(t *testing.T) {
 // backlog, a restart, both events merged): the release followed the spec and deleted the
 // retained objects and the state, or sent the external API's delete request. A claim is now
 // released by the platform's policy the provisioner recorded when it bound the claim.
-func TestSharedInstancePolicyChangedBeforeTheProvisionersPass(t *testing.T) {
+func TestHostileSharedInstancePolicyChangedBeforeTheProvisionersPass(t *testing.T) {
 	for _, typ := range []string{"retained-kv", "retained-api"} {
 		t.Run(typ, func(t *testing.T) {
 			ns := consumerNamespace(t)
@@ -182,7 +182,7 @@ func TestSharedInstancePolicyChangedBeforeTheProvisionersPass(t *testing.T) {
 // Workload (its claim retained), created it again with another id (the orchestrator deletes
 // the retained claim), and had one more instance each time. An instance now keeps its place
 // until a release deprovisions it; the retained one is bound again by its own id.
-func TestRetainedSharedInstancesKeepTheirPlace(t *testing.T) {
+func TestHostileRetainedSharedInstancesKeepTheirPlace(t *testing.T) {
 	ns := consumerNamespace(t)
 	run := rand.String(5)
 	first := newClaim(ns, "churn-db", "churn", "db", "retained-bounded-kv", "first-"+run, scorev1b1.DeprovisionRetain)
@@ -192,6 +192,9 @@ func TestRetainedSharedInstancesKeepTheirPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone(t, first)
+	if !ledgerLists(t, "template://test/retained-bounded-kv", ns, first.Status.Instance) {
+		t.Fatal("the retained instance left the ledger with its claim")
+	}
 
 	second := newClaim(ns, "churn-db", "churn", "db", "retained-bounded-kv", "second-"+run, scorev1b1.DeprovisionRetain)
 	testenv.Create(t, env.Client, second)
