@@ -32,6 +32,25 @@ import (
 // claims go; counted by its claims, a Workload deleted (its claim retained) and made again
 // with another id (the retained claim deleted) added one instance each time.
 
+// A ledger an earlier version wrote counted an instance while a claim held it: it dropped the
+// instances no claim of a namespace held when it next recorded one there, and left an instance
+// it deprovisioned listed until then. Its entries are carried over once, by the first record
+// this version makes in it (CarriedOver), and the ledger is marked as counting the instances
+// that exist (LedgerCountsExisting): an entry of an instance deprovisioned since does not keep a
+// namespace at its bound for ever.
+
+// LedgerCountsExisting marks a ledger (annotation score.dev/shares-counted) whose entries count
+// the instances that exist, as this version keeps them.
+const LedgerCountsExisting = "existing"
+
+// CarriedOver are the instances of an entry an earlier version wrote that keep their place:
+// those a claim of the namespace still stands for, and those whose state is kept (a retained
+// instance). The others were deprovisioned, or never provisioned (a claim deleted between its
+// record and its run).
+func CarriedOver(entry []string, standsFor, stateKept func(instance string) bool) []string {
+	return slices.DeleteFunc(slices.Clone(entry), func(h string) bool { return !standsFor(h) && !stateKept(h) })
+}
+
 // Shares is what the ledger says of the claim's namespace.
 type Shares struct {
 	// Held are the instances the namespace holds: its entry in the ledger.

@@ -2,6 +2,7 @@ package claimstatus
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,5 +97,30 @@ func TestLedgerEntry(t *testing.T) {
 	}
 	if LedgerName("template://a") == LedgerName("template://b") {
 		t.Fatal("two definitions, one ledger")
+	}
+}
+
+// The ledger's fix for finding 3 counts instances while they exist; an earlier version's ledger
+// still lists the instances it deprovisioned (until the namespace's next record) and had dropped
+// retained ones. Carried over once, an entry keeps the instances a claim stands for and those
+// whose state is kept, so that a namespace is not held at its bound by instances that are gone.
+func TestCarriedOver(t *testing.T) {
+	in := func(set ...string) func(string) bool { return func(h string) bool { return slices.Contains(set, h) } }
+	for _, tc := range []struct {
+		name         string
+		entry        []string
+		stands, kept []string
+		want         string
+	}{
+		{name: "an instance a claim stands for", entry: []string{"a"}, stands: []string{"a"}, want: "a"},
+		{name: "a retained instance: its state kept", entry: []string{"a"}, kept: []string{"a"}, want: "a"},
+		{name: "one deprovisioned: no claim, no state", entry: []string{"a", "b", "c"}, stands: []string{"a"}, kept: []string{"c"}, want: "a c"},
+		{name: "none left", entry: []string{"a"}, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LedgerEntry(CarriedOver(tc.entry, in(tc.stands...), in(tc.kept...))); got != tc.want {
+				t.Errorf("carried over %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

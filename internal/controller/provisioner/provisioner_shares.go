@@ -12,6 +12,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
@@ -40,8 +41,53 @@ func (r *Reconciler) observeShares(ctx context.Context, c *scorev1b1.ResourceCla
 		held = claimstatus.LedgerInstances(ledger.Data[c.Namespace])
 	}
 	p.ledger = ledger
+	if ledger != nil && ledger.Annotations[annotationLedgerCounts] != claimstatus.LedgerCountsExisting && !slices.Contains(held, p.Instance) {
+		// An earlier version's: the record that follows writes its entries carried over.
+		carried, err := r.carryOver(ctx, ledger, def)
+		if err != nil {
+			return err
+		}
+		p.ledger, held = carried, claimstatus.LedgerInstances(carried.Data[c.Namespace])
+	}
 	p.Shares = &claimstatus.Shares{Held: held, Holds: slices.Contains(held, p.Instance)}
 	return nil
+}
+
+// carryOver is a ledger an earlier version wrote with each namespace's entry carried over
+// (claimstatus.CarriedOver), marked as counting the instances that exist. The claims standing
+// for an instance are as the API server lists them, never a cache: one another worker admitted
+// a moment ago is among them.
+func (r *Reconciler) carryOver(ctx context.Context, ledger *corev1.ConfigMap, def orchconfig.Provisioner) (*corev1.ConfigMap, error) {
+	out := ledger.DeepCopy()
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, annotationLedgerCounts, claimstatus.LedgerCountsExisting)
+	for ns, entry := range ledger.Data {
+		var list scorev1b1.ResourceClaimList
+		if err := r.secrets.APIServer.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing the claims of namespace %s: %w", ns, err)
+		}
+		live := map[string]bool{}
+		for i := range list.Items {
+			if o := &list.Items[i]; o.DeletionTimestamp.IsZero() && o.Spec.ID != "" {
+				live[identityIn(o, def.Sharing.Namespace, instanceCluster(o, def)).Hash()] = true
+			}
+		}
+		kept := map[string]bool{}
+		for _, h := range claimstatus.LedgerInstances(entry) {
+			switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: def.Sharing.Namespace, Name: provisioning.StateSecretNameOf(h)}, &corev1.Secret{}); {
+			case err == nil:
+				kept[h] = true
+			case !apierrors.IsNotFound(err):
+				return nil, fmt.Errorf("reading the state of a shared instance: %w", err)
+			}
+		}
+		carried := claimstatus.CarriedOver(claimstatus.LedgerInstances(entry), func(h string) bool { return live[h] }, func(h string) bool { return kept[h] })
+		if len(carried) == 0 {
+			delete(out.Data, ns)
+			continue
+		}
+		out.Data[ns] = claimstatus.LedgerEntry(carried)
+	}
+	return out, nil
 }
 
 // record writes the claim's instance into its namespace's entry of the ledger, over the ledger
@@ -53,7 +99,7 @@ func (r *Reconciler) record(ctx context.Context, c *scorev1b1.ResourceClaim, p *
 	if p.ledger == nil {
 		ledger := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: def.Sharing.Namespace, Name: claimstatus.LedgerName(def.URI),
-				Annotations: map[string]string{annotationLedgerOf: def.URI}},
+				Annotations: map[string]string{annotationLedgerOf: def.URI, annotationLedgerCounts: claimstatus.LedgerCountsExisting}},
 			Data: map[string]string{c.Namespace: entry},
 		}
 		return r.Client.Create(ctx, ledger)
@@ -134,3 +180,8 @@ func (r *Reconciler) standsFor(ctx context.Context, namespace string, id provisi
 
 // annotationLedgerOf names, on a sharing ledger, the definition whose instances it counts.
 const annotationLedgerOf = "score.dev/shares-of"
+
+// annotationLedgerCounts says, on a sharing ledger, what its entries count: the instances that
+// exist (claimstatus.LedgerCountsExisting), else an earlier version's, carried over by the next
+// record.
+const annotationLedgerCounts = "score.dev/shares-counted"

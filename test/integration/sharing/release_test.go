@@ -43,6 +43,14 @@ const sharedAPIDefinition = `  - uri: http+api://test/retained-api
     state: *limitsState
     outputs: *limitsOutputs
     manifests: *limitsManifests
+  - uri: template://test/upgraded-kv
+    type: upgraded-kv
+    deprovisionPolicy: Retain
+    sharing: {namespace: ` + limitsHome + `, namespaceSelector: {matchLabels: {limits: "yes"}}, otherwise: Deny, maxInstancesPerNamespace: 2}
+    init: *limitsInit
+    state: *limitsState
+    outputs: *limitsOutputs
+    manifests: *limitsManifests
 `
 
 // api is the external API of sharedAPIDefinition.
@@ -223,6 +231,49 @@ func TestHostileRetainedSharedInstancesKeepTheirPlace(t *testing.T) {
 			t.Fatalf("bound to %s, not the retained %s", again.Status.Instance, first.Status.Instance)
 		}
 	})
+}
+
+// An upgrade from a version whose ledger counted an instance while a claim held it: that
+// version left an instance it deprovisioned in its namespace's entry until the namespace's next
+// record. Counted for ever, such entries would hold a namespace at its bound with nothing
+// there. The first record carries the ledger over: the entries of instances that are gone
+// leave it, a retained instance (its state kept) keeps its place.
+func TestAnEarlierVersionsLedgerIsCarriedOver(t *testing.T) {
+	const uri = "template://test/upgraded-kv"
+	ns := consumerNamespace(t)
+	run := rand.String(5)
+	retained := newClaim(ns, "kept-db", "kept", "db", "upgraded-kv", "kept-"+run, scorev1b1.DeprovisionRetain)
+	testenv.Create(t, env.Client, retained)
+	retained = waitPhase(t, retained, scorev1b1.ClaimPhaseBound)
+	if err := env.Client.Delete(ctx, retained); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, retained)
+
+	// The ledger as the earlier version left it: not marked, the namespace's entry listing an
+	// instance it deprovisioned, at the bound of two.
+	const deprovisioned = "00000000deadbeef"
+	ledger := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimstatus.LedgerName(uri)}, ledger); err != nil {
+		t.Fatal(err)
+	}
+	delete(ledger.Annotations, "score.dev/shares-counted")
+	ledger.Data[ns] = claimstatus.LedgerEntry([]string{retained.Status.Instance, deprovisioned})
+	if err := env.Client.Update(ctx, ledger); err != nil {
+		t.Fatal(err)
+	}
+
+	next := newClaim(ns, "next-db", "next", "db", "upgraded-kv", "next-"+run, scorev1b1.DeprovisionRetain)
+	testenv.Create(t, env.Client, next)
+	next = waitPhase(t, next, scorev1b1.ClaimPhaseBound)
+	if ledgerLists(t, uri, ns, deprovisioned) || !ledgerLists(t, uri, ns, retained.Status.Instance) || !ledgerLists(t, uri, ns, next.Status.Instance) {
+		t.Fatal("the ledger was not carried over: the deprovisioned instance dropped, the retained one and the next kept")
+	}
+	third := newClaim(ns, "third-db", "third", "db", "upgraded-kv", "third-"+run, scorev1b1.DeprovisionRetain)
+	testenv.Create(t, env.Client, third)
+	if third = waitPhase(t, third, scorev1b1.ClaimPhaseFailed); third.Status.Reason != scorev1b1.ReasonPolicyViolation {
+		t.Fatalf("%s: %s (the retained instance keeps its place)", third.Status.Reason, third.Status.Message)
+	}
 }
 
 // ledgerLists reports whether the ledger of the definition lists the instance for namespace.
