@@ -154,10 +154,29 @@ func overBound(o Observed) string {
 	if s == nil || s.Holds || o.Claim.Status.Instance == o.Instance {
 		return ""
 	}
-	sh := o.Definition.Sharing
-	if len(s.Held) < sh.MaxInstancesPerNamespace {
+	sh, held := o.Definition.Sharing, len(s.Held)
+	if movesOut(o) {
+		held-- // its place goes with the move: counted until then, it would hold the move back
+	}
+	if held < sh.MaxInstancesPerNamespace {
 		return ""
 	}
 	return fmt.Sprintf("Namespace %s holds %d instances of %s shared from namespace %s, the most the platform allows (sharing.maxInstancesPerNamespace: %d); %s %s would be one more.",
 		o.Claim.Namespace, len(s.Held), o.Definition.URI, sh.Namespace, sh.MaxInstancesPerNamespace, o.Claim.Spec.Type, o.Claim.Spec.ID)
+}
+
+// movesOut reports whether the claim moves from an instance its namespace holds (on the
+// cluster its Workload left) whose retirement deletes it (Retire, under the policy its release
+// follows): its place is freed once the claim is provisioned on the new cluster and the old
+// instance deleted. One the policy keeps exists still, and keeps its place.
+func movesOut(o Observed) bool {
+	from := o.Claim.Status.Instance
+	if from == "" || from == o.Instance || !slices.Contains(o.Shares.Held, from) {
+		return false
+	}
+	policy := FixedPolicy(o)
+	if policy == "" {
+		policy = o.Claim.Spec.DeprovisionPolicy
+	}
+	return policy == "" || policy == scorev1b1.DeprovisionDelete
 }

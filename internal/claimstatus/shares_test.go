@@ -72,6 +72,10 @@ func TestSharedInstanceLimits(t *testing.T) {
 		{name: "the namespace at its bound", in: observed(shared(2, "", ""), holding(other, another)),
 			phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPolicyViolation,
 			message: "Namespace team holds 2 instances of " + uri + " shared from namespace shared-home, the most the platform allows (sharing.maxInstancesPerNamespace: 2); postgres main would be one more.", retry: true},
+		{name: "at its bound, a claim moved to another cluster whose old instance its move deletes", in: observed(shared(2, "", ""), holding(other, another), func(o *Observed) { o.Claim.Status.Instance = another }),
+			next: Record},
+		{name: "at its bound, a claim moved whose old instance the platform retains there", in: observed(shared(2, scorev1b1.DeprovisionRetain, scorev1b1.DeprovisionRetain), holding(other, another), func(o *Observed) { o.Claim.Status.Instance = another }),
+			phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPolicyViolation, message: "holds 2 instances", retry: true},
 		{name: "at its bound, a claim already provisioned on the instance keeps it", in: observed(shared(2, "", ""), holding(other, another), func(o *Observed) { o.Claim.Status.Instance = o.Instance }),
 			next: Record},
 	} {
