@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -347,7 +348,8 @@ func templateMessage(t *testing.T, input string) string {
 		return planstatus.From(planstatus.Observed{Plan: p, Stopped: planstatus.Render, Err: err}).Status.Message
 	}
 	// What the applier refuses before anything is applied: kinds, namespaces, the pod rules.
-	cfg := &orchconfig.Config{}
+	// A HelmRelease is allowed too, for the pod rules' look into a chart's values.
+	cfg := &orchconfig.Config{AllowedKinds: append(slices.Clone(orchconfig.DefaultAllowedKinds), "HelmRelease.helm.toolkit.fluxcd.io")}
 	if _, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: prepare.PlanMarks(p), Scope: prepare.OfflineScope, Allowed: cfg.KindAllowed}); err != nil {
 		return planstatus.From(planstatus.Observed{Plan: p, Stopped: planstatus.Apply, Err: err}).Status.Message
 	}

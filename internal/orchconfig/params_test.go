@@ -104,3 +104,14 @@ func TestParamRulesAreValidated(t *testing.T) {
 		t.Errorf("a param listed twice: %v", errs)
 	}
 }
+
+// A template whose own text holds the token marker cannot be guarded: the config refuses it,
+// rather than every claim failing later.
+func TestATemplateHoldingTheTokenMarkerIsRefused(t *testing.T) {
+	cfg := validConfig()
+	cfg.Provisioners[0].Outputs = "KEY: q7zscorevvz"
+	errs := Validate(cfg)
+	if len(errs) == 0 || errs[0].Path != "provisioners[0].outputs" || !strings.Contains(errs[0].Message, "marks printed values") {
+		t.Fatalf("got %v", errs)
+	}
+}

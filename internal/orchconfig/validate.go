@@ -373,12 +373,7 @@ func (v *validator) provisioners(cfg *Config) {
 		for _, f := range []struct{ name, text string }{
 			{"init", p.Init}, {"state", p.State}, {"shared", p.Shared}, {"outputs", p.Outputs}, {"manifests", p.Manifests},
 		} {
-			if f.text == "" {
-				continue
-			}
-			if _, err := template.New(f.name).Funcs(tplfuncs.Provisioner()).Parse(f.text); err != nil {
-				v.fail(path+"."+f.name, "template does not parse: %v", err)
-			}
+			v.parsesYAML(path+"."+f.name, f.name, f.text)
 		}
 	}
 }
@@ -450,6 +445,17 @@ func (v *validator) apiRequest(path string, r *APIRequest) {
 	v.parses(path+".body", r.Body)
 	for _, k := range sortedKeys(r.Headers) {
 		v.parses(path+".headers."+k, r.Headers[k])
+	}
+}
+
+// parsesYAML reports a template that renders YAML and does not parse with the provisioner
+// function set, or cannot be guarded (its text holds the token marker): as a run parses it.
+func (v *validator) parsesYAML(path, name, text string) {
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	if _, err := tplfuncs.ParseYAML(name, strings.TrimSpace(text), nil); err != nil {
+		v.fail(path, "template does not parse: %v", err)
 	}
 }
 
@@ -794,11 +800,8 @@ func (v *validator) helm(path string, p Provisioner, isHelm bool) {
 	if strings.TrimSpace(p.Helm.Release) == "" {
 		v.fail(path+".release", "a release name template is required, e.g. {{ .Init.name }}")
 	}
-	for field, text := range map[string]string{"release": p.Helm.Release, "values": p.Helm.Values} {
-		if _, err := template.New(field).Funcs(tplfuncs.Provisioner()).Parse(text); err != nil {
-			v.fail(path+"."+field, "template does not parse: %v", err)
-		}
-	}
+	v.parsesYAML(path+".release", "helm.release", p.Helm.Release)
+	v.parsesYAML(path+".values", "helm.values", p.Helm.Values)
 }
 
 func (v *validator) rollout(p *RolloutPolicy) {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/placeholder"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
@@ -189,8 +191,10 @@ func CheckInputs(w *scorev1b1.Workload, allowed Allowed) []Problem {
 	return out
 }
 
-// Metadata is what ${metadata.*} placeholders see: the Score metadata of the Workload (name,
-// annotations, labels but the shard's (values.UserLabels) and any other Score metadata keys).
+// Metadata is what ${metadata.*} placeholders and definitions (as the Workload's metadata) see:
+// the Score metadata of the Workload (name, annotations but those that are not Score metadata
+// (scoreAnnotation), labels but the shard's (values.UserLabels) and any other Score metadata
+// keys).
 func Metadata(w *scorev1b1.Workload) map[string]any {
 	m := map[string]any{"name": w.Name}
 	if raw := w.Annotations[scorev1b1.AnnotationScoreMetadata]; raw != "" {
@@ -203,7 +207,7 @@ func Metadata(w *scorev1b1.Workload) map[string]any {
 	}
 	anns := map[string]any{}
 	for k, v := range w.Annotations {
-		if k != scorev1b1.AnnotationScoreMetadata && k != scorev1b1.AnnotationFileSources {
+		if k != scorev1b1.AnnotationScoreMetadata && scoreAnnotation(k) {
 			anns[k] = v
 		}
 	}
@@ -218,6 +222,16 @@ func Metadata(w *scorev1b1.Workload) map[string]any {
 		m["labels"] = labels
 	}
 	return m
+}
+
+// scoreAnnotation reports whether the Workload's annotation k reaches its metadata (the
+// annotation of the other Score metadata keys does, unpacked). Two are bookkeeping, not
+// Score's: the converter's record of file sources, and kubectl's record of a client-side
+// apply, which holds the whole Workload as last applied — a definition seeing it would see
+// every container variable and file, and a secret reference's characters in one (which a
+// definition never sees otherwise) would refuse the Workload applied that way.
+func scoreAnnotation(k string) bool {
+	return k != scorev1b1.AnnotationFileSources && k != corev1.LastAppliedConfigAnnotation
 }
 
 // buildResource is the resource that supplies "." images: the first, by name, of a build type.

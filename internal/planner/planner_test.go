@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -129,6 +130,10 @@ func TestCheckInputs(t *testing.T) {
 		{"a secret reference in an annotation", workload(func(w *scorev1b1.Workload) { w.Annotations = map[string]string{"team": "🔐💬x_y💬🔐"} }), "metadata.annotations.team", "characters of a secret reference"},
 		{"other emoji are fine", workload(withResource("api", "endpoint", `{"path":"/🚀"}`), func(w *scorev1b1.Workload) { w.Annotations = map[string]string{"team": "🦊"} }), "", ""},
 		{"a variable may hold them: it reaches no definition", workload(withVar("X", "🔐💬")), "", ""},
+		// Review of issue 47: kubectl apply (client-side) copies the whole Workload, variables
+		// and files, into an annotation, which refused its Workload when one held them.
+		{"kubectl's record of a client-side apply may hold them: it reaches no definition", workload(withVar("X", "🔐💬pg_password💬🔐"), appliedByKubectl), "", ""},
+		{"the other annotations of a client-side apply are still checked", workload(withVar("X", "🔐💬"), appliedByKubectl, func(w *scorev1b1.Workload) { w.Annotations["team"] = "💬" }), "metadata.annotations.team", "characters of a secret reference"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -435,6 +440,41 @@ func TestMetadataLeavesTheShardOut(t *testing.T) {
 		if tc.want == nil && has || tc.want != nil && !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("labels %v: metadata.labels %v, want %v", tc.labels, got, tc.want)
 		}
+	}
+}
+
+// appliedByKubectl records w as kubectl apply (client-side) does: the whole object, its spec
+// among it, in the annotation kubectl.kubernetes.io/last-applied-configuration.
+func appliedByKubectl(w *scorev1b1.Workload) {
+	raw, err := json.Marshal(w)
+	if err != nil {
+		panic(err)
+	}
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	w.Annotations[corev1.LastAppliedConfigAnnotation] = string(raw)
+}
+
+// Review of issue 47: kubectl's record of a client-side apply is not Score metadata; it holds
+// the whole Workload, its variables and files among it, which definitions otherwise never see.
+// Neither ${metadata.annotations} nor a definition (the claim's params here; the Workload's
+// metadata in provisioning.NewData) sees it; the other annotations stay.
+func TestMetadataLeavesKubectlsRecordOut(t *testing.T) {
+	w := workload(withVar("X", "🔐💬pg_password💬🔐"), func(w *scorev1b1.Workload) { w.Annotations = map[string]string{"team": "payments"} },
+		appliedByKubectl, withResource("api", "endpoint", `{"annotations":"${metadata.annotations}"}`))
+	if got, want := Metadata(w)["annotations"], map[string]any{"team": "payments"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("metadata.annotations %v, want %v", got, want)
+	}
+	if problems := CheckInputs(w, Allowed{}); len(problems) > 0 {
+		t.Fatalf("problems %v", problems)
+	}
+	claims, err := DesiredClaims(ClaimsInput{Workload: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(claims[0].Spec.Params.Raw); got != `{"annotations":"{\"team\":\"payments\"}"}` {
+		t.Fatalf("params %s", got)
 	}
 }
 

@@ -51,21 +51,23 @@ func SecretRefIn(field string, v any) string {
 
 // secretRefProblems are the Workload's values that reach a definition's data (its annotations
 // and labels, as metadata, and each resource's params and metadata) and hold a character of a
-// secret reference.
+// secret reference. The annotations that are not Score metadata (scoreAnnotation) reach no
+// definition: kubectl's record of a client-side apply among them, whose copy of a container
+// variable or file may hold the characters as the variable or file itself may.
 func secretRefProblems(w *scorev1b1.Workload) []Problem {
 	var out []Problem
-	for _, set := range []struct {
-		field string
-		m     map[string]string
-	}{{"metadata.annotations", w.Annotations}, {"metadata.labels", w.Labels}} {
-		for _, k := range values.SortedKeys(set.m) {
-			if k == scorev1b1.AnnotationFileSources {
-				continue // file sources reach no definition
-			}
-			if strings.ContainsAny(k, SecretRefChars) || strings.ContainsAny(set.m[k], SecretRefChars) {
-				out = append(out, Problem{Field: set.field + "." + k, Message: SecretRefMessage})
-			}
+	check := func(field, k, v string) {
+		if strings.ContainsAny(k, SecretRefChars) || strings.ContainsAny(v, SecretRefChars) {
+			out = append(out, Problem{Field: field + "." + k, Message: SecretRefMessage})
 		}
+	}
+	for _, k := range values.SortedKeys(w.Annotations) {
+		if scoreAnnotation(k) {
+			check("metadata.annotations", k, w.Annotations[k])
+		}
+	}
+	for _, k := range values.SortedKeys(w.Labels) {
+		check("metadata.labels", k, w.Labels[k])
 	}
 	for _, key := range values.SortedKeys(w.Spec.Resources) {
 		res := w.Spec.Resources[key]

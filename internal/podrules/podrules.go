@@ -13,7 +13,9 @@
 // baseline admits too, whoever creates it. Unlike admission, the rules hold in every
 // namespace, whatever its labels, and refuse the object that would make the pod (a
 // Deployment, a Job, a custom resource that embeds a pod template), before it is applied:
-// nothing of a refused render reaches the cluster.
+// nothing of a refused render reaches the cluster. Pods in shapes the rules do not read as a
+// pod (a chart's values, a volume map keyed by name) meet a tripwire: a hostPath, privileged,
+// hostNetwork, hostPID or hostIPC set anywhere in an object that is not data is refused too.
 //
 // It is pure: no client.
 package podrules
@@ -133,19 +135,21 @@ type Policy struct {
 // (spec.template.spec, spec.jobTemplate.spec.template.spec) and, in any other kind, wherever
 // it sits, every mapping with a list of containers (a custom resource that embeds a pod
 // template is judged like a Deployment), every mapping with a pod's host or ServiceAccount
-// fields (a pod template's overrides, as pipelines carry them), and every lone container (a
-// mapping with an image and a security context, ports, probes or lifecycle handlers, as
-// workflow steps are). ConfigMaps, Secrets and CustomResourceDefinitions carry no pod. The
+// fields or a list of a pod's volumes (a pod template's overrides, as pipelines carry them; a
+// workflow's pod-level volumes), and every lone container (a mapping with an image and a
+// security context, ports, probes or lifecycle handlers, as workflow steps are). Then, as a
+// tripwire for pods in shapes it does not read (a chart's values, a volume map, a
+// PersistentVolume), any hostPath, privileged, hostNetwork, hostPID or hostIPC set anywhere in
+// the object (hostFields). ConfigMaps, Secrets and CustomResourceDefinitions carry no pod. The
 // error names the object, the field and the rule; nil when every pod keeps to the rules.
 func Check(u *unstructured.Unstructured, p Policy) error {
 	if !carriesPods(u) {
 		return nil
 	}
-	var err error
-	walk(u.Object, nil, "", func(spec, meta map[string]any, path string) bool {
-		err = checkPod(spec, meta, path, p)
-		return err == nil
-	})
+	err := walk(u.Object, nil, "", p)
+	if err == nil && anyHostField(u.Object, p) {
+		err = hostFields(u.Object, "", p)
+	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
 	}
@@ -161,46 +165,75 @@ func carriesPods(u *unstructured.Unstructured) bool {
 	return true
 }
 
-// podFields are the fields of a pod spec that say what the pod is on its node or whose it is:
-// a mapping with any of them is judged as (a part of) a pod spec.
-var podFields = []string{"hostNetwork", "hostPID", "hostIPC", "serviceAccountName", "serviceAccount"}
-
 // containerFields are the fields of a container the rules judge: a mapping with an image and
 // any of them is judged as a container of a pod of its own.
 var containerFields = []string{"securityContext", "ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"}
 
-// walk calls pod for every pod spec under m (see Check), with the mapping beside it under
-// metadata when the pod spec is its parent's spec (a pod template's labels and annotations),
-// and its path; it stops when pod returns false. It does not look into metadata, which holds
-// no pod, nor into the containers of a pod spec it judged.
-func walk(m map[string]any, parent map[string]any, path string, pod func(spec, meta map[string]any, path string) bool) bool {
+// walk judges every pod spec under m (see Check), with the mapping beside it under metadata
+// when the pod spec is its parent's spec (a pod template's labels and annotations), at path.
+// It does not look into metadata, which holds no pod, nor into the containers of a pod spec
+// it judged.
+func walk(m map[string]any, parent map[string]any, path string, p Policy) error {
 	if _, ok := m["containers"].([]any); ok {
 		var meta map[string]any
 		if parent != nil && (path == "spec" || strings.HasSuffix(path, ".spec")) {
 			meta, _ = parent["metadata"].(map[string]any)
 		}
-		return pod(m, meta, path)
+		return checkPod(m, meta, path, p)
 	}
-	if c, ok := loneContainer(m, path); ok && !pod(map[string]any{"containers": []any{c}}, nil, path) {
-		return false
+	if c, ok := loneContainer(m, path); ok {
+		if err := checkPod(map[string]any{"containers": []any{c}}, nil, path, p); err != nil {
+			return err
+		}
 	}
-	for _, f := range podFields {
-		if _, ok := m[f]; ok {
-			if !pod(m, nil, path) {
-				return false
-			}
-			break
+	if ps, ok := podPart(m); ok {
+		if err := judge(ps, &metav1.ObjectMeta{}, path, p); err != nil {
+			return err
 		}
 	}
 	for _, k := range sortedKeys(m) {
 		if k == "metadata" || k == "status" {
 			continue
 		}
-		if !walkValue(m[k], m, join(path, k), pod) {
-			return false
+		if err := walkValue(m[k], m, join(path, k), p); err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
+}
+
+// podPart is m as a part of a pod spec when it holds no containers but says it is one (a pod
+// template's overrides, a workflow's pod-level volumes): it has a host or ServiceAccount field
+// of a pod spec's type (hostNetwork, hostPID, hostIPC a bool; serviceAccountName,
+// serviceAccount a string) or a list that reads as a pod's volumes. Of another type a field is
+// not a pod's: a chart's values say serviceAccount: {create: true, name: ""} for the
+// ServiceAccount the chart makes. The part is m as Kubernetes reads a pod spec or, when m does
+// not read as one (that chart's values; a workflow template whose activeDeadlineSeconds is a
+// parameter), those fields alone. Unlike a pod spec with containers (checkPod), such a mapping
+// is not refused for the rest: it carries a pod's fields, it is not a pod spec.
+func podPart(m map[string]any) (*corev1.PodSpec, bool) {
+	var volumes []corev1.Volume
+	podVolumes := false
+	if v, ok := m["volumes"].([]any); ok {
+		var read corev1.PodSpec
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"volumes": v}, &read) == nil {
+			volumes, podVolumes = read.Volumes, true
+		}
+	}
+	hostNetwork, network := m["hostNetwork"].(bool)
+	hostPID, pid := m["hostPID"].(bool)
+	hostIPC, ipc := m["hostIPC"].(bool)
+	serviceAccountName, named := m["serviceAccountName"].(string)
+	serviceAccount, deprecated := m["serviceAccount"].(string)
+	if !podVolumes && !network && !pid && !ipc && !named && !deprecated {
+		return nil, false
+	}
+	whole := &corev1.PodSpec{}
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(m, whole) == nil {
+		return whole, true
+	}
+	return &corev1.PodSpec{Volumes: volumes, HostNetwork: hostNetwork, HostPID: hostPID, HostIPC: hostIPC,
+		ServiceAccountName: serviceAccountName, DeprecatedServiceAccount: serviceAccount}, true
 }
 
 // loneContainer is the part of m the rules judge when m is a container outside a pod spec's
@@ -233,18 +266,22 @@ func loneContainer(m map[string]any, path string) (map[string]any, bool) {
 	return c, true
 }
 
-func walkValue(v any, parent map[string]any, path string, pod func(spec, meta map[string]any, path string) bool) bool {
+func walkValue(v any, parent map[string]any, path string, p Policy) error {
 	switch x := v.(type) {
 	case map[string]any:
-		return walk(x, parent, path, pod)
+		return walk(x, parent, path, p)
 	case []any:
 		for i, e := range x {
-			if !walkValue(e, nil, path+"["+strconv.Itoa(i)+"]", pod) {
-				return false
+			if err := walkValue(e, nil, index(path, i), p); err != nil {
+				return err
 			}
 		}
 	}
-	return true
+	return nil
+}
+
+func index(path string, i int) string {
+	return path + "[" + strconv.Itoa(i) + "]"
 }
 
 func join(path, key string) string {
@@ -263,8 +300,8 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// checkPod judges one pod spec (at path, with its template's metadata): as Kubernetes reads
-// it, against every baseline rule the policy does not allow, then its ServiceAccount.
+// checkPod judges one pod spec (at path, with its template's metadata) as Kubernetes reads
+// it; one it cannot read is refused.
 func checkPod(spec, meta map[string]any, path string, p Policy) error {
 	var ps corev1.PodSpec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(spec, &ps); err != nil {
@@ -276,11 +313,17 @@ func checkPod(spec, meta map[string]any, path string, p Policy) error {
 			return fmt.Errorf("%s: the pod template's metadata is not one Kubernetes can read: %w", path, err)
 		}
 	}
+	return judge(&ps, &pm, path, p)
+}
+
+// judge judges a pod spec (at path, with its template's metadata) against every baseline rule
+// the policy does not allow, then its ServiceAccount.
+func judge(ps *corev1.PodSpec, pm *metav1.ObjectMeta, path string, p Policy) error {
 	for _, r := range rules {
 		if slices.Contains(p.Allow, r.name) {
 			continue
 		}
-		if res := r.check(&pm, &ps); !res.Allowed {
+		if res := r.check(pm, ps); !res.Allowed {
 			what := res.ForbiddenReason
 			if res.ForbiddenDetail != "" {
 				what += " (" + res.ForbiddenDetail + ")"
@@ -300,4 +343,122 @@ func checkPod(spec, meta map[string]any, path string, p Policy) error {
 		return fmt.Errorf("%s.%s: the pods may run as %s, not %q", path, field, may, name)
 	}
 	return nil
+}
+
+// hostFields is the tripwire beside the pods walk reads: wherever it sits in v (at path), a
+// hostPath with a value, or privileged, hostNetwork, hostPID or hostIPC true, is refused
+// unless the policy allows its rule. It finds what a pod takes from a shape the rules do not
+// read as one: a chart's values (printed into a pod by the chart's templates, where a word
+// like yes becomes true), a volume map keyed by name, a PersistentVolume on the host's path.
+// Data and schemas name these fields without making a pod: metadata (labels and annotations
+// are text), status and every openAPIV3Schema (a schema's properties) are not looked into, as
+// walk does not look into the first two; ConfigMaps, Secrets and CRDs are not checked at all
+// (carriesPods). A chart's "none" is no value: hostPath "" or {}, privileged false.
+func hostFields(v any, path string, p Policy) error {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			if notLookedInto(k) {
+				continue
+			}
+			at := join(path, k)
+			if rule, what := hostField(k, x[k]); rule != "" && !slices.Contains(p.Allow, rule) {
+				return fmt.Errorf("%s: %s, which the pod rule %q refuses wherever it is set (pods.allow does not list it)", at, what, rule)
+			}
+			if err := hostFields(x[k], at, p); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := hostFields(e, index(path, i), p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// anyHostField is whether hostFields refuses anything in v: the
+// same look without the keys' order or their paths, so that an object with nothing to refuse
+// (nearly every one) costs no allocation; hostFields then finds the first in order, for a
+// message that is the same on every pass.
+func anyHostField(v any, p Policy) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if notLookedInto(k) {
+				continue
+			}
+			if rule, _ := hostField(k, e); rule != "" && !slices.Contains(p.Allow, rule) || anyHostField(e, p) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if anyHostField(e, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// notLookedInto are the keys whose values hostFields does not look into.
+func notLookedInto(k string) bool {
+	return k == "metadata" || k == "status" || k == "openAPIV3Schema"
+}
+
+// hostField is the rule that refuses the field k with value v, and what it is, when it is one
+// hostFields looks for and set; "" when it is not.
+func hostField(k string, v any) (rule, what string) {
+	switch k {
+	case "hostPath":
+		if !hasValue(v) {
+			return "", ""
+		}
+		return HostPath, "a host path"
+	case "privileged", "hostNetwork", "hostPID", "hostIPC":
+		switch x := v.(type) {
+		case bool:
+			if !x {
+				return "", ""
+			}
+			what = "true"
+		case string:
+			if !slices.Contains(yamlTrue, x) {
+				return "", ""
+			}
+			what = strconv.Quote(x) + " (true to YAML)"
+		default:
+			return "", ""
+		}
+		if k == "privileged" {
+			return Privileged, what
+		}
+		return HostNamespaces, what
+	}
+	return "", ""
+}
+
+// yamlTrue are the words YAML reads as true where a chart's template prints them unquoted
+// (Helm parses its output with sigs.k8s.io/yaml, YAML 1.1's booleans): a chart's value
+// "yes" for hostNetwork makes a pod on the host's network.
+var yamlTrue = []string{"true", "True", "TRUE", "yes", "Yes", "YES", "y", "Y", "on", "On", "ON"}
+
+// hasValue is false for what a chart's values say for none: null, false, "", {} and [].
+func hasValue(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case map[string]any:
+		return len(x) > 0
+	case []any:
+		return len(x) > 0
+	}
+	return true
 }

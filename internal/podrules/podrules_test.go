@@ -38,14 +38,35 @@ const container = `      containers:
           image: nginx
 `
 
+// checkCase is one object Check judges under a policy.
+type checkCase struct {
+	name   string
+	object string
+	policy Policy
+	// refused is the whole message, or "" when the object keeps to the rules.
+	refused string
+}
+
+// checkAll runs Check on every case.
+func checkAll(t *testing.T, cases []checkCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(object(t, tc.object), tc.policy)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refused != "" && err == nil:
+				t.Fatal("admitted")
+			case tc.refused != "" && err.Error() != tc.refused:
+				t.Fatalf("message\n  got:  %s\n  want: %s", err, tc.refused)
+			}
+		})
+	}
+}
+
 func TestCheck(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		object string
-		policy Policy
-		// refused is the whole message, or "" when the object keeps to the rules.
-		refused string
-	}{
+	checkAll(t, []checkCase{
 		{name: "a plain web service", object: deployment(container + "      automountServiceAccountToken: false\n")},
 		{name: "host network", object: deployment(container + "      hostNetwork: true\n"),
 			refused: `Deployment web: spec.template.spec: host namespaces (hostNetwork=true), which the pod rule "hostNamespaces" refuses (pods.allow does not list it)`},
@@ -165,19 +186,220 @@ spec:
 			refused: `Deployment web: spec.template.spec: is not a pod spec Kubernetes can read, so the pod rules cannot judge it: unrecognized type: bool`},
 		{name: "a ConfigMap holds data, not pods", object: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {spec: 'containers: [{hostNetwork: true}]'}\n"},
 		{name: "a Service has no pod", object: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}], selector: {app: web}}\n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := Check(object(t, tc.object), tc.policy)
-			switch {
-			case tc.refused == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.refused != "" && err == nil:
-				t.Fatal("admitted")
-			case tc.refused != "" && err.Error() != tc.refused:
-				t.Fatalf("message\n  got:  %s\n  want: %s", err, tc.refused)
-			}
-		})
+	})
+}
+
+// workflow is an Argo Workflow whose spec has the lines given (indented under spec) and one
+// step, which mounts the volume root.
+func workflow(spec string) string {
+	return `apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec:
+  entrypoint: main
+  templates:
+    - name: main
+      container: {image: busybox, command: [ls, /host], volumeMounts: [{name: root, mountPath: /host}]}
+` + spec
+}
+
+// TestCheckJudgesPodVolumesOutsideAPodSpec pins the review of issue 47's finding 4: a
+// workflow's pod-level volumes (spec.volumes, a template's volumes) were never judged when the
+// mapping held no containers and no ServiceAccount, so a step mounted the node's root.
+func TestCheckJudgesPodVolumesOutsideAPodSpec(t *testing.T) {
+	checkAll(t, []checkCase{
+		{name: "a workflow's volumes, mounted by a step", object: workflow("  volumes: [{name: root, hostPath: {path: /}}]\n"),
+			refused: `Workflow wf: spec: hostPath volumes (volume "root"), which the pod rule "hostPath" refuses (pods.allow does not list it)`},
+		{name: "a workflow's volumes, allowed", object: workflow("  volumes: [{name: root, hostPath: {path: /}}]\n"), policy: Policy{Allow: []string{HostPath}}},
+		{name: "a workflow's own volumes", object: workflow("  volumes: [{name: root, emptyDir: {}}]\n")},
+		{name: "a template's volumes beside a field a pod spec reads otherwise", object: workflow(`      volumes: [{name: root, hostPath: {path: /}}]
+      activeDeadlineSeconds: "{{workflow.parameters.deadline}}"
+`), refused: `Workflow wf: spec.templates[0]: hostPath volumes (volume "root"), which the pod rule "hostPath" refuses (pods.allow does not list it)`},
+		{name: "a pipeline task's volumes", object: `apiVersion: tekton.dev/v1
+kind: Task
+metadata: {name: build}
+spec:
+  steps: [{name: build, image: busybox, volumeMounts: [{name: sock, mountPath: /var/run/docker.sock}]}]
+  volumes: [{name: sock, hostPath: {path: /var/run/docker.sock}}]
+`, refused: `Task build: spec: hostPath volumes (volume "sock"), which the pod rule "hostPath" refuses (pods.allow does not list it)`},
+		{name: "a list of volumes that are not a pod's", object: `apiVersion: example.com/v1
+kind: Stack
+metadata: {name: s}
+spec:
+  services: [{name: web, volumes: ["data:/data", {type: bind, source: /srv}]}]
+`},
+	})
+}
+
+// TestCheckRefusesHostFieldsAnywhere: beside the pods the rules read, a hostPath, privileged,
+// hostNetwork, hostPID or hostIPC set anywhere in an object that is not plain data refuses
+// it (a tripwire for pods in shapes the rules do not read: a chart's values, a volume map, a
+// PersistentVolume), unless the policy allows the rule. Data and schemas name these fields
+// without making a pod.
+func TestCheckRefusesHostFieldsAnywhere(t *testing.T) {
+	checkAll(t, []checkCase{
+		{name: "a volume map keyed by name", object: `apiVersion: example.com/v1
+kind: Sandbox
+metadata: {name: s}
+spec:
+  volumes: {root: {hostPath: {path: /}}}
+`, refused: `Sandbox s: spec.volumes.root.hostPath: a host path, which the pod rule "hostPath" refuses wherever it is set (pods.allow does not list it)`},
+		{name: "a volume map keyed by name, allowed", policy: Policy{Allow: []string{HostPath}}, object: `apiVersion: example.com/v1
+kind: Sandbox
+metadata: {name: s}
+spec:
+  volumes: {root: {hostPath: {path: /}}}
+`},
+		{name: "a chart's host path as text", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: agent}
+spec:
+  values: {persistence: {hostPath: /var/lib}}
+`, refused: `HelmRelease agent: spec.values.persistence.hostPath: a host path, which the pod rule "hostPath" refuses wherever it is set (pods.allow does not list it)`},
+		{name: "a PersistentVolume on the host", object: `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: /etc}
+`, refused: `PersistentVolume pv: spec.hostPath: a host path, which the pod rule "hostPath" refuses wherever it is set (pods.allow does not list it)`},
+		{name: "a chart's privileged security context", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: agent}
+spec:
+  values: {securityContext: {privileged: true}}
+`, refused: `HelmRelease agent: spec.values.securityContext.privileged: true, which the pod rule "privileged" refuses wherever it is set (pods.allow does not list it)`},
+		{name: "a chart's privileged security context, allowed", policy: Policy{Allow: []string{Privileged}}, object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: agent}
+spec:
+  values: {securityContext: {privileged: true}}
+`},
+		{name: "a chart's host network as a word its template prints", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: agent}
+spec:
+  values: {daemon: {hostNetwork: "yes"}}
+`, refused: `HelmRelease agent: spec.values.daemon.hostNetwork: "yes" (true to YAML), which the pod rule "hostNamespaces" refuses wherever it is set (pods.allow does not list it)`},
+		{name: "an Application's host PID", object: `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: agent}
+spec:
+  source: {repoURL: https://charts.example.com, chart: agent, helm: {valuesObject: {node: {hostPID: true}}}}
+`, refused: `Application agent: spec.source.helm.valuesObject.node: host namespaces (hostPID=true), which the pod rule "hostNamespaces" refuses (pods.allow does not list it)`},
+		{name: "a chart's defaults: no host path, nothing privileged", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web}
+spec:
+  values:
+    persistence: {hostPath: "", enabled: false}
+    cache: {hostPath: {}}
+    securityContext: {privileged: false, allowPrivilegeEscalation: false}
+    daemon: {hostNetwork: "no"}
+`},
+		{name: "a ConfigMap's keys are data", object: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {hostPath: /, privileged: 'true'}\n"},
+		{name: "a CRD's schema names the fields", object: `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: sandboxes.example.com}
+spec:
+  group: example.com
+  names: {kind: Sandbox, plural: sandboxes}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, properties: {hostPath: {type: object, properties: {path: {type: string}}}, privileged: {type: boolean}}}}
+`},
+		{name: "another kind's schema names the fields", object: `apiVersion: apiextensions.crossplane.io/v1
+kind: CompositeResourceDefinition
+metadata: {name: xsandboxes.example.com}
+spec:
+  group: example.com
+  names: {kind: XSandbox, plural: xsandboxes}
+  versions:
+    - name: v1
+      served: true
+      referenceable: true
+      schema: {openAPIV3Schema: {type: object, properties: {hostPath: {type: string, default: /srv}}}}
+`},
+		{name: "labels and annotations are text", object: `apiVersion: example.com/v1
+kind: Sandbox
+metadata: {name: s, annotations: {hostPath: /srv, privileged: "true"}}
+spec: {size: 1, template: {metadata: {labels: {hostNetwork: "true"}}}}
+`},
+	})
+	// The words the tripwire reads as true are those YAML (as a chart's rendering parses it)
+	// reads as true.
+	for _, w := range yamlTrue {
+		var v map[string]any
+		if err := yaml.Unmarshal([]byte("v: "+w), &v); err != nil || v["v"] != true {
+			t.Errorf("YAML reads %q as %#v, not true", w, v["v"])
+		}
 	}
+}
+
+// TestCheckChartValuesAreNotPodSpecs pins the review of issue 47's finding 5: a chart's values
+// with serviceAccount: {create: true, name: ""} (nearly every chart's) were refused as "not a
+// pod spec Kubernetes can read". A pod field is a pod's only with a pod spec's type, and a
+// mapping that is not a pod spec is judged by its pod fields alone; a pod spec with containers
+// is still refused when Kubernetes cannot read it.
+func TestCheckChartValuesAreNotPodSpecs(t *testing.T) {
+	checkAll(t, []checkCase{
+		{name: "a chart's values that create a ServiceAccount", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web}
+spec:
+  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: charts}}}
+  values:
+    image: {repository: nginx, tag: "1.27"}
+    serviceAccount: {create: true, name: "", annotations: {}}
+    hostNetwork: false
+    podSecurityContext: {runAsNonRoot: true}
+`},
+		{name: "an Application's values that create a ServiceAccount", object: `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: team-a}
+  source:
+    repoURL: https://charts.example.com
+    chart: web
+    targetRevision: 1.2.3
+    helm:
+      valuesObject:
+        serviceAccount: {create: true, name: ""}
+        serviceAccountName: ""
+`},
+		{name: "a chart's values that name another ServiceAccount beside one they create", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web}
+spec:
+  values:
+    serviceAccount: {create: true}
+    serviceAccountName: deployer
+`, refused: `HelmRelease web: spec.values.serviceAccountName: the pods may run as the namespace's default ServiceAccount only (pods.serviceAccountName names none), not "deployer"`},
+		{name: "a chart's values on the host's network beside a ServiceAccount they create", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web}
+spec:
+  values:
+    serviceAccount: {create: true}
+    hostNetwork: true
+`, refused: `HelmRelease web: spec.values: host namespaces (hostNetwork=true), which the pod rule "hostNamespaces" refuses (pods.allow does not list it)`},
+		{name: "a chart's volumes beside a ServiceAccount they create", object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web}
+spec:
+  values:
+    serviceAccount: {create: true}
+    volumes: [{name: docker, hostPath: {path: /var/run/docker.sock}}]
+`, refused: `HelmRelease web: spec.values: hostPath volumes (volume "docker"), which the pod rule "hostPath" refuses (pods.allow does not list it)`},
+		{name: "a pod spec with a ServiceAccount Kubernetes cannot read", object: deployment(container + "      serviceAccount: {name: deployer}\n"),
+			refused: `Deployment web: spec.template.spec: is not a pod spec Kubernetes can read, so the pod rules cannot judge it: unrecognized type: string`},
+	})
 }
 
 // A check a later Pod Security adds to baseline is allowed by its ID until it is named here

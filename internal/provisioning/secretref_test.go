@@ -8,6 +8,8 @@ import (
 	"testing"
 	"text/template"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -199,5 +201,32 @@ func TestMadeTextMarksWhatTheTemplateMakes(t *testing.T) {
 				t.Fatalf("got %q, want %q", b.String(), want)
 			}
 		})
+	}
+}
+
+// Review of issue 47: kubectl apply (client-side) records the whole Workload in the annotation
+// kubectl.kubernetes.io/last-applied-configuration, its variables and files among it, and
+// every claim of a Workload with a reference's characters in a variable was refused as that
+// annotation's. A definition does not see the record with the Workload's metadata, so nothing
+// of a variable reaches it; the Workload's other annotations it sees, and they are checked.
+func TestAClientSideApplysRecordReachesNoDefinition(t *testing.T) {
+	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", Annotations: map[string]string{"team": "payments",
+		corev1.LastAppliedConfigAnnotation: `{"spec":{"containers":{"main":{"image":"nginx","variables":{"X":"🔐💬own_password💬🔐"}}}}}`}}}
+	echo := orchconfig.Provisioner{URI: "template://t/echo", Type: "echo", Outputs: `annotations: {{ .WorkloadMetadata.annotations | toJson | quote }}`}
+	run := func() (Outcome, error) {
+		in := runInput(echo)
+		in.Data.SourceWorkload = w
+		return Run(context.Background(), in, (&recorder{}).env())
+	}
+	out, err := run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Plain["annotations"]; got != `{"team":"payments"}` {
+		t.Fatalf("the definition saw the annotations %v", got)
+	}
+	w.Annotations["team"] = "💬"
+	if _, err := run(); !errors.Is(err, ErrReferenceRefused) || !strings.Contains(err.Error(), "the workload's metadata.annotations.team holds 🔐 or 💬") {
+		t.Fatalf("want the team annotation refused, got %v", err)
 	}
 }

@@ -9,16 +9,17 @@ import (
 )
 
 // Dialect is what a function set prints structure with: the functions whose output is a
-// serialization (quote, toJson, toYaml), each replaced, where an action ends in it, by the
-// guarded one that prints tokens in place of the strings; and, for Helm, include and tpl.
+// serialization (quote, toJson, toYaml), each replaced by the guarded one that prints tokens in
+// place of the strings and returns a Fragment; and, for Helm, include, tpl and the chart's files.
 type Dialect struct {
-	// Serializers maps a serializing function to the guarded one a printing action calls
-	// instead.
+	// Serializers maps a serializing function to its guarded form.
 	Serializers map[string]string
-	// Value is the function every other printing action ends in.
+	// Value is the function every printing action ends in (before the indentation that ends
+	// it).
 	Value string
-	// Helm: include prints another template (whose own actions are guarded), and tpl renders
-	// a text as a template.
+	// Helm: include prints another template (whose own actions are guarded), tpl renders a
+	// text as a template, fromYaml and fromJson read a text, and .Files reads the chart's
+	// files.
 	Helm bool
 }
 
@@ -28,8 +29,8 @@ var (
 	Sprig = Dialect{Serializers: sprigSerializers, Value: fnValue}
 	// Manifests is the backend manifests templates' set (render.Funcs): its quote prints JSON.
 	Manifests = Dialect{Serializers: map[string]string{"quote": fnQuoteJSON, "toJson": fnToJSON}, Value: fnValue}
-	// Helm is a chart's: sprig, Helm's toYaml family, include and tpl; a value that is not
-	// there prints nothing, as Helm prints it.
+	// Helm is a chart's: sprig, Helm's toYaml and fromYaml families, include, tpl; a value
+	// that is not there prints nothing, as Helm prints it.
 	Helm = Dialect{Serializers: helmSerializers, Value: fnValueHelm, Helm: true}
 )
 
@@ -47,10 +48,37 @@ var helmSerializers = func() map[string]string {
 	return m
 }()
 
+// Functions that keep what they are given as it is (a Fragment stays one): they choose, hold
+// or pass on values, or format a Fragment (replaced by a form that keeps it one). Every other
+// function is given plain text for a Fragment (fnPlain): it computes with what was printed, and
+// what it returns is a value.
+var (
+	// formatters are replaced by forms that keep a Fragment one.
+	formatters = map[string]string{
+		"indent": fnIndent, "nindent": fnNindent,
+		"trim": fnTrim, "trimSuffix": fnTrimSuffix, "trimPrefix": fnTrimPrefix,
+	}
+	// holders choose among, hold or pass on their arguments.
+	holders = map[string]bool{
+		"default": true, "ternary": true, "coalesce": true, "first": true, "last": true, "index": true,
+		"get": true, "dict": true, "list": true, "tuple": true, "set": true, "unset": true, "merge": true,
+		"mergeOverwrite": true, "mustMerge": true, "mustMergeOverwrite": true, "append": true, "mustAppend": true,
+		"prepend": true, "mustPrepend": true, "concat": true, "pluck": true, "compact": true, "mustCompact": true,
+		"initial": true, "mustInitial": true, "rest": true, "mustRest": true, "reverse": true, "mustReverse": true,
+		"uniq": true, "mustUniq": true, "without": true, "mustWithout": true, "values": true, "deepCopy": true,
+		"mustDeepCopy": true, "required": true, "and": true, "or": true,
+	}
+	// readers parse a text: replaced by forms that read a Fragment's tokens as values (Helm).
+	readers = map[string]string{
+		"fromYaml": fnFromYAML, "fromYamlArray": fnFromYAMLArray,
+		"fromJson": fnFromJSON, "fromJsonArray": fnFromJSONArray, "mustFromJson": fnFromJSON,
+	}
+)
+
 // Guard rewrites every template associated with t (its own and those it defines) so that
 // whatever an action prints reaches the output as tokens, which Decode puts back as values.
-// Call it once, right after parsing, with the dialect of the functions t was parsed with and
-// Funcs among them.
+// Call it once, right after parsing, with the dialect of the functions t was parsed with, then
+// add Funcs.
 func Guard(t *template.Template, d Dialect) error {
 	for _, tmpl := range t.Templates() {
 		if tmpl.Tree == nil || tmpl.Root == nil {
@@ -141,40 +169,84 @@ func (g guard) branch(b *parse.BranchNode) {
 	g.list(b.ElseList)
 }
 
-// pipe rewrites a pipeline: the pipelines nested in its arguments, include (Helm) made to
-// return what it printed wherever its output is computed with, and, when the pipeline
-// prints, its end: a serializer replaced by its guarded form, or the value escaper added
-// before the indentation that ends it.
+// pipe rewrites a pipeline: each command by what it calls (command), and, when the pipeline
+// prints, the value escaper added before the indentation that ends it. The escaper prints a
+// Fragment as it is and anything else as a token.
 func (g guard) pipe(p *parse.PipeNode, prints bool) {
 	if p == nil {
 		return
 	}
-	for _, c := range p.Cmds {
-		for _, a := range c.Args {
-			g.arg(a)
-		}
-	}
-	head, rest := -1, len(p.Cmds)
-	if prints {
-		head, rest = g.end(p)
+	rest := len(p.Cmds)
+	for rest > 1 && indents(p.Cmds[rest-1]) {
+		rest--
 	}
 	var cmds []*parse.CommandNode
 	for i, c := range p.Cmds {
-		if i == head {
-			c = g.structural(c)
-		}
-		if i == rest && head < 0 {
+		if prints && i == rest {
 			cmds = append(cmds, g.call(g.d.Value, c.Position()))
 		}
-		cmds = append(cmds, c)
-		if g.d.Helm && isCall(c, "include") && i != head {
-			cmds = append(cmds, g.call(fnPlain, c.Position()))
-		}
+		cmds = append(cmds, g.command(c, i > 0)...)
 	}
-	if prints && head < 0 && rest == len(p.Cmds) {
+	if prints && rest == len(p.Cmds) {
 		cmds = append(cmds, g.call(g.d.Value, p.Position()))
 	}
 	p.Cmds = cmds
+}
+
+// command rewrites one command, which is given the pipeline's value when piped; it returns the
+// commands that stand for it.
+func (g guard) command(c *parse.CommandNode, piped bool) []*parse.CommandNode {
+	for _, a := range c.Args {
+		g.arg(a)
+	}
+	name, calls := callee(c)
+	switch {
+	case !calls:
+		if g.d.Helm && readsFiles(c) {
+			// The chart's own files are structure as the chart wrote them.
+			return []*parse.CommandNode{c, g.call(fnFragment, c.Position())}
+		}
+		return []*parse.CommandNode{c}
+	case strings.HasPrefix(name, "_score"):
+		return []*parse.CommandNode{c}
+	case g.d.Serializers[name] != "":
+		g.rename(c, g.d.Serializers[name])
+		return []*parse.CommandNode{c}
+	case formatters[name] != "":
+		g.rename(c, formatters[name])
+		return []*parse.CommandNode{c}
+	case holders[name]:
+		return []*parse.CommandNode{c}
+	case g.d.Helm && name == "include":
+		// A helper prints with its own actions guarded: what it prints is structure with
+		// values as tokens.
+		return []*parse.CommandNode{c, g.call(fnFragment, c.Position())}
+	case g.d.Helm && readers[name] != "":
+		g.rename(c, readers[name])
+		return []*parse.CommandNode{c}
+	case g.d.Helm && name == "tpl" && len(c.Args) == 3 && !piped:
+		return []*parse.CommandNode{g.tpl(c)}
+	}
+	// Any other function computes with plain text: a Fragment given to it is read back.
+	for i := 1; i < len(c.Args); i++ {
+		if !literal(c.Args[i]) {
+			c.Args[i] = g.wrap(fnPlain, c.Args[i])
+		}
+	}
+	if piped {
+		return []*parse.CommandNode{g.call(fnPlain, c.Position()), c}
+	}
+	return []*parse.CommandNode{c}
+}
+
+// tpl rewrites "tpl TEXT CONTEXT" as "_scoreTpl TEXT (tpl (_scoreText TEXT) CONTEXT)": the
+// text is rendered with its tokens in it, which are inert there (no template text can be
+// made of them), and what tpl printed stays a Fragment only when the text was one.
+func (g guard) tpl(c *parse.CommandNode) *parse.CommandNode {
+	text, ctx := c.Args[1], c.Args[2]
+	inner := &parse.CommandNode{NodeType: parse.NodeCommand, Pos: c.Pos, Args: []parse.Node{c.Args[0], g.wrap(fnText, text.Copy()), ctx}}
+	pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: c.Pos, Cmds: []*parse.CommandNode{inner}}
+	return &parse.CommandNode{NodeType: parse.NodeCommand, Pos: c.Pos, Args: []parse.Node{g.ident(fnTpl, c.Pos), text, pipe}}
 }
 
 // arg rewrites the pipelines nested in an argument.
@@ -187,72 +259,14 @@ func (g guard) arg(a parse.Node) {
 	}
 }
 
-// end finds where a printing pipeline's value is made: the index of a structural head (a
-// serializer, include, or tpl of a serializer) followed only by formatting, or -1; and the
-// index of the indentation that ends the pipeline, where the value escaper goes otherwise.
-func (g guard) end(p *parse.PipeNode) (head, rest int) {
-	rest = len(p.Cmds)
-	for rest > 1 && indents(p.Cmds[rest-1]) {
-		rest--
-	}
-	i := rest - 1
-	for i > 0 && trimsSpace(p.Cmds[i]) {
-		i--
-	}
-	if i >= 0 && g.isStructural(p.Cmds[i]) {
-		return i, rest
-	}
-	return -1, rest
+// wrap is the argument a given to fn: "(fn A)".
+func (g guard) wrap(fn string, a parse.Node) parse.Node {
+	cmd := &parse.CommandNode{NodeType: parse.NodeCommand, Pos: a.Position(), Args: []parse.Node{g.ident(fn, a.Position()), a}}
+	return &parse.PipeNode{NodeType: parse.NodePipe, Pos: a.Position(), Cmds: []*parse.CommandNode{cmd}}
 }
 
-// isStructural reports whether a command prints structure that is safe to splice once
-// guarded: a serializer, include (whose template's own actions are guarded), or tpl of a
-// serializer's output.
-func (g guard) isStructural(c *parse.CommandNode) bool {
-	name, ok := callee(c)
-	if !ok {
-		return false
-	}
-	if _, ok := g.d.Serializers[name]; ok {
-		return true
-	}
-	if !g.d.Helm {
-		return false
-	}
-	if name == "include" {
-		return true
-	}
-	return name == "tpl" && g.serializes(c)
-}
-
-// serializes reports whether tpl's template argument is a serializer's output.
-func (g guard) serializes(tpl *parse.CommandNode) bool {
-	if len(tpl.Args) < 2 {
-		return false
-	}
-	inner, ok := tpl.Args[1].(*parse.PipeNode)
-	if !ok || len(inner.Decl) > 0 || len(inner.Cmds) == 0 {
-		return false
-	}
-	name, ok := callee(inner.Cmds[len(inner.Cmds)-1])
-	_, serializer := g.d.Serializers[name]
-	return ok && serializer
-}
-
-// structural returns the structural head guarded: a serializer replaced by its guarded form,
-// or tpl's serializer.
-func (g guard) structural(c *parse.CommandNode) *parse.CommandNode {
-	name, _ := callee(c)
-	if guarded, ok := g.d.Serializers[name]; ok {
-		c.Args[0] = g.ident(guarded, c.Args[0].Position())
-		return c
-	}
-	if name == "tpl" {
-		inner := c.Args[1].(*parse.PipeNode)
-		last := inner.Cmds[len(inner.Cmds)-1]
-		last.Args[0] = g.ident(g.d.Serializers[mustCallee(last)], last.Args[0].Position())
-	}
-	return c
+func (g guard) rename(c *parse.CommandNode, fn string) {
+	c.Args[0] = g.ident(fn, c.Args[0].Position())
 }
 
 // call is a command calling fn.
@@ -276,11 +290,6 @@ func callee(c *parse.CommandNode) (string, bool) {
 	return id.Ident, true
 }
 
-func mustCallee(c *parse.CommandNode) string {
-	name, _ := callee(c)
-	return name
-}
-
 func isCall(c *parse.CommandNode, name string) bool {
 	n, ok := callee(c)
 	return ok && n == name
@@ -291,21 +300,30 @@ func indents(c *parse.CommandNode) bool {
 	return isCall(c, "indent") || isCall(c, "nindent")
 }
 
-// trimsSpace reports whether a command only trims white space off what it is given: trim,
-// or trimSuffix, trimPrefix and trimAll of a literal of white space.
-func trimsSpace(c *parse.CommandNode) bool {
-	name, ok := callee(c)
-	switch {
-	case !ok:
+// literal reports whether an argument is written in the template: it holds no Fragment.
+func literal(n parse.Node) bool {
+	switch n.(type) {
+	case *parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.NilNode:
+		return true
+	}
+	return false
+}
+
+// readsFiles reports whether a command reads the chart's files: .Files.Get, .Files.Glob and
+// what they give (AsConfig, AsSecrets, Lines), from the top ($.Files) or the chart's values.
+func readsFiles(c *parse.CommandNode) bool {
+	if len(c.Args) == 0 {
 		return false
-	case name == "trim":
-		return len(c.Args) == 1
-	case name == "trimSuffix", name == "trimPrefix", name == "trimAll":
-		if len(c.Args) != 2 {
-			return false
+	}
+	switch n := c.Args[0].(type) {
+	case *parse.FieldNode:
+		return len(n.Ident) > 0 && n.Ident[0] == "Files"
+	case *parse.VariableNode:
+		return len(n.Ident) > 1 && n.Ident[0] == "$" && n.Ident[1] == "Files"
+	case *parse.ChainNode:
+		if p, ok := n.Node.(*parse.PipeNode); ok && len(p.Cmds) > 0 {
+			return readsFiles(p.Cmds[len(p.Cmds)-1]) || isCall(p.Cmds[len(p.Cmds)-1], fnFragment)
 		}
-		s, ok := c.Args[1].(*parse.StringNode)
-		return ok && strings.TrimSpace(s.Text) == ""
 	}
 	return false
 }

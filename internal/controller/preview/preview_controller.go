@@ -8,7 +8,7 @@
 // preview that metadata can be trusted for: one created, naming its maker, while the admission
 // policy that binds previews to their makers was in force (preview.Untrusted). Any other it
 // leaves as it is — no expiry written, nothing deleted — and says why in a Warning event when
-// it would have ended it.
+// it would have ended it: once, and again only when what it says changes (notEndedWarnings).
 package preview
 
 import (
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,6 +53,10 @@ type Reconciler struct {
 	Recorder recorder.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// notEnded is what was last said of each expired preview left as it is (events only on
+	// transitions).
+	notEnded notEndedWarnings
 }
 
 // Setup adds the preview controller to mgr; store is the process's config.
@@ -65,7 +70,14 @@ func Setup(mgr ctrl.Manager, store *configsource.Store) error {
 // applies to every preview) and the admission policy that binds previews to their makers (it
 // makes previews trusted or not).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[scorev1b1.LabelPreview] != "" })
+	isPreview := func(o client.Object) bool { return o.GetLabels()[scorev1b1.LabelPreview] != "" }
+	// A namespace that loses the label comes back once more, so that what was said of it goes.
+	labelled := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return isPreview(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return isPreview(e.ObjectOld) || isPreview(e.ObjectNew) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return isPreview(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return isPreview(e.Object) },
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("preview").
 		For(&corev1.Namespace{}, builder.OnlyMetadata, builder.WithPredicates(labelled)).
@@ -103,6 +115,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.notEnded.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	var policy orchconfig.Previews
@@ -112,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	n := core.Namespace{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations, Created: ns.CreationTimestamp.Time}
 	p, ok := core.Read(n, policy)
 	if !ok || !ns.DeletionTimestamp.IsZero() {
+		r.notEnded.forget(ns.Name)
 		return ctrl.Result{}, nil // not a preview, or already going
 	}
 	now := time.Now()
@@ -126,12 +142,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if why := core.Untrusted(n, guard); why != "" {
 		if !p.Expired(now) {
+			r.notEnded.forget(ns.Name)
 			return ctrl.Result{RequeueAfter: p.Expires.Sub(now) + time.Second}, nil // to say so when it would end
 		}
-		ctrl.LoggerFrom(ctx).Info("Not ending a preview that is not bound to its maker", "namespace", ns.Name, "why", why)
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "PreviewNotEnded", "Delete", "Preview %s expired at %s and is not ended: %s", p.Name, p.Expires.UTC().Format(time.RFC3339), why)
+		// Said once per transition: the config and policy watches bring it back unchanged.
+		note := fmt.Sprintf("Preview %s expired at %s and is not ended: %s", p.Name, p.Expires.UTC().Format(time.RFC3339), why)
+		if r.notEnded.news(ns.Name, ns.UID, note) {
+			ctrl.LoggerFrom(ctx).Info("Not ending a preview that is not bound to its maker", "namespace", ns.Name, "why", why)
+			r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "PreviewNotEnded", "Delete", "%s", note)
+		}
 		return ctrl.Result{}, nil
 	}
+	r.notEnded.forget(ns.Name)
 	// The expiry annotation says the expiry that holds: the default when the preview named
 	// none, the longest lifetime when it named a later one.
 	if at := p.Expires.UTC().Format(time.RFC3339); ns.Annotations[scorev1b1.AnnotationPreviewExpires] != at {

@@ -266,3 +266,88 @@ data:
 		t.Errorf("tpl of a string is one value: %#v", data["rendered"])
 	}
 }
+
+// TestChartIdiomsKeepValuesValues: what a chart computes with a helper's output, or with a
+// value, keeps the value one: include read back by fromYaml and merged, tpl of an include or of
+// a variable holding one (a value's template syntax is never run), bitnami's tplvalues helper
+// (toYaml held in a variable, printed), the chart's own files as config. Issue 47's review:
+// include | fromYaml and tpl (include …) turned a value back into structure and code.
+func TestChartIdiomsKeepValuesValues(t *testing.T) {
+	helpers := `{{- define "labels" -}}
+app: {{ .Values.name }}
+{{- end -}}
+{{- define "v" -}}{{ .Values.tenant }}{{- end -}}
+{{- define "tplvalues.render" -}}
+{{- $value := typeIs "string" .value | ternary .value (.value | toYaml) }}
+{{- if contains "{{" (toJson .value) }}
+{{- tpl $value .context }}
+{{- else }}
+{{- $value }}
+{{- end }}
+{{- end -}}`
+	objects := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+  labels: {{- include "labels" . | fromYaml | toYaml | nindent 4 }}
+  annotations: {{- merge (include "labels" . | fromYaml) (dict "extra" "x") | toYaml | nindent 4 }}
+data:
+  tpl-of-include: {{ tpl (include "v" .) . | quote }}
+  {{- $held := include "v" . }}
+  tpl-of-held: {{ tpl $held . | quote }}
+  checksum: {{ include "labels" . | sha256sum }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: b
+  labels: {{- include "tplvalues.render" (dict "value" .Values.podLabels "context" $) | nindent 4 }}
+data: {{- (.Files.Glob "files/*").AsConfig | nindent 2 }}
+`
+	values := map[string]any{
+		"name": "web\ninjected: \"yes\"", "tenant": "{{ .Values.secret }}", "secret": "platform-only",
+		"podLabels": map[string]any{"team": hostile, "tier": "gold"},
+	}
+	stream, err := Render(Input{Chart: chart(t, map[string]string{"templates/_helpers.tpl": helpers, "templates/all.yaml": objects, "files/app.conf": "port: 80\n"}),
+		ReleaseName: "web", Namespace: "team", Values: values})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := yamltemplate.Decode(stream)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, yamltemplate.Plain(string(stream)))
+	}
+	byName := map[string]map[string]any{}
+	for _, d := range docs {
+		if m, ok := d.(map[string]any); ok {
+			byName[m["metadata"].(map[string]any)["name"].(string)] = m
+		}
+	}
+	a, b := byName["a"], byName["b"]
+	if a == nil || b == nil {
+		t.Fatalf("objects %v", byName)
+	}
+	meta := a["metadata"].(map[string]any)
+	if labels := meta["labels"].(map[string]any); len(labels) != 1 || labels["app"] != values["name"] {
+		t.Errorf("include | fromYaml made structure of a value: %#v", labels)
+	}
+	if ann := meta["annotations"].(map[string]any); len(ann) != 2 || ann["app"] != values["name"] || ann["extra"] != "x" {
+		t.Errorf("merge of include | fromYaml: %#v", ann)
+	}
+	data := a["data"].(map[string]any)
+	for _, k := range []string{"tpl-of-include", "tpl-of-held"} {
+		if data[k] != values["tenant"] {
+			t.Errorf("%s ran a value as a template: %#v", k, data[k])
+		}
+	}
+	sum := sha256.Sum256([]byte("app: " + values["name"].(string)))
+	if data["checksum"] != hex.EncodeToString(sum[:]) {
+		t.Errorf("the checksum is not of what the helper printed: %v", data["checksum"])
+	}
+	if labels, _ := b["metadata"].(map[string]any)["labels"].(map[string]any); len(labels) != 2 || labels["team"] != hostile || labels["tier"] != "gold" {
+		t.Errorf("the tplvalues helper: %#v", b["metadata"])
+	}
+	if conf, _ := b["data"].(map[string]any); conf["app.conf"] != "port: 80\n" {
+		t.Errorf("the chart's files as config: %#v", b["data"])
+	}
+}

@@ -17,14 +17,15 @@ import (
 )
 
 // healthConfig is the sample config with a health rule for the test's Widget kind, and
-// the kinds the tests create allowed (Namespace, cluster-scoped, among them).
+// the kinds the tests create allowed (Namespace, cluster-scoped, among them; Workflow and
+// HelmRelease, whose pods the pod rules judge).
 func healthConfig() (*configsource.Store, error) {
 	base, err := os.ReadFile("../../../config/samples/orchestrator-config.yaml")
 	if err != nil {
 		return nil, err
 	}
 	doc := string(base) + `
-allowedKinds: [ConfigMap, Secret, Service, Deployment.apps, Widget.example.com, Namespace, Gadget.versions.score.test, Gizmo.staged.score.test, CustomResourceDefinition.apiextensions.k8s.io]
+allowedKinds: [ConfigMap, Secret, Service, Deployment.apps, Widget.example.com, Namespace, Gadget.versions.score.test, Gizmo.staged.score.test, CustomResourceDefinition.apiextensions.k8s.io, Workflow.argoproj.io, HelmRelease.helm.toolkit.fluxcd.io]
 health:
   - apiVersion: example.com/v1
     kind: Widget

@@ -7,7 +7,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -127,4 +131,99 @@ func TestPlanPodsAllowWhatTheBackendNames(t *testing.T) {
 			t.Fatal(fmt.Errorf("nothing of a refused render is applied: %v", err))
 		}
 	})
+}
+
+// openCRD serves kind (plural, of group, v1alpha1 or what version says) with any content, as
+// an operator's CRD would serve its custom resources to the runtime.
+func openCRD(group, version, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: version, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTrue()}}}},
+		},
+	}
+}
+
+// installWorkflowsAndCharts serves Argo's Workflow and Flux's HelmRelease, the kinds the
+// tests below render (healthConfig allows them).
+func installWorkflowsAndCharts(t *testing.T) {
+	t.Helper()
+	installCRD(t, openCRD("argoproj.io", "v1alpha1", "Workflow", "workflows"), schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "WorkflowList"})
+	installCRD(t, openCRD("helm.toolkit.fluxcd.io", "v2", "HelmRelease", "helmreleases"), schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmReleaseList"})
+}
+
+// The review of issue 47, finding 4: an Argo Workflow whose spec.volumes mounts the node's root
+// into a step, without a ServiceAccount in its spec, passed the pod rules (the step was judged,
+// the pod-level volume never was) and was applied; a chart's values that make its pod
+// privileged were never looked at. The runtime refuses both before anything of the render is
+// applied: PermissionDenied, the ConfigMap beside them absent too.
+func TestHostileWorkflowAndChartPodsAreRefused(t *testing.T) {
+	installWorkflowsAndCharts(t)
+	for _, tc := range []struct {
+		name, object, want string
+		kind               schema.GroupVersionKind
+	}{
+		{name: "a workflow's volume of the node's root", kind: schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Workflow"}, object: `apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata:
+  name: {{ .Workload.Name }}
+spec:
+  entrypoint: main
+  volumes: [{name: root, hostPath: {path: /}}]
+  templates:
+    - name: main
+      container: {image: busybox, command: [cat, /host/etc/shadow], volumeMounts: [{name: root, mountPath: /host}]}
+`, want: `Workflow escape: spec: hostPath volumes (volume "root"), which the pod rule "hostPath" refuses (pods.allow does not list it)`},
+		{name: "a chart's privileged pod", kind: schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}, object: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: {{ .Workload.Name }}
+spec:
+  chart: {spec: {chart: agent, sourceRef: {kind: HelmRepository, name: charts}}}
+  values: {securityContext: {privileged: true}}
+`, want: `HelmRelease escape: spec.values.securityContext.privileged: true, which the pod rule "privileged" refuses wherever it is set (pods.allow does not list it)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}-settings\ndata: {mode: quiet}\n---\n" + tc.object
+			ns := setup(t, text)
+			p := newPlan(ns, "escape", "u-escape", testenv.Digest(text), `{}`)
+			testenv.Create(t, env.Client, p)
+			waitPlanFailed(t, p, tc.want)
+			if p.Status.Reason != scorev1b1.ReasonPermissionDenied {
+				t.Fatalf("reason %s", p.Status.Reason)
+			}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(tc.kind)
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "escape"}, u); !apierrors.IsNotFound(err) {
+				t.Fatalf("nothing of a refused render is applied: %s: %v", tc.kind.Kind, err)
+			}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "escape-settings"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("nothing of a refused render is applied: ConfigMap: %v", err)
+			}
+		})
+	}
+}
+
+// TestChartValuesThatCreateAServiceAccountAreApplied pins the review of issue 47, finding 5: a
+// HelmRelease whose values hold serviceAccount: {create: true, name: ""}, as nearly every
+// chart's do, was refused with PermissionDenied ("spec.values: is not a pod spec Kubernetes can
+// read"). It is applied.
+func TestChartValuesThatCreateAServiceAccountAreApplied(t *testing.T) {
+	installWorkflowsAndCharts(t)
+	text := `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: {{ .Workload.Name }}
+spec:
+  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: charts}}}
+  values:
+    image: {repository: nginx, tag: "1.27"}
+    serviceAccount: {create: true, name: ""}
+`
+	ns := setup(t, text)
+	testenv.Create(t, env.Client, newPlan(ns, "chart", "u-chart", testenv.Digest(text), `{}`))
+	appliedAt(t, ns, "chart", "helm.toolkit.fluxcd.io/v2 HelmRelease chart")
 }
