@@ -218,7 +218,7 @@ func rolloutNames(t *testing.T) []string {
 }
 
 // readySampler lists the fleet's Workloads every period from start to Stop, and records every
-// sample in which one of them is not Ready (or missing).
+// Workload it finds not Ready (or missing) in a sample, and the steps of the upgrade (mark).
 type readySampler struct {
 	want    []string
 	start   time.Time
@@ -227,8 +227,28 @@ type readySampler struct {
 	once    sync.Once
 	mu      sync.Mutex
 	samples int
-	// notReady are the samples that found a Workload not Ready, in order: when, which, what.
-	notReady []string
+	// notReady are what the samples found not Ready, in order; marks the steps.
+	notReady []notReady
+	marks    []step
+}
+
+// notReady is a Workload (namespace/name) a sample found not Ready, at (since the sampling
+// started), and what its Ready condition said ("missing" for no Workload).
+type notReady struct {
+	at       time.Duration
+	workload string
+	reason   string
+	message  string
+}
+
+func (n notReady) String() string {
+	return fmt.Sprintf("%6.1fs %s %s: %s", n.at.Seconds(), n.workload, n.reason, n.message)
+}
+
+// step is a step of the upgrade, at (since the sampling started).
+type step struct {
+	at   time.Duration
+	name string
 }
 
 // sampleReady starts sampling the Ready condition of the Workloads want (namespace/name).
@@ -251,8 +271,8 @@ func sampleReady(want []string, period time.Duration) *readySampler {
 }
 
 func (s *readySampler) sample() {
-	at := time.Since(s.start).Truncate(time.Millisecond)
-	seen := map[string]string{}
+	at := time.Since(s.start)
+	seen := map[string]*metav1.Condition{}
 	for _, ns := range []string{shop, payments} {
 		var list scorev1b1.WorkloadList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -261,60 +281,43 @@ func (s *readySampler) sample() {
 		}
 		for _, w := range list.Items {
 			ready := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionReady)
-			switch {
-			case ready == nil:
-				seen[w.Namespace+"/"+w.Name] = "no Ready condition"
-			case ready.Status != metav1.ConditionTrue:
-				seen[w.Namespace+"/"+w.Name] = fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
-			default:
-				seen[w.Namespace+"/"+w.Name] = ""
+			if ready == nil {
+				ready = &metav1.Condition{Status: metav1.ConditionUnknown, Reason: "NoReadyCondition"}
 			}
-		}
-	}
-	var debug []string
-	for _, v := range seen {
-		if v != "" {
-			for _, ns := range []string{shop, payments} {
-				var claims scorev1b1.ResourceClaimList
-				_ = c.List(ctx, &claims, client.InNamespace(ns))
-				for _, cl := range claims.Items {
-					debug = append(debug, fmt.Sprintf("%s=%s/%s(gen %d obs %d, outputs %v): %s", cl.Name, cl.Status.Phase, cl.Status.Reason, cl.Generation, cl.Status.ObservedGeneration, cl.Status.OutputsAvailable, cl.Status.Message))
-				}
-			}
-			break
+			seen[w.Namespace+"/"+w.Name] = ready
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.samples++
-	if debug != nil {
-		s.notReady = append(s.notReady, fmt.Sprintf("%s DEBUG claims %v", at, debug))
-	}
 	for _, key := range s.want {
-		what, ok := seen[key]
-		if !ok {
-			what = "missing"
-		}
-		if what != "" {
-			s.notReady = append(s.notReady, fmt.Sprintf("%s %s %s", at, key, what))
+		ready, ok := seen[key]
+		switch {
+		case !ok:
+			s.notReady = append(s.notReady, notReady{at: at, workload: key, reason: "missing"})
+		case ready.Status != metav1.ConditionTrue:
+			s.notReady = append(s.notReady, notReady{at: at, workload: key, reason: ready.Reason, message: ready.Message})
 		}
 	}
 }
 
-// mark records a step of the upgrade in the samples' timeline.
-func (s *readySampler) mark(step string) {
+// mark records a step of the upgrade in the samples' timeline, and returns when it was.
+func (s *readySampler) mark(name string) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.notReady = append(s.notReady, fmt.Sprintf("%s -- %s", time.Since(s.start).Truncate(time.Millisecond), step))
+	at := time.Since(s.start)
+	s.marks = append(s.marks, step{at: at, name: name})
+	return at
 }
 
-// Stop ends the sampling and returns the samples taken and those not all Ready.
-func (s *readySampler) Stop() (samples int, notReady []string) {
+// Stop ends the sampling and returns the samples taken, the Workloads they found not Ready,
+// and the steps marked.
+func (s *readySampler) Stop() (samples int, bad []notReady, steps []step) {
 	s.once.Do(func() { close(s.stop) })
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.samples, s.notReady
+	return s.samples, s.notReady, s.marks
 }
 
 // kept is what an upgrade must keep of an object: its UID, a Secret's data, a Deployment's or
@@ -403,16 +406,28 @@ func jsonOf(t *testing.T, v any) string {
 // (with the change).
 type changes struct {
 	recreated, gone, added, secrets []string
-	templates                       map[string]string
+	templates                       map[string]templateChanged
+	// runtime are the runtime's Deployments and StatefulSets (before).
+	runtime []string
+}
+
+// templateChanged is how a Deployment's or StatefulSet's pod template changed, and in how many
+// generations.
+type templateChanged struct {
+	change      string
+	generations int64
 }
 
 // compare is what changed from before to after (pods aside: restarts counts them).
 func compare(before, after map[string]kept) changes {
 	var ch changes
-	ch.templates = map[string]string{}
+	ch.templates = map[string]templateChanged{}
 	for key, was := range before {
 		if strings.HasPrefix(key, "Pod ") {
 			continue
+		}
+		if was.runtime && (strings.HasPrefix(key, "Deployment ") || strings.HasPrefix(key, "StatefulSet ")) {
+			ch.runtime = append(ch.runtime, key)
 		}
 		now, ok := after[key]
 		switch {
@@ -423,7 +438,7 @@ func compare(before, after map[string]kept) changes {
 		case now.data != was.data:
 			ch.secrets = append(ch.secrets, key)
 		case now.podTemplate != was.podTemplate:
-			ch.templates[key] = templateChange(was.podTemplate, now.podTemplate)
+			ch.templates[key] = templateChanged{change: templateChange(was.podTemplate, now.podTemplate), generations: now.generation - was.generation}
 		}
 	}
 	for key := range after {
@@ -431,7 +446,7 @@ func compare(before, after map[string]kept) changes {
 			ch.added = append(ch.added, key)
 		}
 	}
-	for _, l := range [][]string{ch.recreated, ch.gone, ch.added, ch.secrets} {
+	for _, l := range [][]string{ch.recreated, ch.gone, ch.added, ch.secrets, ch.runtime} {
 		slices.Sort(l)
 	}
 	return ch

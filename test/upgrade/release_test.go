@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -165,17 +164,6 @@ func helmUpgrade(t *testing.T, r *release, values map[string]any) int {
 	return got.Version
 }
 
-// helmRollback rolls the release back to revision, as `helm rollback score REVISION` does;
-// helm leaves the CRDs alone.
-func helmRollback(t *testing.T, revision int) {
-	t.Helper()
-	rollback := action.NewRollback(helmConfiguration(t))
-	rollback.Version, rollback.WaitStrategy, rollback.Timeout = revision, kube.StatusWatcherStrategy, 3*time.Minute
-	if err := rollback.Run(releaseName); err != nil {
-		t.Fatalf("helm rollback to revision %d: %v", revision, err)
-	}
-}
-
 // applyCRDs applies r's CRDs as docs/upgrading.md tells a platform team to, before the chart:
 // kubectl apply --server-side --force-conflicts of the chart's crds/ (helm install applied
 // them under its own field manager, which owns every field a changed CRD changes: without
@@ -214,20 +202,4 @@ func applyCRDs(t *testing.T, r *release) {
 			return fmt.Errorf("conditions %v", crd.Status.Conditions)
 		})
 	}
-}
-
-// crdNames are the names of the CRDs the cluster serves in score.dev.
-func crdNames(t *testing.T) []string {
-	t.Helper()
-	var crds apiextensionsv1.CustomResourceDefinitionList
-	if err := c.List(ctx, &crds); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, crd := range crds.Items {
-		if crd.Spec.Group == "score.dev" {
-			out = append(out, strings.TrimSuffix(crd.Name, ".score.dev"))
-		}
-	}
-	return out
 }

@@ -90,13 +90,62 @@ func checkReadsBackUnchanged(t *testing.T, before map[string]*unstructured.Unstr
 		}
 		through := plainJSON(t, typed)
 		for _, field := range []string{"spec", "status"} {
-			if !reflect.DeepEqual(stored[field], through[field]) {
-				t.Errorf("%s: %s changes through this commit's Go type:\n  stored  %s\n  through %s", key, field, jsonString(stored[field]), jsonString(through[field]))
+			if diff := lostOrChanged(stored[field], through[field], "."+field); diff != "" {
+				t.Errorf("%s: %s changes through this commit's Go type: %s\n  stored  %s\n  through %s", key, field, diff, jsonString(stored[field]), jsonString(through[field]))
 			}
 		}
 		compared[kind]++
 	}
 	t.Logf("stored by the previous release, read back unchanged through this commit's CRDs and Go types: %v", compared)
+}
+
+// lostOrChanged is the first field of stored that through (the same value encoded again by a
+// Go type) loses or changes, "" when there is none. A field through has and stored has not
+// must be its type's zero value: a Go field without omitempty encodes it (a ConfigRollout's
+// status.affected and status.wave, 0, which the stored object leaves out), which reads as the
+// same object.
+func lostOrChanged(stored, through any, path string) string {
+	sm, ok := stored.(map[string]any)
+	if !ok {
+		if !reflect.DeepEqual(stored, through) {
+			return fmt.Sprintf("%s: %s -> %s", path, jsonString(stored), jsonString(through))
+		}
+		return ""
+	}
+	tm, ok := through.(map[string]any)
+	if !ok {
+		return fmt.Sprintf("%s: %s -> %s", path, jsonString(stored), jsonString(through))
+	}
+	for k, v := range sm {
+		if diff := lostOrChanged(v, tm[k], path+"."+k); diff != "" {
+			return diff
+		}
+	}
+	for k, v := range tm {
+		if _, ok := sm[k]; !ok && !isZero(v) {
+			return fmt.Sprintf("%s.%s: absent -> %s", path, k, jsonString(v))
+		}
+	}
+	return ""
+}
+
+// isZero is a JSON value a Go zero value encodes to.
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !v
+	case float64:
+		return v == 0
+	case string:
+		return v == ""
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
 }
 
 // plainJSON is v encoded and decoded again as plain JSON values (numbers as float64), so that
