@@ -70,12 +70,22 @@ func Present(root, commit string) error {
 	if _, err := git(root, "rev-parse", "--git-dir"); err != nil {
 		return fmt.Errorf("%w: %s is not a git clone (%v); the previous release (%s, named by %s) is read from the clone's history", ErrNotInClone, root, err, commit, File)
 	}
-	if _, err := git(root, "cat-file", "-e", commit+"^{commit}"); err == nil {
+	holds := func() bool { _, err := git(root, "cat-file", "-e", commit+"^{commit}"); return err == nil }
+	if holds() {
 		return nil
 	}
 	hint := "fetch it (git fetch origin) or move " + File + " to a commit this clone holds"
+	fetch := []string{"fetch", "--quiet", "origin"}
 	if out, err := git(root, "rev-parse", "--is-shallow-repository"); err == nil && strings.TrimSpace(out) == "true" {
 		hint = "this is a shallow clone: run `git fetch --unshallow` (CI must clone with the history, e.g. actions/checkout's fetch-depth: 0)"
+		fetch = []string{"fetch", "--quiet", "--unshallow", "origin"}
+	}
+	// What the hint says, tried once where the clone has an origin to fetch from: a shallow
+	// CI clone then needs nothing of whoever runs the tests.
+	if _, err := git(root, "remote", "get-url", "origin"); err == nil {
+		if _, err := git(root, fetch...); err == nil && holds() {
+			return nil
+		}
 	}
 	return fmt.Errorf("%w: commit %s (named by %s) is missing: %s", ErrNotInClone, commit, File, hint)
 }
