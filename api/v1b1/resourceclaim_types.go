@@ -171,6 +171,13 @@ type ResourceClaimStatus struct {
 	// InstanceCluster is the member cluster the instance is provisioned on; empty is the hub.
 	// +optional
 	InstanceCluster string `json:"instanceCluster,omitempty"`
+	// PlatformPolicy is the platform's deprovision policy for the claim's instance, which its
+	// release follows whatever spec.deprovisionPolicy says: recorded when the provisioner binds
+	// the claim to an instance shared by a definition whose sharing allows consumers no
+	// override (allowPolicyOverride), and kept until it binds it again. Empty: the spec's
+	// policy decides.
+	// +optional
+	PlatformPolicy DeprovisionPolicy `json:"platformPolicy,omitempty"`
 	// SecretRef names the Secret, in the claim's namespace, that holds the secret outputs.
 	// +optional
 	SecretRef *OutputsSecretRef `json:"secretRef,omitempty"`

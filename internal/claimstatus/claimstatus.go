@@ -198,6 +198,9 @@ func (d *decision) served() {
 		return
 	}
 	d.Status.InstanceCluster, d.Status.Instance = o.Cluster, o.Instance
+	// The policy its release follows, recorded with the instance it is bound to: a spec turned
+	// to Delete and deleted before the next pass is released by it (ReleasePolicy).
+	d.Status.PlatformPolicy = FixedPolicy(o)
 	switch {
 	case o.Run == nil:
 		d.Next = Provision
@@ -236,7 +239,8 @@ func (d *decision) refused() bool {
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonSpecInvalid, d.o.ParamsRefused)
 	case policyOverridden(d.o) != "":
 		// Nothing of the shared instance is the claim's: its release, whatever its policy,
-		// deletes none of it.
+		// deletes none of it (DeprovisionsInstance). The platform's policy recorded when it was
+		// bound is kept, for a release decided before this pass is written.
 		d.Status.Resources, d.Status.Instance = nil, ""
 		d.mark(scorev1b1.ClaimPhaseFailed, scorev1b1.ReasonPermissionDenied, policyOverridden(d.o))
 	case overBound(d.o) != "":

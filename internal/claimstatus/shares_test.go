@@ -2,6 +2,7 @@ package claimstatus
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +72,10 @@ func TestSharedInstanceLimits(t *testing.T) {
 		{name: "the namespace at its bound", in: observed(shared(2, "", ""), holding(other, another)),
 			phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPolicyViolation,
 			message: "Namespace team holds 2 instances of " + uri + " shared from namespace shared-home, the most the platform allows (sharing.maxInstancesPerNamespace: 2); postgres main would be one more.", retry: true},
+		{name: "at its bound, a claim moved to another cluster whose old instance its move deletes", in: observed(shared(2, "", ""), holding(other, another), func(o *Observed) { o.Claim.Status.Instance = another }),
+			next: Record},
+		{name: "at its bound, a claim moved whose old instance the platform retains there", in: observed(shared(2, scorev1b1.DeprovisionRetain, scorev1b1.DeprovisionRetain), holding(other, another), func(o *Observed) { o.Claim.Status.Instance = another }),
+			phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPolicyViolation, message: "holds 2 instances", retry: true},
 		{name: "at its bound, a claim already provisioned on the instance keeps it", in: observed(shared(2, "", ""), holding(other, another), func(o *Observed) { o.Claim.Status.Instance = o.Instance }),
 			next: Record},
 	} {
@@ -94,7 +99,32 @@ func TestLedgerEntry(t *testing.T) {
 	if got := LedgerEntry([]string{"b", "a", "b"}); got != "a b" || strings.Join(LedgerInstances(got), ",") != "a,b" {
 		t.Fatalf("entry %q", got)
 	}
-	if LedgerName(orchconfig.Provisioner{URI: "template://a"}) == LedgerName(orchconfig.Provisioner{URI: "template://b"}) {
+	if LedgerName("template://a") == LedgerName("template://b") {
 		t.Fatal("two definitions, one ledger")
+	}
+}
+
+// The ledger's fix for finding 3 counts instances while they exist; an earlier version's ledger
+// still lists the instances it deprovisioned (until the namespace's next record) and had dropped
+// retained ones. Carried over once, an entry keeps the instances a claim stands for and those
+// whose state is kept, so that a namespace is not held at its bound by instances that are gone.
+func TestCarriedOver(t *testing.T) {
+	in := func(set ...string) func(string) bool { return func(h string) bool { return slices.Contains(set, h) } }
+	for _, tc := range []struct {
+		name         string
+		entry        []string
+		stands, kept []string
+		want         string
+	}{
+		{name: "an instance a claim stands for", entry: []string{"a"}, stands: []string{"a"}, want: "a"},
+		{name: "a retained instance: its state kept", entry: []string{"a"}, kept: []string{"a"}, want: "a"},
+		{name: "one deprovisioned: no claim, no state", entry: []string{"a", "b", "c"}, stands: []string{"a"}, kept: []string{"c"}, want: "a c"},
+		{name: "none left", entry: []string{"a"}, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LedgerEntry(CarriedOver(tc.entry, in(tc.stands...), in(tc.kept...))); got != tc.want {
+				t.Errorf("carried over %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -21,12 +21,7 @@ func region(r string) Selector { return Selector{MatchLabels: map[string]string{
 func TestClusterOverridesValidation(t *testing.T) {
 	const path = "profiles[0].backends[0].placement.overrides[0]"
 	values := map[string]any{"replicas": 3}
-	cases := []struct {
-		name     string
-		mutate   func(*Config)
-		wantPath string
-		wantMsg  string
-	}{
+	cases := []validationCase{
 		{"an override by region", placed(Override{ClusterSelector: region("eu"), Values: values}), "", ""},
 		{"an override by expression", placed(Override{ClusterSelector: Selector{MatchExpressions: []SelectorRequirement{{Key: "tier", Operator: "In", Values: []string{"gold"}}}}, Values: values}), "", ""},
 		{"an override the placement agrees with", placed(Override{ClusterSelector: Selector{MatchLabels: map[string]string{"env": "prod", "region": "eu"}}, Values: values}), "", ""},
@@ -38,25 +33,7 @@ func TestClusterOverridesValidation(t *testing.T) {
 		{"no values", placed(Override{ClusterSelector: region("eu")}), path + ".values", "needs values"},
 		{"values larger than a plan", placed(Override{ClusterSelector: region("eu"), Values: map[string]any{"blob": strings.Repeat("x", 1<<20)}}), path + ".values", "more than a plan may hold"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := validConfig()
-			tc.mutate(cfg)
-			errs := Validate(cfg)
-			if tc.wantPath == "" {
-				if len(errs) > 0 {
-					t.Fatalf("want no errors, got %v", errs)
-				}
-				return
-			}
-			for _, e := range errs {
-				if e.Path == tc.wantPath && strings.Contains(e.Message, tc.wantMsg) {
-					return
-				}
-			}
-			t.Fatalf("want an error at %s containing %q, got %v", tc.wantPath, tc.wantMsg, errs)
-		})
-	}
+	checkValidation(t, cases)
 }
 
 func TestClusterOverridesFor(t *testing.T) {

@@ -1,17 +1,11 @@
 package orchconfig
 
 import (
-	"strings"
 	"testing"
 )
 
 func TestValidatePods(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		mutate   func(*Config)
-		wantPath string
-		wantMsg  string
-	}{
+	cases := []validationCase{
 		{"a backend's and a definition's kinds and pods", func(c *Config) {
 			c.Profiles[0].Backends[0].Kinds = []string{"Deployment.apps", "Service"}
 			c.Profiles[0].Backends[0].Pods = &Pods{ServiceAccountName: "web", ServiceAccountToken: true, Allow: []string{"probeHosts"}}
@@ -39,25 +33,8 @@ func TestValidatePods(t *testing.T) {
 			"provisioners[0].pods.serviceAccountToken", "only a backend's pods get a token this way"},
 		{"probe hosts for every namespace by an empty selector", func(c *Config) { c.ProbeHosts = &Selector{} },
 			"probeHosts", "a selector needs matchLabels, matchExpressions or namespaces"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := validConfig()
-			tc.mutate(cfg)
-			errs := Validate(cfg)
-			if tc.wantPath == "" {
-				if len(errs) > 0 {
-					t.Fatalf("want no errors, got %v", errs)
-				}
-				return
-			}
-			for _, e := range errs {
-				if e.Path == tc.wantPath && strings.Contains(e.Message, tc.wantMsg) {
-					return
-				}
-			}
-			t.Fatalf("want an error at %s containing %q, got %v", tc.wantPath, tc.wantMsg, errs)
-		})
 	}
+	checkValidation(t, cases)
 }
 
 func TestProbeHostsAllowed(t *testing.T) {

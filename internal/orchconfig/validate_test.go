@@ -52,12 +52,7 @@ func validConfig() *Config {
 func ptr[T any](v T) *T { return &v }
 
 func TestValidate(t *testing.T) {
-	cases := []struct {
-		name     string
-		mutate   func(*Config)
-		wantPath string
-		wantMsg  string
-	}{
+	cases := []validationCase{
 		{"valid document", func(*Config) {}, "", ""},
 		{"wrong apiVersion", func(c *Config) { c.APIVersion = "score.dev/v1" }, "apiVersion", `must be "score.dev/v1b1"`},
 		{"wrong kind", func(c *Config) { c.Kind = "Config" }, "kind", `must be "OrchestratorConfig"`},
@@ -292,25 +287,7 @@ func TestValidate(t *testing.T) {
 		{"api block on a template provisioner", func(c *Config) { c.Provisioners[0].API = apiProvisioner().API }, "provisioners[0].api", "only http+api://"},
 		{"endpoint template does not parse", func(c *Config) { c.Endpoint.Template = "https://{{ .workload.name" }, "endpoint.template", "does not parse"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := validConfig()
-			tc.mutate(cfg)
-			errs := Validate(cfg)
-			if tc.wantPath == "" {
-				if len(errs) > 0 {
-					t.Fatalf("want no errors, got %v", errs)
-				}
-				return
-			}
-			for _, e := range errs {
-				if e.Path == tc.wantPath && strings.Contains(e.Message, tc.wantMsg) {
-					return
-				}
-			}
-			t.Fatalf("want an error at %s containing %q, got %v", tc.wantPath, tc.wantMsg, errs)
-		})
-	}
+	checkValidation(t, cases)
 }
 
 func TestMutableRefsAllowedForDevelopment(t *testing.T) {
@@ -516,5 +493,37 @@ func TestHostnameAllowed(t *testing.T) {
 	}
 	if ok, _ := (&Config{}).HostnameAllowed("any", nil, "anything.example.com"); !ok {
 		t.Fatal("without rules, any host name is allowed")
+	}
+}
+
+// validationCase is a change to validConfig and the error it must bring: none when wantPath is
+// empty, else one at wantPath whose message contains wantMsg.
+type validationCase struct {
+	name     string
+	mutate   func(*Config)
+	wantPath string
+	wantMsg  string
+}
+
+func checkValidation(t *testing.T, cases []validationCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig()
+			tc.mutate(cfg)
+			errs := Validate(cfg)
+			if tc.wantPath == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want no errors, got %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if e.Path == tc.wantPath && strings.Contains(e.Message, tc.wantMsg) {
+					return
+				}
+			}
+			t.Fatalf("want an error at %s containing %q, got %v", tc.wantPath, tc.wantMsg, errs)
+		})
 	}
 }

@@ -88,4 +88,7 @@ func hexNibble(c byte) byte {
 }
 
 // StateSecretName names the Secret that keeps an instance's state across restarts.
-func (i Identity) StateSecretName() string { return "score-state-" + i.Hash() }
+func (i Identity) StateSecretName() string { return StateSecretNameOf(i.Hash()) }
+
+// StateSecretNameOf names the state Secret of the instance of hash instance (Identity.Hash).
+func StateSecretNameOf(instance string) string { return "score-state-" + instance }

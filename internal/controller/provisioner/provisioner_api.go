@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionerapi"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
@@ -26,15 +27,9 @@ func (r *Reconciler) releaseAPI(ctx context.Context, c *scorev1b1.ResourceClaim,
 	if !strings.HasPrefix(c.Status.Provisioner, "http+api://") {
 		return nil
 	}
-	loaded, err := r.configOf(ctx, c)
-	if errors.Is(err, errNotKept) {
-		loaded, err = nil, nil
-		if l, ok := r.Config.Get(); ok {
-			loaded = l // the definition by its URI, as it is now
-		}
-	}
-	if err != nil || loaded == nil {
-		return errors.Join(errors.New("waiting for the platform configuration to send the delete request"), err)
+	loaded, err := r.releaseConfig(ctx, c, "send the delete request")
+	if err != nil {
+		return err
 	}
 	var def *orchconfig.Provisioner
 	for i := range loaded.Config.Provisioners {
@@ -70,6 +65,23 @@ func (r *Reconciler) releaseAPI(ctx context.Context, c *scorev1b1.ResourceClaim,
 		ctrl.LoggerFrom(ctx).Info("Deleted through the API", "provisioner", def.URI)
 	}
 	return err
+}
+
+// releaseConfig is the config a deleted claim is released with: the revision it was provisioned
+// from, else (no longer kept) the current one, where the definition of its URI is as it is now.
+// Without one, the release waits for it, to do what to says.
+func (r *Reconciler) releaseConfig(ctx context.Context, c *scorev1b1.ResourceClaim, to string) (*configsource.Loaded, error) {
+	loaded, err := r.configOf(ctx, c)
+	if errors.Is(err, errNotKept) {
+		loaded, err = nil, nil
+		if l, ok := r.Config.Get(); ok {
+			loaded = l
+		}
+	}
+	if err != nil || loaded == nil {
+		return nil, errors.Join(errors.New("waiting for the platform configuration to "+to), err)
+	}
+	return loaded, nil
 }
 
 // apiClient makes the requests of http+api:// definitions, with the credentials Secrets of the

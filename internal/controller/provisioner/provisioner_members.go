@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
@@ -102,9 +103,10 @@ func (r *Reconciler) claimsOfObjectOn(cluster string) handler.EventHandler {
 }
 
 // retire releases a moved claim's objects on the clusters its Workload has left (its plan
-// holds nothing there any more), by the claim's policy: Delete deletes them, Retain and Orphan
-// leave them where they are, with an event saying so. It returns the entries still held: on a
-// cluster the Workload still runs on, or being deleted, or on a cluster that does not answer.
+// holds nothing there any more), by the policy its release follows (claimstatus.ReleasePolicy):
+// Delete deletes them, Retain and Orphan leave them where they are, with an event saying so. It
+// returns the entries still held: on a cluster the Workload still runs on, or being deleted, or
+// on a cluster that does not answer.
 func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, elsewhere []scorev1b1.AppliedObject) ([]scorev1b1.AppliedObject, error) {
 	if len(elsewhere) == 0 {
 		return nil, nil
@@ -125,9 +127,9 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 	if len(leave) == 0 {
 		return keep, nil
 	}
-	if c.Spec.DeprovisionPolicy != "" && c.Spec.DeprovisionPolicy != scorev1b1.DeprovisionDelete {
+	if policy := claimstatus.ReleasePolicy(c, ""); policy != scorev1b1.DeprovisionDelete {
 		for _, cluster := range clusters.Of(leave) {
-			r.event(c, corev1.EventTypeNormal, "Retained", "Move", "The instance on %s stays there (deprovision policy %s): the workload moved to %s.", clusters.Name(cluster), c.Spec.DeprovisionPolicy, clusters.Name(c.Status.InstanceCluster))
+			r.event(c, corev1.EventTypeNormal, "Retained", "Move", "The instance on %s stays there (deprovision policy %s): the workload moved to %s.", clusters.Name(cluster), policy, clusters.Name(c.Status.InstanceCluster))
 		}
 		return keep, nil
 	}
@@ -154,6 +156,9 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 			continue
 		}
 		if err := r.deleteState(ctx, old); err != nil {
+			return nil, err
+		}
+		if err := r.unrecord(ctx, c, old); err != nil {
 			return nil, err
 		}
 	}

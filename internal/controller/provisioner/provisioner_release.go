@@ -16,28 +16,43 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
-// release deprovisions a deleted claim per its policy. Delete removes everything it
-// provisioned (unless another claim still uses the same shared instance) and waits until it
-// is gone; Retain keeps the data and the state, so a later claim of the same identity binds
-// to them; Orphan leaves everything as it is.
+// release deprovisions a deleted claim per its policy (claimstatus.ReleasePolicy: the
+// platform's for a shared instance whose policy it fixes, else the claim's). Delete removes
+// everything it provisioned (unless another claim still uses the same shared instance) and
+// waits until it is gone; Retain keeps the data and the state, so a later claim of the same
+// identity binds to them; Orphan leaves everything as it is.
 func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(c, scorev1b1.ClaimFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
 	id := claimIdentity(c)
-	if c.Spec.DeprovisionPolicy == scorev1b1.DeprovisionDelete || c.Spec.DeprovisionPolicy == "" {
+	policy, err := r.releasePolicy(ctx, c)
+	if err != nil {
+		r.deprovisioning(c, fmt.Sprintf("Deprovisioning; %v.", err))
+		return ctrl.Result{}, err
+	}
+	if policy == scorev1b1.DeprovisionDelete {
 		others, err := r.otherConsumers(ctx, c, id)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if others == 0 {
-			if err := r.releaseAPI(ctx, c, id); err != nil {
-				r.deprovisioning(c, fmt.Sprintf("Deprovisioning; %v.", err))
-				return ctrl.Result{}, fmt.Errorf("deprovisioning through the API: %w", err)
+			// The instance itself — its external API's delete request, its state, its place in
+			// the sharing ledger — only with a claim whose status names it: one released before
+			// the provisioner ever bound it, or that let go of it, has none of it, and the state
+			// of its identity may be a retained instance's, which the next claim binds to.
+			deprovisions := claimstatus.DeprovisionsInstance(c)
+			if deprovisions {
+				if err := r.releaseAPI(ctx, c, id); err != nil {
+					r.deprovisioning(c, fmt.Sprintf("Deprovisioning; %v.", err))
+					return ctrl.Result{}, fmt.Errorf("deprovisioning through the API: %w", err)
+				}
 			}
 			released, err := r.members.Release(ctx, r.applier, c.Status.Resources, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) })
 			if err != nil {
@@ -57,11 +72,13 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 				r.deprovisioning(c, "Deprovisioning; waiting for "+strings.Join(released.Remaining, ", ")+" to be deleted.")
 				return ctrl.Result{}, nil
 			}
-			// The state goes only with a claim that was bound to the instance: one released before
-			// the provisioner ever ran it has no state of its own, and the state of its identity
-			// may be a retained instance's, which the next claim of that identity binds to.
-			if c.Status.Instance != "" {
+			// Its place in the ledger goes last, once nothing of it is left: until then it is
+			// counted, and a restart between any two steps repeats them.
+			if deprovisions {
 				if err := r.deleteState(ctx, id); err != nil {
+					return ctrl.Result{}, err
+				}
+				if err := r.unrecord(ctx, c, id); err != nil {
 					return ctrl.Result{}, err
 				}
 			}
@@ -70,7 +87,7 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 			log.Info("Released a shared instance that other claims still use", "consumers", others)
 		}
 	} else {
-		log.Info("Released; the provisioned data stays", "policy", c.Spec.DeprovisionPolicy)
+		log.Info("Released; the provisioned data stays", "policy", policy)
 	}
 	// Only if the claim is still the version this pass read: a pass that read a cached copy
 	// from before the provisioner's own status write (a claim deleted while its first pass
@@ -86,6 +103,29 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// releasePolicy is the policy the deleted claim is released by (claimstatus.ReleasePolicy), with
+// the policy the config fixes for its instance read for a claim bound before the provisioner
+// recorded the platform's (claimstatus.UnrecordedPolicy).
+func (r *Reconciler) releasePolicy(ctx context.Context, c *scorev1b1.ResourceClaim) (scorev1b1.DeprovisionPolicy, error) {
+	if !claimstatus.UnrecordedPolicy(c) {
+		return claimstatus.ReleasePolicy(c, ""), nil
+	}
+	loaded, err := r.releaseConfig(ctx, c, "decide the release's policy")
+	if err != nil {
+		return "", err
+	}
+	claimParams, _ := values.Object(c.Spec.Params)
+	served, _, ok := provisionermatch.Resolve(provisionermatch.Input{Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
+		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams}})
+	if !ok {
+		return claimstatus.ReleasePolicy(c, ""), nil // no definition serves it now: none fixes its policy
+	}
+	def := loaded.Config.Provisioners[served.Index]
+	fixed := claimstatus.FixedPolicy(claimstatus.Observed{Claim: c, Definition: &def, InstanceNamespace: c.Status.InstanceNamespace,
+		PlatformPolicy: scorev1b1.DeprovisionPolicy(served.DeprovisionPolicy)})
+	return claimstatus.ReleasePolicy(c, fixed), nil
 }
 
 // otherConsumers counts live claims, other than c, of the same instance: the consumers of a

@@ -13,6 +13,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
 // The sharing ledger (claimstatus/shares.go): which instances of a definition each consumer
@@ -21,8 +22,7 @@ import (
 
 // observeShares reads the ledger, when the claim's definition bounds the instances a consumer
 // namespace holds and the claim's instance is shared from another namespace: the instances its
-// namespace holds, and, when its own is not among them, which of them a claim of the
-// namespace still holds.
+// namespace holds.
 func (r *Reconciler) observeShares(ctx context.Context, c *scorev1b1.ResourceClaim, p *pass) error {
 	def := *p.Definition
 	sh := def.Sharing
@@ -30,7 +30,7 @@ func (r *Reconciler) observeShares(ctx context.Context, c *scorev1b1.ResourceCla
 		return nil
 	}
 	ledger := &corev1.ConfigMap{}
-	switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: sh.Namespace, Name: claimstatus.LedgerName(def)}, ledger); {
+	switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: sh.Namespace, Name: claimstatus.LedgerName(def.URI)}, ledger); {
 	case apierrors.IsNotFound(err):
 		ledger = nil
 	case err != nil:
@@ -41,33 +41,51 @@ func (r *Reconciler) observeShares(ctx context.Context, c *scorev1b1.ResourceCla
 		held = claimstatus.LedgerInstances(ledger.Data[c.Namespace])
 	}
 	p.ledger = ledger
+	if ledger != nil && ledger.Annotations[annotationLedgerCounts] != claimstatus.LedgerCountsExisting && !slices.Contains(held, p.Instance) {
+		// An earlier version's: the record that follows writes its entries carried over.
+		carried, err := r.carryOver(ctx, ledger, def)
+		if err != nil {
+			return err
+		}
+		p.ledger, held = carried, claimstatus.LedgerInstances(carried.Data[c.Namespace])
+	}
 	p.Shares = &claimstatus.Shares{Held: held, Holds: slices.Contains(held, p.Instance)}
-	if p.Shares.Holds || len(held) == 0 {
-		return nil
-	}
-	live, err := r.heldBy(ctx, c.Namespace, def)
-	if err != nil {
-		return err
-	}
-	p.Shares.Held = slices.DeleteFunc(held, func(h string) bool { return !live[h] })
 	return nil
 }
 
-// heldBy are the instances of def in its sharing namespace that the claims of namespace hold
-// (being deleted or not), as the API server has them: a claim another worker or shard admitted
+// carryOver is a ledger an earlier version wrote with each namespace's entry carried over
+// (claimstatus.CarriedOver), marked as counting the instances that exist. The claims standing
+// for an instance are as the API server lists them, never a cache: one another worker admitted
 // a moment ago is among them.
-func (r *Reconciler) heldBy(ctx context.Context, namespace string, def orchconfig.Provisioner) (map[string]bool, error) {
-	var list scorev1b1.ResourceClaimList
-	if err := r.secrets.APIServer.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing the claims of namespace %s: %w", namespace, err)
-	}
-	out := map[string]bool{}
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.Spec.ID == "" {
+func (r *Reconciler) carryOver(ctx context.Context, ledger *corev1.ConfigMap, def orchconfig.Provisioner) (*corev1.ConfigMap, error) {
+	out := ledger.DeepCopy()
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, annotationLedgerCounts, claimstatus.LedgerCountsExisting)
+	for ns, entry := range ledger.Data {
+		var list scorev1b1.ResourceClaimList
+		if err := r.secrets.APIServer.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing the claims of namespace %s: %w", ns, err)
+		}
+		live := map[string]bool{}
+		for i := range list.Items {
+			if o := &list.Items[i]; o.DeletionTimestamp.IsZero() && o.Spec.ID != "" {
+				live[identityIn(o, def.Sharing.Namespace, instanceCluster(o, def)).Hash()] = true
+			}
+		}
+		kept := map[string]bool{}
+		for _, h := range claimstatus.LedgerInstances(entry) {
+			switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: def.Sharing.Namespace, Name: provisioning.StateSecretNameOf(h)}, &corev1.Secret{}); {
+			case err == nil:
+				kept[h] = true
+			case !apierrors.IsNotFound(err):
+				return nil, fmt.Errorf("reading the state of a shared instance: %w", err)
+			}
+		}
+		carried := claimstatus.CarriedOver(claimstatus.LedgerInstances(entry), func(h string) bool { return live[h] }, func(h string) bool { return kept[h] })
+		if len(carried) == 0 {
+			delete(out.Data, ns)
 			continue
 		}
-		out[identityIn(o, def.Sharing.Namespace, instanceCluster(o, def)).Hash()] = true
+		out.Data[ns] = claimstatus.LedgerEntry(carried)
 	}
 	return out, nil
 }
@@ -80,8 +98,8 @@ func (r *Reconciler) record(ctx context.Context, c *scorev1b1.ResourceClaim, p *
 	entry := claimstatus.LedgerEntry(append(slices.Clone(p.Shares.Held), p.Instance))
 	if p.ledger == nil {
 		ledger := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: def.Sharing.Namespace, Name: claimstatus.LedgerName(def),
-				Annotations: map[string]string{annotationLedgerOf: def.URI}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: def.Sharing.Namespace, Name: claimstatus.LedgerName(def.URI),
+				Annotations: map[string]string{annotationLedgerOf: def.URI, annotationLedgerCounts: claimstatus.LedgerCountsExisting}},
 			Data: map[string]string{c.Namespace: entry},
 		}
 		return r.Client.Create(ctx, ledger)
@@ -94,5 +112,76 @@ func (r *Reconciler) record(ctx context.Context, c *scorev1b1.ResourceClaim, p *
 	return r.Client.Update(ctx, ledger) // at the resourceVersion read: a conflict if it changed since
 }
 
+// unrecord takes an instance a release deprovisioned out of the sharing ledger of its
+// namespace, when its definition keeps one there: out of the entry of every consumer namespace
+// of which no live claim stands for the instance (one made meanwhile keeps it, as it provisions
+// the instance again), over the ledger as it was read; a conflict is retried. Until then the
+// instance keeps its place, whatever became of its claims (claimstatus/shares.go).
+func (r *Reconciler) unrecord(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioning.Identity) error {
+	uri := c.Status.Provisioner
+	if c.Spec.ID == "" || uri == "" {
+		return nil
+	}
+	ledger := &corev1.ConfigMap{}
+	switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: claimstatus.LedgerName(uri)}, ledger); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the sharing ledger: %w", err)
+	}
+	if ledger.Annotations[annotationLedgerOf] != uri {
+		return nil // not a ledger the provisioner made
+	}
+	instance, changed := id.Hash(), false
+	for ns, entry := range ledger.Data {
+		held := claimstatus.LedgerInstances(entry)
+		if !slices.Contains(held, instance) {
+			continue
+		}
+		stands, err := r.standsFor(ctx, ns, id, c)
+		if err != nil {
+			return err
+		}
+		if stands {
+			continue
+		}
+		if rest := slices.DeleteFunc(held, func(h string) bool { return h == instance }); len(rest) > 0 {
+			ledger.Data[ns] = claimstatus.LedgerEntry(rest)
+		} else {
+			delete(ledger.Data, ns)
+		}
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Client.Update(ctx, ledger); err != nil { // at the resourceVersion read
+		return fmt.Errorf("taking the deprovisioned instance out of the sharing ledger: %w", err)
+	}
+	return nil
+}
+
+// standsFor reports whether a live claim of namespace other than c stands for the instance id
+// (its spec names it, on the instance's cluster), as the API server has the claims: one
+// another worker admitted a moment ago, before its status says so, is among them.
+func (r *Reconciler) standsFor(ctx context.Context, namespace string, id provisioning.Identity, c *scorev1b1.ResourceClaim) (bool, error) {
+	var list scorev1b1.ResourceClaimList
+	if err := r.secrets.APIServer.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return false, fmt.Errorf("listing the claims of namespace %s: %w", namespace, err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID != c.UID && o.DeletionTimestamp.IsZero() && o.Spec.ID != "" && identityIn(o, id.Namespace, id.Cluster).Hash() == id.Hash() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // annotationLedgerOf names, on a sharing ledger, the definition whose instances it counts.
 const annotationLedgerOf = "score.dev/shares-of"
+
+// annotationLedgerCounts says, on a sharing ledger, what its entries count: the instances that
+// exist (claimstatus.LedgerCountsExisting), else an earlier version's, carried over by the next
+// record.
+const annotationLedgerCounts = "score.dev/shares-counted"

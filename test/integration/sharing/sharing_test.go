@@ -13,7 +13,6 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
@@ -128,7 +127,7 @@ func TestSharedInstancesPerNamespaceAreBounded(t *testing.T) {
 		t.Fatalf("%d instances in the sharing namespace, want 2", instances)
 	}
 	ledger := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimstatus.LedgerName(orchconfig.Provisioner{URI: "template://test/bounded-kv"})}, ledger); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimstatus.LedgerName("template://test/bounded-kv")}, ledger); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := ledger.Data[ns], claimstatus.LedgerEntry([]string{bound[0].Status.Instance, bound[1].Status.Instance}); got != want {
