@@ -12,20 +12,30 @@ KUBECTL := $(CURDIR)/bin/kubectl --kubeconfig $(KUBECONFIG_DEV)
 .PHONY: all
 all: build
 
+# The version: the file VERSION, its one source (the binaries compile it in, make generate
+# writes it into the chart and the kustomize base, the images are tagged with it). The commit
+# is stamped into the binaries and the images' labels.
+VERSION ?= $(shell tr -d '[:space:]' <VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+STAMP := -X github.com/score-orchestrator/score-orchestrator/internal/version.Commit=$(COMMIT)
+
 .PHONY: build
 build: ## Build the binaries into bin/
-	go build -o bin/scorectl ./cmd/scorectl
-	go build -o bin/score-controllers ./cmd/score-controllers
+	go build -ldflags "$(STAMP)" -o bin/scorectl ./cmd/scorectl
+	go build -ldflags "$(STAMP)" -o bin/score-controllers ./cmd/score-controllers
 	ln -sf scorectl bin/kubectl-score
-
-# The images' version (the chart's appVersion, so that the chart's default tag finds them) and
-# commit, stamped into the binaries and the labels.
-VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/score-orchestrator/Chart.yaml)
-COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 .PHONY: images
 images: ## Build the score-controllers and scorectl images without a container engine (OCI layouts in bin/images); PUSH=registry/path pushes them
 	go run ./hack/images --out bin/images --version $(VERSION) --commit $(COMMIT) $(if $(PUSH),--push $(PUSH))
+
+.PHONY: release
+release: ## Build the release of this commit under dist/VERSION: scorectl for linux and darwin on amd64 and arm64, the images as OCI archives, the chart, the CRD bundle, SBOMs and SHA256SUMS (make release VERSION=x.y.z; docs/upgrading.md)
+	VERSION=$(VERSION) hack/release.sh build
+
+.PHONY: release-check
+release-check: ## Build the release twice (the second from a copy of the commit elsewhere, with an empty build cache) and check every file is byte-identical
+	VERSION=$(VERSION) hack/release.sh check
 
 .PHONY: tools
 tools: ## Build (once, cached) kube-apiserver, etcd, controller-manager, scheduler, kubectl and kwok

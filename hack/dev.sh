@@ -14,9 +14,11 @@ export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 build() {
 	hack/tools.sh
 	printf '[dev] %s\n' "building scorectl and the controllers" >&2
-	go build -o bin/scorectl ./cmd/scorectl
+	# The commit, as make build stamps it (the version is the file VERSION, compiled in).
+	local stamp="-X github.com/score-orchestrator/score-orchestrator/internal/version.Commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+	go build -ldflags "$stamp" -o bin/scorectl ./cmd/scorectl
 	ln -sf scorectl bin/kubectl-score
-	go build -o bin/score-controllers ./cmd/score-controllers
+	go build -ldflags "$stamp" -o bin/score-controllers ./cmd/score-controllers
 }
 
 case "${1:-}" in

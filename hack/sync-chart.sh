@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Copies what the Helm chart must carry from config/ into charts/score-orchestrator (a chart
-# cannot read files outside its directory): the CRDs, the generated controller roles, the
-# leader-election Role, the user roles, the Grafana dashboard, the default templates (also config/default/templates.yaml) and the development Orchestrator Config
-# (also config/default/orchestrator-config.yaml). `make generate`
-# runs it; test/install fails when the copies drift.
+# Writes the version (the file VERSION, its one source) into the chart's version and
+# appVersion and the kustomize base's image tag, and copies what the Helm chart must carry from
+# config/ into charts/score-orchestrator (a chart cannot read files outside its directory): the
+# CRDs, the generated controller roles, the leader-election Role, the user roles, the Grafana
+# dashboard, the default templates (also config/default/templates.yaml) and the development
+# Orchestrator Config (also config/default/orchestrator-config.yaml). `make generate` runs it;
+# test/install fails when the copies drift, TestVersionsAgree when the version does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chart=charts/score-orchestrator
+version="$(tr -d '[:space:]' <VERSION)"
+if ! [[ "$version" =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]]; then
+  echo "VERSION: \"$version\" is not a version (MAJOR.MINOR.PATCH[-PRERELEASE])" >&2
+  exit 1
+fi
+sed -i -e "s/^version: .*/version: $version/" -e "s/^appVersion: .*/appVersion: \"$version\"/" "$chart/Chart.yaml"
+sed -i -e "s|image: score-orchestrator/score-controllers:.*|image: score-orchestrator/score-controllers:$version|" config/default/manager.yaml
 rm -rf "$chart/crds" "$chart/files"
 mkdir -p "$chart/crds" "$chart/files/rbac/users" "$chart/files/admission" "$chart/files/grafana"
 cp config/crd/bases/*.yaml "$chart/crds/"

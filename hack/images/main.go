@@ -3,7 +3,7 @@
 // size. With --push PREFIX it then pushes them to PREFIX/NAME:VERSION with the credentials of
 // the Docker config (~/.docker/config.json, as docker login or crane auth login write it).
 //
-//	go run ./hack/images --version v0.2.0 --commit $(git rev-parse HEAD) [--out bin/images] [--push registry.example.com/platform]
+//	go run ./hack/images --commit $(git rev-parse HEAD) [--version 0.2.0] [--out bin/images] [--push registry.example.com/platform]
 package main
 
 import (
@@ -14,13 +14,14 @@ import (
 	"path/filepath"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/image"
+	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
 func main() {
 	var b image.Build
 	var out, push string
 	flag.StringVar(&out, "out", "bin/images", "directory of the image layouts")
-	flag.StringVar(&b.Version, "version", "dev", "version stamped into the binaries and the labels, and the tag pushed")
+	flag.StringVar(&b.Version, "version", "", "the version the labels and tag say (default and only allowed value: the file VERSION, which the binaries report)")
 	flag.StringVar(&b.Commit, "commit", "unknown", "commit stamped into the binaries and the labels")
 	flag.StringVar(&b.Arch, "arch", "", "GOARCH to build for (default: this machine's)")
 	flag.StringVar(&push, "push", "", "push each image to PREFIX/NAME:VERSION")
@@ -38,6 +39,11 @@ func run(ctx context.Context, b image.Build, out, push string, plainHTTP bool) e
 		return err
 	}
 	b.Root = root
+	if b.Version == "" {
+		if b.Version, err = version.Read(root); err != nil {
+			return err
+		}
+	}
 	if out, err = filepath.Abs(out); err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -31,6 +30,9 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 	"oras.land/oras-go/v2/registry/remote/retry"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/gobuild"
+	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
 // Spec is one image: a command of the repository as its entrypoint.
@@ -62,7 +64,9 @@ const Source = "https://github.com/score-orchestrator/score-orchestrator"
 type Build struct {
 	// Root is the repository.
 	Root string
-	// Version and Commit are stamped into the binaries (internal/version) and the labels.
+	// Version is the images' tag and label: the version their binaries report (the file
+	// VERSION, compiled in; All refuses another). Commit is stamped into the binaries and the
+	// labels.
 	Version, Commit string
 	// Arch is the GOARCH to build for (default: this machine's).
 	Arch string
@@ -77,17 +81,10 @@ func (b Build) arch() string {
 	return runtime.GOARCH
 }
 
-// Binary builds spec's command as a static binary at out.
+// Binary builds spec's command as a static linux binary at out (internal/gobuild: stamped with
+// the commit, reproducible).
 func (b Build) Binary(ctx context.Context, spec Spec, out string) error {
-	const pkg = "github.com/score-orchestrator/score-orchestrator/internal/version"
-	ldflags := fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", pkg, b.Version, pkg, b.Commit)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, spec.Package)
-	cmd.Dir = b.Root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+b.arch(), "GOFLAGS=-buildvcs=false")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", spec.Package, err, msg)
-	}
-	return nil
+	return gobuild.Build{Dir: b.Root, Package: spec.Package, Target: gobuild.Target{OS: "linux", Arch: b.arch()}, Commit: b.Commit}.Run(ctx, out)
 }
 
 // Image is spec's image around the binary at path: the base layer, then the binary's.
@@ -208,6 +205,9 @@ type Result struct {
 
 // All builds every image into out/NAME (an OCI image layout each), their binaries in out/bin.
 func (b Build) All(ctx context.Context, out string) ([]Result, error) {
+	if err := version.Check(b.Root, b.Version); err != nil {
+		return nil, err
+	}
 	var results []Result
 	for _, spec := range Images {
 		bin := filepath.Join(out, "bin", spec.Name)
@@ -266,6 +266,34 @@ func WriteLayout(dir string, spec Spec, img v1.Image, version string) (Result, e
 		r.Uncompressed += n
 	}
 	return r, nil
+}
+
+// WriteIndexLayout writes imgs, one per platform (each built by Image with its Arch), as one
+// image index, the only entry of an OCI image layout at dir (replacing what was there), tagged
+// version: one reference from which a node pulls the image of its architecture. It returns the
+// index's digest.
+func WriteIndexLayout(dir string, imgs []v1.Image, version string) (v1.Hash, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, img := range imgs {
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture},
+		}})
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return v1.Hash{}, err
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": version})); err != nil {
+		return v1.Hash{}, err
+	}
+	return idx.Digest()
 }
 
 // Open reads the image of the OCI image layout at dir.

@@ -12,10 +12,13 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
 // TestImages builds both images as make images does, opens each from its layout on disk and
@@ -25,7 +28,7 @@ func TestImages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds both binaries")
 	}
-	b := Build{Root: testenv.RepoRoot(), Version: "v9.8.7-test", Commit: "0123456789abcdef0123456789abcdef01234567"}
+	b := Build{Root: testenv.RepoRoot(), Version: version.Version, Commit: "0123456789abcdef0123456789abcdef01234567"}
 	out := t.TempDir()
 	results, err := b.All(context.Background(), out)
 	if err != nil {
@@ -43,6 +46,9 @@ func TestImages(t *testing.T) {
 			}
 			if d, _ := img.Digest(); d != r.Digest {
 				t.Errorf("the layout holds %s, the build reported %s", d, r.Digest)
+			}
+			if tag := layoutTag(t, r.Dir); tag != version.Version {
+				t.Errorf("the layout's image is tagged %q, want the version %q", tag, version.Version)
 			}
 			cfg, err := img.ConfigFile()
 			if err != nil {
@@ -115,6 +121,86 @@ func TestImages(t *testing.T) {
 			}
 			t.Logf("%s %s: %.1f MB compressed, %.1f MB unpacked", r.Spec.Name, r.Digest, float64(r.Compressed)/1e6, float64(r.Uncompressed)/1e6)
 		})
+	}
+}
+
+// layoutTag is the tag (org.opencontainers.image.ref.name) of the only entry of the OCI image
+// layout at dir.
+func layoutTag(t *testing.T, dir string) string {
+	t.Helper()
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 1 {
+		t.Fatalf("%s holds %d entries, want 1", dir, len(m.Manifests))
+	}
+	return m.Manifests[0].Annotations["org.opencontainers.image.ref.name"]
+}
+
+// The images are labelled and tagged with the version their binaries report, or not built.
+func TestImagesRefuseAnotherVersion(t *testing.T) {
+	b := Build{Root: testenv.RepoRoot(), Version: "9.8.7", Commit: "abc"}
+	_, err := b.All(context.Background(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), `version "9.8.7": the binaries built from`) {
+		t.Fatalf("error %v, want the refusal of another version", err)
+	}
+}
+
+// Images of two architectures in one index: each under its platform, the index tagged.
+func TestIndexLayout(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "app")
+	if err := os.WriteFile(bin, []byte("#!/not/a/real/binary\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var imgs []v1.Image
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := Build{Version: "v1", Commit: "abc", Arch: arch}.Image(Spec{Name: "app"}, bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, img)
+	}
+	dir := filepath.Join(t.TempDir(), "layout")
+	digest, err := WriteIndexLayout(dir, imgs, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag := layoutTag(t, dir); tag != "v1" {
+		t.Errorf("tagged %q", tag)
+	}
+	outer, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := outer.ImageIndex(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platforms []string
+	for i, d := range m.Manifests {
+		platforms = append(platforms, d.Platform.String())
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := imgs[i].Digest(); d.Digest != want {
+			t.Errorf("%s: %s, built %s", d.Platform, d.Digest, want)
+		}
+		if cfg, err := img.ConfigFile(); err != nil || cfg.Architecture != d.Platform.Architecture {
+			t.Errorf("%s: the image's config says %v (%v)", d.Platform, cfg, err)
+		}
+	}
+	if got := strings.Join(platforms, ","); got != "linux/amd64,linux/arm64" {
+		t.Errorf("platforms %s", got)
 	}
 }
 

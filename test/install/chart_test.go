@@ -31,6 +31,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
 var chartDir = filepath.Join(testenv.RepoRoot(), "charts", "score-orchestrator")
@@ -499,17 +500,17 @@ func TestChartShards(t *testing.T) {
 	}
 }
 
-// The image: the chart's appVersion by default, a tag of one's own, or pinned by digest (make
-// images prints it), which takes the place of the tag.
+// The image: the chart's appVersion by default (the version the binaries report), a tag of
+// one's own, or pinned by digest (make images prints it), which takes the place of the tag.
 func TestChartImage(t *testing.T) {
 	const digest = "sha256:1c9578a4b6b73af5cb375bf52bc239b7bde5d1035fb149a8be3514a8ebc44464"
 	for _, tc := range []struct {
 		image map[string]any
 		want  string
 	}{
-		{nil, "score-orchestrator/score-controllers:0.1.0"},
-		{map[string]any{"repository": "registry.example.com/platform/score-controllers", "tag": "0.2.0"}, "registry.example.com/platform/score-controllers:0.2.0"},
-		{map[string]any{"repository": "registry.example.com/platform/score-controllers", "tag": "0.2.0", "digest": digest}, "registry.example.com/platform/score-controllers@" + digest},
+		{nil, "score-orchestrator/score-controllers:" + version.Version},
+		{map[string]any{"repository": "registry.example.com/platform/score-controllers", "tag": "9.8.7"}, "registry.example.com/platform/score-controllers:9.8.7"},
+		{map[string]any{"repository": "registry.example.com/platform/score-controllers", "tag": "9.8.7", "digest": digest}, "registry.example.com/platform/score-controllers@" + digest},
 	} {
 		var values map[string]any
 		if tc.image != nil {
