@@ -163,14 +163,16 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 //     commit's pod rules on the new controllers' first pass: the previous catalog's image
 //     build (AppArmor Unconfined, which its definition could not allow then) is refused,
 //     PermissionDenied, until the rollout's wave brings the new catalog's definition (pods:
-//     {allow: [seccomp, appArmor]}) — a defect.
+//     {allow: [seccomp, appArmor]}), then ClaimPending while the claim is provisioned from it
+//     (a dependency that had failed is not "being updated") — a defect.
 func knownNotReady(n notReady, batch, rolled map[string]bool) string {
 	switch {
 	case n.reason == string(scorev1b1.ReasonRuntimeProvisioning) && batch[n.workload]:
 		return "a batch Workload's Job runs again for its changed pod"
 	case n.reason == string(scorev1b1.ReasonRuntimeProvisioning) && rolled[n.workload]:
 		return "the runtime's objects roll for the changed pod while the rollout goes through"
-	case n.reason == string(scorev1b1.ReasonPermissionDenied) && rolled[n.workload] && strings.Contains(n.message, `dependency "image"`):
+	case n.reason == string(scorev1b1.ReasonPermissionDenied) && rolled[n.workload] && strings.Contains(n.message, `dependency "image"`),
+		n.reason == string(scorev1b1.ReasonClaimPending) && rolled[n.workload] && strings.HasSuffix(n.message, "dependencies: image."):
 		return "a claim of the previous revision re-judged by this commit's pod rules"
 	}
 	return ""
