@@ -41,8 +41,20 @@ type ClaimView struct {
 
 // ViewClaim summarises an observed claim.
 func ViewClaim(c *scorev1b1.ResourceClaim) ClaimView {
+	return view(c, c.Status.ObservedGeneration != c.Generation)
+}
+
+// ViewReported is what the provisioner last reported of a claim, whichever generation of its
+// spec it reported on: what the claim still publishes while the provisioner has not taken its
+// new spec yet.
+func ViewReported(c *scorev1b1.ResourceClaim) ClaimView {
+	return view(c, false)
+}
+
+// view is the claim's view; a stale status (of an earlier spec) is Pending unless it failed.
+func view(c *scorev1b1.ResourceClaim, stale bool) ClaimView {
 	v := ClaimView{Name: c.Name, Phase: c.Status.Phase, Reason: c.Status.Reason, Instance: c.Status.Instance}
-	if c.Status.ObservedGeneration != c.Generation && c.Status.Phase != scorev1b1.ClaimPhaseFailed {
+	if stale && c.Status.Phase != scorev1b1.ClaimPhaseFailed {
 		v.Phase = scorev1b1.ClaimPhasePending
 	}
 	if v.Phase == "" {

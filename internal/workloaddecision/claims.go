@@ -162,19 +162,39 @@ func (d *decision) ownClaim(state *workloadstatus.ClaimState, existing *scorev1b
 			state.WasReady = sum.Reason == scorev1b1.ReasonSucceeded
 		}
 	}
+	stale := existing.Status.ObservedGeneration != existing.Generation && existing.Status.Phase != scorev1b1.ClaimPhaseFailed
 	if len(dc.WaitingFor) > 0 || values.SameJSON(existing.Spec, dc.Spec) {
+		if stale {
+			d.respecified(state, existing)
+		}
 		return
 	}
 	*writes = append(*writes, ClaimWrite{Op: UpdateClaim, Name: dc.Name, Key: dc.Key, Spec: dc.Spec, Claim: existing})
-	err, done := d.o.ClaimsWritten[dc.Name]
-	switch moved := existing.Spec.Cluster != dc.Spec.Cluster || existing.Spec.ConfigRevision != dc.Spec.ConfigRevision; {
+	switch err, done := d.o.ClaimsWritten[dc.Name]; {
 	case done && err != nil:
 		state.Denied = d.refusal(dc.Name)
-	case done && moved:
-		// The Workload moved, or a rollout provisions its claim from another revision: the
-		// claim's outputs are the old instance's, and nothing is planned with them.
-		state.Phase, state.Reason, state.OutputsAvailable = scorev1b1.ClaimPhasePending, "", false
+	case done && existing.Spec.Cluster != dc.Spec.Cluster:
+		// The Workload moved: the claim's outputs are the old cluster's instance's, and
+		// nothing is planned with them.
+		state.Phase, state.Reason, state.OutputsAvailable, state.Respecified = scorev1b1.ClaimPhasePending, "", false, true
+	case done:
+		// A new spec, written now (a rollout provisions the claim from another revision, its
+		// class changed): provisioned again.
+		d.respecified(state, existing)
 	}
+}
+
+// respecified is the state of a claim whose new spec the provisioner has not taken yet: what it
+// last reported, of the previous spec. Until the provisioner acts on the new spec nothing it
+// provisioned has changed, so a dependency that was ready and still publishes its outputs is
+// being updated (workloadstatus.ClaimState.Respecified), unless the Workload's own spec changed
+// since its status was written: its status then follows that change, step by step.
+func (d *decision) respecified(state *workloadstatus.ClaimState, existing *scorev1b1.ResourceClaim) {
+	w := d.o.Workload
+	last := planner.ViewReported(existing)
+	state.Respecified = true
+	state.Phase, state.Reason, state.OutputsAvailable = last.Phase, last.Reason, last.OutputsAvailable
+	state.WasReady = state.WasReady && w.Status.ObservedGeneration == w.Generation
 }
 
 // refusal is the reason the API server refused the pass's write to a claim, "" when it did

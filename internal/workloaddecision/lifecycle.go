@@ -104,6 +104,18 @@ func (d *decision) lifecycle() {
 	d.runtime(sel, placed, states, claimsReady, mirrored)
 }
 
+// meanwhile is the runtime's condition while the plan waits for the claims: what the runtime
+// says of the plan it runs, while every dependency is ready or being updated (a new spec not
+// taken yet) and that plan was built from the Workload's spec as it is, on its cluster — what
+// runs still serves; otherwise waiting for the claims.
+func (d *decision) meanwhile(claimsReady workloadstatus.Condition, placed placement.Result, mirrored mirror.Result) workloadstatus.Condition {
+	p := d.o.Plan
+	if claimsReady.Status != metav1.ConditionTrue || p == nil || p.Spec.ObservedWorkloadGeneration != d.o.Workload.Generation || p.Spec.Cluster != placed.Cluster {
+		return workloadstatus.WaitingForClaims()
+	}
+	return d.runtimeCondition(false, mirrored)
+}
+
 // render is the config the Workload is rendered from.
 func (d *decision) render() *Config {
 	if d.o.Render == nil {
@@ -131,7 +143,7 @@ func (d *decision) runtime(sel selection.Result, placed placement.Result, states
 		return
 	}
 	if !workloadstatus.Deployable(states, claimsReady, d.o.Config.Config.Dependencies.WaitsForHealthyDependencies()) {
-		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.WaitingForClaims())
+		d.decide(workloadstatus.InputsValid(), claimsReady, d.meanwhile(claimsReady, placed, mirrored))
 		return
 	}
 	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: sel.Profile, Backend: *sel.Backend, Claims: d.claimViews(),
@@ -147,7 +159,7 @@ func (d *decision) runtime(sel selection.Result, placed placement.Result, states
 	}
 	built.Spec.ConfigRevision = d.render().Revision
 	built.Spec.Cluster = placed.Cluster
-	if written, refused, ok := d.plan(built.Spec, placed); refused != "" {
+	if written, refused, ok := d.plan(built.Spec, placed, claimsReady.Updating); refused != "" {
 		d.denied(claimsReady, workloadstatus.Denied(refused), refused)
 	} else if ok {
 		d.decide(workloadstatus.InputsValid(), claimsReady, d.runtimeCondition(written, mirrored))

@@ -124,14 +124,16 @@ func (d *decision) alongside(sel selection.Result, placed placement.Result) {
 }
 
 // plan decides the plan's write: only when its content changed, or, once the rollout reached
-// the Workload, when only the config revision it records did. A move is said on the plan.
-// written is a plan the pass wrote; ok is false when the pass stops here (a write to make, an
-// error), with the reason when the API server refused it.
-func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Result) (written bool, refused scorev1b1.Reason, ok bool) {
+// the Workload and no dependency is still being updated (claimsUpdating), when only the config
+// revision it records did: the rollout's gate reads that revision as the Workload rendered, and
+// its dependencies provisioned, from it. A move is said on the plan. written is a plan the pass
+// wrote; ok is false when the pass stops here (a write to make, an error), with the reason when
+// the API server refused it.
+func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Result, claimsUpdating bool) (written bool, refused scorev1b1.Reason, ok bool) {
 	p := d.o.Plan
 	write := &PlanWrite{Spec: spec}
 	switch {
-	case p != nil && sameContent(p.Spec, *spec) && (!d.o.Reached || p.Spec.ConfigRevision == spec.ConfigRevision):
+	case p != nil && sameContent(p.Spec, *spec) && (!d.o.Reached || p.Spec.ConfigRevision == spec.ConfigRevision || claimsUpdating):
 		return false, "", true
 	case p != nil && p.Spec.Cluster != spec.Cluster:
 		write.Events = moveEvents(&p.Spec, spec, placed)
@@ -151,6 +153,7 @@ func (d *decision) plan(spec *scorev1b1.WorkloadPlanSpec, placed placement.Resul
 	err := d.o.PlanWritten.Err
 	if err == nil {
 		d.planCreated = write.Create
+		d.revisionRecorded = p != nil && sameContent(p.Spec, *spec)
 		return true, "", true
 	}
 	if write.Create && apierrors.IsAlreadyExists(err) {
@@ -174,10 +177,14 @@ func sameContent(a, b scorev1b1.WorkloadPlanSpec) bool {
 }
 
 // runtimeCondition is the runtime's progress on the current plan (one the pass wrote is not
-// observed yet), with the normalised signal from the exposure.
+// observed yet, unless it only records another revision), with the normalised signal from the
+// exposure.
 func (d *decision) runtimeCondition(written bool, mirrored mirror.Result) workloadstatus.Condition {
 	p := d.o.Plan
-	if written || p == nil || p.Status.ObservedGeneration != p.Generation {
+	switch {
+	case p == nil:
+		return workloadstatus.Provisioning()
+	case (written || p.Status.ObservedGeneration != p.Generation) && !d.runsUnchanged(written):
 		return workloadstatus.Provisioning()
 	}
 	switch p.Status.Phase {
@@ -197,4 +204,23 @@ func (d *decision) runtimeCondition(written bool, mirrored mirror.Result) worklo
 	default:
 		return workloadstatus.Provisioning()
 	}
+}
+
+// runsUnchanged reports whether a plan generation the runtime has not reported on yet only
+// records the config revision the Workload is rendered from (a rollout reached it, and the plan
+// renders the same), while the runtime's last report on the plan was Projected: nothing it
+// deploys changes, so that report still holds. In the pass that writes it, that is what the
+// write was; in the passes after, the Workload's status says the runtime ready for the
+// Workload's generation, as that pass left it (a write that changes what is deployed said it
+// is being deployed).
+func (d *decision) runsUnchanged(written bool) bool {
+	if d.o.Plan.Status.Phase != scorev1b1.PlanPhaseProjected {
+		return false
+	}
+	if written {
+		return d.revisionRecorded
+	}
+	w := d.o.Workload
+	c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionRuntimeReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
 }

@@ -263,6 +263,9 @@ type decision struct {
 	recheckAt time.Time
 	// planCreated: the pass created the plan.
 	planCreated bool
+	// revisionRecorded: the pass wrote the plan only to record the config revision it is
+	// rendered from (its content the same).
+	revisionRecorded bool
 	// slot is the copy decided, on several clusters (0: the Workload's own objects).
 	slot int
 }

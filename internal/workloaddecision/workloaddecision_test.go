@@ -800,7 +800,8 @@ func TestFrom(t *testing.T) {
 				o.Kept = map[string]Kept{revOne: {Config: loaded(t, revOne, withRollout).Config}}
 				return o
 			},
-			want: want{writes: []string{"updating plan"}, runtime: scorev1b1.ReasonRuntimeProvisioning}},
+			// What the runtime deploys is the same: its last report stands (issue 50).
+			want: want{writes: []string{"updating plan"}, runtime: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", noEvents: true}},
 		{name: "under a rollout, a claim the new revision provisions differently takes it",
 			observed: func(t *testing.T) Observed {
 				o := settled(t, loaded(t, revOne, withRollout))
@@ -808,14 +809,17 @@ func TestFrom(t *testing.T) {
 				o.Kept = map[string]Kept{revOne: {Config: loaded(t, revOne, withRollout).Config}}
 				return o
 			},
-			want: want{writes: []string{"updating claim db"}, claims: scorev1b1.ReasonClaimPending, runtime: scorev1b1.ReasonClaimPending}},
+			// Being updated, its outputs the previous revision's until the provisioner takes
+			// the new one: Ready, nothing planned with them (issue 50).
+			want: want{writes: []string{"updating claim db"}, claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonSucceeded,
+				ready: "True/Succeeded", message: "a dependency is being updated", summaries: []string{"db: Binding/Succeeded"}, noEvents: true}},
 		{name: "under a rollout, a claim whose revision is no longer kept takes the Workload's",
 			observed: func(t *testing.T) Observed {
 				o := settled(t, loaded(t, revOne, withRollout))
 				o.Config = loaded(t, revTwo, withRollout)
 				return o
 			},
-			want: want{writes: []string{"updating claim db"}, claims: scorev1b1.ReasonClaimPending}},
+			want: want{writes: []string{"updating claim db"}, claims: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", message: "a dependency is being updated"}},
 		{name: "under a rollout, a kept revision that cannot be read: retried, no status",
 			observed: func(t *testing.T) Observed {
 				o := settled(t, loaded(t, revOne, withRollout))
@@ -830,9 +834,13 @@ func TestFrom(t *testing.T) {
 			observed: func(t *testing.T) Observed {
 				o := settled(t, nil)
 				o.Plan.Generation = 2
+				// The Workload's status last said it was being deployed.
+				o.Workload.Status.Conditions = workloadstatus.Apply(o.Workload.Status.Conditions, workloadstatus.Conditions{InputsValid: workloadstatus.InputsValid(),
+					ClaimsReady:  workloadstatus.Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded, Message: "All dependencies are ready."},
+					RuntimeReady: workloadstatus.Provisioning()}, o.Workload.Generation, now)
 				return o
 			},
-			want: want{runtime: scorev1b1.ReasonRuntimeProvisioning, ready: "False/RuntimeProvisioning", events: []string{"Normal/RuntimeProvisioning"}}},
+			want: want{runtime: scorev1b1.ReasonRuntimeProvisioning, ready: "False/RuntimeProvisioning", noEvents: true}},
 		{name: "the plan failed on another Workload's object",
 			observed: func(t *testing.T) Observed {
 				o := settled(t, nil)

@@ -279,12 +279,21 @@ type ClaimState struct {
 	// reason Succeeded). Such a claim that is Binding again with its outputs still published
 	// is being updated (its provisioner's definition changed, say): it still counts as ready.
 	WasReady bool
+	// Respecified: the claim has a new spec (a rollout moved it to another config revision, its
+	// class or params changed) that the provisioner has not reported on yet. Phase and
+	// OutputsAvailable are then what it last reported, of the previous spec, when that still
+	// stands for the Workload (else Pending): what runs still has those outputs, but nothing
+	// new is planned with them (Deployable) until the provisioner has taken the new spec.
+	Respecified bool
 }
 
 // updating reports whether a dependency that was ready is being provisioned again while its
-// outputs stay published: what it serves is still there, so it still counts as ready.
+// outputs stay published: what it serves is still there, so it still counts as ready. That is
+// a claim Binding again, or one whose new spec the provisioner has not taken yet, Bound (or
+// Binding) under the previous one.
 func (s ClaimState) updating() bool {
-	return s.WasReady && s.Phase == scorev1b1.ClaimPhaseBinding && s.OutputsAvailable && s.Denied == "" && len(s.WaitingFor) == 0
+	again := s.Phase == scorev1b1.ClaimPhaseBinding || s.Respecified && s.Phase == scorev1b1.ClaimPhaseBound
+	return s.WasReady && again && s.OutputsAvailable && s.Denied == "" && len(s.WaitingFor) == 0
 }
 
 // Claims summarises the dependencies into status.claims[] and ClaimsReady: True when every
@@ -327,8 +336,15 @@ func Claims(states []ClaimState) ([]scorev1b1.ClaimSummary, Condition) {
 
 // Deployable reports whether the plan may be emitted: when every claim is ready (claims is the
 // ClaimsReady condition Claims returned), or, unless waitForReady, when every claim has
-// published its outputs while it becomes healthy and none failed.
+// published its outputs while it becomes healthy and none failed. Never while a claim's new
+// spec is not taken yet: its outputs are the previous spec's, and a plan written with them
+// would say it was rendered from what the new spec provisions (a rollout's revision).
 func Deployable(states []ClaimState, claims Condition, waitForReady bool) bool {
+	for _, s := range states {
+		if s.Respecified {
+			return false
+		}
+	}
 	if claims.Status == metav1.ConditionTrue {
 		return true
 	}
@@ -353,6 +369,12 @@ func summarize(s ClaimState) scorev1b1.ClaimSummary {
 		sum.Phase, sum.Reason, sum.Message = scorev1b1.ClaimPhasePending, scorev1b1.ReasonClaimPending, fmt.Sprintf(msgClaimWaitingOutputs, quoteAll(s.WaitingFor))
 		return sum
 	}
+	if s.Respecified && !s.updating() {
+		// Its new spec not taken yet, and what it last reported does not stand for the
+		// Workload: it waits to be provisioned.
+		sum.Phase, sum.Reason, sum.Message, sum.OutputsAvailable = scorev1b1.ClaimPhasePending, scorev1b1.ReasonClaimPending, msgClaimPending, false
+		return sum
+	}
 	switch s.Phase {
 	case scorev1b1.ClaimPhaseFailed:
 		reason := s.Reason
@@ -361,6 +383,11 @@ func summarize(s ClaimState) scorev1b1.ClaimSummary {
 		}
 		sum.Reason, sum.Message = reason, claimFailure(reason, s.Key)
 	case scorev1b1.ClaimPhaseBound:
+		if s.updating() {
+			// Bound under its previous spec, its new one not taken yet: being provisioned again.
+			sum.Phase, sum.Reason, sum.Message = scorev1b1.ClaimPhaseBinding, scorev1b1.ReasonSucceeded, msgClaimUpdating
+			break
+		}
 		if s.OutputsAvailable {
 			sum.Reason, sum.Message = scorev1b1.ReasonSucceeded, msgClaimBound
 		} else {

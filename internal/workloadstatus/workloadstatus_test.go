@@ -62,6 +62,18 @@ func TestClaims(t *testing.T) {
 		{"one updated, another pending: pending", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}, {Key: "cache", Phase: "Binding"}},
 			"False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 2 dependencies: cache."},
 		{"ready before, failed now", []ClaimState{{Key: "db", Phase: "Failed", WasReady: true}}, "False", scorev1b1.ReasonClaimFailed, `Dependency "db" could not be provisioned.`},
+		// Issue 50: a rollout moves a ready claim to its new revision (a new spec the
+		// provisioner has not taken yet); the outputs it last published still stand.
+		{"ready, a new spec not taken yet, Bound under the previous one: being updated", []ClaimState{{Key: "db", Phase: "Bound", OutputsAvailable: true, WasReady: true, Respecified: true}},
+			"True", scorev1b1.ReasonSucceeded, "All dependencies are ready; being updated: db."},
+		{"ready, a new spec not taken yet, Binding under the previous one: being updated", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true, Respecified: true}},
+			"True", scorev1b1.ReasonSucceeded, "All dependencies are ready; being updated: db."},
+		{"a new spec not taken yet, never ready: pending", []ClaimState{{Key: "db", Phase: "Bound", OutputsAvailable: true, Respecified: true}},
+			"False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: db."},
+		{"a new spec not taken yet, its outputs not published: pending", []ClaimState{{Key: "db", Phase: "Pending", WasReady: true, Respecified: true}},
+			"False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: db."},
+		{"a Bound claim ready before, its spec unchanged: simply ready", []ClaimState{{Key: "db", Phase: "Bound", OutputsAvailable: true, WasReady: true}},
+			"True", scorev1b1.ReasonSucceeded, msgAllDependencies},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +86,12 @@ func TestClaims(t *testing.T) {
 	sums, _ := Claims([]ClaimState{{Key: "route", WaitingFor: []string{"dns"}}})
 	if sums[0].Message != `Waiting for the outputs of "dns".` || sums[0].Phase != scorev1b1.ClaimPhasePending {
 		t.Fatalf("summary %+v", sums[0])
+	}
+	// A claim being updated under a new spec says so, as one Binding again does: the next
+	// pass reads from its reason that it was ready.
+	sums, _ = Claims([]ClaimState{{Key: "db", Phase: scorev1b1.ClaimPhaseBound, OutputsAvailable: true, WasReady: true, Respecified: true}})
+	if s := sums[0]; s.Phase != scorev1b1.ClaimPhaseBinding || s.Reason != scorev1b1.ReasonSucceeded || s.Message != msgClaimUpdating || !s.OutputsAvailable {
+		t.Fatalf("summary of a claim being updated under a new spec %+v", s)
 	}
 }
 
@@ -95,6 +113,9 @@ func TestDeployable(t *testing.T) {
 		{"one failed", []ClaimState{published, {Key: "q", Phase: scorev1b1.ClaimPhaseFailed}}, false, false},
 		{"one denied", []ClaimState{published, {Key: "q", Denied: scorev1b1.ReasonPolicyViolation, OutputsAvailable: true}}, false, false},
 		{"one waiting for another's outputs", []ClaimState{published, {Key: "route", WaitingFor: []string{"dns"}}}, false, false},
+		// Issue 50: being updated counts as ready, but its outputs are the previous spec's.
+		{"one with a new spec not taken yet, being updated", []ClaimState{bound, {Key: "db", Phase: scorev1b1.ClaimPhaseBound, OutputsAvailable: true, WasReady: true, Respecified: true}}, true, false},
+		{"the same, not waiting for healthy dependencies", []ClaimState{bound, {Key: "db", Phase: scorev1b1.ClaimPhaseBound, OutputsAvailable: true, WasReady: true, Respecified: true}}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, claims := Claims(tc.states)

@@ -150,23 +150,29 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 //   - a batch Workload's Job runs once more (the changelog's automountServiceAccountToken:
 //     false changes its pod, and a Job's name carries its pod's hash): RuntimeProvisioning
 //     while it runs, as for any change of a batch Workload;
-//   - a Workload the rollout moves to the new config revision, whose claims re-bind under the
-//     revision's changed definitions (every shipped definition changed: kinds, pods):
-//     ClaimPending, then RuntimeProvisioning, for the second or so the claims take to be
-//     Bound again — a defect: a claim re-binding with its outputs published should not take a
-//     serving Workload out of Ready;
+//   - a Workload whose runtime objects roll for the changelog's pod change while the rollout
+//     goes through: RuntimeProvisioning. A StatefulSet of one replica (the shop's ledger)
+//     serves nothing while its one pod is replaced, which is what Ready says; a plan
+//     generation the rollout writes while a Deployment still rolls is judged not healthy
+//     until the roll ends, though the previous pods serve — a defect (the runtime's "still
+//     serving" rule holds for the plan's generation it judged healthy, not for a new one).
+//     Its claims moving to the new revision (every shipped definition changed: kinds, pods)
+//     no longer take it out of Ready: docs/lifecycle.md "A dependency updated while the
+//     Workload runs", TestReadyThroughARolloutOfADependency (test/rollout);
 //   - a claim still on the previous revision (its wave not reached yet) re-judged by this
 //     commit's pod rules on the new controllers' first pass: the previous catalog's image
 //     build (AppArmor Unconfined, which its definition could not allow then) is refused,
 //     PermissionDenied, until the rollout's wave brings the new catalog's definition (pods:
-//     {allow: [seccomp, appArmor]}) — a defect.
+//     {allow: [seccomp, appArmor]}), then ClaimPending while the claim is provisioned from it
+//     (a dependency that had failed is not "being updated") — a defect.
 func knownNotReady(n notReady, batch, rolled map[string]bool) string {
 	switch {
 	case n.reason == string(scorev1b1.ReasonRuntimeProvisioning) && batch[n.workload]:
 		return "a batch Workload's Job runs again for its changed pod"
-	case (n.reason == string(scorev1b1.ReasonClaimPending) || n.reason == string(scorev1b1.ReasonRuntimeProvisioning)) && rolled[n.workload]:
-		return "claims re-bind under the rollout's new revision"
-	case n.reason == string(scorev1b1.ReasonPermissionDenied) && rolled[n.workload] && strings.Contains(n.message, `dependency "image"`):
+	case n.reason == string(scorev1b1.ReasonRuntimeProvisioning) && rolled[n.workload]:
+		return "the runtime's objects roll for the changed pod while the rollout goes through"
+	case n.reason == string(scorev1b1.ReasonPermissionDenied) && rolled[n.workload] && strings.Contains(n.message, `dependency "image"`),
+		n.reason == string(scorev1b1.ReasonClaimPending) && rolled[n.workload] && strings.HasSuffix(n.message, "dependencies: image."):
 		return "a claim of the previous revision re-judged by this commit's pod rules"
 	}
 	return ""
