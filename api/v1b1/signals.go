@@ -34,11 +34,14 @@ const (
 	// placed on does not answer (or is not registered): nothing is changed or deleted on
 	// either side, and the plan is applied again when the cluster answers.
 	PlanReasonClusterUnreachable = "ClusterUnreachable"
-	// PlanReasonCurrent is Healthy=True; PlanReasonInProgress and PlanReasonDegraded are
-	// Healthy=False while the objects become healthy, and once healthy objects stopped being so
-	// while the workload still serves.
+	// PlanReasonCurrent is Healthy=True; PlanReasonInProgress, PlanReasonUpdating and
+	// PlanReasonDegraded are Healthy=False while the objects become healthy: from nothing
+	// serving, while what an earlier generation made healthy still serves (a Deployment rolling
+	// its pods onto a new template), and once healthy objects of this generation stopped being
+	// so while the workload still serves.
 	PlanReasonCurrent    = "Current"
 	PlanReasonInProgress = "InProgress"
+	PlanReasonUpdating   = "Updating"
 	PlanReasonDegraded   = "Degraded"
 )
 

@@ -5,6 +5,7 @@
 package inventory
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,6 +58,11 @@ func Key(o scorev1b1.AppliedObject) string {
 		key = o.Cluster + ":" + key
 	}
 	return key
+}
+
+// AnyFailed reports whether an object of the inventory is judged Failed.
+func AnyFailed(objs []scorev1b1.AppliedObject) bool {
+	return slices.ContainsFunc(objs, func(o scorev1b1.AppliedObject) bool { return o.Health == scorev1b1.HealthFailed })
 }
 
 // NotCurrent names the entries whose health is not Current, in order ("Kind name").

@@ -22,7 +22,7 @@ import (
 //
 // The rule, in full: held only when the status read and the one decided both wait for the
 // applied objects — Planning, no reason, the plan's generation observed, everything applied,
-// Healthy False with InProgress, no object Failed — and nothing else differs than the
+// Healthy False with InProgress or Updating, no object Failed — and nothing else differs than the
 // objects' health and messages and the conditions' messages: the same inventory entries (so
 // a prune or a release acts on the inventory written) and the same conditions. Measured from
 // the Healthy condition's last transition (when the plan began waiting), so no progress is
@@ -67,7 +67,7 @@ func waitsForObjects(s *scorev1b1.WorkloadPlanStatus, generation int64) bool {
 	healthy := meta.FindStatusCondition(s.Conditions, scorev1b1.PlanConditionHealthy)
 	return s.Phase == scorev1b1.PlanPhasePlanning && s.Reason == "" && s.Message == "" && s.ObservedGeneration == generation &&
 		applied != nil && applied.Status == metav1.ConditionTrue && applied.Reason == scorev1b1.PlanReasonApplied && applied.ObservedGeneration == generation &&
-		healthy != nil && healthy.Status == metav1.ConditionFalse && healthy.Reason == scorev1b1.PlanReasonInProgress && healthy.ObservedGeneration == generation &&
+		healthy != nil && healthy.Status == metav1.ConditionFalse && (healthy.Reason == scorev1b1.PlanReasonInProgress || healthy.Reason == scorev1b1.PlanReasonUpdating) && healthy.ObservedGeneration == generation &&
 		!slices.ContainsFunc(s.Objects, func(o scorev1b1.AppliedObject) bool { return o.Health == scorev1b1.HealthFailed })
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -45,12 +46,22 @@ func TestProgressOfTheObjectsHeldUntilHealthy(t *testing.T) {
 	noWindow.ProgressHold = 0
 	stopped := applied(firstWritten(first...), began.Add(time.Second), dep(scorev1b1.HealthInProgress, "Available: 0/1"), svc(scorev1b1.HealthCurrent))
 	stopped.Stopped, stopped.Err = Apply, policy
+	// rolling is a new generation rolling out behind the previous one's pods, which serve.
+	serving := []*unstructured.Unstructured{deployment(1)}
+	rolling := plan(projectedAt(1))
+	rolling.Status = From(Observed{Plan: rolling, Now: began, ProgressHold: window, Applied: first, Live: serving}).Status
+	if c := meta.FindStatusCondition(rolling.Status.Conditions, scorev1b1.PlanConditionHealthy); c == nil || c.Reason != scorev1b1.PlanReasonUpdating {
+		t.Fatalf("a new generation behind serving pods: Healthy %+v, want Updating", c)
+	}
+	rolled := applied(rolling, began.Add(2*time.Second), dep(scorev1b1.HealthInProgress, "Available: 1/2"), svc(scorev1b1.HealthInProgress))
+	rolled.Live = serving
 	for _, tc := range []struct {
 		name  string
 		in    Observed
 		held  bool
 		after time.Duration
 	}{
+		{"rolling out behind the previous version, the Deployment's message alone changes: held", rolled, true, 58 * time.Second},
 		{"the Deployment's message alone changes: held three windows", applied(firstWritten(first...), began.Add(2*time.Second), dep(scorev1b1.HealthInProgress, "Available: 0/1"), svc(scorev1b1.HealthInProgress)), true, 58 * time.Second},
 		{"the Service becomes healthy", applied(firstWritten(first...), began.Add(4*time.Second), dep(scorev1b1.HealthInProgress, "Updated: 0/1"), svc(scorev1b1.HealthCurrent)), true, 16 * time.Second},
 

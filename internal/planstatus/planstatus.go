@@ -271,11 +271,26 @@ func (d *decision) judge(o Observed, pending []string) Health {
 		d.plan.Status.Phase = scorev1b1.PlanPhaseProjected
 		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonDegraded, "Serving, but waiting for "+strings.Join(pending, ", ")+".")
 		return Degraded
+	case servedBefore(before) && health.Serving(o.Live) && !inventory.AnyFailed(d.plan.Status.Objects):
+		// A new generation rolls out behind what an earlier one made healthy, which still
+		// serves: provisioning, and the Workload's orchestrator may keep it Ready when only
+		// the platform changed it.
+		d.plan.Status.Phase = scorev1b1.PlanPhasePlanning
+		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonUpdating, "Serving the previous version; waiting for "+strings.Join(pending, ", ")+".")
+		return Provisioning
 	default:
 		d.plan.Status.Phase = scorev1b1.PlanPhasePlanning
 		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonInProgress, "Waiting for "+strings.Join(pending, ", ")+".")
 		return Provisioning
 	}
+}
+
+// servedBefore reports whether a plan's status as read says its objects served: Projected (for
+// an earlier generation, when it reaches here), or a new generation rolling out behind them.
+func servedBefore(s scorev1b1.WorkloadPlanStatus) bool {
+	healthy := meta.FindStatusCondition(s.Conditions, scorev1b1.PlanConditionHealthy)
+	return s.Phase == scorev1b1.PlanPhaseProjected ||
+		s.Phase == scorev1b1.PlanPhasePlanning && healthy != nil && healthy.Reason == scorev1b1.PlanReasonUpdating
 }
 
 // keep keeps what the plan has through an error that clears by itself, and retries: a

@@ -52,6 +52,15 @@ func projectedAt(generation int64) func(*scorev1b1.WorkloadPlan) {
 	}
 }
 
+// updatingAt is a plan rolling generation out behind an earlier one's healthy objects.
+func updatingAt(generation int64) func(*scorev1b1.WorkloadPlan) {
+	return func(p *scorev1b1.WorkloadPlan) {
+		p.Status = scorev1b1.WorkloadPlanStatus{Phase: scorev1b1.PlanPhasePlanning, ObservedGeneration: generation, Objects: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}}
+		setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionTrue, scorev1b1.PlanReasonApplied, "1 objects applied.")
+		setCondition(p, scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonUpdating, "Serving the previous version; waiting for Deployment web.")
+	}
+}
+
 func phase(ph scorev1b1.PlanPhase) func(*scorev1b1.WorkloadPlan) {
 	return func(p *scorev1b1.WorkloadPlan) { p.Status.Phase = ph }
 }
@@ -271,8 +280,21 @@ func TestFrom(t *testing.T) {
 		{"healthy for this generation and still serving: degraded, still Projected",
 			Observed{Plan: plan(projectedAt(2)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}, Exposure: &Exposure{}},
 			want{phase: scorev1b1.PlanPhaseProjected, healthy: scorev1b1.PlanReasonDegraded, healthyMessage: "Serving, but waiting for Deployment web.", unblocked: true, exposure: scorev1b1.ExposureConditionDegraded}},
-		{"healthy for an earlier generation: a new one is provisioning, not degraded",
-			Observed{Plan: plan(projectedAt(1)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}},
+		{"healthy for an earlier generation and still serving: a new one rolls out behind it, not degraded",
+			Observed{Plan: plan(projectedAt(1)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}, Exposure: &Exposure{}},
+			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonUpdating, healthyMessage: "Serving the previous version; waiting for Deployment web.", observedGeneration: 2, unblocked: true,
+				exposure: scorev1b1.ExposureConditionProvisioning}},
+		{"rolling out behind the previous version, still serving: still updating",
+			Observed{Plan: plan(updatingAt(2)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}},
+			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonUpdating, observedGeneration: 2, unblocked: true}},
+		{"healthy for an earlier generation, nothing serves any more: provisioning",
+			Observed{Plan: plan(projectedAt(1)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(0)}},
+			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonInProgress, observedGeneration: 2, unblocked: true}},
+		{"rolling out behind the previous version, an object failed: provisioning, not updating",
+			Observed{Plan: plan(updatingAt(2)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthFailed)}, Live: []*unstructured.Unstructured{deployment(1)}},
+			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonInProgress, observedGeneration: 2, unblocked: true}},
+		{"a first generation never served: provisioning, whatever its objects say",
+			Observed{Plan: plan(), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}},
 			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonInProgress, observedGeneration: 2, unblocked: true}},
 		{"a Job's earlier runs kept by its history limit are listed after it",
 			Observed{Plan: plan(), Applied: []scorev1b1.AppliedObject{obj("", "Job", "migrate-b", scorev1b1.HealthCurrent)}, Runs: []scorev1b1.AppliedObject{obj("", "Job", "migrate-a", scorev1b1.HealthCurrent)}},

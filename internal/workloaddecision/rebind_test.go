@@ -101,14 +101,13 @@ func TestReadyThroughARolloutsRebinding(t *testing.T) {
 				return o
 			},
 			want: want{runtime: scorev1b1.ReasonRuntimeProvisioning, ready: "False/RuntimeProvisioning", events: []string{"Normal/RuntimeProvisioning"}}},
-		{name: "Bound under the new revision with other outputs: the plan changes, being deployed",
+		{name: "Bound under the new revision with other outputs: the plan changes, Ready on what serves",
 			observed: func(t *testing.T) Observed {
 				o := moved(t)
 				bound(`{"host":"db2.team"}`)(&o.Claims[0])
 				return o
 			},
-			want: want{writes: []string{"updating plan"}, claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonRuntimeProvisioning,
-				ready: "False/RuntimeProvisioning", events: []string{"Normal/RuntimeProvisioning"}}},
+			want: want{writes: []string{"updating plan"}, claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", noEvents: true}},
 		{name: "the new revision fails: not Ready",
 			observed: func(t *testing.T) Observed {
 				o := moved(t)

@@ -177,14 +177,14 @@ func sameContent(a, b scorev1b1.WorkloadPlanSpec) bool {
 }
 
 // runtimeCondition is the runtime's progress on the current plan (one the pass wrote is not
-// observed yet, unless it only records another revision), with the normalised signal from the
-// exposure.
+// observed yet, unless what serves still stands for the Workload), with the normalised signal
+// from the exposure.
 func (d *decision) runtimeCondition(written bool, mirrored mirror.Result) workloadstatus.Condition {
 	p := d.o.Plan
 	switch {
 	case p == nil:
 		return workloadstatus.Provisioning()
-	case (written || p.Status.ObservedGeneration != p.Generation) && !d.runsUnchanged(written):
+	case (written || p.Status.ObservedGeneration != p.Generation) && !d.lastReportStands(written):
 		return workloadstatus.Provisioning()
 	}
 	switch p.Status.Phase {
@@ -201,26 +201,41 @@ func (d *decision) runtimeCondition(written bool, mirrored mirror.Result) worklo
 			return workloadstatus.Runtime(mirrored.Signal.Status, mirrored.Signal.Reason)
 		}
 		return workloadstatus.Runtime(metav1.ConditionTrue, scorev1b1.ReasonSucceeded)
-	default:
-		return workloadstatus.Provisioning()
 	}
+	if rollingOut(p) && d.readyAsItIs() {
+		return workloadstatus.RollingOut()
+	}
+	return workloadstatus.Provisioning()
 }
 
-// runsUnchanged reports whether a plan generation the runtime has not reported on yet only
-// records the config revision the Workload is rendered from (a rollout reached it, and the plan
-// renders the same), while the runtime's last report on the plan was Projected: nothing it
-// deploys changes, so that report still holds. In the pass that writes it, that is what the
-// write was; in the passes after, the Workload's status says the runtime ready for the
-// Workload's generation, as that pass left it (a write that changes what is deployed said it
-// is being deployed).
-func (d *decision) runsUnchanged(written bool) bool {
-	if d.o.Plan.Status.Phase != scorev1b1.PlanPhaseProjected {
+// lastReportStands reports whether the runtime's last report on the plan still stands for a
+// plan generation it has not reported on yet: it said the plan Projected, or rolling out behind
+// what serves, and the new generation either only records the config revision the Workload is
+// rendered from (a rollout reached it, and the plan renders the same: nothing deployed
+// changes), or comes from a change that is not the Workload's own (the platform's config or
+// templates, a dependency's outputs) to a Workload whose runtime is ready for its generation.
+// In the pass that writes a plan, the Workload's own change shows as a generation its runtime
+// was not ready for; in the passes after, as the Workload's status that pass left (a write
+// for the Workload's change said it is being deployed).
+func (d *decision) lastReportStands(written bool) bool {
+	p := d.o.Plan
+	if p.Status.Phase != scorev1b1.PlanPhaseProjected && !rollingOut(p) {
 		return false
 	}
-	if written {
-		return d.revisionRecorded
-	}
+	return written && d.revisionRecorded || d.readyAsItIs()
+}
+
+// readyAsItIs reports whether the Workload's status says its runtime ready for the Workload's
+// generation: nothing of its own changed since.
+func (d *decision) readyAsItIs() bool {
 	w := d.o.Workload
 	c := meta.FindStatusCondition(w.Status.Conditions, scorev1b1.ConditionRuntimeReady)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
+}
+
+// rollingOut reports whether the runtime says the plan's generation rolls out behind the objects
+// an earlier one made healthy, which still serve.
+func rollingOut(p *scorev1b1.WorkloadPlan) bool {
+	c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionHealthy)
+	return p.Status.Phase == scorev1b1.PlanPhasePlanning && c != nil && c.Reason == scorev1b1.PlanReasonUpdating && c.ObservedGeneration == p.Generation
 }

@@ -275,6 +275,15 @@ func planOf(w *scorev1b1.Workload, spec *scorev1b1.WorkloadPlanSpec) *scorev1b1.
 	}
 }
 
+// rollsOut makes a Projected plan's next generation roll out behind its serving objects, as
+// the runtime reports it.
+func rollsOut(p *scorev1b1.WorkloadPlan) {
+	p.Generation++
+	p.Status.Phase, p.Status.ObservedGeneration = scorev1b1.PlanPhasePlanning, p.Generation
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: scorev1b1.PlanConditionHealthy, Status: metav1.ConditionFalse,
+		Reason: scorev1b1.PlanReasonUpdating, ObservedGeneration: p.Generation, Message: "Serving the previous version; waiting for Deployment web."})
+}
+
 // fresh is a pass over a Workload built from opts that has nothing yet, under the config.
 func fresh(t *testing.T, opts ...wopt) Observed {
 	return Observed{Workload: workload(opts...), Now: now, Config: loaded(t, revOne)}
@@ -693,14 +702,45 @@ func TestFrom(t *testing.T) {
 				return o
 			},
 			want: want{claims: scorev1b1.ReasonClaimPending, ready: "False/ClaimPending", summaries: []string{"db: Binding/ClaimPending"}, events: []string{"Normal/ClaimPending"}}},
-		{name: "a ready dependency updated to new outputs: the plan follows them, and the Workload is being deployed",
+		{name: "a ready dependency updated to new outputs: the plan follows them, and the Workload stays Ready on what serves",
 			observed: func(t *testing.T) Observed {
 				o := settled(t, nil)
 				bindingWithOutputs(`{"host":"db2.team"}`)(&o.Claims[0])
 				return o
 			},
-			want: want{writes: []string{"updating plan"}, claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonRuntimeProvisioning, ready: "False/RuntimeProvisioning",
-				events: []string{"Normal/RuntimeProvisioning"}}},
+			want: want{writes: []string{"updating plan"}, claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", noEvents: true}},
+		{name: "a change not the Workload's own rolls out behind what serves: Ready, and says so",
+			observed: func(t *testing.T) Observed {
+				o := settled(t, nil)
+				rollsOut(o.Plan)
+				return o
+			},
+			want: want{claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", message: "an update is rolling out", noEvents: true}},
+		{name: "the Workload's own change rolls out behind what serves: being deployed",
+			observed: func(t *testing.T) Observed {
+				o := settled(t, nil)
+				o.Workload.Generation++
+				d := From(o)
+				if d.Next != WriteExposure {
+					t.Fatalf("%s, want the exposure's generation written", d.Next)
+				}
+				o.Exposure.Spec = d.Exposure.Spec
+				if d = From(o); d.Next != WritePlan {
+					t.Fatalf("%s, want the plan written", d.Next)
+				}
+				o.Plan.Spec = *d.Plan.Spec
+				rollsOut(o.Plan)
+				return o
+			},
+			want: want{claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonRuntimeProvisioning, ready: "False/RuntimeProvisioning"}},
+		{name: "a change not the Workload's own, and nothing serves while it rolls out: being deployed",
+			observed: func(t *testing.T) Observed {
+				o := settled(t, nil)
+				rollsOut(o.Plan)
+				meta.FindStatusCondition(o.Plan.Status.Conditions, scorev1b1.PlanConditionHealthy).Reason = scorev1b1.PlanReasonInProgress
+				return o
+			},
+			want: want{claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonRuntimeProvisioning, ready: "False/RuntimeProvisioning", events: []string{"Normal/RuntimeProvisioning"}}},
 		{name: "outputs available and deployWhen OutputsAvailable: the plan goes ahead",
 			observed: func(t *testing.T) Observed {
 				o := fresh(t, withResource("db", "postgres"), withVar("DB_HOST", "${resources.db.host}"), withFinalizer)

@@ -21,8 +21,9 @@ type Condition struct {
 	Status  metav1.ConditionStatus
 	Reason  scorev1b1.Reason
 	Message string
-	// Updating: the dependencies are ready, and one of them is being updated while its
-	// outputs stay published (ClaimsReady only); Ready says so.
+	// Updating: ready, and being updated while what was ready stays: a dependency whose
+	// outputs stay published (ClaimsReady), or runtime objects rolling out behind those that
+	// serve (RuntimeReady). Ready says so.
 	Updating bool
 }
 
@@ -48,6 +49,9 @@ func Ready(c Conditions) Condition {
 	}
 	if c.ClaimsReady.Updating {
 		return Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded, Message: msgReadyUpdating}
+	}
+	if c.RuntimeReady.Updating {
+		return Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded, Message: msgReadyRolling}
 	}
 	return Condition{Status: metav1.ConditionTrue, Reason: scorev1b1.ReasonSucceeded, Message: msgReady}
 }
@@ -110,6 +114,8 @@ const (
 	msgReady                = "The workload is ready."
 	msgReadyDegraded        = "The workload is ready with reduced capacity."
 	msgReadyUpdating        = "The workload is ready; a dependency is being updated."
+	msgReadyRolling         = "The workload is ready; an update is rolling out."
+	msgRolling              = "The workload is running while an update rolls out."
 	msgInputsValid          = "The workload specification is valid."
 	msgNoDependencies       = "The workload has no dependencies."
 	msgAllDependencies      = "All dependencies are ready."
@@ -214,6 +220,15 @@ func ProjectionError() Condition {
 // Provisioning is the runtime condition while the runtime works on the plan.
 func Provisioning() Condition {
 	return cond(metav1.ConditionUnknown, scorev1b1.ReasonRuntimeProvisioning, msgProvisioning)
+}
+
+// RollingOut is the runtime condition while a change the platform made to a ready Workload (its
+// config, a template, a dependency's outputs; not the Workload's own spec) rolls out behind the
+// runtime objects that serve: it stays ready.
+func RollingOut() Condition {
+	c := cond(metav1.ConditionTrue, scorev1b1.ReasonSucceeded, msgRolling)
+	c.Updating = true
+	return c
 }
 
 // RuntimeUnreachable is the runtime condition while the cluster the workload is placed on does

@@ -27,6 +27,7 @@ func TestReady(t *testing.T) {
 		{"then claims", Conditions{ok, cond(metav1.ConditionFalse, scorev1b1.ReasonClaimFailed, "m"), ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonClaimFailed},
 		{"then runtime", Conditions{ok, ok, ProjectionError()}, metav1.ConditionFalse, scorev1b1.ReasonProjectionError},
 		{"unknown runtime is not ready", Conditions{ok, ok, Provisioning()}, metav1.ConditionFalse, scorev1b1.ReasonRuntimeProvisioning},
+		{"an update rolling out behind what serves is ready", Conditions{ok, ok, RollingOut()}, metav1.ConditionTrue, scorev1b1.ReasonSucceeded},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
