@@ -324,6 +324,13 @@ func (d *decision) applyFailed(err error) {
 		if d.o.Cluster != "" {
 			d.Retry = retry(err)
 		}
+	case errors.Is(err, prepare.ErrNotAllowed) && d.keptByARollout():
+		// Refused by rules the claim was not bound under: nothing it is provisioned from
+		// changed, so these are the controllers' (a newer version judging what the previous
+		// one applied from the same revision). Nothing is applied and what was stays; the
+		// claim stays Bound with its outputs until a rollout moves it to another revision or
+		// its spec changes, which decides anew.
+		d.keepPhase(fmt.Sprintf("Bound from revision %s; provisioning from it again is refused: %v. What was applied stays as it is, and nothing is applied until the claim moves to another revision or changes.", d.o.Revision, err))
 	default:
 		// Reported (a denial, an invalid object, a kind not served), and retried with backoff:
 		// what lifts it (a quota raised, a CRD installed) is not something the provisioner
@@ -344,6 +351,15 @@ func (d *decision) applyFailed(err error) {
 		}
 		d.Retry = retry(err)
 	}
+}
+
+// keptByARollout reports whether the claim is one a config rollout keeps on a revision, Bound
+// from that revision for its generation with its outputs: nothing it is provisioned from
+// changed since it was bound.
+func (d *decision) keptByARollout() bool {
+	c := d.o.Claim
+	return c.Spec.ConfigRevision != "" && c.Status.ConfigRevision == c.Spec.ConfigRevision &&
+		c.Status.Phase == scorev1b1.ClaimPhaseBound && c.Status.ObservedGeneration == c.Generation && c.Status.OutputsAvailable
 }
 
 // progressed decides for an instance provisioned over several runs that is not ready.

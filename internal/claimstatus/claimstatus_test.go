@@ -58,6 +58,15 @@ func bound(resources ...scorev1b1.AppliedObject) func(*Observed) {
 	}
 }
 
+// boundFrom is a claim a rollout keeps on revision, Bound from it with its outputs.
+func boundFrom(revision string) func(*Observed) {
+	return func(o *Observed) {
+		bound(live)(o)
+		o.Claim.Spec.ConfigRevision, o.Claim.Status.ConfigRevision, o.Revision = revision, revision, revision
+		o.Claim.Status.OutputsAvailable, o.Claim.Status.ObservedGeneration = true, o.Claim.Generation
+	}
+}
+
 // definition serves the claim with the definition of uri.
 func definition(uri string) func(*Observed) {
 	return func(o *Observed) { o.Definition = &orchconfig.Provisioner{URI: uri, Type: "postgres"} }
@@ -198,6 +207,20 @@ func TestFrom(t *testing.T) {
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonClaimFailed, message: "Provisioner " + uri + ": the object is invalid.", retry: true}},
 		{"a kind the platform does not allow", observed(failedAt(provisioning.StepApply, fmt.Errorf("ClusterRole x: %w", prepare.ErrNotAllowed))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, message: "Provisioner " + uri + ": ClusterRole x: not allowed.", retry: true}},
+		{"refused by rules the claim was not bound under (a newer version's, same revision, same spec): Bound, nothing applied, not retried",
+			observed(boundFrom("r1"), failedAt(provisioning.StepApply, fmt.Errorf("Job build: %w", prepare.ErrNotAllowed))),
+			want{phase: scorev1b1.ClaimPhaseBound, reason: scorev1b1.ReasonSucceeded, resources: "db",
+				message: "Bound from revision r1; provisioning from it again is refused: Job build: not allowed. What was applied stays as it is, and nothing is applied until the claim moves to another revision or changes."}},
+		{"refused after the rollout moved the claim to another revision: Failed",
+			observed(boundFrom("r1"), func(o *Observed) { o.Claim.Spec.ConfigRevision, o.Revision = "r2", "r2"; o.Claim.Generation++ },
+				failedAt(provisioning.StepApply, fmt.Errorf("Job build: %w", prepare.ErrNotAllowed))),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, retry: true}},
+		{"refused after the claim's spec changed: Failed",
+			observed(boundFrom("r1"), func(o *Observed) { o.Claim.Generation++ }, failedAt(provisioning.StepApply, fmt.Errorf("Job build: %w", prepare.ErrNotAllowed))),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, retry: true}},
+		{"refused with no revision the claim is kept on (no rollout policy): Failed",
+			observed(boundFrom(""), failedAt(provisioning.StepApply, fmt.Errorf("Job build: %w", prepare.ErrNotAllowed))),
+			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, retry: true}},
 		{"a member namespace the hub may not place into", observed(on("eu"), failedAt(provisioning.StepApply, fmt.Errorf("the namespace team on cluster eu: %w", clusters.ErrNotPlaceable))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, retry: true}},
 		{"a set refused after some of its objects were created lists them", observed(bound(object("old", "")), failedAt(provisioning.StepApply,
