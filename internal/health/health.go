@@ -102,20 +102,37 @@ func isTrue(p cel.Program, vars map[string]any) bool {
 // but serves is degraded, not down.
 func Serving(objs []*unstructured.Unstructured) bool {
 	for _, o := range objs {
-		var field string
-		switch o.GetKind() {
-		case "Deployment":
-			field = "availableReplicas"
-		case "StatefulSet":
-			field = "readyReplicas"
-		case "DaemonSet":
-			field = "numberAvailable"
-		default:
-			continue
-		}
-		if n, _, _ := unstructured.NestedInt64(o.Object, "status", field); n > 0 {
-			return true
+		if field := servingField(o.GetKind()); field != "" {
+			if n, _, _ := unstructured.NestedInt64(o.Object, "status", field); n > 0 {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// ServesNothing reports whether none of the objects is a workload controller that serves (a
+// Deployment, StatefulSet or DaemonSet): what they run, Jobs, runs to completion, and what an
+// earlier run completed stands while another runs.
+func ServesNothing(objs []*unstructured.Unstructured) bool {
+	for _, o := range objs {
+		if servingField(o.GetKind()) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// servingField is the status field that counts a workload controller's serving replicas, ""
+// for a kind that is none.
+func servingField(kind string) string {
+	switch kind {
+	case "Deployment":
+		return "availableReplicas"
+	case "StatefulSet":
+		return "readyReplicas"
+	case "DaemonSet":
+		return "numberAvailable"
+	}
+	return ""
 }

@@ -83,12 +83,33 @@ func TestServing(t *testing.T) {
 		{"one of several", []string{"apiVersion: v1\nkind: Service\nmetadata: {name: a}", "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: a}\nstatus: {numberAvailable: 1}"}, true},
 	}
 	for _, tc := range cases {
-		var objs []*unstructured.Unstructured
-		for _, d := range tc.docs {
-			objs = append(objs, obj(t, d))
-		}
-		if got := Serving(objs); got != tc.want {
+		if got := Serving(objects(t, tc.docs)); got != tc.want {
 			t.Errorf("%s: got %v", tc.name, got)
 		}
 	}
+}
+
+func TestServesNothing(t *testing.T) {
+	cases := []struct {
+		name string
+		docs []string
+		want bool
+	}{
+		{"a Job and its ConfigMap run to completion", []string{"apiVersion: batch/v1\nkind: Job\nmetadata: {name: a}", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}"}, true},
+		{"a Deployment serves, available or not", []string{"apiVersion: batch/v1\nkind: Job\nmetadata: {name: a}", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nstatus: {availableReplicas: 0}"}, false},
+		{"a StatefulSet serves", []string{"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: a}"}, false},
+	}
+	for _, tc := range cases {
+		if got := ServesNothing(objects(t, tc.docs)); got != tc.want {
+			t.Errorf("%s: got %v", tc.name, got)
+		}
+	}
+}
+
+func objects(t *testing.T, docs []string) []*unstructured.Unstructured {
+	var objs []*unstructured.Unstructured
+	for _, d := range docs {
+		objs = append(objs, obj(t, d))
+	}
+	return objs
 }

@@ -271,12 +271,12 @@ func (d *decision) judge(o Observed, pending []string) Health {
 		d.plan.Status.Phase = scorev1b1.PlanPhaseProjected
 		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonDegraded, "Serving, but waiting for "+strings.Join(pending, ", ")+".")
 		return Degraded
-	case servedBefore(before) && health.Serving(o.Live) && !inventory.AnyFailed(d.plan.Status.Objects):
+	case servedBefore(before) && (health.Serving(o.Live) || health.ServesNothing(o.Live)) && !inventory.AnyFailed(d.plan.Status.Objects):
 		// A new generation rolls out behind what an earlier one made healthy, which still
-		// serves: provisioning, and the Workload's orchestrator may keep it Ready when only
-		// the platform changed it.
+		// serves (or, for runs to completion, stands): provisioning, and the Workload's
+		// orchestrator keeps it Ready when the Workload itself did not change.
 		d.plan.Status.Phase = scorev1b1.PlanPhasePlanning
-		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonUpdating, "Serving the previous version; waiting for "+strings.Join(pending, ", ")+".")
+		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonUpdating, "Rolling out behind the previous version; waiting for "+strings.Join(pending, ", ")+".")
 		return Provisioning
 	default:
 		d.plan.Status.Phase = scorev1b1.PlanPhasePlanning

@@ -57,7 +57,7 @@ func updatingAt(generation int64) func(*scorev1b1.WorkloadPlan) {
 	return func(p *scorev1b1.WorkloadPlan) {
 		p.Status = scorev1b1.WorkloadPlanStatus{Phase: scorev1b1.PlanPhasePlanning, ObservedGeneration: generation, Objects: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}}
 		setCondition(p, scorev1b1.PlanConditionApplied, metav1.ConditionTrue, scorev1b1.PlanReasonApplied, "1 objects applied.")
-		setCondition(p, scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonUpdating, "Serving the previous version; waiting for Deployment web.")
+		setCondition(p, scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonUpdating, "Rolling out behind the previous version; waiting for Deployment web.")
 	}
 }
 
@@ -86,6 +86,11 @@ func deployment(available int64) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "team"}}}
 	_ = unstructured.SetNestedField(u.Object, available, "status", "availableReplicas")
 	return u
+}
+
+// job is a live Job.
+func job(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": name, "namespace": "team"}}}
 }
 
 // API errors, as the API server answers them.
@@ -282,7 +287,7 @@ func TestFrom(t *testing.T) {
 			want{phase: scorev1b1.PlanPhaseProjected, healthy: scorev1b1.PlanReasonDegraded, healthyMessage: "Serving, but waiting for Deployment web.", unblocked: true, exposure: scorev1b1.ExposureConditionDegraded}},
 		{"healthy for an earlier generation and still serving: a new one rolls out behind it, not degraded",
 			Observed{Plan: plan(projectedAt(1)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}, Exposure: &Exposure{}},
-			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonUpdating, healthyMessage: "Serving the previous version; waiting for Deployment web.", observedGeneration: 2, unblocked: true,
+			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonUpdating, healthyMessage: "Rolling out behind the previous version; waiting for Deployment web.", observedGeneration: 2, unblocked: true,
 				exposure: scorev1b1.ExposureConditionProvisioning}},
 		{"rolling out behind the previous version, still serving: still updating",
 			Observed{Plan: plan(updatingAt(2)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}},
@@ -292,6 +297,12 @@ func TestFrom(t *testing.T) {
 			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonInProgress, observedGeneration: 2, unblocked: true}},
 		{"rolling out behind the previous version, an object failed: provisioning, not updating",
 			Observed{Plan: plan(updatingAt(2)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthFailed)}, Live: []*unstructured.Unstructured{deployment(1)}},
+			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonInProgress, observedGeneration: 2, unblocked: true}},
+		{"a run to completion of a new generation behind the one an earlier generation completed: updating",
+			Observed{Plan: plan(projectedAt(1)), Applied: []scorev1b1.AppliedObject{obj("", "Job", "migrate-b", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{job("migrate-b")}},
+			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonUpdating, healthyMessage: "Rolling out behind the previous version; waiting for Job migrate-b.", observedGeneration: 2, unblocked: true}},
+		{"a run to completion of a new generation that failed: provisioning, not updating",
+			Observed{Plan: plan(projectedAt(1)), Applied: []scorev1b1.AppliedObject{obj("", "Job", "migrate-b", scorev1b1.HealthFailed)}, Live: []*unstructured.Unstructured{job("migrate-b")}},
 			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonInProgress, observedGeneration: 2, unblocked: true}},
 		{"a first generation never served: provisioning, whatever its objects say",
 			Observed{Plan: plan(), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}},

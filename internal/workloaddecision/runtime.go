@@ -233,9 +233,9 @@ func (d *decision) readyAsItIs() bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
 }
 
-// rollingOut reports whether the runtime says the plan's generation rolls out behind the objects
-// an earlier one made healthy, which still serve.
+// rollingOut reports whether the runtime's last report says the plan generation it observed
+// rolls out behind the objects an earlier one made healthy, which still serve.
 func rollingOut(p *scorev1b1.WorkloadPlan) bool {
 	c := meta.FindStatusCondition(p.Status.Conditions, scorev1b1.PlanConditionHealthy)
-	return p.Status.Phase == scorev1b1.PlanPhasePlanning && c != nil && c.Reason == scorev1b1.PlanReasonUpdating && c.ObservedGeneration == p.Generation
+	return p.Status.Phase == scorev1b1.PlanPhasePlanning && c != nil && c.Reason == scorev1b1.PlanReasonUpdating && c.ObservedGeneration == p.Status.ObservedGeneration
 }

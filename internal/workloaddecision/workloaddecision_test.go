@@ -281,7 +281,7 @@ func rollsOut(p *scorev1b1.WorkloadPlan) {
 	p.Generation++
 	p.Status.Phase, p.Status.ObservedGeneration = scorev1b1.PlanPhasePlanning, p.Generation
 	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: scorev1b1.PlanConditionHealthy, Status: metav1.ConditionFalse,
-		Reason: scorev1b1.PlanReasonUpdating, ObservedGeneration: p.Generation, Message: "Serving the previous version; waiting for Deployment web."})
+		Reason: scorev1b1.PlanReasonUpdating, ObservedGeneration: p.Generation, Message: "Rolling out behind the previous version; waiting for Deployment web."})
 }
 
 // fresh is a pass over a Workload built from opts that has nothing yet, under the config.
@@ -716,6 +716,14 @@ func TestFrom(t *testing.T) {
 				return o
 			},
 			want: want{claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", message: "an update is rolling out", noEvents: true}},
+		{name: "another change not the Workload's own while one rolls out: still Ready",
+			observed: func(t *testing.T) Observed {
+				o := settled(t, nil)
+				rollsOut(o.Plan)
+				o.Plan.Generation++ // written again; the runtime has not reported on it yet
+				return o
+			},
+			want: want{claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", noEvents: true}},
 		{name: "the Workload's own change rolls out behind what serves: being deployed",
 			observed: func(t *testing.T) Observed {
 				o := settled(t, nil)

@@ -327,6 +327,8 @@ type kept struct {
 	data        string
 	generation  int64
 	podTemplate string
+	// replicas is a StatefulSet's.
+	replicas int32
 	// applied is whether the runtime applied it (a Workload's, marked score.dev/workload), or
 	// a provisioner (an instance's, marked score.dev/instance).
 	runtime bool
@@ -361,6 +363,7 @@ func snapshot(t *testing.T) map[string]kept {
 					k.podTemplate = jsonOf(t, o.Spec.Template)
 				case *appsv1.StatefulSet:
 					k.podTemplate = jsonOf(t, o.Spec.Template)
+					k.replicas = ptr.Deref(o.Spec.Replicas, 1)
 				}
 				out[kind+" "+ns+"/"+obj.GetName()] = k
 				return nil
