@@ -104,7 +104,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench
 bench: tools build ## The scale benchmark: make bench N=200 MIX=postgres RATE=0 BENCH_OUT=result.json
-	go build -o bin/score-bench ./cmd/score-bench
+	go build -o bin/score-bench ./hack/score-bench
 	bin/score-bench --n $(or $(N),200) --mix $(MIX) --rate $(RATE) --out $(BENCH_OUT) $(BENCH_ARGS)
 
 .PHONY: chaos

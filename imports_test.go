@@ -143,3 +143,19 @@ func TestImportRestrictions(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedCommandsUseNoTestTooling fails when a command under cmd/, which holds what ships,
+// depends, even indirectly, on the test tooling under internal/testing: a tool that needs it
+// (the benchmark, for one) lives under hack/.
+func TestShippedCommandsUseNoTestTooling(t *testing.T) {
+	const tooling = "github.com/score-orchestrator/score-orchestrator/internal/testing"
+	out, err := exec.Command("go", "list", "-deps", "./cmd/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == tooling || strings.HasPrefix(dep, tooling+"/") {
+			t.Errorf("a command under cmd/ depends on %s: move the command under hack/, or what it uses out of internal/testing", dep)
+		}
+	}
+}

@@ -31,13 +31,7 @@ import (
 var errRisky = errors.New("the change is risky")
 
 func newConfigDiffCommand() *cobra.Command {
-	var (
-		flags                            clusterFlags
-		workloadsDir, newTempl, oldTempl string
-		output                           string
-		fromCluster, failOnRisky         bool
-		memberFlags                      []string
-	)
+	var o configDiffOptions
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW (--workloads DIR | --cluster)",
 		Short: "Show what changing the Orchestrator Config would do to each Workload",
@@ -64,91 +58,124 @@ none given: placement is not decided, no override applies).`,
   scorectl config diff old.yaml new.yaml --workloads examples --templates config/templates \
     --member eu-1:env=prod,region=eu --member us-1:env=prod,region=us`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if (workloadsDir == "") == !fromCluster {
-				return errors.New("give exactly one of --workloads DIR and --cluster")
-			}
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o must be text or json, not %q", output)
-			}
-			if oldTempl == "" {
-				oldTempl = newTempl
-			}
-			before, err := readConfig(args[0])
-			if err != nil {
-				return err
-			}
-			after, err := readConfig(args[1])
-			if err != nil {
-				return err
-			}
-			if fromCluster && len(memberFlags) > 0 {
-				return errors.New("--member describes clusters for --workloads; with --cluster the registered clusters are read")
-			}
-			var workloads []*scorev1b1.Workload
-			var fleet rollout.Fleet
-			var where placedWhere
-			if fromCluster {
-				workloads, err = clusterWorkloads(cmd.Context(), &flags)
-				if err == nil {
-					fleet, err = clusterFleet(cmd.Context(), &flags, after.Rollout)
-				}
-				if err == nil {
-					where, err = clusterPlacement(cmd.Context(), &flags)
-				}
-			} else {
-				workloads, err = readWorkloads([]string{workloadsDir}, flags.namespace, "")
-				if err == nil {
-					where.members, err = parseMembers(memberFlags)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			fetcher := &ocifetch.Fetcher{}
-			// Each config renders every Workload together, as one app.
-			run := func(cfg *orchconfig.Config, dir string) ([]offline.Result, error) {
-				return offline.Run(cmd.Context(), offline.Input{Workloads: workloads, Config: cfg, Members: where.members, Placed: where.placed, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
-					return templates.FromDir(cmd.Context(), ref, dir, fetcher)
-				}})
-			}
-			olds, err := run(before, oldTempl)
-			if err != nil && len(olds) == 0 {
-				return err
-			}
-			news, err := run(after, newTempl)
-			if err != nil && len(news) == 0 {
-				return err
-			}
-			diffs := make([]configdiff.Workload, 0, len(workloads))
-			for i, w := range workloads {
-				diffs = append(diffs, configdiff.Compare(w.Namespace+"/"+w.Name, configdiff.Side{Result: olds[i], Err: olds[i].Err}, configdiff.Side{Result: news[i], Err: news[i].Err}))
-			}
-			fleet.Workloads = workloads
-			waves, err := wavesOf(fleet, before, after, diffs)
-			if err != nil {
-				return err
-			}
-			if err := printDiffs(cmd.OutOrStdout(), diffs, waves, output); err != nil {
-				return err
-			}
-			for _, d := range diffs {
-				if failOnRisky && d.Risky() {
-					return errRisky
-				}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0], args[1]) },
 	}
-	flags.bind(cmd, false)
-	cmd.Flags().StringVar(&workloadsDir, "workloads", "", "directory of Score files (searched recursively)")
-	cmd.Flags().BoolVar(&fromCluster, "cluster", false, "read the Workloads from the cluster (read only)")
-	cmd.Flags().StringVar(&newTempl, "templates", "", "directory of configmap:// templates for the new config")
-	cmd.Flags().StringVar(&oldTempl, "old-templates", "", "directory of configmap:// templates for the old config (default: --templates)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	cmd.Flags().BoolVar(&failOnRisky, "fail-on-risky", false, "exit 1 when a change is risky")
-	cmd.Flags().StringArrayVar(&memberFlags, "member", nil, "a member cluster to place on, NAME:k=v,... (repeatable; with --workloads)")
+	o.flags.bind(cmd, false)
+	cmd.Flags().StringVar(&o.workloadsDir, "workloads", "", "directory of Score files (searched recursively)")
+	cmd.Flags().BoolVar(&o.fromCluster, "cluster", false, "read the Workloads from the cluster (read only)")
+	cmd.Flags().StringVar(&o.newTempl, "templates", "", "directory of configmap:// templates for the new config")
+	cmd.Flags().StringVar(&o.oldTempl, "old-templates", "", "directory of configmap:// templates for the old config (default: --templates)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text or json")
+	cmd.Flags().BoolVar(&o.failOnRisky, "fail-on-risky", false, "exit 1 when a change is risky")
+	cmd.Flags().StringArrayVar(&o.memberFlags, "member", nil, "a member cluster to place on, NAME:k=v,... (repeatable; with --workloads)")
 	return cmd
+}
+
+// configDiffOptions are scorectl config diff's flags.
+type configDiffOptions struct {
+	flags                            clusterFlags
+	workloadsDir, newTempl, oldTempl string
+	output                           string
+	fromCluster, failOnRisky         bool
+	memberFlags                      []string
+}
+
+// run renders the Workloads under the configs at oldPath and newPath, prints what changes for
+// each and in which wave a rollout would change it, and fails on a risky change with
+// --fail-on-risky.
+func (o *configDiffOptions) run(cmd *cobra.Command, oldPath, newPath string) error {
+	if (o.workloadsDir == "") == !o.fromCluster {
+		return errors.New("give exactly one of --workloads DIR and --cluster")
+	}
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("-o must be text or json, not %q", o.output)
+	}
+	if o.oldTempl == "" {
+		o.oldTempl = o.newTempl
+	}
+	before, err := readConfig(oldPath)
+	if err != nil {
+		return err
+	}
+	after, err := readConfig(newPath)
+	if err != nil {
+		return err
+	}
+	if o.fromCluster && len(o.memberFlags) > 0 {
+		return errors.New("--member describes clusters for --workloads; with --cluster the registered clusters are read")
+	}
+	workloads, fleet, where, err := o.readFleet(cmd.Context(), after)
+	if err != nil {
+		return err
+	}
+	diffs, err := o.compare(cmd.Context(), workloads, where, before, after)
+	if err != nil {
+		return err
+	}
+	fleet.Workloads = workloads
+	waves, err := wavesOf(fleet, before, after, diffs)
+	if err != nil {
+		return err
+	}
+	if err := printDiffs(cmd.OutOrStdout(), diffs, waves, o.output); err != nil {
+		return err
+	}
+	for _, d := range diffs {
+		if o.failOnRisky && d.Risky() {
+			return errRisky
+		}
+	}
+	return nil
+}
+
+// readFleet reads the Workloads and where placement decides from: from the cluster, with the
+// fleet a rollout of the new config would move through; or from the Score files, among the
+// clusters --member gives.
+func (o *configDiffOptions) readFleet(ctx context.Context, after *orchconfig.Config) ([]*scorev1b1.Workload, rollout.Fleet, placedWhere, error) {
+	var workloads []*scorev1b1.Workload
+	var fleet rollout.Fleet
+	var where placedWhere
+	var err error
+	if o.fromCluster {
+		workloads, err = clusterWorkloads(ctx, &o.flags)
+		if err == nil {
+			fleet, err = clusterFleet(ctx, &o.flags, after.Rollout)
+		}
+		if err == nil {
+			where, err = clusterPlacement(ctx, &o.flags)
+		}
+	} else {
+		workloads, err = readWorkloads([]string{o.workloadsDir}, o.flags.namespace, "")
+		if err == nil {
+			where.members, err = parseMembers(o.memberFlags)
+		}
+	}
+	return workloads, fleet, where, err
+}
+
+// compare renders the Workloads under each config, each with its templates, and compares each
+// Workload's results.
+func (o *configDiffOptions) compare(ctx context.Context, workloads []*scorev1b1.Workload, where placedWhere, before, after *orchconfig.Config) ([]configdiff.Workload, error) {
+	fetcher := &ocifetch.Fetcher{}
+	// Each config renders every Workload together, as one app.
+	run := func(cfg *orchconfig.Config, dir string) ([]offline.Result, error) {
+		return offline.Run(ctx, offline.Input{Workloads: workloads, Config: cfg, Members: where.members, Placed: where.placed, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+			return templates.FromDir(ctx, ref, dir, fetcher)
+		}})
+	}
+	olds, err := run(before, o.oldTempl)
+	if err != nil && len(olds) == 0 {
+		return nil, err
+	}
+	news, err := run(after, o.newTempl)
+	if err != nil && len(news) == 0 {
+		return nil, err
+	}
+	diffs := make([]configdiff.Workload, 0, len(workloads))
+	for i, w := range workloads {
+		diffs = append(diffs, configdiff.Compare(w.Namespace+"/"+w.Name, configdiff.Side{Result: olds[i], Err: olds[i].Err}, configdiff.Side{Result: news[i], Err: news[i].Err}))
+	}
+	return diffs, nil
 }
 
 // placedWhere is what placement decides from in a diff: the member clusters, and the one

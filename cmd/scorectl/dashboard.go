@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -22,15 +23,7 @@ import (
 const dashboardTokenEnv = "SCORE_DASHBOARD_TOKEN"
 
 func newDashboardCommand() *cobra.Command {
-	var (
-		flags                                  clusterFlags
-		namespaces                             []string
-		address                                string
-		port                                   int
-		acceptHosts                            []string
-		configNamespace, configName, configKey string
-		region                                 string
-	)
+	var o dashboardOptions
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve a live web view of the Workloads, with your own rights",
@@ -51,77 +44,113 @@ prints once, or the one in $` + dashboardTokenEnv + ` (at least 22 characters).`
   scorectl dashboard -n team-a -n team-b --port 9000
   scorectl dashboard --address 0.0.0.0 --accept-hosts 'dash\.example\.com'   # open the address it prints`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Everything that can be refused is, before connecting or opening the port.
-			loopback := dashboard.IsLoopback(address)
-			patterns, err := dashboard.HostPatterns(acceptHosts)
-			if err != nil {
-				return fmt.Errorf("--accept-hosts: %w", err)
-			}
-			token := os.Getenv(dashboardTokenEnv)
-			if token != "" {
-				if err := dashboard.CheckToken(token); err != nil {
-					return fmt.Errorf("$%s: %w", dashboardTokenEnv, err)
-				}
-			}
-			switch {
-			case loopback && len(acceptHosts) > 0:
-				return errors.New("--accept-hosts is for an --address off loopback: on loopback the dashboard answers only to localhost's names")
-			case !loopback && len(acceptHosts) == 0:
-				return fmt.Errorf("listening on %q would serve other machines: name the host names the dashboard is reached by with --accept-hosts "+
-					`(regular expressions, for example --accept-hosts 'dash\.example\.com'), so that no web site can reach it through DNS rebinding`, address)
-			}
-			cfg, ns, err := flags.restConfig()
-			if err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(address, fmt.Sprint(port)))
-			if err != nil {
-				return err
-			}
-			_, boundPort, _ := net.SplitHostPort(ln.Addr().String())
-			opts := dashboard.Options{Config: cfg, Namespaces: namespaces, DefaultNamespace: ns, Token: token,
-				ConfigNamespace: configNamespace, ConfigName: configName, ConfigKey: configKey, Region: region}
-			drawn := false
-			if loopback {
-				opts.AllowedHosts = dashboard.LoopbackHosts(boundPort)
-			} else {
-				opts.AcceptHosts = patterns
-				if opts.Token == "" {
-					opts.Token, drawn = dashboard.NewToken(), true
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s: whoever has the dashboard's token reads the cluster with your rights, "+
-					"and the connection is not encrypted (put it behind TLS or reach it through an SSH tunnel on a network you do not trust)\n", address)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			srv, err := dashboard.New(ctx, opts)
-			if err != nil {
-				return err
-			}
-			url := "http://" + dashboardHost(address, boundPort, acceptHosts)
-			switch {
-			case drawn:
-				// The one place the token is written: the address the user opens.
-				url += "/?token=" + opts.Token
-			case opts.Token != "":
-				url += " (add ?token= and the token in $" + dashboardTokenEnv + ")"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Serving the dashboard on %s (Ctrl-C stops it)\n", url)
-			return serve(ctx, ln, srv)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	cmd.Flags().StringVar(&flags.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	cmd.Flags().StringVar(&flags.context, "context", "", "the kubeconfig context to use")
-	cmd.Flags().StringArrayVarP(&namespaces, "namespace", "n", nil, "a namespace to show (repeatable; default: every namespace your rights list, else the context's)")
-	cmd.Flags().StringVar(&address, "address", "127.0.0.1", "the address to listen on")
-	cmd.Flags().IntVar(&port, "port", 8001, "the port to listen on (0 picks a free one)")
-	cmd.Flags().StringSliceVar(&acceptHosts, "accept-hosts", nil, "off loopback, the host names the dashboard answers to: regular expressions, each matching a whole name (comma-separated or repeated; required with an --address off loopback)")
-	cmd.Flags().StringVar(&configNamespace, "config-namespace", "score-system", "namespace of the Orchestrator Config ConfigMap")
-	cmd.Flags().StringVar(&configName, "config-name", "orchestrator-config", "name of the Orchestrator Config ConfigMap")
-	cmd.Flags().StringVar(&configKey, "config-key", "config.yaml", "key of the document in the ConfigMap")
-	cmd.Flags().StringVar(&region, "region", "", "the orchestrator's region")
+	cmd.Flags().StringVar(&o.flags.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&o.flags.context, "context", "", "the kubeconfig context to use")
+	cmd.Flags().StringArrayVarP(&o.namespaces, "namespace", "n", nil, "a namespace to show (repeatable; default: every namespace your rights list, else the context's)")
+	cmd.Flags().StringVar(&o.address, "address", "127.0.0.1", "the address to listen on")
+	cmd.Flags().IntVar(&o.port, "port", 8001, "the port to listen on (0 picks a free one)")
+	cmd.Flags().StringSliceVar(&o.acceptHosts, "accept-hosts", nil, "off loopback, the host names the dashboard answers to: regular expressions, each matching a whole name (comma-separated or repeated; required with an --address off loopback)")
+	cmd.Flags().StringVar(&o.configNamespace, "config-namespace", "score-system", "namespace of the Orchestrator Config ConfigMap")
+	cmd.Flags().StringVar(&o.configName, "config-name", "orchestrator-config", "name of the Orchestrator Config ConfigMap")
+	cmd.Flags().StringVar(&o.configKey, "config-key", "config.yaml", "key of the document in the ConfigMap")
+	cmd.Flags().StringVar(&o.region, "region", "", "the orchestrator's region")
 	return cmd
+}
+
+// dashboardOptions are scorectl dashboard's flags.
+type dashboardOptions struct {
+	flags                                  clusterFlags
+	namespaces                             []string
+	address                                string
+	port                                   int
+	acceptHosts                            []string
+	configNamespace, configName, configKey string
+	region                                 string
+}
+
+// run serves the dashboard until SIGINT or SIGTERM.
+func (o *dashboardOptions) run(cmd *cobra.Command) error {
+	// Everything that can be refused is, before connecting or opening the port.
+	patterns, token, err := o.check()
+	if err != nil {
+		return err
+	}
+	cfg, ns, err := o.flags.restConfig()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.address, fmt.Sprint(o.port)))
+	if err != nil {
+		return err
+	}
+	_, boundPort, _ := net.SplitHostPort(ln.Addr().String())
+	opts := dashboard.Options{Config: cfg, Namespaces: o.namespaces, DefaultNamespace: ns, Token: token,
+		ConfigNamespace: o.configNamespace, ConfigName: o.configName, ConfigKey: o.configKey, Region: o.region}
+	drawn := o.guard(cmd.ErrOrStderr(), &opts, boundPort, patterns)
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	srv, err := dashboard.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Serving the dashboard on %s (Ctrl-C stops it)\n", o.url(boundPort, opts.Token, drawn))
+	return serve(ctx, ln, srv)
+}
+
+// check refuses what the flags and $SCORE_DASHBOARD_TOKEN cannot serve: host patterns that do
+// not compile, a token too weak, --accept-hosts on loopback, and an address off loopback
+// without them. It returns the patterns and the token given.
+func (o *dashboardOptions) check() ([]*regexp.Regexp, string, error) {
+	loopback := dashboard.IsLoopback(o.address)
+	patterns, err := dashboard.HostPatterns(o.acceptHosts)
+	if err != nil {
+		return nil, "", fmt.Errorf("--accept-hosts: %w", err)
+	}
+	token := os.Getenv(dashboardTokenEnv)
+	if token != "" {
+		if err := dashboard.CheckToken(token); err != nil {
+			return nil, "", fmt.Errorf("$%s: %w", dashboardTokenEnv, err)
+		}
+	}
+	switch {
+	case loopback && len(o.acceptHosts) > 0:
+		return nil, "", errors.New("--accept-hosts is for an --address off loopback: on loopback the dashboard answers only to localhost's names")
+	case !loopback && len(o.acceptHosts) == 0:
+		return nil, "", fmt.Errorf("listening on %q would serve other machines: name the host names the dashboard is reached by with --accept-hosts "+
+			`(regular expressions, for example --accept-hosts 'dash\.example\.com'), so that no web site can reach it through DNS rebinding`, o.address)
+	}
+	return patterns, token, nil
+}
+
+// guard sets who the server answers: on loopback, localhost's names on the port bound; off
+// loopback, the accepted hosts with a token, drawn when none was given (drawn is true then),
+// with a warning on stderr.
+func (o *dashboardOptions) guard(stderr io.Writer, opts *dashboard.Options, boundPort string, patterns []*regexp.Regexp) (drawn bool) {
+	if dashboard.IsLoopback(o.address) {
+		opts.AllowedHosts = dashboard.LoopbackHosts(boundPort)
+		return false
+	}
+	opts.AcceptHosts = patterns
+	if opts.Token == "" {
+		opts.Token, drawn = dashboard.NewToken(), true
+	}
+	fmt.Fprintf(stderr, "warning: listening on %s: whoever has the dashboard's token reads the cluster with your rights, "+
+		"and the connection is not encrypted (put it behind TLS or reach it through an SSH tunnel on a network you do not trust)\n", o.address)
+	return drawn
+}
+
+// url is the address to open, with the token when it was drawn: the one place it is written.
+func (o *dashboardOptions) url(boundPort, token string, drawn bool) string {
+	url := "http://" + dashboardHost(o.address, boundPort, o.acceptHosts)
+	switch {
+	case drawn:
+		url += "/?token=" + token
+	case token != "":
+		url += " (add ?token= and the token in $" + dashboardTokenEnv + ")"
+	}
+	return url
 }
 
 // dashboardHost is the host and port of the address to open: localhost on loopback; else the

@@ -17,13 +17,10 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
 
+// newDevCommand is scorectl dev: up, down and members share the environment's directory and
+// cluster name.
 func newDevCommand() *cobra.Command {
-	var (
-		env     devenv.Env
-		timeout time.Duration
-		metrics string
-		probes  string
-	)
+	var env devenv.Env
 	cmd := &cobra.Command{
 		Use:     "dev",
 		Short:   "Run the orchestrator on a local simulated cluster (what make dev does)",
@@ -46,6 +43,18 @@ to run the cluster scripts.`,
 	cmd.PersistentFlags().StringVar(&env.Dir, "dir", defaultDevDir(), "directory of the environment's state (kubeconfig, logs)")
 	cmd.PersistentFlags().StringVar(&env.Cluster, "name", devenv.DefaultCluster, "name of the simulated cluster")
 
+	cmd.AddCommand(newDevUpCommand(&env), newDevDownCommand(&env), newDevMembersCommand(&env), newDevControllersCommand())
+	return cmd
+}
+
+// newDevUpCommand is scorectl dev up: the environment, the controllers this binary runs in the
+// background, and the examples, Ready.
+func newDevUpCommand(env *devenv.Env) *cobra.Command {
+	var (
+		timeout time.Duration
+		metrics string
+		probes  string
+	)
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start the simulated cluster, the controllers and the examples; wait until Ready",
@@ -71,14 +80,18 @@ to run the cluster scripts.`,
 			if err := env.Up(cmd.Context(), timeout); err != nil {
 				return err
 			}
-			return printDev(cmd, &env)
+			return printDev(cmd, env)
 		},
 	}
 	up.Flags().StringVarP(&env.Namespace, "namespace", "n", devenv.DefaultNamespace, "namespace of the examples")
 	up.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the examples to become Ready")
 	up.Flags().StringVar(&metrics, "metrics-bind-address", "127.0.0.1:18080", "the controllers' metrics address (0 to disable)")
 	up.Flags().StringVar(&probes, "health-probe-bind-address", "127.0.0.1:18081", "the controllers' health probe address (0 to disable)")
+	return up
+}
 
+// newDevDownCommand is scorectl dev down: the controllers stopped, the clusters deleted.
+func newDevDownCommand(env *devenv.Env) *cobra.Command {
 	down := &cobra.Command{
 		Use:     "down",
 		Short:   "Stop the controllers and delete the simulated cluster",
@@ -98,7 +111,12 @@ to run the cluster scripts.`,
 			return errors.Join(env.DownMembers(cmd.Context()), env.Down(cmd.Context()))
 		},
 	}
+	return down
+}
 
+// newDevControllersCommand is scorectl dev controllers, which dev up starts: the controllers
+// in the foreground.
+func newDevControllersCommand() *cobra.Command {
 	controllers := &cobra.Command{
 		Use:                "controllers [score-controllers flags]",
 		Short:              "Run the controllers in the foreground (what dev up starts in the background)",
@@ -112,6 +130,12 @@ to run the cluster scripts.`,
 			return nil
 		},
 	}
+	return controllers
+}
+
+// newDevMembersCommand is scorectl dev members: two member clusters added to the environment.
+func newDevMembersCommand(env *devenv.Env) *cobra.Command {
+	var timeout time.Duration
 	members := &cobra.Command{
 		Use:   "members",
 		Short: "Add two member clusters to the running environment and place an example on one by label",
@@ -135,8 +159,7 @@ waits until it is Ready on a member. "dev down" deletes the members too.`,
 		},
 	}
 	members.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the example to become Ready")
-	cmd.AddCommand(up, down, members, controllers)
-	return cmd
+	return members
 }
 
 // printDev prints the examples' status and endpoints and how to use the cluster.

@@ -21,13 +21,7 @@ import (
 )
 
 func newRenderCommand() *cobra.Command {
-	var (
-		files                                                      []string
-		configFile, templatesDir, namespace, output, region, image string
-		plainHTTP                                                  bool
-		cluster                                                    string
-		clusterLabels                                              []string
-	)
+	var o renderOptions
 	cmd := &cobra.Command{
 		Use:   "render -f score.yaml [-f other.yaml | -f DIR ...] --config orchestrator-config.yaml",
 		Short: "Show what the platform would do with Score files, without a cluster",
@@ -64,64 +58,94 @@ Without --cluster, placement is not decided: no cluster, no override.`,
   scorectl render -f examples/hello/score.yaml --config .dev/orchestrator-config.yaml \
     --templates config/templates --cluster eu-1 --cluster-labels env=prod,region=eu`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(files) == 0 || configFile == "" {
-				return errors.New("-f and --config are required")
-			}
-			members, err := renderMembers(cluster, clusterLabels)
-			if err != nil {
-				return err
-			}
-			workloads, err := readWorkloads(files, namespace, image)
-			if err != nil {
-				return err
-			}
-			cfgData, err := os.ReadFile(configFile)
-			if err != nil {
-				return err
-			}
-			cfg, err := orchconfig.Parse(cfgData)
-			if err != nil {
-				return fmt.Errorf("%s: %w", configFile, err)
-			}
-			fetcher := &ocifetch.Fetcher{PlainHTTP: plainHTTP}
-			results, runErr := offline.Run(cmd.Context(), offline.Input{Workloads: workloads, Config: cfg, Region: region, Members: members, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
-				return templates.FromDir(cmd.Context(), ref, templatesDir, fetcher)
-			}})
-			if cluster != "" {
-				runErr = errors.Join(runErr, notOn(results, cluster))
-			}
-			out := cmd.OutOrStdout()
-			if output != "" && output != "-" {
-				f, err := os.Create(output)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				out = f
-			}
-			for _, res := range results {
-				if res.Err != nil {
-					continue // in runErr, which names it
-				}
-				if err := writeRender(out, res); err != nil {
-					return err
-				}
-			}
-			return runErr
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	cmd.Flags().StringArrayVarP(&files, "file", "f", nil, "a Score file, or a directory of them; repeat for several")
-	cmd.Flags().StringVar(&configFile, "config", "", "the Orchestrator Config document")
-	cmd.Flags().StringVar(&templatesDir, "templates", "", "directory of configmap:// templates, by key")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace the Workloads would live in")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
-	cmd.Flags().StringVar(&image, "image", "", `the image of every container whose image is "." (score-k8s's --image)`)
-	cmd.Flags().StringVar(&region, "region", "", "the orchestrator's region, for backends restricted to regions")
-	cmd.Flags().BoolVar(&plainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP")
-	cmd.Flags().StringVar(&cluster, "cluster", "", "render what this member cluster gets: placement and its overrides")
-	cmd.Flags().StringSliceVar(&clusterLabels, "cluster-labels", nil, "the labels of --cluster, k=v,... (render reads no registration)")
+	cmd.Flags().StringArrayVarP(&o.files, "file", "f", nil, "a Score file, or a directory of them; repeat for several")
+	cmd.Flags().StringVar(&o.configFile, "config", "", "the Orchestrator Config document")
+	cmd.Flags().StringVar(&o.templatesDir, "templates", "", "directory of configmap:// templates, by key")
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "default", "namespace the Workloads would live in")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of standard output")
+	cmd.Flags().StringVar(&o.image, "image", "", `the image of every container whose image is "." (score-k8s's --image)`)
+	cmd.Flags().StringVar(&o.region, "region", "", "the orchestrator's region, for backends restricted to regions")
+	cmd.Flags().BoolVar(&o.plainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP")
+	cmd.Flags().StringVar(&o.cluster, "cluster", "", "render what this member cluster gets: placement and its overrides")
+	cmd.Flags().StringSliceVar(&o.clusterLabels, "cluster-labels", nil, "the labels of --cluster, k=v,... (render reads no registration)")
 	return cmd
+}
+
+// renderOptions are scorectl render's flags.
+type renderOptions struct {
+	files                                                      []string
+	configFile, templatesDir, namespace, output, region, image string
+	plainHTTP                                                  bool
+	cluster                                                    string
+	clusterLabels                                              []string
+}
+
+// run renders the Workloads of the Score files offline and writes the results of those that
+// render; the error names those that do not.
+func (o *renderOptions) run(cmd *cobra.Command) error {
+	if len(o.files) == 0 || o.configFile == "" {
+		return errors.New("-f and --config are required")
+	}
+	members, err := renderMembers(o.cluster, o.clusterLabels)
+	if err != nil {
+		return err
+	}
+	workloads, err := readWorkloads(o.files, o.namespace, o.image)
+	if err != nil {
+		return err
+	}
+	cfg, err := o.readConfig()
+	if err != nil {
+		return err
+	}
+	fetcher := &ocifetch.Fetcher{PlainHTTP: o.plainHTTP}
+	results, runErr := offline.Run(cmd.Context(), offline.Input{Workloads: workloads, Config: cfg, Region: o.region, Members: members, Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+		return templates.FromDir(cmd.Context(), ref, o.templatesDir, fetcher)
+	}})
+	if o.cluster != "" {
+		runErr = errors.Join(runErr, notOn(results, o.cluster))
+	}
+	if err := o.write(cmd.OutOrStdout(), results); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// readConfig reads and parses --config.
+func (o *renderOptions) readConfig() (*orchconfig.Config, error) {
+	cfgData, err := os.ReadFile(o.configFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := orchconfig.Parse(cfgData)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.configFile, err)
+	}
+	return cfg, nil
+}
+
+// write writes the results that rendered to --output, or to stdout.
+func (o *renderOptions) write(stdout io.Writer, results []offline.Result) error {
+	out := stdout
+	if o.output != "" && o.output != "-" {
+		f, err := os.Create(o.output)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	for _, res := range results {
+		if res.Err != nil {
+			continue // in the run's error, which names it
+		}
+		if err := writeRender(out, res); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // renderMembers is the one member cluster --cluster names, with its --cluster-labels; none

@@ -20,13 +20,7 @@ import (
 )
 
 func newWhyCommand() *cobra.Command {
-	var (
-		flags                       clusterFlags
-		configNamespace, configName string
-		configKey, region           string
-		askControlPlane             bool
-		timeout                     time.Duration
-	)
+	var o whyOptions
 	cmd := &cobra.Command{
 		Use:   "why NAME",
 		Short: "Explain the platform's decisions for a Workload and what blocks it",
@@ -47,61 +41,85 @@ anyone). Either way the objects in the way are read with your own rights, and wh
 let it read, it says. Nothing else is written.`,
 		Example: `  scorectl why orders -n score-demo`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, w, err := flags.workload(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			cm := &corev1.ConfigMap{}
-			if !askControlPlane {
-				err = c.Get(ctx, client.ObjectKey{Namespace: configNamespace, Name: configName}, cm)
-			}
-			switch {
-			case askControlPlane || apierrors.IsForbidden(err):
-				return askWhy(ctx, cmd.OutOrStdout(), c, w, timeout, err)
-			case err != nil:
-				return fmt.Errorf("reading the Orchestrator Config: %w", err)
-			}
-			doc := []byte(cm.Data[configKey])
-			cfg, err := orchconfig.Parse(doc)
-			if err != nil {
-				return fmt.Errorf("the Orchestrator Config in %s/%s is invalid (the orchestrator keeps using its last valid one): %w", configNamespace, configName, err)
-			}
-			var claims scorev1b1.ResourceClaimList
-			if err := c.List(ctx, &claims, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
-				return err
-			}
-			plan := &scorev1b1.WorkloadPlan{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(w), plan); err != nil {
-				plan = nil
-			}
-			exposure := &scorev1b1.WorkloadExposure{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(w), exposure); err != nil {
-				exposure = nil
-			}
-			status := &corev1.ConfigMap{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: configNamespace, Name: clusters.StatusConfigMap}, status); err != nil {
-				status = nil // no cluster registered, or not readable by this user
-			}
-			in := why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: region, Claims: claims.Items, Plan: plan, Exposure: exposure,
-				Clusters: clusters.Decode(status), ConfigSource: configNamespace + "/" + configName}
-			var plans scorev1b1.WorkloadPlanList
-			if err := c.List(ctx, &plans, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err == nil {
-				in.Copies = why.CopiesOf(w, plans.Items)
-			}
-			in.Observed = observe.Read(ctx, c, in)
-			return why.Explain(cmd.OutOrStdout(), in)
-		},
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
-	flags.bind(cmd, false)
-	cmd.Flags().StringVar(&configNamespace, "config-namespace", "score-system", "namespace of the Orchestrator Config ConfigMap")
-	cmd.Flags().StringVar(&configName, "config-name", "orchestrator-config", "name of the Orchestrator Config ConfigMap")
-	cmd.Flags().StringVar(&configKey, "config-key", "config.yaml", "key of the document in the ConfigMap")
-	cmd.Flags().StringVar(&region, "region", "", "the orchestrator's region")
-	cmd.Flags().BoolVar(&askControlPlane, "ask", false, "ask the control plane (a WorkloadTrace) even when you may read the config: the trace a tenant gets")
-	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for the control plane's answer, when it is asked")
+	o.flags.bind(cmd, false)
+	cmd.Flags().StringVar(&o.configNamespace, "config-namespace", "score-system", "namespace of the Orchestrator Config ConfigMap")
+	cmd.Flags().StringVar(&o.configName, "config-name", "orchestrator-config", "name of the Orchestrator Config ConfigMap")
+	cmd.Flags().StringVar(&o.configKey, "config-key", "config.yaml", "key of the document in the ConfigMap")
+	cmd.Flags().StringVar(&o.region, "region", "", "the orchestrator's region")
+	cmd.Flags().BoolVar(&o.askControlPlane, "ask", false, "ask the control plane (a WorkloadTrace) even when you may read the config: the trace a tenant gets")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the control plane's answer, when it is asked")
 	return cmd
+}
+
+// whyOptions are scorectl why's flags.
+type whyOptions struct {
+	flags                       clusterFlags
+	configNamespace, configName string
+	configKey, region           string
+	askControlPlane             bool
+	timeout                     time.Duration
+}
+
+// run explains the Workload name from the config and its objects, or, with --ask or when the
+// user may not read the config, asks the control plane for its trace.
+func (o *whyOptions) run(cmd *cobra.Command, name string) error {
+	ctx := cmd.Context()
+	c, w, err := o.flags.workload(ctx, name)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{}
+	if !o.askControlPlane {
+		err = c.Get(ctx, client.ObjectKey{Namespace: o.configNamespace, Name: o.configName}, cm)
+	}
+	switch {
+	case o.askControlPlane || apierrors.IsForbidden(err):
+		return askWhy(ctx, cmd.OutOrStdout(), c, w, o.timeout, err)
+	case err != nil:
+		return fmt.Errorf("reading the Orchestrator Config: %w", err)
+	}
+	doc := []byte(cm.Data[o.configKey])
+	cfg, err := orchconfig.Parse(doc)
+	if err != nil {
+		return fmt.Errorf("the Orchestrator Config in %s/%s is invalid (the orchestrator keeps using its last valid one): %w", o.configNamespace, o.configName, err)
+	}
+	in, err := o.input(ctx, c, w, cfg, doc)
+	if err != nil {
+		return err
+	}
+	in.Observed = observe.Read(ctx, c, in)
+	return why.Explain(cmd.OutOrStdout(), in)
+}
+
+// input reads what the trace of w is computed from, with the config cfg parsed from doc: its
+// claims, plan, exposure and copies, and the clusters published. The claims must be read; a
+// plan, an exposure, copies or a status that is missing or hidden from the user is left out.
+func (o *whyOptions) input(ctx context.Context, c client.Client, w *scorev1b1.Workload, cfg *orchconfig.Config, doc []byte) (why.Input, error) {
+	var claims scorev1b1.ResourceClaimList
+	if err := c.List(ctx, &claims, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err != nil {
+		return why.Input{}, err
+	}
+	plan := &scorev1b1.WorkloadPlan{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), plan); err != nil {
+		plan = nil
+	}
+	exposure := &scorev1b1.WorkloadExposure{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), exposure); err != nil {
+		exposure = nil
+	}
+	status := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: o.configNamespace, Name: clusters.StatusConfigMap}, status); err != nil {
+		status = nil // no cluster registered, or not readable by this user
+	}
+	in := why.Input{Workload: w, Config: cfg, ConfigRevision: orchconfig.Revision(doc), Region: o.region, Claims: claims.Items, Plan: plan, Exposure: exposure,
+		Clusters: clusters.Decode(status), ConfigSource: o.configNamespace + "/" + o.configName}
+	var plans scorev1b1.WorkloadPlanList
+	if err := c.List(ctx, &plans, client.InNamespace(w.Namespace), client.MatchingLabels{scorev1b1.LabelWorkload: w.Name}); err == nil {
+		in.Copies = why.CopiesOf(w, plans.Items)
+	}
+	return in, nil
 }
 
 // askWhy asks the control plane for the trace of w (a WorkloadTrace), reads the objects in the

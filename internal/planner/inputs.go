@@ -58,137 +58,177 @@ type Allowed struct {
 // a host where the platform does not allow it, and the characters of a secret reference where
 // a definition would see them. Problems are sorted by field.
 func CheckInputs(w *scorev1b1.Workload, allowed Allowed) []Problem {
-	var out []Problem
-	meta := Metadata(w)
-	add := func(field, format string, args ...any) {
-		out = append(out, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
-	}
-	// What the strings expand to, told early and by field: the text of each and the metadata
-	// its placeholders stand for (BuildPlan and DesiredClaims hold the exact bound, outputs
-	// included).
-	expanded, metaSize := 0, map[string]int{}
-	grow := func(field string, n int) {
-		if expanded <= placeholder.MaxExpanded && expanded+n > placeholder.MaxExpanded {
-			add(field, "%s", Sentence((&placeholder.TooLarge{Limit: placeholder.MaxExpanded}).Error()))
-		}
-		expanded += n
-	}
-	checkRefs := func(field string, refs []placeholder.Ref, err error, wholeAllowed bool) {
-		if err != nil {
-			add(field, "%s", Sentence(err.Error()))
-			return
-		}
-		for _, r := range refs {
-			switch r.Root {
-			case placeholder.RootMetadata:
-				v, ok := placeholder.LookupPath(meta, r.Path)
-				if !ok {
-					add(field, "The placeholder ${%s} names metadata the workload does not have.", r.Raw)
-					continue
-				}
-				size, known := metaSize[r.Raw]
-				if !known {
-					str, _ := placeholder.Stringify(v)
-					size = len(str)
-					metaSize[r.Raw] = size
-				}
-				grow(field, size)
-			case placeholder.RootResources:
-				if _, ok := w.Spec.Resources[r.Resource()]; !ok {
-					add(field, "The placeholder ${%s} names resource %q, which is not declared.", r.Raw, r.Resource())
-				} else if r.Output() == "" && !wholeAllowed {
-					add(field, "The placeholder ${%s} must name an output of the resource.", r.Raw)
-				}
-			}
-		}
-	}
-
-	for _, cname := range values.SortedKeys(w.Spec.Containers) {
-		c := w.Spec.Containers[cname]
-		base := "spec.containers." + cname
-		for i, a := range c.Command {
-			refs, err := placeholder.Refs(a)
-			field := fmt.Sprintf("%s.command[%d]", base, i)
-			grow(field, len(a))
-			checkRefs(field, refs, err, false)
-		}
-		for i, a := range c.Args {
-			refs, err := placeholder.Refs(a)
-			field := fmt.Sprintf("%s.args[%d]", base, i)
-			grow(field, len(a))
-			checkRefs(field, refs, err, false)
-		}
-		for _, k := range values.SortedKeys(c.Variables) {
-			refs, err := placeholder.Refs(c.Variables[k])
-			grow(base+".variables."+k, len(c.Variables[k]))
-			checkRefs(base+".variables."+k, refs, err, false)
-		}
-		for _, target := range values.SortedKeys(c.Files) {
-			f := c.Files[target]
-			field := base + ".files." + target
-			if f.Source != nil {
-				add(field, "The file's source must be inlined before the workload is submitted; scorectl convert does it.")
-				continue
-			}
-			if f.Content != nil && (f.NoExpand == nil || !*f.NoExpand) {
-				refs, err := placeholder.Refs(*f.Content)
-				grow(field+".content", len(*f.Content))
-				checkRefs(field+".content", refs, err, false)
-			}
-		}
-		for _, target := range values.SortedKeys(c.Volumes) {
-			field := base + ".volumes." + target + ".source"
-			parts, err := placeholder.Parse(c.Volumes[target].Source)
-			if err != nil {
-				add(field, "%s", Sentence(err.Error()))
-				continue
-			}
-			if len(parts) > 1 || (len(parts) == 1 && parts[0].Ref != nil && parts[0].Ref.Root != placeholder.RootResources) {
-				add(field, "A volume source must be a single ${resources.<name>} reference or a plain name.")
-				continue
-			}
-			if len(parts) == 1 && parts[0].Ref != nil {
-				checkRefs(field, []placeholder.Ref{*parts[0].Ref}, nil, true)
-			}
-		}
-		if !allowed.ProbeHosts {
-			for _, probe := range []struct {
-				name string
-				p    *scorev1b1.ContainerProbe
-			}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}} {
-				if probe.p != nil && probe.p.HTTPGet != nil && probe.p.HTTPGet.Host != nil {
-					add(base+"."+probe.name+".httpGet.host", "The platform does not allow a probe to name a host in this namespace: the kubelet would send it to %q from the node; leave host out to probe the container.", *probe.p.HTTPGet.Host)
-				}
-			}
-		}
-		if c.Image == "." && buildResource(w) == "" {
-			add(base+".image", "The image \".\" needs a resource of type %s to supply it.", strings.Join(BuildResourceTypes, ", "))
-		}
+	c := &inputCheck{w: w, meta: Metadata(w), metaSize: map[string]int{}}
+	for _, name := range values.SortedKeys(w.Spec.Containers) {
+		c.container(name, w.Spec.Containers[name], allowed)
 	}
 	if cycle := beforeCycle(w); cycle != "" {
-		add("spec.containers", "The before relationships form a cycle: %s.", cycle)
+		c.add("spec.containers", "The before relationships form a cycle: %s.", cycle)
 	}
-	expanded = 0 // the params of all the claims have a budget of their own, as in DesiredClaims
+	c.expanded = 0 // the params of all the claims have a budget of their own, as in DesiredClaims
 	for _, key := range values.SortedKeys(w.Spec.Resources) {
-		res := w.Spec.Resources[key]
-		field := "spec.resources." + key
-		params, err := values.Object(res.Params)
-		if err != nil {
-			add(field+".params", "The params are not an object.")
-			continue
-		}
-		refs, err := placeholder.RefsInValue(params)
-		checkRefs(field+".params", refs, err, false)
-		if _, err := PolicyAnnotation(res); err != nil {
-			add(field+".metadata.annotations", "%s", Sentence(err.Error()))
-		}
+		c.resource(key, w.Spec.Resources[key])
 	}
 	if cycle := paramsCycle(w); cycle != "" {
-		add("spec.resources", "The resources' params refer to each other in a cycle: %s.", cycle)
+		c.add("spec.resources", "The resources' params refer to each other in a cycle: %s.", cycle)
 	}
-	out = append(out, secretRefProblems(w)...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
-	return out
+	c.out = append(c.out, secretRefProblems(w)...)
+	sort.SliceStable(c.out, func(i, j int) bool { return c.out[i].Field < c.out[j].Field })
+	return c.out
+}
+
+// inputCheck is one pass of CheckInputs over a Workload: the problems found so far, and what
+// the strings checked so far expand to, told early and by field: the text of each and the
+// metadata its placeholders stand for (BuildPlan and DesiredClaims hold the exact bound,
+// outputs included).
+type inputCheck struct {
+	w    *scorev1b1.Workload
+	meta map[string]any
+	out  []Problem
+	// expanded is the length of the text checked so far, placeholders of metadata expanded;
+	// metaSize is the length of each of those placeholders, by its text.
+	expanded int
+	metaSize map[string]int
+}
+
+// add records a problem of field.
+func (c *inputCheck) add(field, format string, args ...any) {
+	c.out = append(c.out, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// grow counts n more characters of expanded text, a problem of field the first time they pass
+// placeholder.MaxExpanded.
+func (c *inputCheck) grow(field string, n int) {
+	if c.expanded <= placeholder.MaxExpanded && c.expanded+n > placeholder.MaxExpanded {
+		c.add(field, "%s", Sentence((&placeholder.TooLarge{Limit: placeholder.MaxExpanded}).Error()))
+	}
+	c.expanded += n
+}
+
+// text checks a string of field whose placeholders are expanded: its length and its
+// placeholders.
+func (c *inputCheck) text(field, s string) {
+	refs, err := placeholder.Refs(s)
+	c.grow(field, len(s))
+	c.refs(field, refs, err, false)
+}
+
+// refs checks the placeholders of field, or the error parsing them: metadata the Workload has
+// (its expansion counted), resources it declares, and an output of each resource unless a
+// whole resource is allowed there.
+func (c *inputCheck) refs(field string, refs []placeholder.Ref, err error, wholeAllowed bool) {
+	if err != nil {
+		c.add(field, "%s", Sentence(err.Error()))
+		return
+	}
+	for _, r := range refs {
+		switch r.Root {
+		case placeholder.RootMetadata:
+			v, ok := placeholder.LookupPath(c.meta, r.Path)
+			if !ok {
+				c.add(field, "The placeholder ${%s} names metadata the workload does not have.", r.Raw)
+				continue
+			}
+			size, known := c.metaSize[r.Raw]
+			if !known {
+				str, _ := placeholder.Stringify(v)
+				size = len(str)
+				c.metaSize[r.Raw] = size
+			}
+			c.grow(field, size)
+		case placeholder.RootResources:
+			if _, ok := c.w.Spec.Resources[r.Resource()]; !ok {
+				c.add(field, "The placeholder ${%s} names resource %q, which is not declared.", r.Raw, r.Resource())
+			} else if r.Output() == "" && !wholeAllowed {
+				c.add(field, "The placeholder ${%s} must name an output of the resource.", r.Raw)
+			}
+		}
+	}
+}
+
+// container checks a container: its command, args, variables and files' content, its
+// volumes' sources, its probes' hosts and an image "." with no build resource.
+func (c *inputCheck) container(name string, ctr scorev1b1.Container, allowed Allowed) {
+	base := "spec.containers." + name
+	for i, a := range ctr.Command {
+		c.text(fmt.Sprintf("%s.command[%d]", base, i), a)
+	}
+	for i, a := range ctr.Args {
+		c.text(fmt.Sprintf("%s.args[%d]", base, i), a)
+	}
+	for _, k := range values.SortedKeys(ctr.Variables) {
+		c.text(base+".variables."+k, ctr.Variables[k])
+	}
+	for _, target := range values.SortedKeys(ctr.Files) {
+		c.file(base+".files."+target, ctr.Files[target])
+	}
+	for _, target := range values.SortedKeys(ctr.Volumes) {
+		c.volumeSource(base+".volumes."+target+".source", ctr.Volumes[target].Source)
+	}
+	if !allowed.ProbeHosts {
+		c.probeHosts(base, ctr)
+	}
+	if ctr.Image == "." && buildResource(c.w) == "" {
+		c.add(base+".image", "The image \".\" needs a resource of type %s to supply it.", strings.Join(BuildResourceTypes, ", "))
+	}
+}
+
+// file checks a container's file: its source inlined, and its content unless it is not
+// expanded.
+func (c *inputCheck) file(field string, f scorev1b1.ContainerFile) {
+	if f.Source != nil {
+		c.add(field, "The file's source must be inlined before the workload is submitted; scorectl convert does it.")
+		return
+	}
+	if f.Content != nil && (f.NoExpand == nil || !*f.NoExpand) {
+		c.text(field+".content", *f.Content)
+	}
+}
+
+// volumeSource checks a volume's source: a plain name or a single reference to a whole
+// resource.
+func (c *inputCheck) volumeSource(field, source string) {
+	parts, err := placeholder.Parse(source)
+	if err != nil {
+		c.add(field, "%s", Sentence(err.Error()))
+		return
+	}
+	if len(parts) > 1 || (len(parts) == 1 && parts[0].Ref != nil && parts[0].Ref.Root != placeholder.RootResources) {
+		c.add(field, "A volume source must be a single ${resources.<name>} reference or a plain name.")
+		return
+	}
+	if len(parts) == 1 && parts[0].Ref != nil {
+		c.refs(field, []placeholder.Ref{*parts[0].Ref}, nil, true)
+	}
+}
+
+// probeHosts finds the container's probes that name a host, where the platform does not allow
+// it.
+func (c *inputCheck) probeHosts(base string, ctr scorev1b1.Container) {
+	for _, probe := range []struct {
+		name string
+		p    *scorev1b1.ContainerProbe
+	}{{"livenessProbe", ctr.LivenessProbe}, {"readinessProbe", ctr.ReadinessProbe}} {
+		if probe.p != nil && probe.p.HTTPGet != nil && probe.p.HTTPGet.Host != nil {
+			c.add(base+"."+probe.name+".httpGet.host", "The platform does not allow a probe to name a host in this namespace: the kubelet would send it to %q from the node; leave host out to probe the container.", *probe.p.HTTPGet.Host)
+		}
+	}
+}
+
+// resource checks a resource: its params an object, their placeholders, and its policy
+// annotation.
+func (c *inputCheck) resource(key string, res scorev1b1.Resource) {
+	field := "spec.resources." + key
+	params, err := values.Object(res.Params)
+	if err != nil {
+		c.add(field+".params", "The params are not an object.")
+		return
+	}
+	refs, err := placeholder.RefsInValue(params)
+	c.refs(field+".params", refs, err, false)
+	if _, err := PolicyAnnotation(res); err != nil {
+		c.add(field+".metadata.annotations", "%s", Sentence(err.Error()))
+	}
 }
 
 // Metadata is what ${metadata.*} placeholders and definitions (as the Workload's metadata) see:

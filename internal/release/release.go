@@ -102,6 +102,60 @@ func Build(ctx context.Context, o Options) ([]File, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	b, err := newBuild(o)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(b.scratch)
+	host := gobuild.Target{OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if err := b.step("the SBOM generator", func() error {
+		return gobuild.Build{Dir: o.Root, Package: SBOMTool, Target: host, Env: o.Env}.Run(ctx, b.sbomTool)
+	}); err != nil {
+		return nil, err
+	}
+	bins, err := b.binaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, spec := range image.Images {
+		if err := b.step("the image "+spec.Name, func() error { return b.imageArchive(spec, bins[spec.Name]) }); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.step("the chart", func() error {
+		_, err := Chart(filepath.Join(o.Root, ChartDir), o.Version, o.Epoch, b.work)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := b.step("the CRD bundle", func() error {
+		return CRDBundle(filepath.Join(o.Root, CRDDir), o.Version, filepath.Join(b.work, CRDBundleName))
+	}); err != nil {
+		return nil, err
+	}
+	var files []File
+	if err := b.step("the sums", func() error {
+		files, err = Sums(b.work)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(o.Out); err != nil {
+		return nil, err
+	}
+	return files, os.Rename(b.work, o.Out)
+}
+
+// build is one run of Build: work is the folder the release's files are written to (beside
+// o.Out, replacing it at the end), scratch holds what is built but not released (removed at
+// the end), sbomTool is the SBOM generator built there.
+type build struct {
+	o                       Options
+	work, scratch, sbomTool string
+}
+
+// newBuild empties the work folder and makes the scratch folder.
+func newBuild(o Options) (*build, error) {
 	work := o.Out + ".partial"
 	if err := os.RemoveAll(work); err != nil {
 		return nil, err
@@ -113,39 +167,40 @@ func Build(ctx context.Context, o Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(scratch)
+	return &build{o: o, work: work, scratch: scratch, sbomTool: filepath.Join(scratch, "cyclonedx-gomod")}, nil
+}
 
-	step := func(what string, f func() error) error {
-		start := time.Now()
-		if err := f(); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+// step runs f, naming the step in its error, and logs how long it took.
+func (b *build) step(what string, f func() error) error {
+	start := time.Now()
+	if err := f(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	fmt.Fprintf(b.o.Log, "[release] %-44s %5.1fs\n", what, time.Since(start).Seconds())
+	return nil
+}
+
+// binary builds a command for t and writes its SBOM beside the release's files.
+func (b *build) binary(ctx context.Context, pkg string, t gobuild.Target, path string) error {
+	return b.step("go build "+pkg+" "+t.String(), func() error {
+		if err := (gobuild.Build{Dir: b.o.Root, Package: pkg, Target: t, Commit: b.o.Commit, Env: b.o.Env}).Run(ctx, path); err != nil {
+			return err
 		}
-		fmt.Fprintf(o.Log, "[release] %-44s %5.1fs\n", what, time.Since(start).Seconds())
-		return nil
-	}
-	host := gobuild.Target{OS: runtime.GOOS, Arch: runtime.GOARCH}
-	tool := filepath.Join(scratch, "cyclonedx-gomod")
-	if err := step("the SBOM generator", func() error {
-		return gobuild.Build{Dir: o.Root, Package: SBOMTool, Target: host, Env: o.Env}.Run(ctx, tool)
-	}); err != nil {
-		return nil, err
-	}
-	// binary builds a command for t and writes its SBOM beside the release's files.
-	binary := func(pkg string, t gobuild.Target, path string) error {
-		return step("go build "+pkg+" "+t.String(), func() error {
-			if err := (gobuild.Build{Dir: o.Root, Package: pkg, Target: t, Commit: o.Commit, Env: o.Env}).Run(ctx, path); err != nil {
-				return err
-			}
-			return SBOM(ctx, tool, path, t, o.Version, filepath.Join(work, SBOMName(filepath.Base(path))))
-		})
-	}
+		return SBOM(ctx, b.sbomTool, path, t, b.o.Version, filepath.Join(b.work, SBOMName(filepath.Base(path))))
+	})
+}
+
+// binaries builds scorectl for every CLITarget into the release, and the other images'
+// commands for every ImageArch into scratch. It returns each image's binary by arch: an
+// image of scorectl carries the very binary released.
+func (b *build) binaries(ctx context.Context) (map[string]map[string]string, error) {
 	bins := map[string]map[string]string{} // image name, arch: the binary
 	for _, spec := range image.Images {
 		bins[spec.Name] = map[string]string{}
 	}
 	for _, t := range CLITargets {
-		path := filepath.Join(work, CLIName(t))
-		if err := binary("./cmd/scorectl", t, path); err != nil {
+		path := filepath.Join(b.work, CLIName(t))
+		if err := b.binary(ctx, "./cmd/scorectl", t, path); err != nil {
 			return nil, err
 		}
 		if t.OS == "linux" {
@@ -157,54 +212,32 @@ func Build(ctx context.Context, o Options) ([]File, error) {
 			if bins[spec.Name][arch] != "" {
 				continue
 			}
-			path := filepath.Join(scratch, spec.Name+"-linux-"+arch)
-			if err := binary(spec.Package, gobuild.Target{OS: "linux", Arch: arch}, path); err != nil {
+			path := filepath.Join(b.scratch, spec.Name+"-linux-"+arch)
+			if err := b.binary(ctx, spec.Package, gobuild.Target{OS: "linux", Arch: arch}, path); err != nil {
 				return nil, err
 			}
 			bins[spec.Name][arch] = path
 		}
 	}
-	for _, spec := range image.Images {
-		if err := step("the image "+spec.Name, func() error {
-			var imgs []v1.Image
-			for _, arch := range ImageArchs {
-				img, err := image.Build{Root: o.Root, Version: o.Version, Commit: o.Commit, Arch: arch}.Image(spec, bins[spec.Name][arch])
-				if err != nil {
-					return err
-				}
-				imgs = append(imgs, img)
-			}
-			dir := filepath.Join(scratch, "layout-"+spec.Name)
-			if _, err := image.WriteIndexLayout(dir, imgs, o.Version); err != nil {
-				return err
-			}
-			return TarDir(dir, filepath.Join(work, ImageArchiveName(spec.Name)), o.Epoch)
-		}); err != nil {
-			return nil, err
+	return bins, nil
+}
+
+// imageArchive writes the archive of the image spec, an index of one image per ImageArch, each
+// carrying its binary of bins.
+func (b *build) imageArchive(spec image.Spec, bins map[string]string) error {
+	var imgs []v1.Image
+	for _, arch := range ImageArchs {
+		img, err := image.Build{Root: b.o.Root, Version: b.o.Version, Commit: b.o.Commit, Arch: arch}.Image(spec, bins[arch])
+		if err != nil {
+			return err
 		}
+		imgs = append(imgs, img)
 	}
-	if err := step("the chart", func() error {
-		_, err := Chart(filepath.Join(o.Root, ChartDir), o.Version, o.Epoch, work)
+	dir := filepath.Join(b.scratch, "layout-"+spec.Name)
+	if _, err := image.WriteIndexLayout(dir, imgs, b.o.Version); err != nil {
 		return err
-	}); err != nil {
-		return nil, err
 	}
-	if err := step("the CRD bundle", func() error {
-		return CRDBundle(filepath.Join(o.Root, CRDDir), o.Version, filepath.Join(work, CRDBundleName))
-	}); err != nil {
-		return nil, err
-	}
-	var files []File
-	if err := step("the sums", func() error {
-		files, err = Sums(work)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if err := os.RemoveAll(o.Out); err != nil {
-		return nil, err
-	}
-	return files, os.Rename(work, o.Out)
+	return TarDir(dir, filepath.Join(b.work, ImageArchiveName(spec.Name)), b.o.Epoch)
 }
 
 // SBOM writes the CycloneDX SBOM (JSON) of the Go binary at binary, built for t, to out, with

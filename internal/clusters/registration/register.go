@@ -64,16 +64,9 @@ type Registration struct {
 // (ErrNotRegistration) before anything changes. It says whether it "registered" or "updated"
 // the cluster.
 func Register(ctx context.Context, member *rest.Config, hub client.Client, r Registration) (string, error) {
-	secret := &corev1.Secret{}
-	op := "updated"
-	switch err := hub.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, secret); {
-	case apierrors.IsNotFound(err):
-		op, secret = "registered", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}}
-	case err != nil:
+	secret, op, err := registrationSecret(ctx, hub, r)
+	if err != nil {
 		return "", err
-	case secret.Labels[scorev1b1.LabelSecretType] != scorev1b1.SecretTypeCluster:
-		return "", fmt.Errorf("secret %s/%s is %w (it lacks the label %s=%s): it is not overwritten; choose another cluster name",
-			r.Namespace, r.Name, ErrNotRegistration, scorev1b1.LabelSecretType, scorev1b1.SecretTypeCluster)
 	}
 	mc, err := kubernetes.NewForConfig(member)
 	if err != nil {
@@ -93,17 +86,77 @@ func Register(ctx context.Context, member *rest.Config, hub client.Client, r Reg
 	if err := waitConfined(ctx, member, token); err != nil {
 		return "", errors.Join(err, revoke(ctx, mc, anchor))
 	}
-	ca := member.CAData
-	if len(ca) == 0 && member.CAFile != "" {
-		if ca, err = os.ReadFile(member.CAFile); err != nil {
-			return "", errors.Join(err, revoke(ctx, mc, anchor))
+	ca, err := memberCA(member)
+	if err != nil {
+		return "", errors.Join(err, revoke(ctx, mc, anchor))
+	}
+	previous := previousTokenSecret(secret) // read before the registration is rewritten
+	fillRegistration(secret, r, member, ca, anchor, token)
+	if op == "registered" {
+		err = hub.Create(ctx, secret)
+	} else {
+		err = hub.Update(ctx, secret) // at the version read: a concurrent change is a conflict
+	}
+	if err != nil {
+		return "", errors.Join(fmt.Errorf("registering on the hub: %w", err), revoke(ctx, mc, anchor))
+	}
+	if err := allowSelfRevoke(ctx, c, anchor); err != nil {
+		return op, fmt.Errorf("the cluster is %s; letting its identity revoke its own token: %w", op, err)
+	}
+	// The previous token stops working: its Secret is deleted.
+	if previous != anchor && (previous == legacyTokenSecret || strings.HasPrefix(previous, MemberTokenPrefix)) {
+		// (Only a token Secret: the annotation is the hub's data, not a licence to delete
+		// anything else there.)
+		if err := revoke(ctx, mc, previous); err != nil {
+			return op, fmt.Errorf("the cluster is %s with a new token; the previous one (Secret %s/%s on the member) could not be revoked: %w", op, MemberNamespace, previous, err)
 		}
 	}
+	return op, nil
+}
+
+// registrationSecret is the hub's registration Secret of r as read, and "updated"; or a new
+// one, and "registered", when there is none. A Secret of that name that is not a registration
+// is ErrNotRegistration.
+func registrationSecret(ctx context.Context, hub client.Client, r Registration) (*corev1.Secret, string, error) {
+	secret := &corev1.Secret{}
+	switch err := hub.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, secret); {
+	case apierrors.IsNotFound(err):
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}}, "registered", nil
+	case err != nil:
+		return nil, "", err
+	case secret.Labels[scorev1b1.LabelSecretType] != scorev1b1.SecretTypeCluster:
+		return nil, "", fmt.Errorf("secret %s/%s is %w (it lacks the label %s=%s): it is not overwritten; choose another cluster name",
+			r.Namespace, r.Name, ErrNotRegistration, scorev1b1.LabelSecretType, scorev1b1.SecretTypeCluster)
+	}
+	return secret, "updated", nil
+}
+
+// memberCA is the CA of the member's API server, from its config's data or file.
+func memberCA(member *rest.Config) ([]byte, error) {
+	if len(member.CAData) == 0 && member.CAFile != "" {
+		return os.ReadFile(member.CAFile)
+	}
+	return member.CAData, nil
+}
+
+// previousTokenSecret is the Secret on the member the registration's token is bound to: the
+// one it names, else, for a registration written before tokens were bound to one of their
+// own, the identity's legacy token Secret.
+func previousTokenSecret(registration *corev1.Secret) string {
+	if name := registration.Annotations[AnnotationTokenSecret]; name != "" {
+		return name
+	}
+	return legacyTokenSecret
+}
+
+// fillRegistration writes into secret the registration of r: its labels, the Secret on the
+// member its token is bound to (anchor), and the member's server, CA and token, and whether
+// its server's certificate goes unverified.
+func fillRegistration(secret *corev1.Secret, r Registration, member *rest.Config, ca []byte, anchor, token string) {
 	server := r.Server
 	if server == "" {
 		server = member.Host
 	}
-	previous := secret.Annotations[AnnotationTokenSecret]
 	secret.Labels = map[string]string{scorev1b1.LabelSecretType: scorev1b1.SecretTypeCluster}
 	for k, v := range r.Labels {
 		secret.Labels[k] = v
@@ -119,30 +172,6 @@ func Register(ctx context.Context, member *rest.Config, hub client.Client, r Reg
 		// where the controllers read it.
 		secret.Data[clusters.KeyInsecure] = []byte(strconv.FormatBool(true))
 	}
-	if op == "registered" {
-		err = hub.Create(ctx, secret)
-	} else {
-		err = hub.Update(ctx, secret) // at the version read: a concurrent change is a conflict
-	}
-	if err != nil {
-		return "", errors.Join(fmt.Errorf("registering on the hub: %w", err), revoke(ctx, mc, anchor))
-	}
-	if err := allowSelfRevoke(ctx, c, anchor); err != nil {
-		return op, fmt.Errorf("the cluster is %s; letting its identity revoke its own token: %w", op, err)
-	}
-	// The previous token stops working: its Secret is deleted (a registration written before
-	// tokens were bound to one of their own: the identity's legacy token Secret).
-	if previous == "" {
-		previous = legacyTokenSecret
-	}
-	if previous != anchor && (previous == legacyTokenSecret || strings.HasPrefix(previous, MemberTokenPrefix)) {
-		// (Only a token Secret: the annotation is the hub's data, not a licence to delete
-		// anything else there.)
-		if err := revoke(ctx, mc, previous); err != nil {
-			return op, fmt.Errorf("the cluster is %s with a new token; the previous one (Secret %s/%s on the member) could not be revoked: %w", op, MemberNamespace, previous, err)
-		}
-	}
-	return op, nil
 }
 
 // Revoke revokes a registration's token on its member by deleting the Secret the token is

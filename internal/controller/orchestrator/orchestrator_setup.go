@@ -138,12 +138,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}}
 	workloadChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted)
 	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &scorev1b1.Workload{}, handler.OnlyControllerOwner())
-	for _, obj := range indexedByWorkload() {
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, indexWorkload, workloadLabel); err != nil {
-			return err
-		}
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstanceNamespace, instanceNamespace); err != nil {
+	if err := indexOwned(mgr); err != nil {
 		return err
 	}
 	concurrency := r.Concurrency
@@ -155,13 +150,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.clusters = status
-	// The revisions a rollout gives Workloads, read back from where the rollout controller
-	// keeps them; this instance never writes them.
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	r.revisions = &configsource.Revisions{Client: r.Client, APIReader: reader, Namespace: r.Namespace, Store: r.Config}
+	r.revisions = r.rolloutRevisions()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		For(&scorev1b1.Workload{}, builder.WithPredicates(workloadChanged)).
@@ -212,6 +201,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workload", concurrency, r.Workers, urgency.FairQueue)}).
 		Complete(r)
+}
+
+// indexOwned indexes claims, plans and exposures by their Workload, and claims by the namespace
+// of their instance.
+func indexOwned(mgr ctrl.Manager) error {
+	for _, obj := range indexedByWorkload() {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, indexWorkload, workloadLabel); err != nil {
+			return err
+		}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstanceNamespace, instanceNamespace); err != nil {
+		return err
+	}
+	return nil
+}
+
+// rolloutRevisions are the revisions a rollout gives Workloads, read back from where the
+// rollout controller keeps them; this instance never writes them.
+func (r *Reconciler) rolloutRevisions() *configsource.Revisions {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	return &configsource.Revisions{Client: r.Client, APIReader: reader, Namespace: r.Namespace, Store: r.Config}
 }
 
 // placeable are the clusters a published status offers placement: names, labels and since

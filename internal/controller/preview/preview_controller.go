@@ -141,55 +141,81 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if why := core.Untrusted(n, guard); why != "" {
-		if !p.Expired(now) {
-			r.notEnded.forget(ns.Name)
-			return ctrl.Result{RequeueAfter: p.Expires.Sub(now) + time.Second}, nil // to say so when it would end
-		}
-		// Said once per transition: the config and policy watches bring it back unchanged.
-		note := fmt.Sprintf("Preview %s expired at %s and is not ended: %s", p.Name, p.Expires.UTC().Format(time.RFC3339), why)
-		if r.notEnded.news(ns.Name, ns.UID, note) {
-			ctrl.LoggerFrom(ctx).Info("Not ending a preview that is not bound to its maker", "namespace", ns.Name, "why", why)
-			r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "PreviewNotEnded", "Delete", "%s", note)
-		}
-		return ctrl.Result{}, nil
+		return r.notEnding(ctx, ns, p, why, now), nil
 	}
 	r.notEnded.forget(ns.Name)
-	// The expiry annotation says the expiry that holds: the default when the preview named
-	// none, the longest lifetime when it named a later one.
-	if at := p.Expires.UTC().Format(time.RFC3339); ns.Annotations[scorev1b1.AnnotationPreviewExpires] != at {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, scorev1b1.AnnotationPreviewExpires, at)
-		if err := r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-			return ctrl.Result{}, fmt.Errorf("recording the expiry of preview %s: %w", p.Name, err)
-		}
+	if err := r.recordExpiry(ctx, ns, p); err != nil {
+		return ctrl.Result{}, err
 	}
 	if !p.Expired(now) {
 		return ctrl.Result{RequeueAfter: p.Expires.Sub(now) + time.Second}, nil
 	}
+	return ctrl.Result{}, r.end(ctx, ns, p)
+}
+
+// notEnding is a preview not bound to its maker (why): it is not ended, and once expired, that
+// is said, with a Warning.
+func (r *Reconciler) notEnding(ctx context.Context, ns *metav1.PartialObjectMetadata, p core.Preview, why string, now time.Time) ctrl.Result {
+	if !p.Expired(now) {
+		r.notEnded.forget(ns.Name)
+		return ctrl.Result{RequeueAfter: p.Expires.Sub(now) + time.Second} // to say so when it would end
+	}
+	// Said once per transition: the config and policy watches bring it back unchanged.
+	note := fmt.Sprintf("Preview %s expired at %s and is not ended: %s", p.Name, p.Expires.UTC().Format(time.RFC3339), why)
+	if r.notEnded.news(ns.Name, ns.UID, note) {
+		ctrl.LoggerFrom(ctx).Info("Not ending a preview that is not bound to its maker", "namespace", ns.Name, "why", why)
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "PreviewNotEnded", "Delete", "%s", note)
+	}
+	return ctrl.Result{}
+}
+
+// recordExpiry writes on the namespace the expiry that holds: the default when the preview
+// named none, the longest lifetime when it named a later one.
+func (r *Reconciler) recordExpiry(ctx context.Context, ns *metav1.PartialObjectMetadata, p core.Preview) error {
+	at := p.Expires.UTC().Format(time.RFC3339)
+	if ns.Annotations[scorev1b1.AnnotationPreviewExpires] == at {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, scorev1b1.AnnotationPreviewExpires, at)
+	if err := r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("recording the expiry of preview %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// end ends an expired preview: its Workloads deleted, then, once none is left, its namespace.
+func (r *Reconciler) end(ctx context.Context, ns *metav1.PartialObjectMetadata, p core.Preview) error {
 	var workloads scorev1b1.WorkloadList
 	if err := r.Client.List(ctx, &workloads, client.InNamespace(ns.Name)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing the Workloads of preview %s: %w", p.Name, err)
+		return fmt.Errorf("listing the Workloads of preview %s: %w", p.Name, err)
 	}
 	if len(workloads.Items) > 0 {
-		deleted := 0
-		for i := range workloads.Items {
-			w := &workloads.Items[i]
-			if !w.DeletionTimestamp.IsZero() {
-				continue
-			}
-			if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("deleting Workload %s of preview %s: %w", w.Name, p.Name, err)
-			}
-			deleted++
-		}
-		if deleted > 0 {
-			r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, "PreviewExpired", "Delete",
-				"Preview %s expired at %s: deleting its %d Workload(s) with their dependencies (%s), then the namespace.", p.Name, p.Expires.UTC().Format(time.RFC3339), deleted, p.Policy)
-		}
-		return ctrl.Result{}, nil // each Workload's deletion brings the namespace back
+		return r.deleteWorkloads(ctx, ns, p, workloads.Items) // each Workload's deletion brings the namespace back
 	}
 	if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("deleting the namespace of preview %s: %w", p.Name, err)
+		return fmt.Errorf("deleting the namespace of preview %s: %w", p.Name, err)
 	}
 	r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, "PreviewDeleted", "Delete", "Preview %s: its Workloads are gone; deleting namespace %s.", p.Name, ns.Name)
-	return ctrl.Result{}, nil
+	return nil
+}
+
+// deleteWorkloads deletes the Workloads of an expired preview not already going, said once
+// with an event when it deleted any.
+func (r *Reconciler) deleteWorkloads(ctx context.Context, ns *metav1.PartialObjectMetadata, p core.Preview, workloads []scorev1b1.Workload) error {
+	deleted := 0
+	for i := range workloads {
+		w := &workloads[i]
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Workload %s of preview %s: %w", w.Name, p.Name, err)
+		}
+		deleted++
+	}
+	if deleted > 0 {
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeNormal, "PreviewExpired", "Delete",
+			"Preview %s expired at %s: deleting its %d Workload(s) with their dependencies (%s), then the namespace.", p.Name, p.Expires.UTC().Format(time.RFC3339), deleted, p.Policy)
+	}
+	return nil
 }

@@ -79,6 +79,22 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, charts *templates.Source
 // requeues every claim), and, as they are first applied, each kind of provisioned object, so
 // that health changes and deletions bring their claims back. Nothing is polled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := indexClaims(mgr); err != nil {
+		return err
+	}
+	c, err := r.newController(mgr)
+	if err != nil {
+		return err
+	}
+	if err := r.setupApply(mgr, c); err != nil {
+		return err
+	}
+	return r.setupMembers(mgr, c)
+}
+
+// indexClaims indexes claims by instance, by the objects they provisioned, by the namespace
+// their instance is shared from, and by the clusters they provisioned on.
+func indexClaims(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexInstance, func(o client.Object) []string {
 		c := o.(*scorev1b1.ResourceClaim)
 		return []string{claimIdentity(c).Hash()}
@@ -101,12 +117,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.ResourceClaim{}, indexCluster, claimClusters); err != nil {
 		return err
 	}
+	return nil
+}
+
+// newController builds the resourceclaim controller and its watches: claims, their outputs
+// Secrets, the Workloads whose ports templates may see, the config, namespaces' labels, member
+// clusters answering or not, and plans leaving a cluster.
+func (r *Reconciler) newController(mgr ctrl.Manager) (controller.Controller, error) {
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = 4
 	}
 	r.clusterChanged = make(chan event.GenericEvent)
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	return ctrl.NewControllerManagedBy(mgr).
 		Named("resourceclaim").
 		For(&scorev1b1.ResourceClaim{}).
 		// A changed or deleted claim goes ahead of the backlog.
@@ -128,9 +151,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&scorev1b1.WorkloadPlan{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPlan), builder.WithPredicates(clustersChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("resourceclaim", concurrency, r.Workers, urgency.FairQueue)}).
 		Build(r)
-	if err != nil {
-		return err
-	}
+}
+
+// setupApply makes the hub's applier, its watches started by c, the reads of the outputs
+// Secrets, and, with the manager, the tracking of refused kinds and the state's signing key.
+func (r *Reconciler) setupApply(mgr ctrl.Manager, c controller.Controller) error {
 	// Provisioned objects carry their instance's label; the cache holds those only.
 	provisioned, err := apply.NewScopedCache(mgr, scorev1b1.LabelInstance)
 	if err != nil {
@@ -148,7 +173,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.refused = &refusals{md: md, mapper: mgr.GetRESTMapper(), wake: r.clusterChanged}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		r.refused.start(ctx)
 		// The state's signing key made before any claim is provisioned: a state Secret older
 		// than it is read as an earlier version's (provisioner_statekey.go).
@@ -156,9 +181,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			ctrl.LoggerFrom(ctx).Error(err, "Reading the state's signing key; retried on the first state read")
 		}
 		return nil
-	})); err != nil {
-		return err
-	}
+	}))
+}
+
+// setupMembers makes the pool of member clusters' connections, and, with a control-plane
+// namespace where registrations live, an applier on each member, its watches started by c.
+func (r *Reconciler) setupMembers(mgr ctrl.Manager, c controller.Controller) error {
 	r.members = &members.Pool{Name: "cluster-provisioner", Namespace: r.APINamespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), HubConfig: mgr.GetConfig(),
 		Scope: scorev1b1.LabelInstance, Changed: r.bringBack}
 	if r.APINamespace == "" {

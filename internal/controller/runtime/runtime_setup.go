@@ -77,6 +77,22 @@ func Setup(mgr ctrl.Manager, store *configsource.Store, tpls *templates.Source, 
 // reachability) and, from the first time each kind is applied, the applied objects — so that
 // drift, deletion and health changes bring their plan back. Nothing is polled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := indexPlans(mgr); err != nil {
+		return err
+	}
+	c, err := r.newController(mgr)
+	if err != nil {
+		return err
+	}
+	if err := r.setupApply(mgr, c); err != nil {
+		return err
+	}
+	return r.setupMembers(mgr, c)
+}
+
+// indexPlans indexes plans by their Workload's UID, by cluster, by Workload and by the
+// instances they claim, and EndpointSlices by Service.
+func indexPlans(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkloadUID, func(o client.Object) []string {
 		return []string{o.(*scorev1b1.WorkloadPlan).Spec.WorkloadRef.UID}
 	}); err != nil {
@@ -104,6 +120,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	return nil
+}
+
+// newController builds the workloadplan controller and its watches: plans, their exposures,
+// EndpointSlices, the outputs Secrets, member clusters answering or not, and the config.
+func (r *Reconciler) newController(mgr ctrl.Manager) (controller.Controller, error) {
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = 4
@@ -120,18 +142,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.withCopies(planOfOutputs)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, NewQueue: workers.Queue("workloadplan", concurrency, r.Workers, urgency.FairQueue)})
 	r.clusterChanged = make(chan event.GenericEvent)
-	r.members = &members.Pool{Name: "cluster", Namespace: r.Namespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), HubConfig: mgr.GetConfig(),
-		Scope: scorev1b1.LabelWorkload, Changed: r.bringBack, Publish: true}
 	// A member cluster that starts or stops answering brings back the plans placed there.
 	b = b.WatchesRawSource(source.Channel(r.clusterChanged, &handler.EnqueueRequestForObject{}))
 	if r.Config != nil {
 		// New health rules re-judge every plan's objects.
 		b = b.WatchesRawSource(source.Channel(r.Config.Subscribe(), handler.EnqueueRequestsFromMapFunc(r.allPlans)))
 	}
-	c, err := b.Build(r)
-	if err != nil {
-		return err
-	}
+	return b.Build(r)
+}
+
+// setupApply makes the hub's applier and the watch of the routes dependencies provisioned,
+// both started by c.
+func (r *Reconciler) setupApply(mgr ctrl.Manager, c controller.Controller) error {
 	// Applied objects carry the Workload's label, the routes the plan's dependencies
 	// provisioned their instance's; each cache holds those only.
 	applied, err := apply.NewScopedCache(mgr, scorev1b1.LabelWorkload)
@@ -146,6 +168,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerRuntime, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed,
 		Watcher: &apply.Watcher{Controller: c, Cache: applied, Handler: owner}}
 	r.routes = &apply.Watcher{Controller: c, Cache: provisioned, Handler: owner}
+	return nil
+}
+
+// setupMembers makes the pool of member clusters' connections, and, with a control-plane
+// namespace where registrations live, gives it an applier and a watch of the routes on each
+// member, started by c.
+func (r *Reconciler) setupMembers(mgr ctrl.Manager, c controller.Controller) error {
+	r.members = &members.Pool{Name: "cluster", Namespace: r.Namespace, Hub: r.Client, HubReader: mgr.GetAPIReader(), HubConfig: mgr.GetConfig(),
+		Scope: scorev1b1.LabelWorkload, Changed: r.bringBack, Publish: true}
 	if r.Namespace == "" {
 		return nil
 	}

@@ -144,47 +144,86 @@ func (r *result) idleClusterPerMinute() float64 {
 // print writes the table.
 func (r *result) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k string, format string, args ...any) {
-		fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...)
-	}
+	t := table{tw}
 	fmt.Fprintf(tw, "score-bench N=%d mix=%s rate=%v\t%s\n", r.N, r.Mix, r.Rate, r.Machine)
-	row("write floor", "%.0f objects/s", r.FloorPerSecond)
+	allReady := r.printOutcome(t)
+	r.printBaseline(t, allReady)
+	r.printTimeline(t)
+	r.printLoad(t)
+	r.printProbesAndPhases(t)
+	r.printRollout(t)
+	r.printFailover(t)
+	r.printUsage(t)
+	if r.DeleteSeconds > 0 {
+		t.row("delete all N", "%.1f s", r.DeleteSeconds)
+	} else {
+		t.row("delete all N", "not run")
+	}
+	r.printTopWrites(t)
+	_ = tw.Flush()
+}
+
+// table is the printed result: a row is a name and its figures, in two columns.
+type table struct{ tw *tabwriter.Writer }
+
+// row prints the row named k.
+func (t table) row(k string, format string, args ...any) {
+	fmt.Fprintf(t.tw, "%s\t"+format+"\n", append([]any{k}, args...)...)
+}
+
+// printOutcome prints the write floor, the run's setting and how the load ended; it returns
+// how the multiples of the load's time are introduced: of all Ready, or of as long as the
+// unfinished load ran.
+func (r *result) printOutcome(t table) (allReady string) {
+	t.row("write floor", "%.0f objects/s", r.FloorPerSecond)
 	if r.Shards > 1 {
-		row("shards", "%d sets of the three controllers", r.Shards)
+		t.row("shards", "%d sets of the three controllers", r.Shards)
 	}
 	if r.Unrelated > 0 {
-		row("objects not ours present", "%d", r.Unrelated)
+		t.row("objects not ours present", "%d", r.Unrelated)
 	}
-	allReady := "all Ready = "
+	allReady = "all Ready = "
 	if r.Unfinished != "" {
-		row("NOT FINISHED", "%s (created in %.1f s); the figures below are the load's so far", r.Unfinished, r.CreateSeconds)
+		t.row("NOT FINISHED", "%s (created in %.1f s); the figures below are the load's so far", r.Unfinished, r.CreateSeconds)
 		allReady = "the load ran at least "
 	} else {
-		row("all Ready", "%.1f s (created in %.1f s)", r.AllReadySeconds, r.CreateSeconds)
+		t.row("all Ready", "%.1f s (created in %.1f s)", r.AllReadySeconds, r.CreateSeconds)
 	}
-	row("writes at the floor", "%.1f s (%d writes); %s%.2f× that", r.FloorSeconds, r.Load.Writes.total(), allReady, r.FloorMultiple)
-	if b := r.Baseline; b != nil {
-		row("baseline: same objects, plain client", "%d objects (%v by stage) healthy in %.1f s (created in %.1f s); %s%.2f× that",
-			b.Objects, b.Stages, b.AllReadySeconds, b.CreateSeconds, allReady, r.BaselineMultiple)
-		row("  its writes", "bench %d, cluster %d (%.1f per Workload); ours did %d with the cluster's %d (%.1f per Workload)",
-			b.Phase.Writes.Bench, b.Phase.Writes.Cluster, float64(b.Phase.Writes.total())/float64(r.N), r.Load.Writes.Ours+r.Load.Writes.OursEvents, r.Load.Writes.Cluster, r.AllWritesPerWorkload)
-		if b.ClusterUsage != nil {
-			baseCPU, loadCPU := cpuSeconds(b.ClusterUsage)+b.ClientCPUSeconds, cpuSeconds(r.ClusterUsageLoad)+cpuSeconds(r.UsageLoad)
-			row("  its CPU", "cluster %.0f s + the plain client %.1f s = %.0f CPU s in %.1f s (%.2f cores busy); the load: cluster %.0f s + ours %.0f s = %.0f CPU s in %.1f s (%.2f cores): %.2f× the CPU",
-				cpuSeconds(b.ClusterUsage), b.ClientCPUSeconds, baseCPU, b.Phase.Seconds, baseCPU/b.Phase.Seconds,
-				cpuSeconds(r.ClusterUsageLoad), cpuSeconds(r.UsageLoad), loadCPU, r.Load.Seconds, loadCPU/r.Load.Seconds, loadCPU/baseCPU)
-			if r.AllReadySeconds > 0 {
-				row("  to all Ready", "%.0f CPU s in %.1f s (%.2f cores busy): %.2f× the baseline's CPU",
-					r.CPUToReady, r.AllReadySeconds, r.CPUToReady/r.AllReadySeconds, r.CPUToReady/baseCPU)
-			}
+	t.row("writes at the floor", "%.1f s (%d writes); %s%.2f× that", r.FloorSeconds, r.Load.Writes.total(), allReady, r.FloorMultiple)
+	return allReady
+}
+
+// printBaseline prints the baseline against the load: time, writes and CPU.
+func (r *result) printBaseline(t table, allReady string) {
+	b := r.Baseline
+	if b == nil {
+		return
+	}
+	t.row("baseline: same objects, plain client", "%d objects (%v by stage) healthy in %.1f s (created in %.1f s); %s%.2f× that",
+		b.Objects, b.Stages, b.AllReadySeconds, b.CreateSeconds, allReady, r.BaselineMultiple)
+	t.row("  its writes", "bench %d, cluster %d (%.1f per Workload); ours did %d with the cluster's %d (%.1f per Workload)",
+		b.Phase.Writes.Bench, b.Phase.Writes.Cluster, float64(b.Phase.Writes.total())/float64(r.N), r.Load.Writes.Ours+r.Load.Writes.OursEvents, r.Load.Writes.Cluster, r.AllWritesPerWorkload)
+	if b.ClusterUsage != nil {
+		baseCPU, loadCPU := cpuSeconds(b.ClusterUsage)+b.ClientCPUSeconds, cpuSeconds(r.ClusterUsageLoad)+cpuSeconds(r.UsageLoad)
+		t.row("  its CPU", "cluster %.0f s + the plain client %.1f s = %.0f CPU s in %.1f s (%.2f cores busy); the load: cluster %.0f s + ours %.0f s = %.0f CPU s in %.1f s (%.2f cores): %.2f× the CPU",
+			cpuSeconds(b.ClusterUsage), b.ClientCPUSeconds, baseCPU, b.Phase.Seconds, baseCPU/b.Phase.Seconds,
+			cpuSeconds(r.ClusterUsageLoad), cpuSeconds(r.UsageLoad), loadCPU, r.Load.Seconds, loadCPU/r.Load.Seconds, loadCPU/baseCPU)
+		if r.AllReadySeconds > 0 {
+			t.row("  to all Ready", "%.0f CPU s in %.1f s (%.2f cores busy): %.2f× the baseline's CPU",
+				r.CPUToReady, r.AllReadySeconds, r.CPUToReady/r.AllReadySeconds, r.CPUToReady/baseCPU)
 		}
 	}
+}
+
+// printTimeline prints when the steps of the work were half and all done, beside the
+// baseline's.
+func (r *result) printTimeline(t table) {
 	var base []milestone
 	if r.Baseline != nil {
 		base = r.Baseline.Timeline
 	}
 	if len(r.Timeline) > 0 {
-		row("steps of the work", "count: half done by, all done by (from the first create; the baseline's beside)")
+		t.row("steps of the work", "count: half done by, all done by (from the first create; the baseline's beside)")
 	}
 	for _, m := range r.Timeline {
 		line := fmt.Sprintf("%d: half by %.1f s, all by %.1f s", m.Count, m.HalfSeconds, m.AllSeconds)
@@ -193,28 +232,38 @@ func (r *result) print(w io.Writer) {
 				line += fmt.Sprintf(" (baseline %d: %.1f s, %.1f s)", b.Count, b.HalfSeconds, b.AllSeconds)
 			}
 		}
-		row("  "+m.Step, "%s", line)
+		t.row("  "+m.Step, "%s", line)
 	}
-	row("create→Ready p50/p95/p99", "%.1f / %.1f / %.1f s (p99/p50 %.2f)", r.P50, r.P95, r.P99, ratio(r.P99, r.P50))
-	row("  of which", "create→ClaimsReady p50/p99 %.1f / %.1f s; ClaimsReady→Ready p50/p99 %.1f / %.1f s", r.ClaimsP50, r.ClaimsP99, r.RuntimeP50, r.RuntimeP99)
+}
+
+// printLoad prints the load's latencies, by hop too, and its writes, on the hub and on each
+// member.
+func (r *result) printLoad(t table) {
+	t.row("create→Ready p50/p95/p99", "%.1f / %.1f / %.1f s (p99/p50 %.2f)", r.P50, r.P95, r.P99, ratio(r.P99, r.P50))
+	t.row("  of which", "create→ClaimsReady p50/p99 %.1f / %.1f s; ClaimsReady→Ready p50/p99 %.1f / %.1f s", r.ClaimsP50, r.ClaimsP99, r.RuntimeP50, r.RuntimeP99)
 	for _, h := range r.Hop {
-		row("  hop: "+h.Leg, "p50 %.2f s, p90 %.2f s", h.P50Seconds, h.P90Seconds)
+		t.row("  hop: "+h.Leg, "p50 %.2f s, p90 %.2f s", h.P50Seconds, h.P90Seconds)
 	}
-	row("our writes per Workload", "%.1f (%d; events %.2f per Workload; leases %d)", r.WritesPerWorkload, r.Load.Writes.Ours, r.EventsPerWorkload, r.Load.Writes.OursLeases)
-	row("all writes per Workload", "%.1f (cluster %d, bench %d)", r.AllWritesPerWorkload, r.Load.Writes.Cluster, r.Load.Writes.Bench)
-	row("our rejected writes (4xx)", "%d", r.Load.Writes.OursRejected)
+	t.row("our writes per Workload", "%.1f (%d; events %.2f per Workload; leases %d)", r.WritesPerWorkload, r.Load.Writes.Ours, r.EventsPerWorkload, r.Load.Writes.OursLeases)
+	t.row("all writes per Workload", "%.1f (cluster %d, bench %d)", r.AllWritesPerWorkload, r.Load.Writes.Cluster, r.Load.Writes.Bench)
+	t.row("our rejected writes (4xx)", "%d", r.Load.Writes.OursRejected)
 	if r.Clusters > 1 {
 		var members float64
 		for _, m := range r.MembersLoad {
 			members += m.OursPerWorkload
 		}
-		row("copies (placement.clusters)", "%d per Workload, %d plans; our writes per Workload %.1f on the hub, %.1f on the members together",
+		t.row("copies (placement.clusters)", "%d per Workload, %d plans; our writes per Workload %.1f on the hub, %.1f on the members together",
 			r.Clusters, r.Copies, r.WritesPerWorkload, members)
 	}
 	for _, m := range r.MembersLoad {
-		row("  member "+m.Name, "our writes %d (%.1f per Workload of the run; events %d, rejected %d), the member's own %d",
+		t.row("  member "+m.Name, "our writes %d (%.1f per Workload of the run; events %d, rejected %d), the member's own %d",
 			m.Writes.Ours, m.OursPerWorkload, m.Writes.OursEvents, m.Writes.OursRejected, m.Writes.Cluster)
 	}
+}
+
+// printProbesAndPhases prints the probe's timings, the idle baseline, and the writes after the
+// restart and in the steady state (none when the load did not finish).
+func (r *result) printProbesAndPhases(t table) {
 	type named struct {
 		name string
 		t    timings
@@ -229,40 +278,53 @@ func (r *result) print(w io.Writer) {
 	} else {
 		probes = append(probes, named{fmt.Sprintf("timings, %d present", r.N), r.TimingsFull})
 	}
-	for _, t := range probes {
-		row(t.name, "create→Ready %.2f s; status %.2f s (30), endpoint %.2f s (60), error %.2f s (15), recovery %.2f s (30) %s",
-			t.t.CreateToReady, t.t.Status, t.t.Endpoint, t.t.Error, t.t.Recovery, t.t.Failed)
+	for _, probe := range probes {
+		t.row(probe.name, "create→Ready %.2f s; status %.2f s (30), endpoint %.2f s (60), error %.2f s (15), recovery %.2f s (30) %s",
+			probe.t.CreateToReady, probe.t.Status, probe.t.Endpoint, probe.t.Error, probe.t.Recovery, probe.t.Failed)
 	}
 	idle := r.idleClusterPerMinute()
-	row("idle baseline", "cluster %.0f writes/min; our leases %d in %.0f s", idle, r.Idle.Writes.OursLeases, r.Idle.Seconds)
+	t.row("idle baseline", "cluster %.0f writes/min; our leases %d in %.0f s", idle, r.Idle.Writes.OursLeases, r.Idle.Seconds)
 	for _, p := range phases {
-		row(p.name, "ours %d writes, %d events, %d rejected (+%d lease writes); cluster %d (%+.0f over idle) in %.0f s",
+		t.row(p.name, "ours %d writes, %d events, %d rejected (+%d lease writes); cluster %d (%+.0f over idle) in %.0f s",
 			p.p.Writes.Ours, p.p.Writes.OursEvents, p.p.Writes.OursRejected, p.p.Writes.OursLeases, p.p.Writes.Cluster,
 			float64(p.p.Writes.Cluster)-idle*p.p.Seconds/60, p.p.Seconds)
 	}
+}
+
+// printRollout prints the rollout's time and writes, with --rollout.
+func (r *result) printRollout(t table) {
 	if ro := r.Rollout; ro != nil {
-		row("rollout of a "+ro.Change+" change", "%d Workloads in %d waves (bake %.0f s) in %.1f s; ours %d writes (%.1f per Workload), %d events, %d rejected",
+		t.row("rollout of a "+ro.Change+" change", "%d Workloads in %d waves (bake %.0f s) in %.1f s; ours %d writes (%.1f per Workload), %d events, %d rejected",
 			ro.Affected, ro.Waves, ro.BakeSeconds, ro.Seconds, ro.Writes.Ours, float64(ro.Writes.Ours)/float64(max(ro.Affected, 1)), ro.Writes.OursEvents, ro.Writes.OursRejected)
 	}
+}
+
+// printFailover prints the failover's times and writes, with --failover.
+func (r *result) printFailover(t table) {
 	if f := r.Failover; f != nil {
-		row("failover: loss → all Ready elsewhere", "%d Workloads in %.1f s (failover after %.0f s); ours %d writes (%.1f per moved Workload), %d events",
+		t.row("failover: loss → all Ready elsewhere", "%d Workloads in %.1f s (failover after %.0f s); ours %d writes (%.1f per moved Workload), %d events",
 			f.Moved, f.Loss.Seconds, f.AfterSeconds, f.Loss.Writes.Ours, float64(f.Loss.Writes.Ours)/float64(max(f.Moved, 1)), f.Loss.Writes.OursEvents)
 		for _, m := range f.LossMembers {
-			row("  member "+m.Name, "our writes %d (%.1f per moved Workload)", m.Writes.Ours, float64(m.Writes.Ours)/float64(max(f.Moved, 1)))
+			t.row("  member "+m.Name, "our writes %d (%.1f per moved Workload)", m.Writes.Ours, float64(m.Writes.Ours)/float64(max(f.Moved, 1)))
 		}
-		row("failover: the lost member back → cleared", "%.1f s (seen answering after %.0f s; both copies existed %.1f s, %.0f s of it held dark); ours %d writes on the hub; our Deployments left there %d",
+		t.row("failover: the lost member back → cleared", "%.1f s (seen answering after %.0f s; both copies existed %.1f s, %.0f s of it held dark); ours %d writes on the hub; our Deployments left there %d",
 			f.Return.Seconds, f.NoticedSeconds, f.CoexistenceSeconds, f.HeldSeconds, f.Return.Writes.Ours, f.DeploymentsLeft)
 		for _, m := range f.ReturnMembers {
-			row("  member "+m.Name, "our writes %d", m.Writes.Ours)
+			t.row("  member "+m.Name, "our writes %d", m.Writes.Ours)
 		}
 	}
+}
+
+// printUsage prints each controller's CPU and memory over the load and after the restart, and
+// the cluster's processes' over the load.
+func (r *result) printUsage(t table) {
 	names := make([]string, 0, len(r.UsageLoad))
 	for n := range r.UsageLoad {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		row("controller "+n, "load: %.1f CPU s, peak RSS %.0f MiB; restarted: %.1f CPU s, peak RSS %.0f MiB",
+		t.row("controller "+n, "load: %.1f CPU s, peak RSS %.0f MiB; restarted: %.1f CPU s, peak RSS %.0f MiB",
 			r.UsageLoad[n].CPUSeconds, r.UsageLoad[n].PeakRSSMiB, r.UsageRestart[n].CPUSeconds, r.UsageRestart[n].PeakRSSMiB)
 	}
 	names = names[:0]
@@ -274,20 +336,18 @@ func (r *result) print(w io.Writer) {
 	for _, n := range names {
 		cl = append(cl, fmt.Sprintf("%s %.1f CPU s (%.0f MiB)", n, r.ClusterUsageLoad[n].CPUSeconds, r.ClusterUsageLoad[n].PeakRSSMiB))
 	}
-	row("cluster processes, load", "%s", strings.Join(cl, "; "))
-	if r.DeleteSeconds > 0 {
-		row("delete all N", "%.1f s", r.DeleteSeconds)
-	} else {
-		row("delete all N", "not run")
-	}
+	t.row("cluster processes, load", "%s", strings.Join(cl, "; "))
+}
+
+// printTopWrites prints our most frequent writes of the load.
+func (r *result) printTopWrites(t table) {
 	var top []string
 	for _, b := range r.Load.Writes.Breakdown {
 		if b.Who == whoOurs && len(top) < 15 {
 			top = append(top, fmt.Sprintf("%s %s %s %d: %d", b.Agent, b.Verb, b.Resource, b.Code, b.Count))
 		}
 	}
-	row("our writes, most first", "%s", strings.Join(top, "; "))
-	_ = tw.Flush()
+	t.row("our writes, most first", "%s", strings.Join(top, "; "))
 }
 
 func ratio(a, b float64) float64 {

@@ -102,6 +102,7 @@ func (s *runState) membersSince(seconds float64) ([]memberPhase, error) {
 	return out, nil
 }
 
+// stopMembers stops the member clusters started, and the proxy to the one --failover loses.
 func (s *runState) stopMembers() {
 	if s.dark != nil {
 		s.dark.Close()

@@ -45,6 +45,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/health"
+	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/blackhole"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
@@ -197,6 +198,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 type runState struct {
 	o     options
 	log   io.Writer
+	root  string // the repository, absolute
 	k     *simcluster.Cluster
 	cfg   *rest.Config
 	c     client.Client
@@ -258,17 +260,114 @@ func (s *runState) apiMetrics(ctx context.Context) (requestCounts, error) {
 	return parseRequestTotals(bytes.NewReader(body))
 }
 
+// run is the benchmark, its steps in the order of docs/performance.md's method: a cluster of its
+// own, the write floor, the objects that are not ours and the baseline when asked, the
+// controllers idle, one Workload unloaded, the load, one more with N present, the restart and
+// the steady state, the failover and the rollout when asked, and the deletion of all N. A step
+// that fails ends the run with the result as far as it went.
 func run(ctx context.Context, o options, log io.Writer) (*result, error) {
-	mix, err := parseMix(o.mix)
+	w, err := workOf(o)
 	if err != nil {
 		return nil, err
 	}
-	kinds := assign(mix, o.n)
-	pods, volumes := 0, 0
-	for _, k := range kinds {
-		p, _, v := footprint(k)
-		pods, volumes = pods+p, volumes+v
+	s, err := newRunState(o, log, w)
+	if err != nil {
+		return nil, err
 	}
+	res := &result{N: o.n, Mix: o.mix, Rate: o.rate, Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
+	if err := s.startCluster(); err != nil {
+		return nil, err
+	}
+	defer s.tearDown()
+	cfg, err := s.prepareHub(ctx, w.pods)
+	if err != nil {
+		return res, err
+	}
+	if err := s.addMembers(ctx, res, w); err != nil {
+		return res, err
+	}
+	if err := s.createNamespaces(ctx); err != nil {
+		return res, err
+	}
+	if err := s.watch(ctx); err != nil {
+		return res, err
+	}
+	if err := s.measureFloor(ctx, res); err != nil {
+		return res, err
+	}
+	res.Shards = o.shards
+	if err := s.createUnrelated(ctx, res); err != nil {
+		return res, err
+	}
+	if err := s.measureBaseline(ctx, res, cfg, w.kinds); err != nil {
+		return res, err
+	}
+	if err := s.measureIdle(ctx, res); err != nil {
+		return res, err
+	}
+	// One Workload on an empty cluster, with the timings unloaded.
+	p := &prober{c: s.c, cache: s.cache, ns: probeNS, limit: 10 * time.Minute}
+	res.TimingsEmpty = p.run(ctx, "empty")
+	logf(log, "unloaded timings: %+v", res.TimingsEmpty)
+	if _, err := s.auditSince(); err != nil {
+		return res, err
+	}
+	if err := s.measureLoad(ctx, res, p, w.kinds); err != nil {
+		return res, err
+	}
+	if o.clusters > 1 {
+		if res.Copies, err = s.copiesPlaced(ctx, o.clusters); err != nil {
+			return res, err
+		}
+		logf(log, "%d plans: every Workload on %d members", res.Copies, o.clusters)
+	}
+	// One more Workload, with N present.
+	oneMore := &prober{c: s.c, cache: s.cache, ns: probeNS, limit: 10 * time.Minute}
+	res.TimingsFull = oneMore.run(ctx, "full")
+	logf(log, "timings with %d present: %+v", o.n, res.TimingsFull)
+	if err := s.measureRestart(ctx, res); err != nil {
+		return res, err
+	}
+	if o.failover > 0 {
+		if res.Failover, err = s.failover(ctx, o.window); err != nil {
+			return res, err
+		}
+	}
+	if o.rollout > 0 {
+		if res.Rollout, err = s.rolloutChange(ctx, o.rollout, o.rolloutChange); err != nil {
+			return res, err
+		}
+	}
+	if o.noDelete {
+		return res, nil
+	}
+	return res, s.measureDelete(ctx, res)
+}
+
+// work is what the run creates: the kind of each Workload, and the pods and volumes they need
+// of the cluster.
+type work struct {
+	kinds         []string
+	pods, volumes int
+}
+
+// workOf draws the kinds of the N Workloads from the mix.
+func workOf(o options) (work, error) {
+	mix, err := parseMix(o.mix)
+	if err != nil {
+		return work{}, err
+	}
+	w := work{kinds: assign(mix, o.n)}
+	for _, k := range w.kinds {
+		p, _, v := footprint(k)
+		w.pods, w.volumes = w.pods+p, w.volumes+v
+	}
+	return w, nil
+}
+
+// newRunState makes the run's directory and describes its cluster, with volumes for the work
+// (twice with the baseline: a released volume is not bound again).
+func newRunState(o options, log io.Writer, w work) (*runState, error) {
 	root, err := filepath.Abs(o.root)
 	if err != nil {
 		return nil, err
@@ -277,180 +376,258 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &runState{o: o, log: log, created: map[string]time.Time{}, readyAt: map[string]time.Time{}, claimsAt: map[string]time.Time{},
-		k: &simcluster.Cluster{Root: root, Dir: dir, Name: fmt.Sprintf("score-bench-%d", os.Getpid()), Volumes: volumes + 8, AuditWrites: true}}
+	s := &runState{o: o, log: log, root: root, created: map[string]time.Time{}, readyAt: map[string]time.Time{}, claimsAt: map[string]time.Time{},
+		k: &simcluster.Cluster{Root: root, Dir: dir, Name: fmt.Sprintf("score-bench-%d", os.Getpid()), Volumes: w.volumes + 8, AuditWrites: true}}
 	if o.baseline {
-		s.k.Volumes += volumes // a released volume is not bound again
+		s.k.Volumes += w.volumes // a released volume is not bound again
 	}
-	res := &result{N: o.n, Mix: o.mix, Rate: o.rate, Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
+	return s, nil
+}
 
-	logf(log, "starting cluster %s in %s (%d volumes)", s.k.Name, dir, s.k.Volumes)
+// startCluster starts the hub, its output kept to explain a failure to start.
+func (s *runState) startCluster() error {
+	logf(s.log, "starting cluster %s in %s (%d volumes)", s.k.Name, s.k.Dir, s.k.Volumes)
 	var clusterOut bytes.Buffer
 	s.k.Output = &clusterOut
 	if err := s.k.Up(); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, clusterOut.String())
+		return fmt.Errorf("%w\n%s", err, clusterOut.String())
 	}
-	defer func() {
-		for _, p := range s.ctrls {
-			p.stop()
-		}
-		if o.keep {
-			logf(log, "kept the cluster: SCORE_CLUSTER_NAME=%s SCORE_DEV_DIR=%s hack/cluster.sh down", s.k.Name, dir)
-			return
-		}
-		_ = s.k.Down()
-		_ = os.RemoveAll(dir)
-	}()
+	return nil
+}
+
+// tearDown stops the members and the controllers, then the hub and removes its directory,
+// unless --keep.
+func (s *runState) tearDown() {
+	s.stopMembers()
+	for _, p := range s.ctrls {
+		p.stop()
+	}
+	if s.o.keep {
+		logf(s.log, "kept the cluster: SCORE_CLUSTER_NAME=%s SCORE_DEV_DIR=%s hack/cluster.sh down", s.k.Name, s.k.Dir)
+		return
+	}
+	_ = s.k.Down()
+	_ = os.RemoveAll(s.k.Dir)
+}
+
+// prepareHub connects to the hub and follows its audit log, grows its nodes to hold the pods,
+// and installs the kinds and the development config, which it returns.
+func (s *runState) prepareHub(ctx context.Context, pods int) (*orchconfig.Config, error) {
 	path, err := s.k.AuditLog()
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	s.audit = &auditLog{path: path}
 	if s.cfg, err = restConfig(s.k.Kubeconfig()); err != nil {
-		return res, err
+		return nil, err
 	}
 	if s.c, err = client.New(s.cfg, client.Options{Scheme: scheme.New()}); err != nil {
-		return res, err
+		return nil, err
 	}
 	nodes, err := grow(ctx, s.c, pods+16)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	logf(log, "%d bench nodes for %d pods", nodes, pods)
-	cfg, err := devenv.Install(ctx, s.c, os.DirFS(root))
-	if err != nil {
-		return res, err
+	logf(s.log, "%d bench nodes for %d pods", nodes, pods)
+	return devenv.Install(ctx, s.c, os.DirFS(s.root))
+}
+
+// addMembers, with --members, starts the member clusters the Workloads run on.
+func (s *runState) addMembers(ctx context.Context, res *result, w work) error {
+	if s.o.members == 0 {
+		return nil
 	}
-	if o.members > 0 {
-		defer s.stopMembers()
-		if err := s.startMembers(ctx, root, dir, pods, volumes+8); err != nil {
-			return res, err
-		}
-		res.Members = o.members
-		if o.clusters > 1 {
-			res.Clusters = o.clusters
-		}
+	if err := s.startMembers(ctx, s.root, s.k.Dir, w.pods, w.volumes+8); err != nil {
+		return err
 	}
+	res.Members = s.o.members
+	if s.o.clusters > 1 {
+		res.Clusters = s.o.clusters
+	}
+	return nil
+}
+
+// createNamespaces creates the run's namespaces.
+func (s *runState) createNamespaces(ctx context.Context) error {
 	for _, ns := range []string{benchNS, probeNS, floorNS, unrelatedNS} {
 		if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return res, err
+			return err
 		}
 	}
-	if err := s.watch(ctx); err != nil {
-		return res, err
-	}
+	return nil
+}
 
-	// The write floor: a plain client creating small objects as fast as the API server takes them.
-	if res.FloorPerSecond, err = floor(ctx, s.c, o.floorObjects); err != nil {
-		return res, err
+// measureFloor measures the write floor: a plain client creating small objects as fast as the
+// API server takes them.
+func (s *runState) measureFloor(ctx context.Context, res *result) error {
+	var err error
+	if res.FloorPerSecond, err = floor(ctx, s.c, s.o.floorObjects); err != nil {
+		return err
 	}
-	logf(log, "write floor: %.0f objects/s", res.FloorPerSecond)
-	res.Shards = o.shards
-	if o.unrelated > 0 {
-		if err := createAll(ctx, s.c, o.unrelated, unrelated); err != nil {
-			return res, fmt.Errorf("the unrelated objects: %w", err)
-		}
-		res.Unrelated = o.unrelated
-		logf(log, "%d objects that are not ours created; waiting for the cluster to settle them", o.unrelated)
-		if err := settleUnrelated(ctx, s.c, o.timeout); err != nil {
-			return res, err
-		}
-	}
-	if o.baseline && o.members == 0 {
-		judge, err := health.New(cfg.Health)
-		if err != nil {
-			return res, err
-		}
-		stages, err := baselineObjects(ctx, root, cfg, kinds)
-		if err != nil {
-			return res, err
-		}
-		logf(log, "baseline: creating %d + %d objects with a plain client", len(stages[0]), len(stages[1]))
-		if res.Baseline, err = s.runBaseline(ctx, stages, judge); err != nil {
-			return res, err
-		}
-		logf(log, "baseline: namespace deleted")
-	}
+	logf(s.log, "write floor: %.0f objects/s", res.FloorPerSecond)
+	return nil
+}
 
+// createUnrelated creates --unrelated's objects, which are not ours, and waits for the cluster
+// to settle them.
+func (s *runState) createUnrelated(ctx context.Context, res *result) error {
+	if s.o.unrelated == 0 {
+		return nil
+	}
+	if err := createAll(ctx, s.c, s.o.unrelated, unrelated); err != nil {
+		return fmt.Errorf("the unrelated objects: %w", err)
+	}
+	res.Unrelated = s.o.unrelated
+	logf(s.log, "%d objects that are not ours created; waiting for the cluster to settle them", s.o.unrelated)
+	return settleUnrelated(ctx, s.c, s.o.timeout)
+}
+
+// measureBaseline, with --baseline and no members, times the objects the controllers would
+// apply for the same Workloads, rendered offline and created with a plain client, to healthy.
+func (s *runState) measureBaseline(ctx context.Context, res *result, cfg *orchconfig.Config, kinds []string) error {
+	if !s.o.baseline || s.o.members > 0 {
+		return nil
+	}
+	judge, err := health.New(cfg.Health)
+	if err != nil {
+		return err
+	}
+	stages, err := baselineObjects(ctx, s.root, cfg, kinds)
+	if err != nil {
+		return err
+	}
+	logf(s.log, "baseline: creating %d + %d objects with a plain client", len(stages[0]), len(stages[1]))
+	if res.Baseline, err = s.runBaseline(ctx, stages, judge); err != nil {
+		return err
+	}
+	logf(s.log, "baseline: namespace deleted")
+	return nil
+}
+
+// measureIdle starts the controllers and counts the idle baseline: the cluster's own writes
+// (and our lease renewals) with nothing to do.
+func (s *runState) measureIdle(ctx context.Context, res *result) error {
 	start := time.Now()
 	if err := s.startControllers(); err != nil {
-		return res, err
+		return err
 	}
 	if err := waitLeaders(ctx, s.c, start, s.ctrls); err != nil {
-		return res, err
+		return err
 	}
-	// The idle baseline: the cluster's own writes (and our lease renewals) with nothing to do.
 	if _, err := s.auditSince(); err != nil {
-		return res, err
+		return err
 	}
-	logf(log, "idle baseline for %s", o.window)
-	if err := sleep(ctx, o.window); err != nil {
-		return res, err
+	logf(s.log, "idle baseline for %s", s.o.window)
+	if err := sleep(ctx, s.o.window); err != nil {
+		return err
 	}
 	idle, err := s.auditSince()
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.Idle = phaseOf(idle.summary(), o.window)
+	res.Idle = phaseOf(idle.summary(), s.o.window)
+	return nil
+}
 
-	// One Workload on an empty cluster, with the timings unloaded.
-	p := &prober{c: s.c, cache: s.cache, ns: probeNS, limit: 10 * time.Minute}
-	res.TimingsEmpty = p.run(ctx, "empty")
-	logf(log, "unloaded timings: %+v", res.TimingsEmpty)
-	if _, err := s.auditSince(); err != nil {
-		return res, err
-	}
+// loadMarks are what the load is measured against, taken before its first create.
+type loadMarks struct {
+	requests requestCounts
+	usage    map[string]procUsage
+	cluster  map[string]procUsage
+	start    time.Time
+}
 
-	// The load.
+// measureLoad creates the N Workloads, the probe's Workload beside them, and waits for all to
+// be Ready. A load that reaches its timeout, loses a process, or is interrupted (SIGINT,
+// SIGTERM) still reports as far as it went (the Ready ones' percentiles, the writes, the CPU,
+// the probe's timings under the load), and its error ends the run.
+func (s *runState) measureLoad(ctx context.Context, res *result, p *prober, kinds []string) error {
 	s.steps = newStepTimes()
-	if _, err := s.membersSince(0); err != nil {
-		return res, err
-	}
-	before, err := s.apiMetrics(ctx)
+	m, err := s.markLoad(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
-	usage0 := s.usage()
-	cluster0 := clusterUsage(s.k.Dir)
-	loadStart := time.Now()
 	loadProfile := s.profileAPIServer(ctx, "load")
 	var loadTimings timings
 	probeDone := make(chan struct{})
 	go func() { defer close(probeDone); loadTimings = p.run(ctx, "load") }()
-	if o.profileDir != "" {
-		go func() {
-			if sleep(ctx, o.profileAfter) == nil {
-				s.profile(ctx, "cpu", fmt.Sprintf("/debug/pprof/profile?seconds=%d", o.profileSeconds))
-			}
-		}()
-	}
-	logf(log, "creating %d Workloads (mix %s, rate %v/s)", o.n, o.mix, o.rate)
+	s.profileControllersDuringLoad(ctx)
+	logf(s.log, "creating %d Workloads (mix %s, rate %v/s)", s.o.n, s.o.mix, s.o.rate)
 	if err := s.create(ctx, kinds); err != nil {
-		return res, err
+		return err
 	}
-	res.CreateSeconds = time.Since(loadStart).Seconds()
-	// A run that reaches its timeout, loses a process, or is interrupted (SIGINT, SIGTERM),
-	// still reports the load as far as it went (the Ready ones' percentiles, the writes, the
-	// CPU, the probe's timings under the load), and stops.
-	unfinished := s.waitAllReady(ctx, loadStart, cluster0)
+	res.CreateSeconds = time.Since(m.start).Seconds()
+	unfinished := s.waitAllReady(ctx, m.start, m.cluster)
 	if unfinished != nil && ctx.Err() != nil {
-		s.mu.Lock()
-		unfinished = fmt.Errorf("interrupted with %d of %d Ready after %s", len(s.readyAt), o.n, time.Since(loadStart).Round(time.Second))
-		s.mu.Unlock()
+		unfinished = s.interrupted(m.start)
 		ctx = context.WithoutCancel(ctx)
 	}
-	elapsed := time.Since(loadStart)
+	elapsed := time.Since(m.start)
 	// The CPU to all Ready, apart from the load's 10 s of late news: whether the cores were busy
 	// while the Workloads became Ready, which the whole window's average hides.
-	res.CPUToReady = cpuSeconds(cpuSince(clusterUsage(s.k.Dir), cluster0)) + cpuSeconds(s.usageSince(usage0))
+	res.CPUToReady = cpuSeconds(cpuSince(clusterUsage(s.k.Dir), m.cluster)) + cpuSeconds(s.usageSince(m.usage))
 	loadProfile.end(s)
 	if unfinished != nil {
 		res.Unfinished = unfinished.Error()
-		logf(log, "the load did not finish: %v", unfinished)
+		logf(s.log, "the load did not finish: %v", unfinished)
 	} else {
 		res.AllReadySeconds = elapsed.Seconds()
-		logf(log, "all %d Ready after %s", o.n, elapsed.Round(time.Millisecond))
+		logf(s.log, "all %d Ready after %s", s.o.n, elapsed.Round(time.Millisecond))
 	}
+	s.readyLatencies(res)
+	<-probeDone
+	res.TimingsLoaded = loadTimings
+	if s.o.profileDir != "" {
+		s.profile(ctx, "heap", "/debug/pprof/heap")
+	}
+	// Late news (endpoints, rollouts settling) belongs to the load.
+	if err := sleep(ctx, 10*time.Second); unfinished == nil && err != nil {
+		return err
+	}
+	if err := s.countLoad(ctx, res, m, elapsed); err != nil {
+		return err
+	}
+	return unfinished
+}
+
+// markLoad takes the load's marks: the members' writes so far consumed, the API server's
+// request counts, the processes' CPU, and the time.
+func (s *runState) markLoad(ctx context.Context) (loadMarks, error) {
+	if _, err := s.membersSince(0); err != nil {
+		return loadMarks{}, err
+	}
+	before, err := s.apiMetrics(ctx)
+	if err != nil {
+		return loadMarks{}, err
+	}
+	m := loadMarks{requests: before, usage: s.usage(), cluster: clusterUsage(s.k.Dir)}
+	m.start = time.Now()
+	return m, nil
+}
+
+// profileControllersDuringLoad, with --profile-dir, profiles the controllers' CPU from
+// --profile-after into the load.
+func (s *runState) profileControllersDuringLoad(ctx context.Context) {
+	if s.o.profileDir == "" {
+		return
+	}
+	go func() {
+		if sleep(ctx, s.o.profileAfter) == nil {
+			s.profile(ctx, "cpu", fmt.Sprintf("/debug/pprof/profile?seconds=%d", s.o.profileSeconds))
+		}
+	}()
+}
+
+// interrupted is the error of a load interrupted after start.
+func (s *runState) interrupted(start time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Errorf("interrupted with %d of %d Ready after %s", len(s.readyAt), s.o.n, time.Since(start).Round(time.Second))
+}
+
+// readyLatencies records the Ready Workloads' count and percentiles: create to Ready, create to
+// ClaimsReady, and ClaimsReady to Ready.
+func (s *runState) readyLatencies(res *result) {
 	var lat, toClaims, claimsToReady []time.Duration
 	s.mu.Lock()
 	res.Ready = len(s.readyAt)
@@ -468,123 +645,98 @@ func run(ctx context.Context, o options, log io.Writer) (*result, error) {
 	res.P50, res.P95, res.P99 = percentile(lat, 50).Seconds(), percentile(lat, 95).Seconds(), percentile(lat, 99).Seconds()
 	res.ClaimsP50, res.ClaimsP99 = percentile(toClaims, 50).Seconds(), percentile(toClaims, 99).Seconds()
 	res.RuntimeP50, res.RuntimeP99 = percentile(claimsToReady, 50).Seconds(), percentile(claimsToReady, 99).Seconds()
-	<-probeDone
-	res.TimingsLoaded = loadTimings
-	if o.profileDir != "" {
-		s.profile(ctx, "heap", "/debug/pprof/heap")
-	}
-	// Late news (endpoints, rollouts settling) belongs to the load.
-	if err := sleep(ctx, 10*time.Second); unfinished == nil && err != nil {
-		return res, err
-	}
+}
+
+// countLoad records the load's writes (the hub's, the members', by request), its timeline, the
+// writes per Workload, the multiples of the floor and of the baseline, and the CPU.
+func (s *runState) countLoad(ctx context.Context, res *result, m loadMarks, elapsed time.Duration) error {
 	load, err := s.auditSince()
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.Timeline, res.Hop, s.steps = s.steps.timeline(loadStart), s.steps.hopLegs(), nil
+	res.Timeline, res.Hop, s.steps = s.steps.timeline(m.start), s.steps.hopLegs(), nil
 	after, err := s.apiMetrics(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.Load = phaseOf(load.summary(), time.Since(loadStart))
-	if res.MembersLoad, err = s.membersSince(time.Since(loadStart).Seconds()); err != nil {
-		return res, err
+	res.Load = phaseOf(load.summary(), time.Since(m.start))
+	if res.MembersLoad, err = s.membersSince(time.Since(m.start).Seconds()); err != nil {
+		return err
 	}
-	res.LoadAPI = apiRows(after.sub(before))
-	res.WritesPerWorkload = float64(res.Load.Writes.Ours) / float64(o.n)
-	res.EventsPerWorkload = float64(res.Load.Writes.OursEvents) / float64(o.n)
-	res.AllWritesPerWorkload = float64(res.Load.Writes.total()) / float64(o.n)
+	res.LoadAPI = apiRows(after.sub(m.requests))
+	res.WritesPerWorkload = float64(res.Load.Writes.Ours) / float64(s.o.n)
+	res.EventsPerWorkload = float64(res.Load.Writes.OursEvents) / float64(s.o.n)
+	res.AllWritesPerWorkload = float64(res.Load.Writes.total()) / float64(s.o.n)
 	res.FloorSeconds = float64(res.Load.Writes.total()) / res.FloorPerSecond
 	// Unfinished, the multiples are of the time the load ran: lower bounds.
 	res.FloorMultiple = elapsed.Seconds() / res.FloorSeconds
 	if res.Baseline != nil {
 		res.BaselineMultiple = elapsed.Seconds() / res.Baseline.AllReadySeconds
 	}
-	res.UsageLoad = s.usageSince(usage0)
-	res.ClusterUsageLoad = cpuSince(clusterUsage(s.k.Dir), cluster0)
+	res.UsageLoad = s.usageSince(m.usage)
+	res.ClusterUsageLoad = cpuSince(clusterUsage(s.k.Dir), m.cluster)
+	return nil
+}
 
-	if unfinished != nil {
-		return res, unfinished
-	}
-	if o.clusters > 1 {
-		if res.Copies, err = s.copiesPlaced(ctx, o.clusters); err != nil {
-			return res, err
-		}
-		logf(log, "%d plans: every Workload on %d members", res.Copies, o.clusters)
-	}
-
-	// One more Workload, with N present.
-	oneMore := &prober{c: s.c, cache: s.cache, ns: probeNS, limit: 10 * time.Minute}
-	res.TimingsFull = oneMore.run(ctx, "full")
-	logf(log, "timings with %d present: %+v", o.n, res.TimingsFull)
-
-	// Restart every controller with N Ready Workloads present.
+// measureRestart restarts every controller with N Ready Workloads present and counts the writes
+// over a window, then over a window of steady state.
+func (s *runState) measureRestart(ctx context.Context, res *result) error {
 	for _, c := range s.ctrls {
 		c.stop()
 	}
 	if _, err := s.auditSince(); err != nil {
-		return res, err
+		return err
 	}
 	restartAt := time.Now()
 	if err := s.startControllers(); err != nil {
-		return res, err
+		return err
 	}
-	logf(log, "restarted the controllers; counting writes for %s", o.window)
-	if err := sleep(ctx, o.window); err != nil {
-		return res, err
+	logf(s.log, "restarted the controllers; counting writes for %s", s.o.window)
+	if err := sleep(ctx, s.o.window); err != nil {
+		return err
 	}
 	restart, err := s.auditSince()
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Restart = phaseOf(restart.summary(), time.Since(restartAt))
-	logf(log, "steady state for %s", o.window)
+	logf(s.log, "steady state for %s", s.o.window)
 	steadyAt := time.Now()
-	if err := sleep(ctx, o.window); err != nil {
-		return res, err
+	if err := sleep(ctx, s.o.window); err != nil {
+		return err
 	}
 	steady, err := s.auditSince()
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Steady = phaseOf(steady.summary(), time.Since(steadyAt))
 	res.UsageRestart = s.usageSince(nil)
+	return nil
+}
 
-	if o.failover > 0 {
-		if res.Failover, err = s.failover(ctx, o.window); err != nil {
-			return res, err
-		}
-	}
-	if o.rollout > 0 {
-		if res.Rollout, err = s.rolloutChange(ctx, o.rollout, o.rolloutChange); err != nil {
-			return res, err
-		}
-	}
-	if o.noDelete {
-		return res, nil
-	}
-	// Delete all N.
+// measureDelete deletes all N and times them until the last is gone, counting the writes.
+func (s *runState) measureDelete(ctx context.Context, res *result) error {
 	delStart := time.Now()
 	if err := s.deleteAll(ctx); err != nil {
-		return res, err
+		return err
 	}
-	deadline := time.Now().Add(o.timeout)
+	deadline := time.Now().Add(s.o.timeout)
 	for s.exists.Load() > 0 {
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("%d Workloads left after %s", s.exists.Load(), o.timeout)
+			return fmt.Errorf("%d Workloads left after %s", s.exists.Load(), s.o.timeout)
 		}
 		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return res, err
+			return err
 		}
 	}
 	res.DeleteSeconds = time.Since(delStart).Seconds()
 	del, err := s.auditSince()
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Delete = phaseOf(del.summary(), time.Since(delStart))
-	logf(log, "all deleted after %.1fs", res.DeleteSeconds)
-	return res, nil
+	logf(s.log, "all deleted after %.1fs", res.DeleteSeconds)
+	return nil
 }
 
 // watch starts the benchmark's cache: Workloads (for create→Ready), and the probes' claims
