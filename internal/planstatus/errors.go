@@ -11,11 +11,16 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
+	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 
 // templateFailed reports a template that cannot be used, and retries: its source may answer
 // or be fixed. A digest mismatch (a supply-chain failure) is said once, on the transition:
-// nothing of it was applied, and the verified cached copy, if any, stays.
+// nothing of it was applied, and the verified cached copy, if any, stays. A plan Projected for
+// its generation stays Projected: what runs was applied from the template when it was
+// verified, and stays as it is; the plan's message says why nothing is applied again (a
+// template ConfigMap whose content the platform replaced while a rollout keeps plans on the
+// previous revision, read by a runtime that restarted and no longer holds the verified copy).
 func (d *decision) templateFailed(o Observed) {
 	if apierror.Classify(o.Err) == apierror.Transient {
 		// The API server asked to try again. A source that does not answer is reported: a
@@ -24,11 +29,24 @@ func (d *decision) templateFailed(o Observed) {
 		return
 	}
 	message := fmt.Sprintf("The template %s cannot be used: %v", d.plan.Spec.Template.Ref, o.Err)
-	if o.DigestMismatch && o.Plan.Status.Message != message {
+	applied := projected(&o.Plan.Status, o.Plan.Generation)
+	if applied {
+		message += ". What was applied from it stays as it is."
+	}
+	if o.DigestMismatch && o.Plan.Status.Message != termtext.Escape(message) {
 		d.Events = append(d.Events, Event{Type: Warning, Reason: "TemplateDigestMismatch", Action: "Fetch", Message: message})
 	}
-	d.fail(scorev1b1.ReasonRuntimeProvisioning, message)
 	d.Retry = fmt.Errorf("template: %w", o.Err)
+	if applied {
+		d.plan.Status.Message = termtext.Escape(message)
+		return
+	}
+	d.fail(scorev1b1.ReasonRuntimeProvisioning, message)
+}
+
+// projected reports whether a plan's status says it Projected for generation.
+func projected(s *scorev1b1.WorkloadPlanStatus, generation int64) bool {
+	return s.Phase == scorev1b1.PlanPhaseProjected && s.ObservedGeneration == generation
 }
 
 // renderFailed reports a template that does not render over this plan: the plan or the
