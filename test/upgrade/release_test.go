@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -162,6 +165,76 @@ func helmUpgrade(t *testing.T, r *release, values map[string]any) int {
 		t.Fatalf("after helm upgrade to %s: %s", r.name, got.Info.Status)
 	}
 	return got.Version
+}
+
+// tryHelmUpgrade upgrades the release to r's chart with values, and returns helm's error.
+func tryHelmUpgrade(t *testing.T, r *release, values map[string]any) error {
+	t.Helper()
+	chrt, err := loader.Load(r.chart())
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgrade := action.NewUpgrade(helmConfiguration(t))
+	upgrade.Namespace, upgrade.WaitStrategy, upgrade.Timeout = namespace, kube.StatusWatcherStrategy, time.Minute
+	_, err = upgrade.RunWithContext(ctx, releaseName, chrt, values)
+	return err
+}
+
+// helmRollback rolls the release back to revision, and returns helm's error.
+func helmRollback(t *testing.T, revision int) error {
+	t.Helper()
+	rollback := action.NewRollback(helmConfiguration(t))
+	rollback.Version, rollback.WaitStrategy, rollback.Timeout = revision, kube.StatusWatcherStrategy, time.Minute
+	return rollback.Run(releaseName)
+}
+
+// releaseObjects are the resourceVersions of the release's objects (labelled with its
+// instance), by "Kind namespace/name".
+func releaseObjects(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	selector := client.MatchingLabels{"app.kubernetes.io/instance": releaseName}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Version: "v1", Kind: "ServiceAccount"}, {Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Service"},
+		{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}, {Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, {Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},
+	} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list, selector); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			out[gvk.Kind+" "+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("the release has no objects")
+	}
+	return out
+}
+
+// changedObjects names what differs between two releaseObjects: changed, made or gone.
+func changedObjects(before, after map[string]string) []string {
+	var out []string
+	for key, rv := range after {
+		switch was, ok := before[key]; {
+		case !ok:
+			out = append(out, key+" made")
+		case was != rv:
+			out = append(out, key+" changed")
+		}
+	}
+	for key := range before {
+		if _, ok := after[key]; !ok {
+			out = append(out, key+" gone")
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // applyCRDs applies r's CRDs as docs/upgrading.md tells a platform team to, before the chart:

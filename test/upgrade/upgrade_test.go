@@ -51,7 +51,7 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	// A config rollout through the fleet, completed: the platform's change, by helm upgrade of
 	// the same chart.
 	rollouts := rolloutNames(t)
-	helmUpgrade(t, previous, previous.values(t, true))
+	previousRevision := helmUpgrade(t, previous, previous.values(t, true))
 	done := waitRolloutCompleted(t, rollouts, 3*time.Minute)
 	waitFleetReady(t, 2*time.Minute)
 	t.Logf("under the previous release: rollout %s completed (%d Workloads affected)", done.Name, done.Status.Affected)
@@ -142,6 +142,75 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 		t.Logf("not Ready while the rollout went through (known: %s): samples by Workload %v", cause, causes[cause])
 	}
 	checkChanges(t, ch, restartedPods(t, before, after), batch)
+	if !t.Failed() {
+		upgraded = &upgradedFleet{names: names, previousRevision: previousRevision}
+	}
+}
+
+// upgraded is the fleet TestUpgradeFromThePreviousRelease left on this commit, nil until it
+// passed.
+var upgraded *upgradedFleet
+
+type upgradedFleet struct {
+	names []string
+	// previousRevision is the release's helm revision under the previous release.
+	previousRevision int
+}
+
+// TestRollbackToThePreviousRelease moves the upgraded release back to the previous one, as a
+// platform team would: helm rollback to the previous release's revision, then helm upgrade
+// with the previous chart. The previous controllers cannot read what this commit stores (the
+// config revisions it rolled out have fields they do not know), so each is refused before
+// anything changes: the chart's downgrade guard refuses every object's move to the earlier
+// version, and helm deletes nothing when an update was refused. Nothing of the release or of
+// the fleet changes, and the fleet stays Ready throughout.
+func TestRollbackToThePreviousRelease(t *testing.T) {
+	if upgraded == nil {
+		t.Fatal("it rolls back the release TestUpgradeFromThePreviousRelease upgraded, and that did not pass (run both)")
+	}
+	release, fleet := releaseObjects(t), snapshot(t)
+	sampler := sampleReady(upgraded.names, samplePeriod)
+	for _, move := range []struct {
+		name string
+		run  func() error
+	}{
+		{fmt.Sprintf("helm rollback to revision %d", upgraded.previousRevision), func() error { return helmRollback(t, upgraded.previousRevision) }},
+		{"helm upgrade with the previous chart", func() error { return tryHelmUpgrade(t, previous, previous.values(t, true)) }},
+	} {
+		err := move.run()
+		if err == nil || !strings.Contains(err.Error(), "is not moved back to") {
+			t.Fatalf("%s: %v; want it refused by the downgrade guard", move.name, err)
+		}
+		t.Logf("%s: refused (%d objects): %s", move.name, strings.Count(err.Error(), "is not moved back to"), firstRefusal(err))
+		if changed := changedObjects(release, releaseObjects(t)); len(changed) > 0 {
+			t.Errorf("%s changed the release's objects: %v", move.name, changed)
+		}
+	}
+	checkQuiet(t, "this commit's controllers after the refused rollbacks")
+	samples, bad, _ := sampler.Stop()
+	for _, n := range bad {
+		t.Errorf("not Ready during the rollback: %s", n)
+	}
+	t.Logf("Ready sampled %d times across the rollbacks: %d not Ready", samples, len(bad))
+	ch := compare(fleet, snapshot(t))
+	checkChanges(t, ch, restartedPods(t, fleet, snapshot(t)), nil)
+	if len(ch.templates) > 0 {
+		t.Errorf("pod templates changed: %v", ch.templates)
+	}
+}
+
+// firstRefusal is the guard's first message in a helm error that joins one per object.
+func firstRefusal(err error) string {
+	msg := err.Error()
+	i := strings.Index(msg, "score-orchestrator ")
+	if i < 0 {
+		return msg
+	}
+	msg = msg[i:]
+	if j := strings.Index(msg, " && "); j > 0 {
+		msg = msg[:j]
+	}
+	return msg
 }
 
 // knownNotReady is the cause of a Workload found not Ready while this commit's controllers
