@@ -16,10 +16,10 @@ import (
 
 // templateFailed reports a template that cannot be used, and retries: its source may answer
 // or be fixed. A digest mismatch (a supply-chain failure) is said once, on the transition:
-// nothing of it was applied, and the verified cached copy, if any, stays. A plan Projected for
-// its generation stays Projected: what runs was applied from the template when it was
-// verified, and stays as it is; the plan's message says why nothing is applied again (a
-// template ConfigMap whose content the platform replaced while a rollout keeps plans on the
+// nothing of it was applied, and the verified cached copy, if any, stays. A plan that was
+// Projected stays as it was, for the generation it reported on: what runs was applied from a
+// template verified then, and stays as it is; the plan's message says why nothing is applied
+// (a template ConfigMap whose content the platform replaced while a rollout keeps plans on the
 // previous revision, read by a runtime that restarted and no longer holds the verified copy).
 func (d *decision) templateFailed(o Observed) {
 	if apierror.Classify(o.Err) == apierror.Transient {
@@ -29,9 +29,9 @@ func (d *decision) templateFailed(o Observed) {
 		return
 	}
 	message := fmt.Sprintf("The template %s cannot be used: %v", d.plan.Spec.Template.Ref, o.Err)
-	applied := projected(&o.Plan.Status, o.Plan.Generation)
+	applied := o.Plan.Status.Phase == scorev1b1.PlanPhaseProjected
 	if applied {
-		message += ". What was applied from it stays as it is."
+		message += ". What was applied before stays as it is."
 	}
 	if o.DigestMismatch && o.Plan.Status.Message != termtext.Escape(message) {
 		d.Events = append(d.Events, Event{Type: Warning, Reason: "TemplateDigestMismatch", Action: "Fetch", Message: message})
@@ -44,10 +44,6 @@ func (d *decision) templateFailed(o Observed) {
 	d.fail(scorev1b1.ReasonRuntimeProvisioning, message)
 }
 
-// projected reports whether a plan's status says it Projected for generation.
-func projected(s *scorev1b1.WorkloadPlanStatus, generation int64) bool {
-	return s.Phase == scorev1b1.PlanPhaseProjected && s.ObservedGeneration == generation
-}
 
 // renderFailed reports a template that does not render over this plan: the plan or the
 // template must change, and their watches bring the plan back.
