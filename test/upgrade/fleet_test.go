@@ -296,16 +296,7 @@ func (s *readySampler) sample() {
 		case !ok:
 			s.notReady = append(s.notReady, notReady{at: at, workload: key, reason: "missing"})
 		case ready.Status != metav1.ConditionTrue:
-			dbg := ""
-			ns, name, _ := strings.Cut(key, "/")
-			var p scorev1b1.WorkloadPlan
-			var w scorev1b1.Workload
-			if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p) == nil && c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &w) == nil {
-				h := meta.FindStatusCondition(p.Status.Conditions, "Healthy")
-				rr := meta.FindStatusCondition(w.Status.Conditions, "RuntimeReady")
-				dbg = fmt.Sprintf(" DEBUG plan gen %d obs %d phase %s healthy %+v; w gen %d runtimeReady %+v", p.Generation, p.Status.ObservedGeneration, p.Status.Phase, h, w.Generation, rr)
-			}
-			s.notReady = append(s.notReady, notReady{at: at, workload: key, reason: ready.Reason, message: ready.Message + dbg})
+			s.notReady = append(s.notReady, notReady{at: at, workload: key, reason: ready.Reason, message: ready.Message})
 		}
 	}
 }
