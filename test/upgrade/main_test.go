@@ -3,12 +3,13 @@
 // fleet to Ready under it, and upgrades the control plane to this commit under the running
 // fleet — CRDs first, then the chart, then the controllers, as docs/upgrading.md tells a
 // platform team. What a platform team is promised is checked on the way: every Workload stays
-// Ready (sampled every few hundred milliseconds; the known shortfalls while the upgrade's config
-// rollout goes through are named in knownNotReady), nothing the fleet owns is created again or
-// loses its credentials, only the pods the changelog names restart, the new controllers' writes
-// are bounded and then stop, and what the previous release stored reads back unchanged through
-// this commit's CRDs and types. (A rollback to the previous release is not tested here: it does
-// not complete, docs/upgrading.md "Upgrade and rollback tests" says why.)
+// Ready (sampled every few hundred milliseconds; the one cause that may take one out while the
+// upgrade's config rollout goes through is named in knownNotReady), nothing the fleet owns is
+// created again or loses its credentials, only the pods the changelog names restart, the new
+// controllers' writes are bounded and then stop, and what the previous release stored reads
+// back unchanged through this commit's CRDs and types. Then a rollback to the previous
+// release, by helm rollback and by helm upgrade with its chart, is refused before anything
+// changes (the chart's downgrade guard), and the fleet stays Ready.
 //
 // kwok runs no containers: each controller Deployment's container runs here as a process of
 // the release's score-controllers binary (internal/testing/testenv/controllerproc), under its

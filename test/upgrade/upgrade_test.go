@@ -163,7 +163,8 @@ type upgradedFleet struct {
 // config revisions it rolled out have fields they do not know), so each is refused before
 // anything changes: the chart's downgrade guard refuses every object's move to the earlier
 // version, and helm deletes nothing when an update was refused. Nothing of the release or of
-// the fleet changes, and the fleet stays Ready throughout.
+// the fleet changes, the fleet stays Ready throughout, and a helm upgrade afterwards goes on
+// from the release as it runs.
 func TestRollbackToThePreviousRelease(t *testing.T) {
 	if upgraded == nil {
 		t.Fatal("it rolls back the release TestUpgradeFromThePreviousRelease upgraded, and that did not pass (run both)")
@@ -186,6 +187,10 @@ func TestRollbackToThePreviousRelease(t *testing.T) {
 			t.Errorf("%s changed the release's objects: %v", move.name, changed)
 		}
 	}
+	// Helm recorded the attempts as failed revisions; the next upgrade goes on from the release
+	// as it runs.
+	revision := helmUpgrade(t, current, current.values(t, true))
+	t.Logf("helm upgrade to this commit again, after the refused rollbacks: revision %d deployed", revision)
 	checkQuiet(t, "this commit's controllers after the refused rollbacks")
 	samples, bad, _ := sampler.Stop()
 	for _, n := range bad {
