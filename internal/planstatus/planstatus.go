@@ -273,11 +273,15 @@ func (d *decision) judge(o Observed, pending []string) Health {
 		return Degraded
 	case servedBefore(before) && (health.Serving(o.Live) || health.ServesNothing(o.Live)) && !inventory.AnyFailed(d.plan.Status.Objects):
 		// A new generation rolls out behind what an earlier one made healthy, which still
-		// serves (or, for runs to completion, stands): provisioning, and the Workload's
-		// orchestrator keeps it Ready when the Workload itself did not change.
+		// serves (or, for runs to completion, stands): the plan is provisioning, and the
+		// Workload's orchestrator keeps it Ready when the Workload itself did not change. The
+		// endpoint is served all along, by the previous version then the new: the exposure
+		// says Healthy throughout (saying Provisioning, then Healthy again, would cost two
+		// writes, and an orchestrator that read the plan Projected before the exposure's
+		// second write would take the Workload out of Ready for a pass).
 		d.plan.Status.Phase = scorev1b1.PlanPhasePlanning
 		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonUpdating, "Rolling out behind the previous version; waiting for "+strings.Join(pending, ", ")+".")
-		return Provisioning
+		return Healthy
 	default:
 		d.plan.Status.Phase = scorev1b1.PlanPhasePlanning
 		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonInProgress, "Waiting for "+strings.Join(pending, ", ")+".")

@@ -300,7 +300,7 @@ func TestFrom(t *testing.T) {
 		{"healthy for an earlier generation and still serving: a new one rolls out behind it, not degraded",
 			Observed{Plan: plan(projectedAt(1)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}, Exposure: &Exposure{}},
 			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonUpdating, healthyMessage: "Rolling out behind the previous version; waiting for Deployment web.", observedGeneration: 2, unblocked: true,
-				exposure: scorev1b1.ExposureConditionProvisioning}},
+				exposure: scorev1b1.ExposureConditionHealthy}},
 		{"rolling out behind the previous version, still serving: still updating",
 			Observed{Plan: plan(updatingAt(2)), Applied: []scorev1b1.AppliedObject{obj("", "Deployment", "web", scorev1b1.HealthInProgress)}, Live: []*unstructured.Unstructured{deployment(1)}},
 			want{phase: scorev1b1.PlanPhasePlanning, healthy: scorev1b1.PlanReasonUpdating, observedGeneration: 2, unblocked: true}},
