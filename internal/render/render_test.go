@@ -423,7 +423,7 @@ func TestQuantitiesAreCanonical(t *testing.T) {
 
 // What the runtime writes into a pod from a plan is bounded as the planner bounds the plan:
 // a file that names a large secret output many times is refused, before the text is built
-// (issue 35; the planner cannot see a secret's size).
+// (the planner cannot see a secret's size, so the runtime bounds it again).
 func TestSecretFileExpansionIsBounded(t *testing.T) {
 	var parts []scorev1b1.ValuePart
 	for range 400 {
