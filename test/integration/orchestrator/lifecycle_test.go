@@ -236,7 +236,7 @@ func TestClaimReset(t *testing.T) {
 // A dependency that has published its outputs but is not healthy yet. By default the plan
 // waits until it is Bound, as workload-lifecycle.md's Phase 3 orders it; with
 // dependencies.deployWhen: OutputsAvailable the plan is emitted at once, so the application
-// rolls out while its database comes up (issue 22, pipelining), and the Workload is Ready only
+// rolls out while its database comes up (pipelining), and the Workload is Ready only
 // once both are.
 func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 	applyConfig(t, baseConfig)
@@ -309,7 +309,7 @@ func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 	})
 }
 
-// Issue 39, each step's status written once: a Workload with a postgres dependency goes from
+// Each step's status written once: a Workload with a postgres dependency goes from
 // created to Ready in at most three status writes. Its orchestrator holds a status that only
 // reports progress for an hour (heldShard), so the count does not depend on this machine's
 // speed: the first status (the claim pending) and Ready are written; the claim Binding, then
