@@ -271,8 +271,8 @@ func TestRenderWebServiceExposure(t *testing.T) {
 	}
 }
 
-// Regression: a label change on a batch Workload ran its Job again, because the run's name
-// hashed the whole plan, Workload metadata included.
+// A label change on a batch Workload does not run its Job again: the run's name hashes the
+// plan without the Workload's metadata.
 func TestInputHashIgnoresWorkloadMetadata(t *testing.T) {
 	pod := map[string]any{"containers": []any{map[string]any{"name": "main", "image": "busybox:1.37"}}}
 	ref := scorev1b1.TemplateRef{Kind: "manifests", Ref: "configmap://ns/t", Digest: "sha256:aa"}

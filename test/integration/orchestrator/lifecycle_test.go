@@ -177,7 +177,7 @@ func TestReconcileOnRequest(t *testing.T) {
 	plan := planOf(t, ns, "kick")
 
 	// A merge patch, as scorectl reconcile sends: an update could conflict with the
-	// controller's own metadata writes (the regression this test flaked on).
+	// controller's own metadata writes and make this test flaky.
 	w = get(t, ns, "kick")
 	patch := client.MergeFrom(w.DeepCopy())
 	w.Annotations = map[string]string{scorev1b1.AnnotationReconcileRequestedAt: "2026-11-22T07:00:00Z"}
@@ -197,9 +197,9 @@ func TestReconcileOnRequest(t *testing.T) {
 		}
 		return nil
 	})
-	// Regression: the annotation reached the plan's values (workload.annotations, which keep
-	// the user's annotations), so every request rewrote the plan, and the Workload stopped
-	// being Ready until the runtime had rendered the plan again.
+	// The annotation does not reach the plan's values (workload.annotations, which keep the
+	// user's annotations): if it did, every request would rewrite the plan, and the Workload
+	// would stop being Ready until the runtime had rendered the plan again.
 	if p := planOf(t, ns, "kick"); p.Generation != plan.Generation {
 		t.Errorf("the reconcile request rewrote the plan's spec (generation %d → %d); the plan's values: %s", plan.Generation, p.Generation, p.Spec.Values.Raw)
 	}
