@@ -19,7 +19,8 @@ import (
 
 // TestEveryPrintingPathEscapes feeds each of scorectl's printers a message full of terminal
 // escapes where the cluster (or a file) gives it text: what is printed acts on no terminal
-// and keeps each message on its line (issue 47). scorectl why is internal/why's
+// and keeps each message on its line, so a tenant's text cannot rewrite what an operator
+// reads. scorectl why is internal/why's
 // TestWhyEscapesWhatItQuotes; the commands' writer is TestHumanOutputGoesThroughTermtext.
 func TestEveryPrintingPathEscapes(t *testing.T) {
 	h := termtest.Hostile

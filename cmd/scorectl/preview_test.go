@@ -6,8 +6,9 @@ import (
 )
 
 // TestAPreviewKeepsItsNamespacesRestrictions: a preview carries the labels of the namespace it
-// previews that restrict it — Pod Security's and the allowed profiles (which it dropped before
-// issue 47) — and none of the control plane's own or the namespace's name.
+// previews that restrict it — Pod Security's and the allowed profiles, without which a preview
+// could run a profile its namespace refuses — and none of the control plane's own or the
+// namespace's name.
 func TestAPreviewKeepsItsNamespacesRestrictions(t *testing.T) {
 	got := carriedLabels(map[string]string{
 		"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/warn": "restricted",

@@ -113,8 +113,8 @@ func TestRenderHelmAndKustomizeBackends(t *testing.T) {
 	})
 }
 
-// TestHostileRenderShowsNoInjectedObject: issue 47's volume size, which added a privileged
-// Deployment to the catalog's objects, is refused by the catalog's param type, naming the
+// TestHostileRenderShowsNoInjectedObject: a volume size crafted to add a privileged
+// Deployment to the catalog's objects is refused by the catalog's param type, naming the
 // param; and with the catalog as it was (the size neither typed nor quoted) it is only the
 // volume's size: scorectl render prints the same objects as for a benign size.
 func TestHostileRenderShowsNoInjectedObject(t *testing.T) {

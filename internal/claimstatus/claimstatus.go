@@ -305,7 +305,7 @@ func (d *decision) applyFailed(err error) {
 		// Not a failure of the claim: the API server was busy, unreachable or raced; retried
 		// with backoff, it clears by itself. A claim the provisioner has reported on (Binding,
 		// Bound) keeps what it says, as a plan does: saying it would cost a write now and
-		// another when it clears, for no transition (issue 39); the log says it. One not
+		// another when it clears, for no transition; the log says it. One not
 		// reported on yet is Binding, and says why it waits.
 		d.Retry = retry(err)
 		if phase := d.o.Claim.Status.Phase; phase == scorev1b1.ClaimPhaseBinding || phase == scorev1b1.ClaimPhaseBound {

@@ -241,8 +241,9 @@ func TestFrom(t *testing.T) {
 		{"an output refers to a Secret that is not there", observed(failedAt(provisioning.StepOutputs, errors.New(`output "password": secret pw referenced by an output: not found`))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonClaimFailed, message: "Provisioner " + uri + `: output "password": secret pw referenced by an output: not found.`, retry: true}},
 
-		// Issue 47: a reference the run does not resolve is the tenant's doing or the
-		// definition's reach, not a failure to retry; what the run placed stays listed.
+		// A reference the run does not resolve (resolved, it would read another Secret of the
+		// namespace) is the tenant's doing or the definition's reach, not a failure to retry;
+		// what the run placed stays listed.
 		{"a secret reference in the tenant's params", observed(failedAt(provisioning.StepProvision, fmt.Errorf("%w: params.path holds 🔐 or 💬", provisioning.ErrReferenceRefused))),
 			want{phase: scorev1b1.ClaimPhaseFailed, reason: scorev1b1.ReasonPermissionDenied, message: "Provisioner " + uri + ": secret reference refused: params.path holds 🔐 or 💬.", resources: "-"}},
 		{"an output refers to a Secret that is not the instance's", observed(failedAt(provisioning.StepOutputs, fmt.Errorf("%w: secret pg-other is not the instance's", provisioning.ErrReferenceRefused), live)),

@@ -36,7 +36,8 @@ func later(after time.Duration) func(*Observed) {
 	return func(o *Observed) { o.Now, o.ProgressHold = metav1.NewTime(now.Add(after)), window }
 }
 
-// Issue 39: a claim Binding whose objects only progress is written once, then Bound.
+// A claim Binding whose objects only progress is written once, then Bound: each step's status
+// is written once, not once per step of the objects' progress.
 func TestProgressOfTheObjectsHeldUntilBound(t *testing.T) {
 	first := []scorev1b1.AppliedObject{live, svc(scorev1b1.HealthInProgress), sts(scorev1b1.HealthInProgress, "Replicas: 0/1")}
 	for _, tc := range []struct {

@@ -17,13 +17,13 @@ func released(spec, recorded scorev1b1.DeprovisionPolicy, instance string, id bo
 	return c
 }
 
-// Review of issue 47 (finding 1): a tenant's Delete deprovisioned a shared instance the platform
-// retains. The release followed the claim's spec, which the tenant writes (the Workload's
-// score.dev/deprovision-policy): a spec turned to Delete and deleted before the provisioner's
-// refusing pass deleted the retained objects and the state, and a refused claim's release still
-// sent an http+api instance's delete request. A release now follows the platform's policy the
-// provisioner recorded when it bound the claim; a claim an earlier version bound is released by
-// the policy the config fixes; only a claim whose status names its instance deprovisions it.
+// A tenant's Delete must not deprovision a shared instance the platform retains. The claim's
+// spec is the tenant's to write (the Workload's score.dev/deprovision-policy): a release that
+// followed it would, for a spec turned to Delete and deleted before the provisioner's refusing
+// pass, delete the retained objects and the state, and send an http+api instance's delete
+// request for a refused claim. So a release follows the platform's policy the provisioner
+// recorded when it bound the claim; a claim bound without that record is released by the policy
+// the config fixes; only a claim whose status names its instance deprovisions it.
 func TestReleasePolicy(t *testing.T) {
 	const instance = "0123456789abcdef"
 	for _, tc := range []struct {

@@ -31,9 +31,9 @@ func holding(instances ...string) func(*Observed) {
 	}
 }
 
-// Issue 47: a tenant's Delete on a shared instance the platform retains deleted it, and every
-// consumer's data, once it was the last; and a consumer namespace created instances in the
-// sharing namespace without bound. A consumer keeps the platform's policy unless the sharing
+// A tenant's Delete on a shared instance the platform retains must not delete it, and every
+// consumer's data, once it is the last; and a consumer namespace must not create instances in
+// the sharing namespace without bound. A consumer keeps the platform's policy unless the sharing
 // allows an override, and a namespace holds at most the platform's bound of instances, recorded
 // in the sharing ledger before anything is provisioned.
 func TestSharedInstanceLimits(t *testing.T) {
@@ -104,9 +104,9 @@ func TestLedgerEntry(t *testing.T) {
 	}
 }
 
-// The ledger's fix for finding 3 counts instances while they exist; an earlier version's ledger
-// still lists the instances it deprovisioned (until the namespace's next record) and had dropped
-// retained ones. Carried over once, an entry keeps the instances a claim stands for and those
+// The ledger counts instances while they exist; a ledger an earlier version wrote still lists
+// the instances it deprovisioned (until the namespace's next record) and dropped retained
+// ones. Carried over once, an entry keeps the instances a claim stands for and those
 // whose state is kept, so that a namespace is not held at its bound by instances that are gone.
 func TestCarriedOver(t *testing.T) {
 	in := func(set ...string) func(string) bool { return func(h string) bool { return slices.Contains(set, h) } }

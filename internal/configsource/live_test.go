@@ -116,8 +116,8 @@ func TestConfigByOCIReference(t *testing.T) {
 	before := failures()
 	setRef(missing)
 	event("ConfigFetchFailed", "could not be fetched", second)
-	// Issue 38: tried again on a fixed period (here 200 ms), not a backoff growing to minutes,
-	// with one event for the error, not one per try.
+	// Tried again on a fixed period (here 200 ms), not a backoff growing to minutes, so a source
+	// that recovers is read again soon; one event for the error, not one per try.
 	testenv.Eventually(t, 10*time.Second, "five more tries", func() error {
 		if n := failures() - before; n < 5 {
 			return fmt.Errorf("%v tries", n)

@@ -195,7 +195,7 @@ func repoRoot() string {
 // bases is where the CRDs are, relative to the repository's root.
 const bases = "config/crd/bases"
 
-// TestCRDCompatibility is issue 50's CRD check: this commit's CRDs (config/crd/bases) can
+// TestCRDCompatibility is the upgrade's CRD check: this commit's CRDs (config/crd/bases) can
 // replace the previous release's (hack/previous-release, read from the clone's history) under
 // the objects a cluster stores: no CRD gone, and no breaking change in any version the previous
 // release served. A breaking change needs a new API version with conversion; the failure says so.

@@ -15,7 +15,7 @@ import (
 // TestThePagesShowTerminalEscapesEscaped: a Ready message, a dependency's message, an applied
 // object's and an event's, each full of terminal escapes and bidi overrides (a tenant's param,
 // an image's termination message), reach the fleet table and the Workload's page escaped:
-// nothing in them reorders the page (issue 47).
+// nothing in them reorders the page, so a tenant's text cannot disguise what an operator reads.
 func TestThePagesShowTerminalEscapesEscaped(t *testing.T) {
 	h := termtest.Hostile
 	yes := true

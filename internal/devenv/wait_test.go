@@ -14,8 +14,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 )
 
-// Issue 38: make dev wrote "\r" into logs. Off a terminal, the progress is a line each time
-// the Workloads' states change, and no carriage return.
+// Off a terminal, the progress is a line each time the Workloads' states change, and no
+// carriage return: make dev's output may go to a log, where a "\r" only garbles it.
 func TestWaitReadyWritesPlainLinesOffATerminal(t *testing.T) {
 	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "hello", Generation: 1}}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(w).Build()

@@ -109,8 +109,8 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
-// Regression: ValidateURL compared the host with "localhost" and parsed it with net.ParseIP
-// only, so the local machine spelled another way was mirrored as a Workload's endpoint
+// ValidateURL refuses the local machine however it is spelled: comparing the host with
+// "localhost" and parsing it with net.ParseIP only would mirror it as a Workload's endpoint
 // (FuzzValidateURL found "A://0000000000000000", which resolvers read as 0.0.0.0).
 func TestValidateURLRefusesTheLocalMachineHoweverSpelled(t *testing.T) {
 	for _, raw := range []string{

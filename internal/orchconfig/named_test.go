@@ -6,7 +6,7 @@ import (
 )
 
 // A Workload mounts by name only the volumes a rule that selects its namespace admits; with
-// no rules, none (issue 47: a plain name mounted a colleague's database volume).
+// no rules, none (otherwise a plain name mounts a colleague's database volume).
 func TestNamedVolumeAllowed(t *testing.T) {
 	cfg := &Config{NamedVolumes: []NamedVolumeRule{
 		{Names: []string{"{namespace}-scratch"}},

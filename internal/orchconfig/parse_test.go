@@ -42,7 +42,7 @@ func TestParse(t *testing.T) {
     name: ha
     default: true
 `, 17, "already has a default class"},
-		// Regressions (FuzzParse): these errors came without a line.
+		// Found by FuzzParse: errors that must carry a line too.
 		{"unterminated quote", parseBase + "defaults:\n  profile: \"web\n", 14, "unexpected end of stream"},
 		{"duplicate key", parseBase + "kind: OrchestratorConfig\n", 13, `mapping key "kind" already defined at line 2`},
 		{"a second document that is not YAML", parseBase + "---\n\tx\n", 14, "cannot start any token"},

@@ -168,8 +168,8 @@ type Previews struct {
 	// the Workloads of a newer one get PolicyViolation until an older one is deleted.
 	// Default 5.
 	Max int `json:"max,omitempty" yaml:"max,omitempty"`
-	// TeamLabel is refused: it counted previews by a namespace label their maker writes, so
-	// that anyone could fill another team's limit (issue 47). Previews count by maker.
+	// TeamLabel is refused: it would count previews by a namespace label their maker writes, so
+	// that anyone could fill another team's limit. Previews count by maker.
 	TeamLabel string `json:"teamLabel,omitempty" yaml:"teamLabel,omitempty"`
 	// DefaultTTL is how long a preview lives when it names no expiry (default 24h); MaxTTL
 	// is the longest any lives, counted from its creation (default 168h).

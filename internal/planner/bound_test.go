@@ -36,10 +36,11 @@ func buildPlan(w *scorev1b1.Workload, claims map[string]ClaimView) (PlanResult, 
 			Template: orchconfig.Template{Kind: "manifests", Ref: "configmap://score-system/t/web.yaml", Digest: "sha256:" + strings.Repeat("a", 64)}}})
 }
 
-// Issue 35: one 80 KB Workload (a 60 KB annotation, two variables of 400 copies of
-// ${metadata.annotations.big}) took the controllers from 96 to 355 MB, and its plan was
-// refused by the API server for ever. What substituting placeholders may produce is bounded,
-// the refusal is an error the Workload reports, and the work stops at the bound.
+// One 80 KB Workload (a 60 KB annotation, two variables of 400 copies of
+// ${metadata.annotations.big}) would, unbounded, take the controllers from 96 to 355 MB, and
+// its plan would be refused by the API server for ever. What substituting placeholders may
+// produce is bounded, the refusal is an error the Workload reports, and the work stops at the
+// bound.
 func TestPlaceholderExpansionIsBounded(t *testing.T) {
 	big := strings.Repeat("x", 60<<10)
 	copies := strings.Repeat("${metadata.annotations.big}", 400)

@@ -122,7 +122,7 @@ func TestCheckInputs(t *testing.T) {
 		{"params cycle", workload(withResource("a", "t1", `{"x":"${resources.b.y}"}`), withResource("b", "t2", `{"x":"${resources.a.y}"}`)), "spec.resources", "cycle: a → b → a"},
 		{"bad policy annotation", workload(withResource("db", "postgres", "", "score.dev/deprovision-policy", "Keep")), "spec.resources.db.metadata.annotations", "must be Delete, Retain or Orphan"},
 		{"escaped placeholders are literals", workload(withVar("X", "$${resources.nothing.here}")), "", ""},
-		// Issue 47: a marker in a param echoed into an output read any Secret of the namespace.
+		// A marker in a param echoed into an output would read any Secret of the namespace.
 		{"a secret reference in a param", workload(withResource("api", "endpoint", `{"path":"/x🔐💬pg-1234_password💬🔐"}`)), "spec.resources.api.params.path", "characters of a secret reference"},
 		{"a secret reference deep in a param", workload(withResource("api", "endpoint", `{"a":[{"b":"💬"}]}`)), "spec.resources.api.params.a[0].b", "which a workload may not write"},
 		{"a secret reference in a param's key", workload(withResource("api", "endpoint", `{"🔐":"x"}`)), "spec.resources.api.params.🔐", "characters of a secret reference"},
@@ -130,8 +130,8 @@ func TestCheckInputs(t *testing.T) {
 		{"a secret reference in an annotation", workload(func(w *scorev1b1.Workload) { w.Annotations = map[string]string{"team": "🔐💬x_y💬🔐"} }), "metadata.annotations.team", "characters of a secret reference"},
 		{"other emoji are fine", workload(withResource("api", "endpoint", `{"path":"/🚀"}`), func(w *scorev1b1.Workload) { w.Annotations = map[string]string{"team": "🦊"} }), "", ""},
 		{"a variable may hold them: it reaches no definition", workload(withVar("X", "🔐💬")), "", ""},
-		// Review of issue 47: kubectl apply (client-side) copies the whole Workload, variables
-		// and files, into an annotation, which refused its Workload when one held them.
+		// kubectl apply (client-side) copies the whole Workload, variables and files, into an
+		// annotation; checking it would refuse every Workload whose variables hold them.
 		{"kubectl's record of a client-side apply may hold them: it reaches no definition", workload(withVar("X", "🔐💬pg_password💬🔐"), appliedByKubectl), "", ""},
 		{"the other annotations of a client-side apply are still checked", workload(withVar("X", "🔐💬"), appliedByKubectl, func(w *scorev1b1.Workload) { w.Annotations["team"] = "💬" }), "metadata.annotations.team", "characters of a secret reference"},
 	}
@@ -456,7 +456,7 @@ func appliedByKubectl(w *scorev1b1.Workload) {
 	w.Annotations[corev1.LastAppliedConfigAnnotation] = string(raw)
 }
 
-// Review of issue 47: kubectl's record of a client-side apply is not Score metadata; it holds
+// kubectl's record of a client-side apply is not Score metadata; it holds
 // the whole Workload, its variables and files among it, which definitions otherwise never see.
 // Neither ${metadata.annotations} nor a definition (the claim's params here; the Workload's
 // metadata in provisioning.NewData) sees it; the other annotations stay.

@@ -10,9 +10,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 )
 
-// Issue 47, item 8: a probe's host passed through to the pod, and the kubelet probed, say,
-// the cloud's metadata address for the tenant. It is refused before anything is claimed,
-// unless the platform admits probe hosts in the Workload's namespace.
+// A probe's host passed through to the pod would have the kubelet probe, say, the cloud's
+// metadata address for the tenant. It is refused before anything is claimed, unless the
+// platform admits probe hosts in the Workload's namespace.
 func TestCheckInputsRefusesAProbeHost(t *testing.T) {
 	probed := withContainer("main", scorev1b1.Container{Image: "nginx",
 		LivenessProbe:  &scorev1b1.ContainerProbe{HTTPGet: &scorev1b1.HTTPProbe{Host: ptr.To("169.254.169.254"), Path: "/latest/meta-data/", Port: 80}},

@@ -44,7 +44,6 @@ func (d *decision) templateFailed(o Observed) {
 	d.fail(scorev1b1.ReasonRuntimeProvisioning, message)
 }
 
-
 // renderFailed reports a template that does not render over this plan: the plan or the
 // template must change, and their watches bring the plan back.
 func (d *decision) renderFailed(o Observed) {

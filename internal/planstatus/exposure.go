@@ -29,7 +29,7 @@ var healthConditions = []struct {
 // While the objects are still becoming healthy, an endpoint that only turned reachable keeps
 // what was published for it: the pod that answers it is the one the objects wait for, seen
 // through another watch (its Service's EndpointSlice before its Deployment), and its health is
-// written with it — one write for one transition, not one per watch (issue 39).
+// written with it — one write for one transition, not one per watch.
 func exposureStatus(e Exposure, state Health, workloadGeneration int64) *scorev1b1.WorkloadExposureStatus {
 	next := e.Status.DeepCopy()
 	next.ObservedWorkloadGeneration = workloadGeneration

@@ -14,8 +14,8 @@ import (
 // holdExposure keeps the exposure unpublished while its first status would only report the
 // applied objects becoming healthy: the endpoint and Provisioning are written together with
 // Healthy when the objects become healthy within Observed.ProgressHold of the plan beginning
-// to wait for them (its Healthy condition's last transition), and as before, Provisioning,
-// when the window has passed (issue 39: each step written once). The pass writes nothing for
+// to wait for them (its Healthy condition's last transition), and with Provisioning when the
+// window has passed: each step is written once. The pass writes nothing for
 // the exposure and comes back when the window ends (RequeueAfter); the objects' watch brings
 // it back sooner when they become healthy.
 //
@@ -59,7 +59,7 @@ func (d *decision) holdExposure(o Observed) {
 // firstPublished dates the conditions of an exposure's first status from the plan's Healthy
 // condition's last transition: the health they report began then, and the endpoints and
 // addresses were derived from the objects applied then. Written in the pass that began it,
-// that is the pass's own time, as before; written when the hold ends, it is not news to the
+// that is the pass's own time; written when the hold ends, it is not news to the
 // orchestrator, whose own hold of an endpoint published before health is measured from these
 // conditions, so the endpoint reaches the Workload within one window of the apply, not two.
 // Later changes are stamped when they are written.

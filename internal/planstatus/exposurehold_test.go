@@ -28,8 +28,8 @@ func exposed(in Observed, read scorev1b1.WorkloadExposureStatus, endpoints expos
 	return in
 }
 
-// Issue 39: an exposure whose first status would only report an endpoint whose objects are
-// becoming healthy is written once, with their health; when the window passes, as before.
+// An exposure whose first status would only report an endpoint whose objects are becoming
+// healthy is written once, with their health; when the window passes, with Provisioning.
 func TestExposureHeldUntilHealthy(t *testing.T) {
 	waiting := []scorev1b1.AppliedObject{dep(scorev1b1.HealthInProgress, "Updated: 0/1"), svc(scorev1b1.HealthCurrent)}
 	healthy := []scorev1b1.AppliedObject{dep(scorev1b1.HealthCurrent, ""), svc(scorev1b1.HealthCurrent)}

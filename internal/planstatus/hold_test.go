@@ -36,7 +36,8 @@ func firstWritten(objects ...scorev1b1.AppliedObject) *scorev1b1.WorkloadPlan {
 	return p
 }
 
-// Issue 39: a plan whose objects only progress is written once, then Projected.
+// A plan whose objects only progress is written once, then Projected: each step's status is
+// written once, not once per step of the objects' progress.
 func TestProgressOfTheObjectsHeldUntilHealthy(t *testing.T) {
 	first := []scorev1b1.AppliedObject{dep(scorev1b1.HealthInProgress, "Updated: 0/1"), svc(scorev1b1.HealthInProgress)}
 	newGeneration := firstWritten(first...)

@@ -448,7 +448,7 @@ func TestExposureStatus(t *testing.T) {
 	}
 }
 
-// Issue 39: an endpoint that turns reachable while the objects are still becoming healthy is
+// An endpoint that turns reachable while the objects are still becoming healthy is
 // written with their health, not on its own; once healthy, or when more than reachable
 // changed, or for a new generation, what was derived is written.
 func TestExposureReachableWithItsHealth(t *testing.T) {

@@ -203,9 +203,9 @@ spec:
 ` + spec
 }
 
-// TestCheckJudgesPodVolumesOutsideAPodSpec pins the review of issue 47's finding 4: a
-// workflow's pod-level volumes (spec.volumes, a template's volumes) were never judged when the
-// mapping held no containers and no ServiceAccount, so a step mounted the node's root.
+// TestCheckJudgesPodVolumesOutsideAPodSpec: a workflow's pod-level volumes (spec.volumes, a
+// template's volumes) are judged even when the mapping holds no containers and no
+// ServiceAccount; otherwise a step could mount the node's root.
 func TestCheckJudgesPodVolumesOutsideAPodSpec(t *testing.T) {
 	checkAll(t, []checkCase{
 		{name: "a workflow's volumes, mounted by a step", object: workflow("  volumes: [{name: root, hostPath: {path: /}}]\n"),
@@ -340,9 +340,9 @@ spec: {size: 1, template: {metadata: {labels: {hostNetwork: "true"}}}}
 	}
 }
 
-// TestCheckChartValuesAreNotPodSpecs pins the review of issue 47's finding 5: a chart's values
-// with serviceAccount: {create: true, name: ""} (nearly every chart's) were refused as "not a
-// pod spec Kubernetes can read". A pod field is a pod's only with a pod spec's type, and a
+// TestCheckChartValuesAreNotPodSpecs: a chart's values with serviceAccount: {create: true,
+// name: ""} (nearly every chart's) are not refused as "not a pod spec Kubernetes can read".
+// A pod field is a pod's only with a pod spec's type, and a
 // mapping that is not a pod spec is judged by its pod fields alone; a pod spec with containers
 // is still refused when Kubernetes cannot read it.
 func TestCheckChartValuesAreNotPodSpecs(t *testing.T) {

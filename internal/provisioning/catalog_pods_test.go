@@ -13,7 +13,7 @@ import (
 )
 
 // Every catalog definition that makes objects declares its kinds, exactly those it makes, and
-// its objects pass the pod rules with the allowances it declares (issue 47): the image build
+// its objects pass the pod rules with the allowances it declares: the image build
 // alone asks for more (seccomp and AppArmor unconfined), the rest run within the rules as the
 // namespace's default ServiceAccount.
 func TestCatalogDeclaresItsKindsAndPods(t *testing.T) {

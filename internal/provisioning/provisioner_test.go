@@ -168,7 +168,7 @@ func TestIdentityPerCluster(t *testing.T) {
 
 // A resource's named id can never reach the instance another Workload's resource owns without
 // an id: the derived id "<workload>.<key>" and a typed id of the same text are two instances
-// (issue 35: `id: owner.db` bound to the Workload owner's private database).
+// (otherwise `id: owner.db` binds to the Workload owner's private database).
 func TestNamedIDCannotReachADerivedIdentity(t *testing.T) {
 	private := NewIdentity("team", "owner", "db", "postgres", "", "")
 	typed := NewIdentity("team", "thief", "xx", "postgres", "", "owner.db")

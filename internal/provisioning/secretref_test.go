@@ -17,13 +17,14 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 )
 
-// endpoint is the catalog's endpoint definition as issue 47 found it: params.path echoed into
-// the url output.
+// endpoint is a careless endpoint definition: params.path echoed into the url output, so a
+// tenant's param can carry a secret reference into an output.
 var endpoint = orchconfig.Provisioner{URI: "template://t/endpoint", Type: "endpoint",
 	Outputs: `url: {{ printf "http://api.%s.svc:80%s" .Namespace (.Params.path | default "") | quote }}`}
 
 // A reference resolves only when the definition made it in the run, and only to a Secret of
-// the instance or one the definition lists; the rest is refused, naming what (issue 47).
+// the instance or one the definition lists; the rest is refused, naming what, so a tenant's
+// param cannot read another Secret of the namespace.
 func TestRunResolvesOnlyTheReferencesTheDefinitionMade(t *testing.T) {
 	// The Secrets the environment holds: the instance's own (labelled), one an object of the
 	// run owns, another instance's, the platform's.
@@ -204,11 +205,12 @@ func TestMadeTextMarksWhatTheTemplateMakes(t *testing.T) {
 	}
 }
 
-// Review of issue 47: kubectl apply (client-side) records the whole Workload in the annotation
-// kubectl.kubernetes.io/last-applied-configuration, its variables and files among it, and
-// every claim of a Workload with a reference's characters in a variable was refused as that
-// annotation's. A definition does not see the record with the Workload's metadata, so nothing
-// of a variable reaches it; the Workload's other annotations it sees, and they are checked.
+// kubectl apply (client-side) records the whole Workload in the annotation
+// kubectl.kubernetes.io/last-applied-configuration, its variables and files among it; were
+// it checked, every claim of a Workload with a reference's characters in a variable would be
+// refused as that annotation's. A definition does not see the record with the Workload's
+// metadata, so nothing of a variable reaches it; the Workload's other annotations it sees, and
+// they are checked.
 func TestAClientSideApplysRecordReachesNoDefinition(t *testing.T) {
 	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", Annotations: map[string]string{"team": "payments",
 		corev1.LastAppliedConfigAnnotation: `{"spec":{"containers":{"main":{"image":"nginx","variables":{"X":"🔐💬own_password💬🔐"}}}}}`}}}

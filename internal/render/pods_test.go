@@ -8,9 +8,9 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
 
-// Issue 47, item 8: the runtime's pods mounted the namespace's default ServiceAccount token.
 // Every template kind gets a pod without a token, unless the backend asks for one, and then
-// the pod runs as the ServiceAccount it names.
+// the pod runs as the ServiceAccount it names: a tenant's pod must not hold the namespace's
+// default ServiceAccount token.
 func TestPodsCarryNoTokenUnlessTheBackendAsks(t *testing.T) {
 	for _, kind := range []scorev1b1.TemplateKind{scorev1b1.TemplateManifests, scorev1b1.TemplateHelm, scorev1b1.TemplateKustomize} {
 		for _, tc := range []struct {

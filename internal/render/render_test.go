@@ -271,8 +271,8 @@ func TestRenderWebServiceExposure(t *testing.T) {
 	}
 }
 
-// Regression: a label change on a batch Workload ran its Job again, because the run's name
-// hashed the whole plan, Workload metadata included.
+// A label change on a batch Workload does not run its Job again: the run's name hashes the
+// plan without the Workload's metadata.
 func TestInputHashIgnoresWorkloadMetadata(t *testing.T) {
 	pod := map[string]any{"containers": []any{map[string]any{"name": "main", "image": "busybox:1.37"}}}
 	ref := scorev1b1.TemplateRef{Kind: "manifests", Ref: "configmap://ns/t", Digest: "sha256:aa"}
@@ -423,7 +423,7 @@ func TestQuantitiesAreCanonical(t *testing.T) {
 
 // What the runtime writes into a pod from a plan is bounded as the planner bounds the plan:
 // a file that names a large secret output many times is refused, before the text is built
-// (issue 35; the planner cannot see a secret's size).
+// (the planner cannot see a secret's size, so the runtime bounds it again).
 func TestSecretFileExpansionIsBounded(t *testing.T) {
 	var parts []scorev1b1.ValuePart
 	for range 400 {

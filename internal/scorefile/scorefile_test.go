@@ -233,8 +233,8 @@ func TestSchemaRejections(t *testing.T) {
 	}
 }
 
-// Regression: a Score file annotated with the converter's own bookkeeping keys converted, and
-// came back without them or with its metadata replaced (FuzzScoreMetadata).
+// A Score file annotated with the converter's own bookkeeping keys is refused: converted, it
+// would come back without them or with its metadata replaced (FuzzScoreMetadata).
 func TestReservedAnnotationsAreRefused(t *testing.T) {
 	for _, key := range []string{scorev1b1.AnnotationScoreMetadata, scorev1b1.AnnotationFileSources, "kubectl.kubernetes.io/last-applied-configuration"} {
 		doc := "apiVersion: score.dev/v1b1\nmetadata:\n  name: hello\n  annotations:\n    " + key + ": '{}'\ncontainers:\n  main:\n    image: nginx\n"
@@ -246,10 +246,10 @@ func TestReservedAnnotationsAreRefused(t *testing.T) {
 	}
 }
 
-// Regression (FuzzScoreRoundTrip, testdata/fuzz/FuzzScoreRoundTrip/9e782d9eda1e7a03): an
-// empty collection — written so, or a legacy files list of one null entry, which upgrades to
-// files: {} — became an empty map in the Workload, and the way back made it absent, so
-// converting back and forth changed the Workload. Empty and absent are one Workload.
+// An empty collection — written so, or a legacy files list of one null entry, which upgrades
+// to files: {} — is absent from the Workload: kept as an empty map, the way back would make it
+// absent, and converting back and forth would change the Workload. Empty and absent are one
+// Workload (FuzzScoreRoundTrip, testdata/fuzz/FuzzScoreRoundTrip/9e782d9eda1e7a03).
 func TestEmptyCollectionsAreAbsent(t *testing.T) {
 	for name, text := range map[string]string{
 		"a files list of one null entry": "apiVersion: score.dev/v1b1\nmetadata: {name: web}\ncontainers:\n  main:\n    image: nginx\n    files:\n      -\n",

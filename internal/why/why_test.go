@@ -113,7 +113,8 @@ func TestExplainNamesThePreview(t *testing.T) {
 
 // TestWhyEscapesWhatItQuotes: a Workload whose profile annotation, Ready message and failed
 // dependency's message are full of terminal escapes (a param a provisioner quoted) gets a
-// trace that acts on no terminal and keeps each quote on its line (issue 47).
+// trace that acts on no terminal and keeps each quote on its line, so a tenant's text cannot
+// rewrite what an operator reads.
 func TestWhyEscapesWhatItQuotes(t *testing.T) {
 	cfg := config(t)
 	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "u", Annotations: map[string]string{scorev1b1.AnnotationProfile: termtest.Hostile}},

@@ -120,11 +120,11 @@ func TestLimitOverARun(t *testing.T) {
 	}
 }
 
-// Issue 39: the cluster's own work raises the API server's latency while the queue is deep
-// (at N=200 the volume binder, the scheduler and kwok with the controllers). A latency that
-// rises by a millisecond every window, from 5 to 40 ms, is learned as it comes: the limit
-// grows from its start to the cap. The law before (the lowest median seen, drifting up by
-// 1/32 a window) held it at its start.
+// The cluster's own work raises the API server's latency while the queue is deep (at N=200
+// the volume binder, the scheduler and kwok with the controllers). A latency that rises by a
+// millisecond every window, from 5 to 40 ms, is learned as it comes: the limit grows from its
+// start to the cap. A baseline that only drifts up slowly (the lowest median seen, up by 1/32
+// a window) would hold it at its start.
 func TestADeepQueueGrowsThroughTheClustersRisingLatency(t *testing.T) {
 	p := Defaults(16, 4)
 	s := Start(p, 4)

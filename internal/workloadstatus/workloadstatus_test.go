@@ -55,7 +55,7 @@ func TestClaims(t *testing.T) {
 		{"failed keeps an abstract reason", []ClaimState{{Key: "db", Phase: "Failed", Reason: scorev1b1.ReasonQuotaExceeded}}, "False", scorev1b1.ReasonQuotaExceeded, `Dependency "db" exceeds a quota.`},
 		{"a denied write", []ClaimState{{Key: "db", Denied: scorev1b1.ReasonPolicyViolation}}, "False", scorev1b1.ReasonPolicyViolation, `A platform policy denied dependency "db".`},
 		{"waiting for another's outputs", []ClaimState{{Key: "route", WaitingFor: []string{"dns"}}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: route."},
-		// Issue 39: a dependency provisioned again (its definition changed) while it serves.
+		// A dependency provisioned again (its definition changed) while it serves.
 		{"ready and being updated with its outputs published", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}, {Key: "q", Phase: "Bound", OutputsAvailable: true}},
 			"True", scorev1b1.ReasonSucceeded, "All dependencies are ready; being updated: db."},
 		{"being updated without its outputs is pending", []ClaimState{{Key: "db", Phase: "Binding", WasReady: true}}, "False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 1 dependencies: db."},
@@ -63,7 +63,7 @@ func TestClaims(t *testing.T) {
 		{"one updated, another pending: pending", []ClaimState{{Key: "db", Phase: "Binding", OutputsAvailable: true, WasReady: true}, {Key: "cache", Phase: "Binding"}},
 			"False", scorev1b1.ReasonClaimPending, "Waiting for 1 of 2 dependencies: cache."},
 		{"ready before, failed now", []ClaimState{{Key: "db", Phase: "Failed", WasReady: true}}, "False", scorev1b1.ReasonClaimFailed, `Dependency "db" could not be provisioned.`},
-		// Issue 50: a rollout moves a ready claim to its new revision (a new spec the
+		// A rollout moves a ready claim to its new revision (a new spec the
 		// provisioner has not taken yet); the outputs it last published still stand.
 		{"ready, a new spec not taken yet, Bound under the previous one: being updated", []ClaimState{{Key: "db", Phase: "Bound", OutputsAvailable: true, WasReady: true, Respecified: true}},
 			"True", scorev1b1.ReasonSucceeded, "All dependencies are ready; being updated: db."},
@@ -114,7 +114,7 @@ func TestDeployable(t *testing.T) {
 		{"one failed", []ClaimState{published, {Key: "q", Phase: scorev1b1.ClaimPhaseFailed}}, false, false},
 		{"one denied", []ClaimState{published, {Key: "q", Denied: scorev1b1.ReasonPolicyViolation, OutputsAvailable: true}}, false, false},
 		{"one waiting for another's outputs", []ClaimState{published, {Key: "route", WaitingFor: []string{"dns"}}}, false, false},
-		// Issue 50: being updated counts as ready, but its outputs are the previous spec's.
+		// Being updated counts as ready, but its outputs are the previous spec's.
 		{"one with a new spec not taken yet, being updated", []ClaimState{bound, {Key: "db", Phase: scorev1b1.ClaimPhaseBound, OutputsAvailable: true, WasReady: true, Respecified: true}}, true, false},
 		{"the same, not waiting for healthy dependencies", []ClaimState{bound, {Key: "db", Phase: scorev1b1.ClaimPhaseBound, OutputsAvailable: true, WasReady: true, Respecified: true}}, false, false},
 	} {

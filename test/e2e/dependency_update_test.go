@@ -18,11 +18,12 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// TestReadyThroughADependencyUpdate pins issue 39's flip: a platform changes the provisioner
+// TestReadyThroughADependencyUpdate: a platform changes the provisioner
 // definition of a Bound dependency's type (here postgres's image), the provisioner
 // re-provisions the instance (the claim goes Binding while its StatefulSet rolls, its outputs
 // still published, then Bound again), and the Workload, whose running version keeps serving,
-// stays Ready throughout: before the fix it went to ClaimPending and back, three events.
+// stays Ready throughout, with no flip to ClaimPending and back (three events for nothing
+// that stopped serving).
 func TestReadyThroughADependencyUpdate(t *testing.T) {
 	ns := "e2e-dependency-update"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
 )
 
-// The newcomer's app of issue 38: a web service with postgres, a shared amqp queue, dns and a
+// A newcomer's app: a web service with postgres, a shared amqp queue, dns and a
 // route on the dns host, plus a worker sharing the queue.
 const (
 	newcomerWeb = `apiVersion: score.dev/v1b1

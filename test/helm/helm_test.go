@@ -82,7 +82,7 @@ func run(m *testing.M) int {
 		})
 }
 
-// TestHelmInstall is issue 7's "done when": the chart, installed with one Deployment per
+// TestHelmInstall: the chart, installed with one Deployment per
 // controller, brings up controllers that take the examples to Ready under their own service
 // accounts, expose their probes and metrics, stay quiet when nothing changes, survive a helm
 // upgrade, and shut down gracefully, handing back their leader leases.

@@ -15,9 +15,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// Review of issue 47: kubectl apply (client-side) records the whole Workload in the annotation
-// kubectl.kubernetes.io/last-applied-configuration, and the orchestrator refused any Workload so
-// applied whose variables or files held 🔐 or 💬, as that annotation's. Mallory applies one with
+// kubectl apply (client-side) records the whole Workload in the annotation
+// kubectl.kubernetes.io/last-applied-configuration; were that annotation checked, every Workload
+// so applied whose variables or files hold 🔐 or 💬 would be refused. Mallory applies one with
 // kubectl, its variable and file spelling her colleague owner's database password as a secret
 // reference, and a dependency whose definition runs with her Workload's metadata. It is Ready —
 // the record reaches no definition — and the reference is text: nothing of hers holds the

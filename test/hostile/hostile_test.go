@@ -39,9 +39,9 @@ func create(t *testing.T, w *scorev1b1.Workload) {
 	})
 }
 
-// Issue 35, item 1: a Workload that names `id: owner.db` bound to the Workload owner's private
-// database, and received its password; through a platform's sharing, from another namespace
-// too. Mallory tries both: each gets an instance of her own.
+// A Workload that names `id: owner.db` must not bind to the Workload owner's private database
+// and receive its password, in its namespace or, through a platform's sharing, from another.
+// Mallory tries both: each gets an instance of her own.
 func TestHostileIDReachesNoColleaguesDatabase(t *testing.T) {
 	for _, tc := range []struct {
 		name, ns, victim string
@@ -87,11 +87,11 @@ func TestHostileIDReachesNoColleaguesDatabase(t *testing.T) {
 	}
 }
 
-// Issue 35, item 2: one 80 KB Workload (a 60 KB annotation, two variables of 400 copies of
-// ${metadata.annotations.big}) took the controllers from 96 to 355 MB and stalled its plan for
-// ever with no condition. Mallory sends it, and one as large as the API server takes: each is
-// refused with SpecInvalid within 15 seconds, the controllers' memory grows by less than 50 MB,
-// a Workload created after them is served, and the others stay Ready.
+// One 80 KB Workload (a 60 KB annotation, two variables of 400 copies of
+// ${metadata.annotations.big}) would, unbounded, take the controllers from 96 to 355 MB and
+// stall its plan for ever with no condition. Mallory sends it, and one as large as the API
+// server takes: each is refused with SpecInvalid within 15 seconds, the controllers' memory
+// grows by less than 50 MB, a Workload created after them is served, and the others stay Ready.
 func TestHostilePlaceholdersCannotStallTheControllers(t *testing.T) {
 	peak := watchMemory(t)
 	before := peak()
@@ -159,9 +159,9 @@ func watchMemory(t *testing.T) func() int64 {
 	}
 }
 
-// Issue 35, item 8: the catalog's route let any tenant claim any host on the shared Gateway.
-// The platform gives every namespace its own subdomain (hostnames: *.{namespace}.dev.local):
-// mallory's route under team-a's is refused with PolicyViolation, one under her own is made.
+// A tenant's route must not claim any host on the shared Gateway. The platform gives every
+// namespace its own subdomain (hostnames: *.{namespace}.dev.local): mallory's route under
+// team-a's is refused with PolicyViolation, one under her own is made.
 func TestHostileRouteOnlyUnderItsOwnDomains(t *testing.T) {
 	route := func(name, host string) *scorev1b1.Workload {
 		return testenv.Workload(teamB, name, testenv.WithPort("http", 80), testenv.WithResource("route", "route", testenv.ResourceParams(`{"host":"`+host+`","port":"http"}`)))
@@ -186,9 +186,9 @@ func TestHostileRouteOnlyUnderItsOwnDomains(t *testing.T) {
 	othersUntouched(t)
 }
 
-// Issue 35, item 7: params were printed into http+api URL templates as they were, so a
-// tenant's could add path segments, a query or a fragment to a request sent with the
-// platform's credentials. Mallory's name for her database arrives as one escaped path segment
+// Params printed into http+api URL templates as they are would let a tenant add path
+// segments, a query or a fragment to a request sent with the platform's credentials.
+// Mallory's name for her database arrives as one escaped path segment
 // with the platform's query; one that climbs out of its path is refused before any request.
 func TestHostileParamsStayInTheirURLPart(t *testing.T) {
 	create(t, testenv.Workload(teamB, "api-user", testenv.WithResource("db", "api-db", testenv.ResourceParams(`{"name":"a/b?owner=team-a#f"}`))))
@@ -219,9 +219,9 @@ func TestHostileParamsStayInTheirURLPart(t *testing.T) {
 	othersUntouched(t)
 }
 
-// Issue 35, item 3: a registration whose kubeconfig named an exec plugin had it run inside the
-// controllers, and a tokenFile sent a file of their disk (their own ServiceAccount token, say)
-// to the server the kubeconfig names. The platform identity tries both against a server that
+// A registration's kubeconfig must not run an exec plugin inside the controllers, nor send,
+// through a tokenFile, a file of their disk (their own ServiceAccount token, say) to the server
+// the kubeconfig names. The platform identity tries both against a server that
 // records what it is sent: nothing runs, nothing is read, and `score-clusters` says why.
 func TestHostileRegistrationRunsNothingAndReadsNoFile(t *testing.T) {
 	var mu sync.Mutex
@@ -285,7 +285,7 @@ func TestHostileRegistrationRunsNothingAndReadsNoFile(t *testing.T) {
 	}
 }
 
-// Issue 35, item 8: the catalog's image build runs rootless BuildKit, which needs seccomp and
+// The catalog's image build runs rootless BuildKit, which needs seccomp and
 // AppArmor unconfined: a privileged catalog entry, which a platform opts a namespace into with
 // its Pod Security level. In mallory's namespace, which enforces baseline, its pods are refused
 // by admission, and nothing of the build runs.

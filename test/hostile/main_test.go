@@ -1,6 +1,6 @@
 // Package hostile tries, on a simulated cluster of its own with the control plane installed as
 // a platform installs it (kubectl apply -k config/default: the controllers under their own
-// ServiceAccounts and roles), every hole of issue 35 a tenant or a registration can reach. The
+// ServiceAccounts and roles), every hole a tenant or a registration could reach. The
 // tenant, mallory, is bound to score-workload-editor in two namespaces and nothing else: the
 // tests act as mallory through impersonation, so the API server judges every request by her
 // rights. A platform identity (the admin) tries the registration holes. Every test ends by
@@ -189,8 +189,8 @@ func platform() error {
 			},
 			"outputs": "name: {{ .Params.name }}\n",
 		})
-		// The catalog's route as it was before issue 47, its params untyped: a host the
-		// hostnames rules judge (and name in the claim's message) whatever it holds.
+		// A route definition whose params are untyped: a host the hostnames rules judge (and
+		// name in the claim's message) whatever it holds.
 		for _, p := range provisioners {
 			def, _ := p.(map[string]any)
 			if def["type"] != "route" || def["uri"] != "template://score-dev/route" {
@@ -204,8 +204,8 @@ func platform() error {
 			provisioners = append(provisioners, untyped)
 			break
 		}
-		// A careless definition, as the catalog's volume was before issue 47: its size not typed,
-		// and printed unquoted into the claim's size.
+		// A careless volume definition: its size not typed, and printed unquoted into the
+		// claim's size.
 		provisioners = append(provisioners, map[string]any{
 			"uri": "template://hostile/careless-volume", "type": "careless-volume", "supported_params": []any{"size"},
 			"init":      "name: vol-{{ substr 0 12 .Guid }}\n",

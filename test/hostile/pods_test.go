@@ -71,14 +71,14 @@ func editConfig(t *testing.T, edit func(doc map[string]any)) {
 	})
 }
 
-// Issue 47, item 2: through the catalog's careless volume definition mallory got a Deployment
-// with privileged, hostNetwork, hostPID and a hostPath / volume, its pod running; in a
-// namespace enforcing baseline she still got a pod running as another ServiceAccount of the
-// namespace, one bound to edit, its token mounted. Through a definition the platform adds that
-// takes those fields from params, she asks for each: every Workload is refused with
-// PermissionDenied and no Deployment of the definition exists — the pod rules hold before
-// admission, and for the ServiceAccount, which Pod Security does not judge at all. (Before the
-// rules, every Deployment was created, and the one as namespace-editor ran.)
+// A careless definition must not give a tenant a Deployment with privileged, hostNetwork,
+// hostPID and a hostPath / volume, nor, in a namespace enforcing baseline, a pod running as
+// another ServiceAccount of the namespace, one bound to edit, its token mounted. Through a
+// definition the platform adds that takes those fields from params, mallory asks for each:
+// every Workload is refused with PermissionDenied and no Deployment of the definition exists —
+// the pod rules hold before admission, and for the ServiceAccount, which Pod Security does not
+// judge at all (without the rules, every Deployment is created, and the one as
+// namespace-editor runs).
 func TestHostileCarelessDefinitionGivesNoHostAndNoOtherAccount(t *testing.T) {
 	editConfig(t, func(doc map[string]any) {
 		doc["provisioners"] = append(doc["provisioners"].([]any), carelessWorker)
@@ -133,16 +133,15 @@ func TestHostileCarelessDefinitionGivesNoHostAndNoOtherAccount(t *testing.T) {
 	othersUntouched(t)
 }
 
-// Issue 47, item 8: a probe's host reached the pod, and the kubelet sent the tenant's
-// request, from the node, to the address she named (the cloud's metadata service). Mallory's
+// A probe's host that reaches the pod has the kubelet send the tenant's request, from the
+// node, to the address she names (the cloud's metadata service). Mallory's
 // Workload with such a probe is SpecInvalid within 15 seconds, naming the container and the
 // probe, and nothing is planned for it. The platform admits probe hosts by namespace
 // (probeHosts over its labels): labelled, the same Workload is valid and its Deployment
 // applied with the probe (Pod Security admission, which enforces baseline in mallory's
 // namespace, still refuses its pods from Kubernetes 1.34: the platform's choice where it
 // enforces privileged); unlabelled again, it is SpecInvalid again — the relabelling alone
-// brings it back. (Before, the Workload was planned and its Deployment applied with the probe,
-// in any namespace.)
+// brings it back.
 func TestHostileProbeHostIsRefused(t *testing.T) {
 	const name = "prober"
 	create(t, testenv.Workload(teamB, name, func(w *scorev1b1.Workload) {
@@ -202,10 +201,10 @@ func TestHostileProbeHostIsRefused(t *testing.T) {
 	othersUntouched(t)
 }
 
-// Issue 47, item 8: every pod the runtime made mounted the namespace's default ServiceAccount
-// token. Mallory's Workload runs, and its pods have no token: the Deployment says
+// A pod the runtime makes must not mount the namespace's default ServiceAccount token.
+// Mallory's Workload runs, and its pods have no token: the Deployment says
 // automountServiceAccountToken: false, and the pods the cluster made from it carry no
-// projected token volume. (Before, each pod had kube-api-access-… with the token.)
+// projected token volume (kube-api-access-…, which holds the token).
 func TestHostilePodsCarryNoToken(t *testing.T) {
 	const name = "tokenless"
 	create(t, testenv.Workload(teamB, name, testenv.WithPort("http", 80)))

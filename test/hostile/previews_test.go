@@ -27,13 +27,13 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// Issue 47, item 5: the preview controller deletes, with its own rights, the namespaces and
-// Workloads a namespace's metadata says are an expired preview. With the role docs/operations.md
-// recommends to preview makers (namespaces: create, get, list, patch), mallory could end alice's
-// preview by writing its expiry, have any namespace named preview-* deleted by labelling it, and
-// fill alice's limit by making previews "of" her namespace. alice and mallory both make previews
-// here; the control plane is installed from config/default, the policy score-preview-makers
-// with it.
+// The preview controller deletes, with its own rights, the namespaces and Workloads a
+// namespace's metadata says are an expired preview. With the role docs/operations.md
+// recommends to preview makers (namespaces: create, get, list, patch), mallory tries to end
+// alice's preview by writing its expiry, to have any namespace named preview-* deleted by
+// labelling it, and to fill alice's limit by making previews "of" her namespace. alice and
+// mallory both make previews here; the control plane is installed from config/default, the
+// policy score-preview-makers with it.
 
 // previewMakers grants alice and mallory the preview makers' role for the test, and returns
 // alice's client.
@@ -219,8 +219,8 @@ func setPreviewMax(t *testing.T, n int) {
 	t.Cleanup(func() { _ = edit(nil) })
 }
 
-// Issue 47, low: scorectl preview up dropped score.dev/allowed-profiles, so a preview of a
-// namespace the platform restricts to web-service could run any profile. Mallory's preview of
+// scorectl preview up keeps score.dev/allowed-profiles: without it a preview of a namespace
+// the platform restricts to web-service could run any profile. Mallory's preview of
 // such a namespace keeps the restriction (and its Pod Security level).
 func TestHostileRestrictedNamespacesPreviewKeepsItsProfiles(t *testing.T) {
 	previewMakers(t)
@@ -284,10 +284,10 @@ func allowedProfilesPolicy(t *testing.T) {
 	})
 }
 
-// Issue 47, low: control characters in a param reached the claim's message, and scorectl why
-// printed them raw to the platform engineer's terminal (a new window title, a cleared screen,
-// a fake green "Ready: True" line). Mallory's route names such a host, which the catalog's
-// route now refuses by its type (a DNS name) with the value quoted in the Workload's message;
+// Control characters in a param must not reach the platform engineer's terminal raw through
+// the claim's message and scorectl why (a new window title, a cleared screen, a fake green
+// "Ready: True" line). Mallory's route names such a host, which the catalog's route refuses by
+// its type (a DNS name) with the value quoted in the Workload's message;
 // the same host through a route definition that does not type it reaches the claim's message
 // (the platform's host-name rules refuse it). Each message is stored escaped, and why and
 // status print it escaped, each on its line.

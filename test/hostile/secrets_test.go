@@ -15,7 +15,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// Issue 47, items 3, 4 and 6: secret references, shared instances, volumes by name.
+// Secret references, shared instances, volumes by name.
 
 // sharingLimits are the platform's definitions the shared-instance tests try, shared from teamA
 // with the namespaces labelled share=yes (teamB): a postgres class the platform retains, and one
@@ -69,10 +69,10 @@ func noClaims(t *testing.T, ns, name string) {
 	}
 }
 
-// Issue 47, item 3: the catalog's endpoint echoes params.path into its url, and the
-// provisioner resolved the secret reference a tenant wrote there: mallory copied her colleague
-// owner's database password, and a platform Secret she cannot read, into her own outputs
-// Secret. Each is refused before anything is claimed, and reads nothing.
+// The catalog's endpoint echoes params.path into its url; were the secret reference a tenant
+// writes there resolved, mallory would copy her colleague owner's database password, and a
+// platform Secret she cannot read, into her own outputs Secret. Each is refused before
+// anything is claimed, and reads nothing.
 func TestHostileSecretReferenceReadsNothing(t *testing.T) {
 	secret, _ := ownerDatabase(t)
 	password := secretValue(t, teamA, secret, "password")
@@ -115,9 +115,9 @@ func TestHostileSecretReferenceReadsNothing(t *testing.T) {
 	}
 }
 
-// Issue 47, item 6: a plain-name volume source mounted any volume claim of the namespace,
-// read-write: mallory mounted her colleague owner's private database volume, and by holding it
-// kept the re-created database from starting. Her Workload is refused, naming the volume, and
+// A plain-name volume source must not mount any volume claim of the namespace read-write:
+// mallory would mount her colleague owner's private database volume, and by holding it keep
+// the re-created database from starting. Her Workload is refused, naming the volume, and
 // nothing of it is deployed.
 func TestHostileVolumeByNameMountsNoColleaguesDatabase(t *testing.T) {
 	_, set := ownerDatabase(t)
@@ -138,11 +138,10 @@ func TestHostileVolumeByNameMountsNoColleaguesDatabase(t *testing.T) {
 	othersUntouched(t)
 }
 
-// Issue 47, item 4: once no other claim was bound to a shared instance the platform retains,
-// mallory, from a namespace the platform admits, bound to it with
-// score.dev/deprovision-policy: Delete and deleted its data and its state in the sharing
-// namespace by deleting her Workload. Her claim is refused, gets nothing of the instance, and
-// her Workload's deletion deletes none of it.
+// Once no other claim is bound to a shared instance the platform retains, mallory, from a
+// namespace the platform admits, binds to it with score.dev/deprovision-policy: Delete, to
+// delete its data and its state in the sharing namespace by deleting her Workload. Her claim is
+// refused, gets nothing of the instance, and her Workload's deletion deletes none of it.
 func TestHostileDeleteOnASharedRetainedInstanceDeletesNothing(t *testing.T) {
 	retained := func(r *scorev1b1.Resource) { r.Class = ptrTo("retained") }
 	keeper := testenv.Workload(teamA, "keeper", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres", retained, testenv.ResourceID("ledger")))
@@ -196,8 +195,8 @@ func TestHostileDeleteOnASharedRetainedInstanceDeletesNothing(t *testing.T) {
 	othersUntouched(t)
 }
 
-// Issue 47, item 4: an admitted tenant created instances in the sharing namespace without
-// bound, one per id, outside its own namespace's quota. Mallory asks four of a class of which
+// An admitted tenant must not create instances in the sharing namespace without bound, one
+// per id, outside its own namespace's quota. Mallory asks four of a class of which
 // the platform lets a namespace hold two, at once: two are provisioned, two refused, and the
 // sharing namespace holds two instances of hers.
 func TestHostileSharedInstancesPerNamespaceAreBounded(t *testing.T) {

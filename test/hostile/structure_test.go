@@ -15,16 +15,16 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// sizeInjection is issue 47's volume size: through the catalog's volume, whose size was printed
-// unquoted, it added a Deployment with privileged, hostNetwork, hostPID and a hostPath: / volume
-// to the provisioner's objects, and a ConfigMap to swallow the rest.
+// sizeInjection is a volume size that, printed unquoted into a careless volume definition,
+// adds a Deployment with privileged, hostNetwork, hostPID and a hostPath: / volume to the
+// provisioner's objects, and a ConfigMap to swallow the rest.
 const sizeInjection = "1Gi}}\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: pwn}\n" +
 	"  spec: {selector: {matchLabels: {app: pwn}}, template: {metadata: {labels: {app: pwn}}, spec: {hostNetwork: true, hostPID: true, containers: [{name: c, image: busybox, securityContext: {privileged: true}, volumeMounts: [{name: root, mountPath: /host}]}], volumes: [{name: root, hostPath: {path: /}}]}}}\n" +
 	"- {apiVersion: v1, kind: ConfigMap, metadata: {name: swallow}, data: {x: "
 
-// Issue 47, item 1: a tenant's text became structure in a provisioner's output. Through the
-// shipped catalog the size is refused by its type, naming the param, before anything is made;
-// through a careless definition (untyped, unquoted, as the catalog was) it is only the volume's
+// A tenant's text must not become structure in a provisioner's output. Through the shipped
+// catalog the size is refused by its type, naming the param, before anything is made; through
+// a careless definition (untyped, unquoted) it is only the volume's
 // size, which the API server refuses: no Deployment, no ConfigMap, nothing privileged.
 func TestHostileParamCannotAddObjects(t *testing.T) {
 	t.Run("the catalog's volume", func(t *testing.T) {

@@ -23,17 +23,17 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/why/ask"
 )
 
-// Issue 47, item 9: a tenant could not run scorectl why on its own Workload: it reads the
-// Orchestrator Config in score-system and the internal kinds, which tenants may not read. And
-// what it prints for a platform engineer names the namespace a shared instance lives in, its
-// objects, its quotas and the provisioner's words about them. Mallory, bound to
-// score-workload-editor only, runs it on her Workload in team-b: one dependency is the instance
-// team-a shares, which a Workload of team-a consumes too; the other a new instance of the same
-// class, which team-a's quota refuses. The control plane answers: the profile, the backend, the
-// provisioners and the claims' states, and nothing of team-a: not its name, its Workloads, its
-// quota or the instance's objects. The platform's trace of the same Workload names team-a's
-// quota (the control). Asked from team-b, team-a's Workloads do not exist; asked where she has
-// no role, the API server refuses her.
+// A tenant can run scorectl why on its own Workload, though the trace is made from the
+// Orchestrator Config in score-system and the internal kinds, which tenants may not read; and
+// it learns nothing of other namespaces, though what why prints for a platform engineer names
+// the namespace a shared instance lives in, its objects, its quotas and the provisioner's words
+// about them. Mallory, bound to score-workload-editor only, runs it on her Workload in team-b:
+// one dependency is the instance team-a shares, which a Workload of team-a consumes too; the
+// other a new instance of the same class, which team-a's quota refuses. The control plane
+// answers: the profile, the backend, the provisioners and the claims' states, and nothing of
+// team-a: not its name, its Workloads, its quota or the instance's objects. The platform's
+// trace of the same Workload names team-a's quota (the control). Asked from team-b, team-a's
+// Workloads do not exist; asked where she has no role, the API server refuses her.
 func TestHostileWhyTellsATenantOfItsOwnWorkloadOnly(t *testing.T) {
 	// Another consumer of the instance team-a shares: a Workload of team-a's.
 	neighbour := testenv.Workload(teamA, "why-neighbour", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres", testenv.ResourceID("common"), sharedClass))

@@ -767,11 +767,10 @@ func TestPlacement(t *testing.T) {
 		}
 	})
 
-	// Issue 35, item 5: a tenant moves its own Workload off a member with its profile
-	// annotation. Its claim released the member's instance, whose objects the claim that stays
-	// still used and were kept, yet the release counted them as deleted and the instance's state
-	// there went: the consumer that stayed drew new credentials the running database does not
-	// accept.
+	// A tenant moves its own Workload off a member with its profile annotation. Its claim
+	// releases the member's instance, whose objects the claim that stays still uses and are
+	// kept; the release must not count them as deleted, or the instance's state there goes and
+	// the consumer that stays draws new credentials the running database does not accept.
 	t.Run("one consumer of a shared instance moves away: the instance and its state stay for the other", func(t *testing.T) {
 		const shared = "team-shared"
 		testenv.Create(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shared}})

@@ -16,14 +16,14 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// TestReadyThroughARolloutOfADependency pins what issue 50's upgrade test found: a config
+// TestReadyThroughARolloutOfADependency: a config
 // rollout that changes the provisioner definition of a Ready Workload's dependency moves its
 // claim to the new revision (a new spec, a new generation) and then writes its plan again (the
 // revision it is rendered from). What the Workload runs keeps serving meanwhile — the
 // instance keeps its outputs until the provisioner has applied the new definition, the
 // runtime's previous version until it has applied the new plan — so the Workload stays Ready
-// throughout, and says nothing: before the fix it went ClaimPending, then RuntimeProvisioning,
-// then Ready again (a status and an event each).
+// throughout, and says nothing: no ClaimPending, then RuntimeProvisioning, then Ready again
+// (a status and an event each) for a Workload that never stopped serving.
 func TestReadyThroughARolloutOfADependency(t *testing.T) {
 	const steady = "steady"
 	testenv.Create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: steady}})

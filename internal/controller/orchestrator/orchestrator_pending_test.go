@@ -19,8 +19,8 @@ import (
 )
 
 // A claim the orchestrator created, and that was deleted before its cache showed it, is
-// created again: the memory of objects created but not yet cached used to keep it for the
-// life of the process, so the Workload waited for a claim that no longer existed until a
+// created again: the memory of objects created but not yet cached must not keep it for the
+// life of the process, or the Workload waits for a claim that no longer exists until a
 // restart. The cache here never shows the claim, and the API server no longer has it.
 func TestAClaimGoneBeforeTheCacheSawItIsCreatedAgain(t *testing.T) {
 	doc, err := os.ReadFile("../../../config/samples/orchestrator-config.yaml")

@@ -19,10 +19,10 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 )
 
-// Issue 35: a plan the API server refused as too large ("Request entity too large") was
-// retried for ever with backoff, and the Workload showed no condition at all. The refusal
-// lasts until the Workload changes, so it is the Workload's SpecInvalid, said once, and not
-// retried.
+// A plan the API server refuses as too large ("Request entity too large") is not retried with
+// backoff, which would go on for ever with the Workload showing no condition at all. The
+// refusal lasts until the Workload changes, so it is the Workload's SpecInvalid, said once,
+// and not retried.
 func TestAPlanRefusedAsTooLargeIsReported(t *testing.T) {
 	doc, err := os.ReadFile("../../../config/samples/orchestrator-config.yaml")
 	if err != nil {

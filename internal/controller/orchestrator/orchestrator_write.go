@@ -47,7 +47,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 }
 
 // writesInFlight is the most writes of one pass in flight at once: a Workload's claims and its
-// exposure, which do not depend on each other, are sent together (issue 39), up to this many,
+// exposure, which do not depend on each other, are sent together, up to this many,
 // so that a Workload of many dependencies does not take all of the API server's seats.
 const writesInFlight = 8
 

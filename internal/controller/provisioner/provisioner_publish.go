@@ -38,8 +38,8 @@ func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, p 
 // The Secret is read from the cache, its absence included: outputs Secrets carry the Workload
 // label the cache selects (taken-over ones get it), and one the cache does not hold is
 // created, which fails when a Secret of that name exists after all (the cache a moment
-// behind, or a Secret not ours); only then is the API server asked. Asking it first was one
-// of the reads a pass over a new claim waited for (make bench).
+// behind, or a Secret not ours); only then is the API server asked. Asking it first would add
+// a read that every pass over a new claim waits for (make bench).
 func (r *Reconciler) publishSecretOutputs(ctx context.Context, c *scorev1b1.ResourceClaim, secret map[string]string) error {
 	key := client.ObjectKey{Namespace: c.Namespace, Name: scorev1b1.OutputsSecretName(c.Name)}
 	data := map[string][]byte{}

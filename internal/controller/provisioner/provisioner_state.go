@@ -78,8 +78,8 @@ func readsShared(d orchconfig.Provisioner) bool {
 // included, once that cache watches Secrets: a state Secret carries the instance label the
 // cache selects from its creation, and saveState writes on a precondition, so a cache a
 // moment behind (or a Secret that lost its label) makes the write fail; the state Secrets in
-// races are read from the API server on the next pass. It was one of the API server reads a
-// pass over a new claim waits for (make bench).
+// races are read from the API server on the next pass. Reading the API server first would add
+// a read that every pass over a new claim waits for (make bench).
 func (r *Reconciler) readState(ctx context.Context, key client.ObjectKey) (map[string]any, *corev1.Secret, error) {
 	if r.applier != nil && !r.raced.take(key) {
 		u := &unstructured.Unstructured{}

@@ -39,10 +39,10 @@ type Adaptive struct {
 	Params *workerlimit.Params
 }
 
-// The documented defaults: start at eight workers, half the default cap (four, the fixed count
-// of earlier releases, held the first passes of N=200 back: sixteen fixed created every claim
-// in half the time), and judge every half second (tens of requests at eight workers, enough
-// for a median; growth from eight to a cap of 16 in four seconds).
+// The documented defaults: start at eight workers, half the default cap (four would hold the
+// first passes of N=200 back: sixteen fixed create every claim in half the time), and judge
+// every half second (tens of requests at eight workers, enough for a median; growth from eight
+// to a cap of 16 in four seconds).
 const (
 	DefaultStart    = 8
 	DefaultInterval = 500 * time.Millisecond

@@ -270,8 +270,8 @@ data:
 // TestChartIdiomsKeepValuesValues: what a chart computes with a helper's output, or with a
 // value, keeps the value one: include read back by fromYaml and merged, tpl of an include or of
 // a variable holding one (a value's template syntax is never run), bitnami's tplvalues helper
-// (toYaml held in a variable, printed), the chart's own files as config. Issue 47's review:
-// include | fromYaml and tpl (include …) turned a value back into structure and code.
+// (toYaml held in a variable, printed), the chart's own files as config. These are the idioms
+// where include | fromYaml and tpl (include …) could turn a value back into structure and code.
 func TestChartIdiomsKeepValuesValues(t *testing.T) {
 	helpers := `{{- define "labels" -}}
 app: {{ .Values.name }}

@@ -13,7 +13,7 @@ import (
 // Values end the scalar they are printed into, in each YAML context a template can print
 // into (plain, flow, double- and single-quoted, block, comment, document), and add an object
 // or a field of their own; or hold template syntax, anchors and tags, or the secret-reference
-// markers; the last is issue 47's volume size.
+// markers; the last is a volume size that adds a privileged Deployment.
 var Values = []string{
 	"x\nkind: ClusterRoleBinding",
 	"x], kind: ClusterRoleBinding, y: [z",

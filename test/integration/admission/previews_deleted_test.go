@@ -13,9 +13,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// Review of issue 47: the preview makers' policy let a namespace being deleted go as it was,
-// so anyone who may patch namespaces could label a terminating preview-* namespace a preview in
-// their own name, or take over another's terminating preview. A namespace here stays
+// The preview makers' policy judges a namespace being deleted too: otherwise anyone who may
+// patch namespaces could label a terminating preview-* namespace a preview in their own name,
+// or take over another's terminating preview. A namespace here stays
 // terminating until it is finalized (this API server runs no namespace controller), as one
 // does on a cluster while a finalizer holds it: the policy holds for it as for any other, and
 // its deletion still completes through namespaces/finalize.

@@ -21,9 +21,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// Review of issue 47: the preview controller recorded its PreviewNotEnded warning on every pass
-// over an expired preview it may not act on, and every config or policy change brings every
-// preview back. The controller's passes here are its Reconcile, called as its watches call it,
+// The preview controller must not record its PreviewNotEnded warning on every pass over an
+// expired preview it may not act on: every config or policy change brings every preview back.
+// The controller's passes here are its Reconcile, called as its watches call it,
 // over what this API server holds; the warning is said once, and again only on a transition:
 // when why or when it expired changes, or when the preview expires anew.
 func TestPreviewNotEndedIsSaidOnTransitionsOnly(t *testing.T) {

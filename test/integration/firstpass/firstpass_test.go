@@ -1,6 +1,6 @@
 // Package firstpass tests what the provisioner's first pass over a new claim, and the
 // orchestrator's over a new Workload, ask of a real kube-apiserver: which requests, and how many
-// of them wait on each other (issue 39), and that
+// of them wait on each other, and that
 // an object a tenant made under the name of an instance's object is neither written over nor
 // taken over.
 package firstpass

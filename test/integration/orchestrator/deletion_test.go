@@ -122,9 +122,9 @@ func refreshed(t *testing.T, c *scorev1b1.ResourceClaim) *scorev1b1.ResourceClai
 	return out
 }
 
-// Regression: the retained claim a re-created Workload releases is owned by no Workload, so
-// its deletion, which the provisioner's finalizer delays, never brought the new Workload
-// back, and the fresh claim was not created until something else requeued it.
+// The retained claim a re-created Workload releases is owned by no Workload, yet its deletion,
+// which the provisioner's finalizer delays, brings the new Workload back: an owner reference
+// alone would not, and the fresh claim would wait until something else requeued it.
 func TestRecreateAfterRetainWaitsForTheRelease(t *testing.T) {
 	applyConfig(t, baseConfig)
 	ns := testenv.Namespace(t, env.Client)

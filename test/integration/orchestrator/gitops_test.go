@@ -76,7 +76,7 @@ func toLua(L *lua.LState, v any) lua.LValue {
 	return lua.LString("")
 }
 
-// Issue 38: GitOps tools judge a Workload right. Real Workload statuses, written by the
+// GitOps tools judge a Workload right. Real Workload statuses, written by the
 // orchestrator as a Workload goes through every reason: Argo CD's health check says Healthy
 // when it is Ready, Progressing while it converges by itself, Degraded when it waits for a
 // person; Flux's kstatus says Current, InProgress and Failed.

@@ -177,7 +177,7 @@ func TestReconcileOnRequest(t *testing.T) {
 	plan := planOf(t, ns, "kick")
 
 	// A merge patch, as scorectl reconcile sends: an update could conflict with the
-	// controller's own metadata writes (the regression this test flaked on).
+	// controller's own metadata writes and make this test flaky.
 	w = get(t, ns, "kick")
 	patch := client.MergeFrom(w.DeepCopy())
 	w.Annotations = map[string]string{scorev1b1.AnnotationReconcileRequestedAt: "2026-11-22T07:00:00Z"}
@@ -197,9 +197,9 @@ func TestReconcileOnRequest(t *testing.T) {
 		}
 		return nil
 	})
-	// Regression: the annotation reached the plan's values (workload.annotations, which keep
-	// the user's annotations), so every request rewrote the plan, and the Workload stopped
-	// being Ready until the runtime had rendered the plan again.
+	// The annotation does not reach the plan's values (workload.annotations, which keep the
+	// user's annotations): if it did, every request would rewrite the plan, and the Workload
+	// would stop being Ready until the runtime had rendered the plan again.
 	if p := planOf(t, ns, "kick"); p.Generation != plan.Generation {
 		t.Errorf("the reconcile request rewrote the plan's spec (generation %d → %d); the plan's values: %s", plan.Generation, p.Generation, p.Spec.Values.Raw)
 	}
@@ -236,7 +236,7 @@ func TestClaimReset(t *testing.T) {
 // A dependency that has published its outputs but is not healthy yet. By default the plan
 // waits until it is Bound, as workload-lifecycle.md's Phase 3 orders it; with
 // dependencies.deployWhen: OutputsAvailable the plan is emitted at once, so the application
-// rolls out while its database comes up (issue 22, pipelining), and the Workload is Ready only
+// rolls out while its database comes up (pipelining), and the Workload is Ready only
 // once both are.
 func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 	applyConfig(t, baseConfig)
@@ -309,7 +309,7 @@ func TestPlanWhileDependencyBecomesHealthy(t *testing.T) {
 	})
 }
 
-// Issue 39, each step's status written once: a Workload with a postgres dependency goes from
+// Each step's status written once: a Workload with a postgres dependency goes from
 // created to Ready in at most three status writes. Its orchestrator holds a status that only
 // reports progress for an hour (heldShard), so the count does not depend on this machine's
 // speed: the first status (the claim pending) and Ready are written; the claim Binding, then

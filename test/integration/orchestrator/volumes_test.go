@@ -36,8 +36,8 @@ func refusedFor(t *testing.T, ns, name, says string) {
 	})
 }
 
-// Issue 47: a plain-name volume source mounted any volume claim of the namespace, a
-// colleague's database's included. On a real API server, a Workload mounts by name only the
+// A plain-name volume source must not mount any volume claim of the namespace, a colleague's
+// database's included. On a real API server, a Workload mounts by name only the
 // volumes the platform's rules admit for its namespace — relabelling the namespace admits
 // them — and never a volume of a provisioned instance, even one a rule admits, whether the
 // instance was there first or came after.

@@ -189,8 +189,9 @@ func move(t *testing.T, key client.ObjectKey, from, to side, placed string) {
 }
 
 // A Workload that starts selecting a backend with placement moves from the hub to the
-// member: applied there, healthy there, then deleted from the hub, with a Placed event. Before,
-// only a move between members was said (placement's Moved knows only a member it left).
+// member: applied there, healthy there, then deleted from the hub, with a Placed event that
+// says it ran on the hub, as a move between members says the member it left (placement's
+// Moved knows only a member it left).
 func TestMoveHubToMember(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
 	w := testenv.Workload(ns, "web", testenv.WithPort("http", 80),

@@ -18,9 +18,9 @@ import (
 // provisioned next to them (the provisioner places into the namespace first) and some without
 // (the runtime does), is never refused there: the namespace and the identity's RoleBinding are
 // created once each, and no write of the controllers is answered AlreadyExists (or anything
-// else 4xx), as on the hub. Before, the provisioner's workers each created the namespace and
-// the RoleBinding they had just seen missing, and the runtime created the RoleBinding the
-// provisioner had created (3-14 rejected writes per member in a benchmark run of 200).
+// else 4xx), as on the hub. Workers that each create the namespace and the RoleBinding they
+// have just seen missing, and a runtime that creates the RoleBinding the provisioner created,
+// would make 3-14 rejected writes per member in a benchmark run of 200.
 func TestPlacingIntoANewNamespaceIsNeverRefused(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
 	const n = 6

@@ -17,9 +17,8 @@ import (
 
 // The route a dependency provisions on the member is the Workload's endpoint there, as on the
 // hub: the runtime reads it on the member, through a watch there, so that the member's
-// ingress controller giving it an address brings the plan back. Before, the runtime looked
-// for provisioned routes on the hub only, and the endpoint of a Workload on a member was its
-// Service's cluster DNS name.
+// ingress controller giving it an address brings the plan back. Looking on the hub only, the
+// runtime would give a Workload on a member its Service's cluster DNS name as its endpoint.
 func TestProvisionedRouteOnAMember(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
 	w := testenv.Workload(ns, "web", testenv.WithPort("http", 80),

@@ -210,7 +210,7 @@ func closedAddress() (string, error) {
 
 // A URL's userinfo and query values are secrets the platform put there: a request that gets
 // no answer, a non-2xx answer or one that is not JSON fails the claim, and neither secret
-// reaches the claim's status or its events (issue 35, item 7).
+// reaches the claim's status or its events, where a tenant could read it.
 func TestExternalAPIErrorsKeepURLSecrets(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
 	cases := []struct {
@@ -248,7 +248,7 @@ func TestExternalAPIErrorsKeepURLSecrets(t *testing.T) {
 
 // Claims of one instance (one id, one namespace) provisioned at once send one create request:
 // the claim whose pass first records that it is sending it sends it, the others wait for its
-// outcome and bind to the same external dependency (issue 35, item 8).
+// outcome and bind to the same external dependency, not one each.
 func TestExternalAPISharedInstanceIsCreatedOnce(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
 	const n = 8

@@ -12,8 +12,8 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// Issue 35, item 8: the catalog's route let any tenant claim any host and path on the shared
-// Gateway. The config's hostnames rules say which host names each namespace may claim through
+// A tenant's route must not claim any host and path on the shared Gateway. The config's
+// hostnames rules say which host names each namespace may claim through
 // a param a definition marks as a host name; the decision is the claim's namespace's.
 func TestHostnamesArePerNamespace(t *testing.T) {
 	for _, ns := range []*corev1.Namespace{

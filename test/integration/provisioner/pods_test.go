@@ -96,12 +96,11 @@ func ofInstance(t *testing.T, ns string, list client.ObjectList) int {
 	return 0
 }
 
-// Issue 47, item 2: through a definition that took a pod field from a param, a tenant got a
-// privileged pod on the host's network with the node's root mounted, or a pod running as
-// another ServiceAccount of the namespace (one bound to edit). The provisioner refuses the
-// claim before anything of the run is applied: PermissionDenied, naming the object, the field
-// and the rule, no outputs, and neither the Deployment nor the ConfigMap beside it exists.
-// (Before the pod rules, each was applied.)
+// Through a definition that takes a pod field from a param, a tenant asks for a privileged pod
+// on the host's network with the node's root mounted, or a pod running as another
+// ServiceAccount of the namespace (one bound to edit). The provisioner refuses the claim before
+// anything of the run is applied: PermissionDenied, naming the object, the field and the rule,
+// no outputs, and neither the Deployment nor the ConfigMap beside it exists.
 func TestHostileDefinitionPodIsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, params, want string

@@ -15,9 +15,9 @@ import (
 // progressRuns numbers the runs of TestClaimCreatedToBoundInTwoStatusWrites.
 var progressRuns atomic.Int64
 
-// Issue 39, each step's status written once: a claim whose Deployment goes through a step of
-// progress before it is available is written twice from creation to Bound — Binding, then
-// Bound — where each step of the Deployment's progress was a write of its own before. The
+// Each step's status written once: a claim whose Deployment goes through a step of progress
+// before it is available is written twice from creation to Bound — Binding, then Bound — not
+// once more for each step of the Deployment's progress. The
 // controller of heldNamespace holds progress for an hour, so the count does not depend on this
 // machine's speed. No controller-manager runs here: the test writes the Deployment's status as
 // kube-controller-manager would.

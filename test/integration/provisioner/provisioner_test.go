@@ -602,7 +602,8 @@ func TestResetClaimTakesOverItsOutputsSecret(t *testing.T) {
 // A Secret named as a claim's outputs Secret that the claim does not control (one a tenant
 // created before the claim, with data and labels of their own; one another object controls)
 // is neither written, read back nor taken over: the claim fails with PermissionDenied and
-// says so, and the Secret stays as it was, no credential written into it (issue 35, item 8).
+// says so, and the Secret stays as it was, no credential written into it (a tenant's Secret
+// must not receive the instance's credentials).
 // (isolated-kv, whose state does not change from run to run: kv's counts its runs, and each
 // write of it brings the claim back at once.)
 func TestOutputsSecretNotTheClaimsIsLeftAlone(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 )
 
 // secretRefDefinitions are the definitions of the secret reference tests: one that echoes a
-// param into an output (the catalog's endpoint, as issue 47 found it), and two that refer to
+// param into an output (a careless endpoint definition), and two that refer to
 // a platform Secret, one of which lists it.
 const secretRefDefinitions = `  - uri: template://test/echo
     type: echo
@@ -32,7 +32,7 @@ const secretRefDefinitions = `  - uri: template://test/echo
     expected_outputs: [token]
 `
 
-// Issue 47: a claim of the endpoint definition, its path param a secret reference, copied a
+// A claim of the endpoint definition, its path param a secret reference, must not copy a
 // colleague's database password into its own outputs Secret. A reference resolves only when
 // the definition made it, and names a Secret of the instance or one the definition lists.
 func TestSecretReferencesResolveOnlyWhatTheDefinitionMade(t *testing.T) {

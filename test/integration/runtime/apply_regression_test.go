@@ -18,9 +18,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// The three apply defects of issue 19, each pinned by a test that failed before the one
-// applier: an inventory keyed by version, a prune that wedged on a kind no longer served, and
-// staging that resolved every kind before applying anything.
+// Three apply defects, each pinned by a test: an inventory keyed by version, a prune that
+// wedges on a kind no longer served, and staging that resolves every kind before applying
+// anything.
 
 // gadgetCRD serves Gadget (versions.score.test) under v1alpha1 and v1, with the same schema.
 func gadgetCRD() *apiextensionsv1.CustomResourceDefinition {
@@ -159,8 +159,8 @@ func TestKindNoLongerServedDoesNotWedgePrune(t *testing.T) {
 
 // TestTemplateWithCRDAndItsObjectConverges: a render holding a CustomResourceDefinition and
 // an object of the kind it defines is applied in stages: the definition first, the object
-// once the kind is served. Every kind was resolved before anything was applied, so such a
-// render never converged.
+// once the kind is served. Resolving every kind before applying anything, such a render would
+// never converge: the object's kind is not served until the definition is applied.
 func TestTemplateWithCRDAndItsObjectConverges(t *testing.T) {
 	text := `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

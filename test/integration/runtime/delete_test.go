@@ -15,9 +15,9 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
-// Issue 35, item 8: objects were deleted by name, with no UID precondition, so an inventory
-// entry whose object went and whose name another owner (a tenant, another Workload) took since
-// deleted that owner's object on the next prune or release. An entry records the UID it was
+// Deleting by name, with no UID precondition, would let an inventory entry whose object went
+// and whose name another owner (a tenant, another Workload) took since delete that owner's
+// object on the next prune or release. An entry records the UID it was
 // applied as, and deletes that object only.
 func TestAnObjectReplacedUnderItsNameIsNotDeleted(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
@@ -80,9 +80,9 @@ func TestAnObjectReplacedUnderItsNameIsNotDeleted(t *testing.T) {
 	}
 }
 
-// Issue 35, item 5: a release that kept an object for another consumer counted it as
-// deleted, and a moved claim then deleted the instance's state on the cluster it left, from
-// under the consumer that stayed. What Release reports is what it did.
+// What Release reports is what it did: a release that kept an object for another consumer
+// must not count it as deleted, or a moved claim then deletes the instance's state on the
+// cluster it left, from under the consumer that stayed.
 func TestAReleaseCountsWhatItKept(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
 	a := &apply.Applier{Client: env.Client, FieldManager: scorev1b1.FieldManagerProvisioner}

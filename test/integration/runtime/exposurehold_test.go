@@ -41,9 +41,9 @@ spec:
 // heldNamespace.
 var exposureRuns atomic.Int64
 
-// Issue 39, each step's status written once: a Workload's exposure goes from created to
-// healthy in one status write — its endpoint published with its health — where it was two,
-// the endpoint with Provisioning and then Healthy. The runtime of heldNamespace holds
+// Each step's status written once: a Workload's exposure goes from created to healthy in one
+// status write — its endpoint published with its health — not two, the endpoint with
+// Provisioning and then Healthy. The runtime of heldNamespace holds
 // progress for an hour, so the count does not depend on this machine's speed; every other
 // namespace's runtime holds nothing and still writes two. No controller-manager runs here:
 // the test writes the Deployment's status as kube-controller-manager would.

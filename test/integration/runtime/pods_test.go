@@ -42,12 +42,11 @@ spec:
 ` + containerLines
 }
 
-// Issue 47, items 2 and 8: through a careless template a tenant got a privileged pod on the
-// host's network and PID namespace with the node's root mounted, or a pod running as another
-// ServiceAccount of the namespace, or a probe sent to the cloud's metadata address. The
-// runtime refuses each render before anything of it is applied: the plan fails with
-// PermissionDenied, naming the object, the field and the rule, and neither the Deployment
-// nor the ConfigMap beside it exists. (Before the pod rules, every one of these was applied.)
+// Through a careless template a tenant asks for a privileged pod on the host's network and PID
+// namespace with the node's root mounted, or a pod running as another ServiceAccount of the
+// namespace, or a probe sent to the cloud's metadata address. The runtime refuses each render
+// before anything of it is applied: the plan fails with PermissionDenied, naming the object,
+// the field and the rule, and neither the Deployment nor the ConfigMap beside it exists.
 func TestHostileTemplatePodIsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, pod, container, want string
@@ -155,11 +154,11 @@ func installWorkflowsAndCharts(t *testing.T) {
 	installCRD(t, openCRD("helm.toolkit.fluxcd.io", "v2", "HelmRelease", "helmreleases"), schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmReleaseList"})
 }
 
-// The review of issue 47, finding 4: an Argo Workflow whose spec.volumes mounts the node's root
-// into a step, without a ServiceAccount in its spec, passed the pod rules (the step was judged,
-// the pod-level volume never was) and was applied; a chart's values that make its pod
-// privileged were never looked at. The runtime refuses both before anything of the render is
-// applied: PermissionDenied, the ConfigMap beside them absent too.
+// An Argo Workflow whose spec.volumes mounts the node's root into a step, without a
+// ServiceAccount in its spec (the pod-level volume is judged, not only the step), and a chart's
+// values that make its pod privileged (the values are looked at). The runtime refuses both
+// before anything of the render is applied: PermissionDenied, the ConfigMap beside them absent
+// too.
 func TestHostileWorkflowAndChartPodsAreRefused(t *testing.T) {
 	installWorkflowsAndCharts(t)
 	for _, tc := range []struct {
@@ -207,10 +206,9 @@ spec:
 	}
 }
 
-// TestChartValuesThatCreateAServiceAccountAreApplied pins the review of issue 47, finding 5: a
-// HelmRelease whose values hold serviceAccount: {create: true, name: ""}, as nearly every
-// chart's do, was refused with PermissionDenied ("spec.values: is not a pod spec Kubernetes can
-// read"). It is applied.
+// TestChartValuesThatCreateAServiceAccountAreApplied: a HelmRelease whose values hold
+// serviceAccount: {create: true, name: ""}, as nearly every chart's do, is applied, not refused
+// with PermissionDenied ("spec.values: is not a pod spec Kubernetes can read").
 func TestChartValuesThatCreateAServiceAccountAreApplied(t *testing.T) {
 	installWorkflowsAndCharts(t)
 	text := `apiVersion: helm.toolkit.fluxcd.io/v2

@@ -31,9 +31,9 @@ spec:
 // progressRuns numbers the runs of TestPlanCreatedToHealthyInTwoStatusWrites.
 var progressRuns atomic.Int64
 
-// Issue 39, each step's status written once: a plan whose Deployment goes through a step of
-// progress before it is available is written twice from creation to healthy — Planning, then
-// Projected — where each step of the Deployment's progress was a write of its own before. The
+// Each step's status written once: a plan whose Deployment goes through a step of progress
+// before it is available is written twice from creation to healthy — Planning, then
+// Projected — not once more for each step of the Deployment's progress. The
 // runtime of heldNamespace holds progress for an hour, so the count does not depend on this
 // machine's speed. No controller-manager runs here: the test writes the Deployment's status as
 // kube-controller-manager would.

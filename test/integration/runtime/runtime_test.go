@@ -252,8 +252,8 @@ func TestApplyPruneAndRepair(t *testing.T) {
 }
 
 // A ConfigMap a template renders is watched like any applied object: its drift is corrected.
-// Regression: the cache options limited every ConfigMap informer of the process to the
-// Orchestrator Config's ConfigMap, so the runtime never saw the ConfigMaps it applied.
+// The cache options must not limit every ConfigMap informer of the process to the
+// Orchestrator Config's ConfigMap, or the runtime never sees the ConfigMaps it applies.
 func TestAppliedConfigMapDriftIsCorrected(t *testing.T) {
 	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}-settings\ndata:\n  mode: quiet\n"
 	ns := setup(t, text)

@@ -30,9 +30,9 @@ import (
 // and its status is not rewritten while the webhook fails, the apply is retried with backoff,
 // and it goes through once the webhook answers again.
 //
-// Regression (issue 36): the runtime failed the plan (Failed, RuntimeProvisioning) on any
-// error it did not name, so its Workload went from Ready to failed and back, while the
-// provisioner kept a Bound claim Bound through the same error.
+// Failing the plan (Failed, RuntimeProvisioning) on any error the runtime does not name would
+// take its Workload from Ready to failed and back, while the provisioner keeps a Bound claim
+// Bound through the same error.
 func TestTransientApplyErrorKeepsThePlan(t *testing.T) {
 	text := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}-settings\ndata:\n  mode: {{ .Values.mode }}\n"
 	ns := setup(t, text)

@@ -420,8 +420,8 @@ func relabel(t *testing.T, name string, labels map[string]string) {
 // TestRolloutWaitsForEveryCopy rolls a config change out over a Workload with a copy on each of
 // two members: the wave passes when both copies are healthy at the new revision, and one copy
 // serving while the other is not — the Workload Ready with RuntimeDegraded — halts it at the
-// progress deadline; before, the gate read the first copy's plan and the Workload's Ready, and
-// passed it.
+// progress deadline: the gate reads every copy's plan, not the first copy's and the
+// Workload's Ready, which would pass it.
 func TestRolloutWaitsForEveryCopy(t *testing.T) {
 	east, west := registerAs(t, "east", "10.0.1.1", "rollout"), registerAs(t, "west", "10.0.1.2", "rollout")
 	text, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "templates", "web-service.yaml"))

@@ -1,5 +1,5 @@
 // Package sharing tests, on a real kube-apiserver and etcd, the platform's limits on instances
-// it shares across namespaces (issue 47): a consumer keeps the platform's deprovision policy,
+// it shares across namespaces: a consumer keeps the platform's deprovision policy,
 // shares only the ids the platform lists, and its namespace holds at most the platform's bound
 // of instances, however many claims take the last place at once. The provisioner runs as the
 // binary sets it up, with concurrent workers.

@@ -96,13 +96,12 @@ func (a *externalAPI) requests(method string) []string {
 	return out
 }
 
-// Review of issue 47 (finding 1): the refused claim's release still sent an http+api
-// instance's delete request. A tenant, the only consumer of an external database the platform
-// retains, turns its policy to Delete, is refused, and deletes its Workload: the refusal let go
-// of the instance's objects and identity, but the release decided by the claim's spec and sent
-// the delete request with the platform's credentials, for the instance's state in the sharing
-// namespace. Now a claim's release deprovisions only an instance its status names, by the
-// platform's policy.
+// A refused claim's release must not send an http+api instance's delete request. A tenant, the
+// only consumer of an external database the platform retains, turns its policy to Delete, is
+// refused, and deletes its Workload: the refusal lets go of the instance's objects and
+// identity, and a release decided by the claim's spec would send the delete request with the
+// platform's credentials, for the instance's state in the sharing namespace. A claim's release
+// deprovisions only an instance its status names, by the platform's policy.
 func TestHostileSharedAPIInstanceIsNotDeletedByARefusedClaim(t *testing.T) {
 	ns := consumerNamespace(t)
 	id := "vault-" + rand.String(5)
@@ -134,12 +133,12 @@ func TestHostileSharedAPIInstanceIsNotDeletedByARefusedClaim(t *testing.T) {
 	}
 }
 
-// Review of issue 47 (finding 1): a tenant whose claim was bound to a shared instance the
-// platform retains turned its policy to Delete (the orchestrator writes the annotation's policy
-// into the claim's spec) and deleted its Workload before the provisioner's next pass (a
-// backlog, a restart, both events merged): the release followed the spec and deleted the
-// retained objects and the state, or sent the external API's delete request. A claim is now
-// released by the platform's policy the provisioner recorded when it bound the claim.
+// A tenant whose claim is bound to a shared instance the platform retains turns its policy to
+// Delete (the orchestrator writes the annotation's policy into the claim's spec) and deletes
+// its Workload before the provisioner's next pass (a backlog, a restart, both events merged):
+// a release that followed the spec would delete the retained objects and the state, or send
+// the external API's delete request. A claim is released by the platform's policy the
+// provisioner recorded when it bound the claim.
 func TestHostileSharedInstancePolicyChangedBeforeTheProvisionersPass(t *testing.T) {
 	for _, typ := range []string{"retained-kv", "retained-api"} {
 		t.Run(typ, func(t *testing.T) {
@@ -184,12 +183,12 @@ func TestHostileSharedInstancePolicyChangedBeforeTheProvisionersPass(t *testing.
 	}
 }
 
-// Review of issue 47 (finding 3): the bound on shared instances per namespace was bypassed by
-// churning a Workload: the ledger dropped an instance no live claim held, but an instance the
-// platform retains stays in the sharing namespace after its claim goes. A tenant deleted its
-// Workload (its claim retained), created it again with another id (the orchestrator deletes
-// the retained claim), and had one more instance each time. An instance now keeps its place
-// until a release deprovisions it; the retained one is bound again by its own id.
+// The bound on shared instances per namespace must hold against a churned Workload: an
+// instance the platform retains stays in the sharing namespace after its claim goes, so a
+// ledger that dropped an instance no live claim holds would let a tenant delete its Workload
+// (its claim retained), create it again with another id (the orchestrator deletes the retained
+// claim), and have one more instance each time. An instance keeps its place until a release
+// deprovisions it; the retained one is bound again by its own id.
 func TestHostileRetainedSharedInstancesKeepTheirPlace(t *testing.T) {
 	ns := consumerNamespace(t)
 	run := rand.String(5)

@@ -68,7 +68,7 @@ func consumerNamespace(t *testing.T) string {
 	return ns.Name
 }
 
-// Issue 47: an admitted tenant created instances in the sharing namespace without bound, one
+// An admitted tenant must not create instances in the sharing namespace without bound, one
 // per id. Five claims of distinct ids from one namespace, created at once and provisioned by
 // concurrent workers, get two instances, the platform's bound; the other three are refused
 // before anything is provisioned, and the ledger lists the two. An id the platform does not
@@ -163,8 +163,8 @@ func TestSharedInstancesPerNamespaceAreBounded(t *testing.T) {
 	})
 }
 
-// Issue 47: once no other claim was bound, a tenant's claim of a shared instance the platform
-// retains, with the policy Delete, deleted its data and state when it went. Such a claim is
+// Once no other claim is bound, a tenant's claim of a shared instance the platform retains,
+// with the policy Delete, would delete its data and state when it went. Such a claim is
 // refused before anything is provisioned, and its deletion deletes nothing.
 func TestSharedInstancePolicyIsThePlatforms(t *testing.T) {
 	ns := consumerNamespace(t)
