@@ -20,6 +20,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
@@ -151,11 +152,11 @@ none given: placement is not decided, no override applies).`,
 	return cmd
 }
 
-// placedWhere is what placement decides from in a diff: the member clusters, and the one
-// each Workload runs on now.
+// placedWhere is what placement decides from in a diff: the member clusters, and where each
+// Workload's copies run now.
 type placedWhere struct {
 	members []placement.Cluster
-	placed  func(namespace, name string) string
+	placed  func(namespace, name string) []placement.Copy
 }
 
 // parseMembers reads --member NAME:k=v,... flags; none leaves placement undecided.
@@ -196,11 +197,17 @@ func clusterPlacement(ctx context.Context, flags *clusterFlags) (placedWhere, er
 	if err := c.List(ctx, &plans, opts...); err != nil {
 		return placedWhere{}, fmt.Errorf("reading where the plans are placed: %w", err)
 	}
-	on := map[string]string{}
-	for _, p := range plans.Items {
-		on[p.Namespace+"/"+p.Name] = p.Spec.Cluster
+	placed := func(namespace, name string) []placement.Copy {
+		var out []placement.Copy
+		for _, p := range plans.Items {
+			// A plan being deleted is a copy being removed, as the orchestrator counts them.
+			if slot, ok := planner.CopySlot(name, p.Name); ok && p.Namespace == namespace && p.DeletionTimestamp.IsZero() {
+				out = append(out, placement.Copy{Slot: slot, Cluster: p.Spec.Cluster})
+			}
+		}
+		return out
 	}
-	return placedWhere{members: clusters.Placeable(clusters.Decode(cm)), placed: func(namespace, name string) string { return on[namespace+"/"+name] }}, nil
+	return placedWhere{members: clusters.Placeable(clusters.Decode(cm)), placed: placed}, nil
 }
 
 func readConfig(path string) (*orchconfig.Config, error) {
