@@ -55,10 +55,10 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 
 Backends that place on member clusters are placed as the orchestrator places them, and each
 Workload's diff names its cluster and the values of its plan that change there (a placement
-override's): with --cluster, among the clusters the controllers see (the ConfigMap
-score-system/score-clusters), each Workload kept on the cluster its plan names while it
-matches; with --workloads, among the clusters given with --member NAME:k=v,... (repeat it;
-none given: placement is not decided, no override applies).`,
+override's), copy by copy for a Workload on several clusters: with --cluster, among the
+clusters the controllers see (the ConfigMap score-system/score-clusters), each copy kept on
+the cluster its plan names while it matches; with --workloads, among the clusters given with
+--member NAME:k=v,... (repeat it; none given: placement is not decided, no override applies).`,
 		Example: `  scorectl config diff main/orchestrator-config.yaml pr/orchestrator-config.yaml \
     --workloads examples --templates pr/templates --old-templates main/templates
   scorectl config diff old.yaml new.yaml --cluster --templates config/templates -o json
