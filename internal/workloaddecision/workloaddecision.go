@@ -97,7 +97,7 @@ type Observed struct {
 	ClaimsWritten map[string]error
 
 	// Copies are the objects of the Workload's copies on several clusters beyond slot 0, and
-	// what the pass's writes to them did (several.go).
+	// what the pass's writes to them did (copies.go).
 	Copies CopyObserved
 }
 
