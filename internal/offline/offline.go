@@ -77,7 +77,7 @@ type Cluster struct {
 }
 
 // probeHosts says whether the config admits probes that name a host in the Workload's
-// namespace, as the orchestrator decides it.
+// namespace (orchconfig's ProbeHostsAllowed, which the orchestrator asks too).
 func (in Input) probeHosts(w *scorev1b1.Workload) bool {
 	var labels map[string]string
 	if in.Cluster.NamespaceLabels != nil {
@@ -270,7 +270,7 @@ func memberList(candidates []placement.Candidate) string {
 	return b.String()
 }
 
-// prepareFor marks and orders objects as the applier does.
+// prepareFor marks and orders objects with prepare.Prepare, the applier's own first step.
 func prepareFor(in Input, objs []*unstructured.Unstructured, marks prepare.Marks) ([]*unstructured.Unstructured, error) {
 	prepared, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: marks, Scope: prepare.OfflineScope, Allowed: in.Config.KindAllowed})
 	if err != nil {
