@@ -53,7 +53,8 @@ type Input struct {
 	// Members are the member clusters placement chooses from (names and labels, as
 	// registered), and Placed, when set, the copies a Workload runs as now (slot and cluster,
 	// as its plans name them), which placement keeps while their clusters match. With Members
-	// nil, placement is not decided (Undecided).
+	// nil, placement is not decided: a placed backend's Workload shows as many copies as its
+	// placement asks for (one for All), on no cluster, with no override.
 	Members []placement.Cluster
 	Placed  func(namespace, name string) []placement.Copy
 }
@@ -100,8 +101,7 @@ type Claim struct {
 type Result struct {
 	Workload  *scorev1b1.Workload
 	Selection selection.Result
-	// Placement is where the Workload's copies are placed, decided with Input.Members (see
-	// Undecided without them).
+	// Placement is where the Workload's copies are placed, decided with Input.Members.
 	Placement placement.Several
 	// Copies are what each copy applies, in placement order; one on the hub when its backend
 	// has no placement.
@@ -168,7 +168,7 @@ func runOne(ctx context.Context, in Input, cfg *workloaddecision.Config, w *scor
 	case !res.Selection.OK:
 		return res, fmt.Errorf("selection: %s", res.Selection.Message)
 	case in.Members == nil && b.Placement != nil:
-		res.Placement = Undecided(b.Placement)
+		res.Placement = undecided(b.Placement)
 	case !res.Placement.OK:
 		return res, fmt.Errorf("placement: backend %s places on clusters matching %s, and no cluster given does%s",
 			b.BackendID, res.Placement.Selector, memberList(res.Placement.Candidates))
@@ -183,10 +183,10 @@ func runOne(ctx context.Context, in Input, cfg *workloaddecision.Config, w *scor
 	return res, nil
 }
 
-// Undecided is the placement render shows when no member cluster is known: as many copies as
+// undecided is the placement render shows when no member cluster is known: as many copies as
 // the placement asks for (All: one, since how many clusters match is the fleet's), in their
 // slots, on no cluster, so no override applies.
-func Undecided(p *orchconfig.Placement) placement.Several {
+func undecided(p *orchconfig.Placement) placement.Several {
 	n, all := p.Copies()
 	if all {
 		n = 1
