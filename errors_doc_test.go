@@ -400,7 +400,7 @@ func conflictMessage(t *testing.T, input string, admit func(*scorev1b1.Workload)
 			t.Fatalf("%s: %v", w.Name, err)
 		}
 		rendered[i] = map[string]bool{}
-		for _, m := range results[0].Objects {
+		for _, m := range results[0].Copies[0].Objects {
 			id := m.GetKind() + "/" + m.GetName()
 			rendered[i][id] = true
 			if i == 1 {

@@ -20,6 +20,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
@@ -48,10 +49,10 @@ their digests. With --fail-on-risky the exit code is 1 when any change is risky,
 
 Backends that place on member clusters are placed as the orchestrator places them, and each
 Workload's diff names its cluster and the values of its plan that change there (a placement
-override's): with --cluster, among the clusters the controllers see (the ConfigMap
-score-system/score-clusters), each Workload kept on the cluster its plan names while it
-matches; with --workloads, among the clusters given with --member NAME:k=v,... (repeat it;
-none given: placement is not decided, no override applies).`,
+override's), copy by copy for a Workload on several clusters: with --cluster, among the
+clusters the controllers see (the ConfigMap score-system/score-clusters), each copy kept on
+the cluster its plan names while it matches; with --workloads, among the clusters given with
+--member NAME:k=v,... (repeat it; none given: placement is not decided, no override applies).`,
 		Example: `  scorectl config diff main/orchestrator-config.yaml pr/orchestrator-config.yaml \
     --workloads examples --templates pr/templates --old-templates main/templates
   scorectl config diff old.yaml new.yaml --cluster --templates config/templates -o json
@@ -178,11 +179,11 @@ func (o *configDiffOptions) compare(ctx context.Context, workloads []*scorev1b1.
 	return diffs, nil
 }
 
-// placedWhere is what placement decides from in a diff: the member clusters, and the one
-// each Workload runs on now.
+// placedWhere is what placement decides from in a diff: the member clusters, and where each
+// Workload's copies run now.
 type placedWhere struct {
 	members []placement.Cluster
-	placed  func(namespace, name string) string
+	placed  func(namespace, name string) []placement.Copy
 }
 
 // parseMembers reads --member NAME:k=v,... flags; none leaves placement undecided.
@@ -223,11 +224,17 @@ func clusterPlacement(ctx context.Context, flags *clusterFlags) (placedWhere, er
 	if err := c.List(ctx, &plans, opts...); err != nil {
 		return placedWhere{}, fmt.Errorf("reading where the plans are placed: %w", err)
 	}
-	on := map[string]string{}
-	for _, p := range plans.Items {
-		on[p.Namespace+"/"+p.Name] = p.Spec.Cluster
+	placed := func(namespace, name string) []placement.Copy {
+		var out []placement.Copy
+		for _, p := range plans.Items {
+			// A plan being deleted is a copy being removed, as the orchestrator counts them.
+			if slot, ok := planner.CopySlot(name, p.Name); ok && p.Namespace == namespace && p.DeletionTimestamp.IsZero() {
+				out = append(out, placement.Copy{Slot: slot, Cluster: p.Spec.Cluster})
+			}
+		}
+		return out
 	}
-	return placedWhere{members: clusters.Placeable(clusters.Decode(cm)), placed: func(namespace, name string) string { return on[namespace+"/"+name] }}, nil
+	return placedWhere{members: clusters.Placeable(clusters.Decode(cm)), placed: placed}, nil
 }
 
 func readConfig(path string) (*orchconfig.Config, error) {

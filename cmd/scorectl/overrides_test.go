@@ -106,3 +106,68 @@ func TestClusterOverridesConfigDiff(t *testing.T) {
 		t.Fatal("a member name that is not a name is refused")
 	}
 }
+
+// render shows every copy of a Workload whose backend runs it on several clusters, each with
+// its plan, its cluster and that cluster's overrides; --cluster picks the copy one cluster
+// gets. Before, render followed the orchestrator's single-cluster path and printed one copy.
+func TestRenderShowsEveryCopy(t *testing.T) {
+	copies := func(n string) func(string) string {
+		return func(s string) string {
+			s = overriding("3")(s)
+			return strings.Replace(s, "placement: {clusterSelector: {matchLabels: {env: prod}}, ", "placement: {clusters: \""+n+"\", clusterSelector: {matchLabels: {env: prod}}, ", 1)
+		}
+	}
+	hello := "../../examples/hello/score.yaml"
+	members := []string{"--member", "eu-1:env=prod,region=eu", "--member", "us-1:env=prod,region=us", "--member", "dev-1:env=dev"}
+	render := func(cfg string, extra ...string) (string, error) {
+		out, _, err := execute(t, append([]string{"render", "-f", hello, "--config", cfg, "--templates", "../../config/templates", "-n", "score-demo"}, extra...)...)
+		return out, err
+	}
+	two, all := devConfig(t, copies("2")), devConfig(t, copies("All"))
+	cases := []struct {
+		name     string
+		cfg      string
+		args     []string
+		want     []string
+		notWants []string
+		wantErr  string
+	}{
+		{name: "clusters: 2 on two matching members: both copies", cfg: two, args: members,
+			want:     []string{"(2 of 2), cluster ", "cluster eu-1, overrides[0]\n", "cluster us-1, no override\n", "name: hello\n", "name: hello.1\n", "cluster: eu-1\n", "cluster: us-1\n", "replicas: 3\n", "replicas: 1\n"},
+			notWants: []string{"dev-1"}},
+		{name: "All: one copy on each matching member", cfg: all, args: members,
+			want: []string{"(2 of 2)", "cluster eu-1, overrides[0]\n", "cluster us-1, no override\n"}},
+		{name: "--cluster picks the copy of one member", cfg: two, args: append([]string{"--cluster", "us-1"}, members...),
+			want: []string{"cluster us-1, no override\n", "replicas: 1\n"}, notWants: []string{"eu-1", "replicas: 3", "(1 of"}},
+		{name: "--cluster of a member no copy goes to", cfg: two, args: append([]string{"--cluster", "dev-1"}, members...),
+			wantErr: "places its copies on "},
+		{name: "--cluster that is no member", cfg: two, args: append([]string{"--cluster", "ap-1"}, members...),
+			wantErr: "--cluster ap-1 is none of the --member clusters"},
+		{name: "no members: as many copies as asked for, not placed", cfg: two,
+			want: []string{"copy hello (1 of 2), cluster not decided, no override\n", "copy hello.1 (2 of 2), cluster not decided, no override\n"}, notWants: []string{"cluster: "}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := render(tc.cfg, tc.args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("want %q in:\n%s", want, out)
+				}
+			}
+			for _, not := range tc.notWants {
+				if strings.Contains(out, not) {
+					t.Errorf("want no %q in:\n%s", not, out)
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,17 +47,27 @@ Templates referenced as configmap://<ns>/<name>/<key> (manifests, helm charts) a
 files of the directory DIR/<name>. Each is verified against its digest; oci:// templates are
 fetched and verified.
 
---cluster NAME renders what the member cluster NAME gets: each Workload is placed as the
-orchestrator places it, with NAME the only registered cluster, and its plan's values take the
-backend's placement overrides whose selectors match the cluster's labels. Render reads no
-registration: give the labels with --cluster-labels k=v,... (scorectl cluster list shows
-them); without it the cluster has no labels. A Workload that would not run on NAME (its
-backend runs on the hub, or its placement does not match the labels) fails, saying why.
-Without --cluster, placement is not decided: no cluster, no override.`,
+A Workload runs as copies, one per cluster its backend's placement chooses (one, or
+placement.clusters N or All; one on the hub without placement): render prints every copy, each
+with its plan (NAME, then NAME.1, ...), its claims and their objects on its cluster, and its
+runtime manifests, with the overrides of its cluster. Render reads no registration: --member
+NAME:k=v,... (repeat it; scorectl cluster list shows the names and labels) gives the clusters
+placement chooses from, and each Workload is placed as the orchestrator places it.
+
+--cluster NAME renders only what the member cluster NAME gets: the copy placed there. Without
+--member, NAME is the only registered cluster, with the labels of --cluster-labels k=v,...
+(none without it). A Workload that would not run on NAME (its backend runs on the hub, its
+placement does not match, or its copies go to other members) fails, saying why.
+
+Without --member or --cluster, placement is not decided: a placed backend's Workload shows as
+many copies as its placement asks for (one for All, whose number is the fleet's), on no
+cluster and with no override.`,
 		Example: `  scorectl render -f examples/web-postgres-redis/score.yaml \
     --config .dev/orchestrator-config.yaml --templates config/templates
   scorectl render -f examples/hello/score.yaml --config .dev/orchestrator-config.yaml \
-    --templates config/templates --cluster eu-1 --cluster-labels env=prod,region=eu`,
+    --templates config/templates --cluster eu-1 --cluster-labels env=prod,region=eu
+  scorectl render -f examples/hello/score.yaml --config .dev/orchestrator-config.yaml \
+    --templates config/templates --member eu-1:env=prod,region=eu --member us-1:env=prod,region=us`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -68,8 +79,9 @@ Without --cluster, placement is not decided: no cluster, no override.`,
 	cmd.Flags().StringVar(&o.image, "image", "", `the image of every container whose image is "." (score-k8s's --image)`)
 	cmd.Flags().StringVar(&o.region, "region", "", "the orchestrator's region, for backends restricted to regions")
 	cmd.Flags().BoolVar(&o.plainHTTP, "oci-plain-http", false, "reach OCI registries over plain HTTP")
-	cmd.Flags().StringVar(&o.cluster, "cluster", "", "render what this member cluster gets: placement and its overrides")
-	cmd.Flags().StringSliceVar(&o.clusterLabels, "cluster-labels", nil, "the labels of --cluster, k=v,... (render reads no registration)")
+	cmd.Flags().StringVar(&o.cluster, "cluster", "", "render only what this member cluster gets: the copy placed there, with its overrides")
+	cmd.Flags().StringSliceVar(&o.clusterLabels, "cluster-labels", nil, "the labels of --cluster, k=v,..., when no --member is given (render reads no registration)")
+	cmd.Flags().StringArrayVar(&o.members, "member", nil, "a member cluster to place on, NAME:k=v,... (repeatable)")
 	return cmd
 }
 
@@ -79,7 +91,7 @@ type renderOptions struct {
 	configFile, templatesDir, namespace, output, region, image string
 	plainHTTP                                                  bool
 	cluster                                                    string
-	clusterLabels                                              []string
+	clusterLabels, members                                     []string
 }
 
 // run renders the Workloads of the Score files offline and writes the results of those that
@@ -88,7 +100,7 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 	if len(o.files) == 0 || o.configFile == "" {
 		return errors.New("-f and --config are required")
 	}
-	members, err := renderMembers(o.cluster, o.clusterLabels)
+	members, err := renderClusters(o.cluster, o.clusterLabels, o.members)
 	if err != nil {
 		return err
 	}
@@ -105,7 +117,7 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 		return templates.FromDir(cmd.Context(), ref, o.templatesDir, fetcher)
 	}})
 	if o.cluster != "" {
-		runErr = errors.Join(runErr, notOn(results, o.cluster))
+		runErr = errors.Join(runErr, onlyOn(results, o.cluster))
 	}
 	if err := o.write(cmd.OutOrStdout(), results); err != nil {
 		return err
@@ -167,29 +179,79 @@ func renderMembers(name string, labels []string) ([]placement.Cluster, error) {
 	return []placement.Cluster{{Name: name, Labels: set}}, nil
 }
 
-// notOn fails the Workloads that rendered but would not run on cluster: their backend runs
-// them on the hub.
-func notOn(results []offline.Result, cluster string) error {
+// renderClusters are the member clusters placement chooses from: the --member flags, or else
+// the one --cluster names, with its --cluster-labels; none without either.
+func renderClusters(cluster string, labels, members []string) ([]placement.Cluster, error) {
+	if len(members) == 0 {
+		return renderMembers(cluster, labels)
+	}
+	if len(labels) > 0 {
+		return nil, errors.New("--cluster-labels are the labels of --cluster without --member: give the labels in --member NAME:k=v,...")
+	}
+	out, err := parseMembers(members)
+	if err != nil {
+		return nil, err
+	}
+	if cluster != "" && !slices.ContainsFunc(out, func(c placement.Cluster) bool { return c.Name == cluster }) {
+		return nil, fmt.Errorf("--cluster %s is none of the --member clusters", cluster)
+	}
+	return out, nil
+}
+
+// onlyOn keeps of each Workload the copy placed on cluster, and fails those with none there:
+// their backend runs them on the hub, or their copies go to other clusters.
+func onlyOn(results []offline.Result, cluster string) error {
 	var errs []error
 	for i := range results {
 		res := &results[i]
-		if res.Err != nil || res.Placement.Cluster == cluster {
+		if res.Err != nil {
 			continue
 		}
-		res.Err = fmt.Errorf("workload %s/%s: backend %s runs it on the hub (it has no placement), not on cluster %s",
-			res.Workload.Namespace, res.Workload.Name, res.Selection.Backend.BackendID, cluster)
+		i := slices.IndexFunc(res.Copies, func(c offline.Copy) bool { return c.Cluster == cluster })
+		switch {
+		case i >= 0:
+			res.Copies = res.Copies[i : i+1]
+			continue
+		case res.Selection.Backend.Placement == nil:
+			res.Err = fmt.Errorf("workload %s/%s: backend %s runs it on the hub (it has no placement), not on cluster %s",
+				res.Workload.Namespace, res.Workload.Name, res.Selection.Backend.BackendID, cluster)
+		default:
+			res.Err = fmt.Errorf("workload %s/%s: backend %s places its copies on %s, not on cluster %s",
+				res.Workload.Namespace, res.Workload.Name, res.Selection.Backend.BackendID, copiesOn(res.Copies), cluster)
+		}
 		errs = append(errs, res.Err)
 	}
 	return errors.Join(errs...)
 }
 
+// copiesOn lists the clusters of copies, for an error.
+func copiesOn(copies []offline.Copy) string {
+	names := make([]string, len(copies))
+	for i, c := range copies {
+		names[i] = c.Cluster
+	}
+	return strings.Join(names, ", ")
+}
+
+// writeRender prints every copy of a rendered Workload, in placement order.
 func writeRender(out io.Writer, res offline.Result) error {
-	w, sel := res.Workload, res.Selection
-	fmt.Fprintf(out, "# Workload %s/%s: profile %s (by %s), backend %s (runtime %s)%s\n", w.Namespace, w.Name, sel.Profile, sel.ProfileDetail, sel.Backend.BackendID, sel.Backend.RuntimeClass, placedOn(res))
-	if err := writeDocument(out, withoutStatus(res.Plan)); err != nil {
+	for i := range res.Copies {
+		if err := writeCopy(out, res, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeCopy prints one copy: a header saying where it runs, its plan, its claims with the
+// objects their provisioners apply, and the objects the runtime applies.
+func writeCopy(out io.Writer, res offline.Result, i int) error {
+	w, sel, cp := res.Workload, res.Selection, res.Copies[i]
+	fmt.Fprintf(out, "# Workload %s/%s: profile %s (by %s), backend %s (runtime %s)%s\n", w.Namespace, w.Name, sel.Profile, sel.ProfileDetail, sel.Backend.BackendID, sel.Backend.RuntimeClass, placedOn(res, i))
+	if err := writeDocument(out, withoutStatus(cp.Plan)); err != nil {
 		return err
 	}
-	for _, c := range res.Claims {
+	for _, c := range cp.Claims {
 		claim := &scorev1b1.ResourceClaim{
 			TypeMeta:   metav1.TypeMeta{APIVersion: scorev1b1.GroupVersion.String(), Kind: "ResourceClaim"},
 			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: w.Namespace, Labels: map[string]string{scorev1b1.LabelWorkload: w.Name}},
@@ -206,7 +268,7 @@ func writeRender(out io.Writer, res offline.Result) error {
 		}
 	}
 	fmt.Fprintln(out, "# Runtime manifests")
-	for _, m := range res.Objects {
+	for _, m := range cp.Objects {
 		if err := writeDocument(out, m.Object); err != nil {
 			return err
 		}
@@ -214,19 +276,28 @@ func writeRender(out io.Writer, res offline.Result) error {
 	return nil
 }
 
-// placedOn says, for the header, the cluster a render placed the Workload on and which of its
-// backend's overrides (by index) apply there; nothing on the hub.
-func placedOn(res offline.Result) string {
-	p := res.Placement
-	if p.Cluster == "" {
-		return ""
+// placedOn says, for the header of copy i, which copy it is when the Workload has several (its
+// plan's name, in placement order), the cluster a render placed it on and which of its backend's overrides (by index)
+// apply there; nothing more on the hub, and "cluster not decided" for a placed copy without
+// members.
+func placedOn(res offline.Result, i int) string {
+	cp := res.Copies[i]
+	var copy string
+	if len(res.Copies) > 1 {
+		copy = fmt.Sprintf(", copy %s (%d of %d)", cp.Plan.Name, i+1, len(res.Copies))
+	}
+	switch b := res.Selection.Backend; {
+	case cp.Cluster == "" && b.Placement != nil:
+		return copy + ", cluster not decided, no override"
+	case cp.Cluster == "":
+		return copy
 	}
 	var applied []string
-	for _, i := range res.Selection.Backend.Placement.Matching(p.Labels) {
+	for _, i := range res.Selection.Backend.Placement.Matching(cp.Labels) {
 		applied = append(applied, fmt.Sprintf("overrides[%d]", i))
 	}
 	if len(applied) == 0 {
-		return ", cluster " + p.Cluster + ", no override"
+		return copy + ", cluster " + cp.Cluster + ", no override"
 	}
-	return ", cluster " + p.Cluster + ", " + strings.Join(applied, ", ")
+	return copy + ", cluster " + cp.Cluster + ", " + strings.Join(applied, ", ")
 }

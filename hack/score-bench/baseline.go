@@ -83,20 +83,22 @@ func baselineObjects(ctx context.Context, root string, cfg *orchconfig.Config, k
 		return stages, fmt.Errorf("rendering the baseline offline: %w", err)
 	}
 	for _, res := range results {
-		secrets := map[string]string{}
-		for _, c := range res.Plan.Spec.Claims {
-			secrets[c.Key] = c.SecretName
-		}
-		for _, c := range res.Claims {
-			stages[0] = append(stages[0], c.Objects...)
-			if name := secrets[c.Key]; name != "" && len(c.SecretKeys) > 0 {
-				stages[0] = append(stages[0], secret(name, c.SecretKeys))
+		for _, cp := range res.Copies {
+			secrets := map[string]string{}
+			for _, c := range cp.Plan.Spec.Claims {
+				secrets[c.Key] = c.SecretName
 			}
-			if c.Instance != "" && len(c.SecretKeys) > 0 { // generated credentials are kept as state
-				stages[0] = append(stages[0], secret("score-state-"+c.Instance, []string{"state.json"}))
+			for _, c := range cp.Claims {
+				stages[0] = append(stages[0], c.Objects...)
+				if name := secrets[c.Key]; name != "" && len(c.SecretKeys) > 0 {
+					stages[0] = append(stages[0], secret(name, c.SecretKeys))
+				}
+				if c.Instance != "" && len(c.SecretKeys) > 0 { // generated credentials are kept as state
+					stages[0] = append(stages[0], secret("score-state-"+c.Instance, []string{"state.json"}))
+				}
 			}
+			stages[1] = append(stages[1], cp.Objects...)
 		}
-		stages[1] = append(stages[1], res.Objects...)
 	}
 	for _, stage := range stages {
 		for _, o := range stage {

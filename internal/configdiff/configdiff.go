@@ -1,9 +1,9 @@
 // Package configdiff compares what two Orchestrator Configs would do with one Workload: the
 // profile and backend each selects, the claims each makes (a claim replaced is a new
-// instance: its data and credentials are not the old ones), the cluster each places it on
-// and the values of its plan that change (a placement override's), and the objects each
-// renders (created, changed, pruned). It is pure: the caller runs the offline pipeline with
-// each config.
+// instance: its data and credentials are not the old ones), and copy by copy the cluster each
+// places it on, the values of its plan that change (a placement override's), and the objects
+// each renders (created, changed, pruned). It is pure: the caller runs the offline pipeline
+// with each config.
 package configdiff
 
 import (
@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,6 +19,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 )
 
 // Side is one config's outcome for a Workload: a result, or the error the pipeline stopped
@@ -65,11 +67,12 @@ func (w Workload) Risky() bool {
 // Empty reports whether nothing would change.
 func (w Workload) Empty() bool { return len(w.Changes) == 0 && len(w.Objects) == 0 }
 
-// Compare says what moving a Workload from the old config to the new one would do.
+// Compare says what moving a Workload from the old config to the new one would do: the
+// selection's changes, then copy by copy (by slot) its cluster, claims, values and objects.
 func Compare(name string, before, after Side) Workload {
-	d := Workload{Name: name, Cluster: after.Result.Placement.Cluster}
+	d := Workload{Name: name, Cluster: firstCluster(after.Result)}
 	if after.Err != nil {
-		d.Cluster = before.Result.Placement.Cluster
+		d.Cluster = firstCluster(before.Result)
 	}
 	switch {
 	case before.Err != nil && after.Err != nil:
@@ -93,14 +96,87 @@ func Compare(name string, before, after Side) Workload {
 	if b.Backend != nil && a.Backend != nil && b.Backend.BackendID != a.Backend.BackendID {
 		d.Changes = append(d.Changes, Change{What: fmt.Sprintf("backend %s → %s", b.Backend.BackendID, a.Backend.BackendID)})
 	}
-	if bc, ac := before.Result.Placement.Cluster, after.Result.Placement.Cluster; bc != ac {
-		// A move provisions its dependencies anew on the new cluster: their data stays behind.
-		d.Changes = append(d.Changes, Change{What: fmt.Sprintf("cluster %s → %s", clusterName(bc), clusterName(ac)), Risky: len(after.Result.Claims) > 0})
+	named := after.Result // names the copies: both are the same Workload's
+	if named.Workload == nil {
+		named = before.Result
 	}
-	d.Changes = append(d.Changes, claimChanges(before.Result.Claims, after.Result.Claims)...)
-	d.Changes = append(d.Changes, valueChanges(before.Result.Plan, after.Result.Plan)...)
+	for _, slot := range slots(before.Result, after.Result) {
+		bc, ac := copyOf(before.Result, slot), copyOf(after.Result, slot)
+		d.Changes = append(d.Changes, copyChanges(copyName(named, slot), bc, ac)...)
+	}
 	d.Objects = objectChanges(allObjects(before.Result), allObjects(after.Result))
 	return d
+}
+
+// copyChanges says what changes for one copy: added, removed (risky with dependencies, which
+// are released), or moved, its claims and its values. A copy other than the first (slot 0)
+// is named in each change.
+func copyChanges(name string, before, after *offline.Copy) []Change {
+	prefix := ""
+	if name != "" {
+		prefix = "copy " + name + ": "
+	}
+	switch {
+	case before == nil:
+		return []Change{{What: fmt.Sprintf("%sa new copy on %s", prefix, clusterName(after.Cluster))}}
+	case after == nil:
+		return []Change{{What: fmt.Sprintf("%sremoved from %s", prefix, clusterName(before.Cluster)), Risky: len(before.Claims) > 0}}
+	}
+	var out []Change
+	if before.Cluster != after.Cluster {
+		// A move provisions its dependencies anew on the new cluster: their data stays behind.
+		out = append(out, Change{What: fmt.Sprintf("cluster %s → %s", clusterName(before.Cluster), clusterName(after.Cluster)), Risky: len(after.Claims) > 0})
+	}
+	out = append(out, claimChanges(before.Claims, after.Claims)...)
+	out = append(out, valueChanges(before.Plan, after.Plan)...)
+	for i := range out {
+		out[i].What = prefix + out[i].What
+	}
+	return out
+}
+
+// firstCluster is the cluster of a result's first copy in placement order, whose endpoint the
+// Workload shows.
+func firstCluster(r offline.Result) string {
+	if len(r.Copies) == 0 {
+		return ""
+	}
+	return r.Copies[0].Cluster
+}
+
+// slots are the slots of either result's copies, in order.
+func slots(before, after offline.Result) []int {
+	var out []int
+	for _, r := range []offline.Result{before, after} {
+		for _, c := range r.Copies {
+			if !slices.Contains(out, c.Slot) {
+				out = append(out, c.Slot)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// copyOf is a result's copy in slot, nil when it has none there.
+func copyOf(r offline.Result, slot int) *offline.Copy {
+	for i := range r.Copies {
+		if r.Copies[i].Slot == slot {
+			return &r.Copies[i]
+		}
+	}
+	return nil
+}
+
+// copyName names a copy other than the first by its plan's name ("" for slot 0).
+func copyName(r offline.Result, slot int) string {
+	switch {
+	case slot == 0:
+		return ""
+	case r.Workload != nil:
+		return planner.CopyName(r.Workload.Name, slot)
+	}
+	return fmt.Sprintf("in slot %d", slot)
 }
 
 func clusterName(c string) string {
@@ -210,34 +286,39 @@ func claimChanges(before, after []offline.Claim) []Change {
 	return out
 }
 
-// allObjects is every object a result would have applied: provisioners' and runtime's.
-func allObjects(r offline.Result) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, c := range r.Claims {
-		out = append(out, c.Objects...)
+// allObjects is every object a result would have applied, by the name objectChanges compares
+// them under: provisioners' and runtime's, of every copy. The copies' objects have the same
+// names on their own clusters: those of a copy other than the first are named with the copy.
+func allObjects(r offline.Result) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, c := range r.Copies {
+		for _, o := range c.Objects {
+			out[objectName(o, copyName(r, c.Slot))] = o
+		}
+		for _, cl := range c.Claims {
+			for _, o := range cl.Objects {
+				out[objectName(o, copyName(r, c.Slot))] = o
+			}
+		}
 	}
-	return append(out, r.Objects...)
+	return out
 }
 
-func objectChanges(before, after []*unstructured.Unstructured) []ObjectChange {
-	old := map[string][]byte{}
-	for _, o := range before {
-		old[objectName(o)] = canonical(o)
-	}
+func objectChanges(before, after map[string]*unstructured.Unstructured) []ObjectChange {
 	var out []ObjectChange
-	for _, o := range after {
-		key := objectName(o)
-		prev, ok := old[key]
+	for key, o := range after {
+		prev, ok := before[key]
 		switch {
 		case !ok:
 			out = append(out, ObjectChange{Action: "created", Object: key})
-		case !bytes.Equal(prev, canonical(o)):
+		case !bytes.Equal(canonical(prev), canonical(o)):
 			out = append(out, ObjectChange{Action: "changed", Object: key})
 		}
-		delete(old, key)
 	}
-	for key := range old {
-		out = append(out, ObjectChange{Action: "pruned", Object: key})
+	for key := range before {
+		if _, ok := after[key]; !ok {
+			out = append(out, ObjectChange{Action: "pruned", Object: key})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Object != out[j].Object {
@@ -248,8 +329,14 @@ func objectChanges(before, after []*unstructured.Unstructured) []ObjectChange {
 	return out
 }
 
-func objectName(o *unstructured.Unstructured) string {
-	return fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+// objectName is how a diff names an object: its kind, namespace and name, and the copy it
+// belongs to when that is not the first (copy "").
+func objectName(o *unstructured.Unstructured, copy string) string {
+	name := fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+	if copy != "" {
+		name += " (copy " + copy + ")"
+	}
+	return name
 }
 
 func canonical(o *unstructured.Unstructured) []byte {

@@ -11,7 +11,6 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 )
 
@@ -25,8 +24,7 @@ func obj(kind, name string, spec map[string]any) *unstructured.Unstructured {
 func result(profile, backend string, claims []offline.Claim, objs ...*unstructured.Unstructured) Side {
 	return Side{Result: offline.Result{
 		Selection: selection.Result{OK: true, Profile: profile, Backend: &orchconfig.Backend{BackendID: backend}},
-		Claims:    claims,
-		Objects:   objs,
+		Copies:    []offline.Copy{{Claims: claims, Objects: objs}},
 	}}
 }
 
@@ -89,8 +87,9 @@ func TestCompare(t *testing.T) {
 // placed is a result placed on cluster with the plan's values.
 func placed(cluster, values string, claims []offline.Claim, objs ...*unstructured.Unstructured) Side {
 	s := result("web-service", "k8s-web", claims, objs...)
-	s.Result.Placement = placement.Result{OK: true, Cluster: cluster}
-	s.Result.Plan = &scorev1b1.WorkloadPlan{Spec: scorev1b1.WorkloadPlanSpec{Cluster: cluster, Values: &apiextensionsv1.JSON{Raw: []byte(values)}}}
+	c := &s.Result.Copies[0]
+	c.Cluster = cluster
+	c.Plan = &scorev1b1.WorkloadPlan{Spec: scorev1b1.WorkloadPlanSpec{Cluster: cluster, Values: &apiextensionsv1.JSON{Raw: []byte(values)}}}
 	return s
 }
 
@@ -126,5 +125,35 @@ func TestClusterOverridesDiff(t *testing.T) {
 				t.Fatalf("got %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A Workload on two clusters is compared copy by copy: a copy other than the first is named in
+// each of its changes and objects, and a copy added or removed is said.
+func TestCopiesDiff(t *testing.T) {
+	dep := func(replicas int) *unstructured.Unstructured {
+		return obj("Deployment", "web", map[string]any{"replicas": replicas})
+	}
+	two := func(eu, us string, usReplicas int) Side {
+		s := placed("eu-1", eu, nil, dep(1))
+		s.Result.Workload = &scorev1b1.Workload{}
+		s.Result.Workload.Name = "web"
+		s.Result.Copies = append(s.Result.Copies, offline.Copy{Objects: []*unstructured.Unstructured{dep(usReplicas)},
+			Plan: &scorev1b1.WorkloadPlan{Spec: scorev1b1.WorkloadPlanSpec{Cluster: "us-1", Values: &apiextensionsv1.JSON{Raw: []byte(us)}}}})
+		s.Result.Copies[1].Slot, s.Result.Copies[1].Cluster = 1, "us-1"
+		return s
+	}
+	got := Compare("ns/web", two(`{"replicas":1}`, `{"replicas":1}`, 1), two(`{"replicas":1}`, `{"replicas":3}`, 3))
+	want := Workload{Name: "ns/web", Cluster: "eu-1", Changes: []Change{{What: "copy web.1: values: replicas: 1 → 3"}},
+		Objects: []ObjectChange{{Action: "changed", Object: "Deployment ns/web (copy web.1)"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	one := placed("eu-1", `{"replicas":1}`, nil, dep(1))
+	got = Compare("ns/web", two(`{"replicas":1}`, `{"replicas":1}`, 1), one)
+	want = Workload{Name: "ns/web", Cluster: "eu-1", Changes: []Change{{What: "copy web.1: removed from us-1"}},
+		Objects: []ObjectChange{{Action: "pruned", Object: "Deployment ns/web (copy web.1)"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 }

@@ -1,9 +1,10 @@
 // Package offline runs the control plane's pipeline without a cluster, for scorectl render:
-// for each Workload, the selection, its claims provisioned in dependency order, the plan, and
-// the objects the runtime and the provisioner would apply. It calls the functions the
-// controllers call — selection, the planner, provisioning.Run (the provisioner's run, with
-// the applier's Prepare in place of the applier), the renderer and the applier's Prepare — so
-// what it shows is what they apply. Where only a cluster knows a value (UIDs the API server
+// for each Workload, the pipeline the orchestrator walks (workloaddecision.Desired: the
+// selection, its copies placed), then for each copy its claims provisioned in dependency
+// order, its plan, and the objects the runtime and the provisioner would apply. It calls the
+// functions the controllers call — the pipeline's stages, provisioning.Run (the provisioner's
+// run, with the applier's Prepare in place of the applier), the renderer and the applier's
+// Prepare — so what it shows is what they apply, on every cluster a copy runs on. Where only a cluster knows a value (UIDs the API server
 // assigns, an instance's stored state, secret values, the secrets revision of the pods) it
 // takes it from Cluster, or shows a stand-in: random values in provisioner templates are
 // replaced by deterministic ones (not usable secrets), secret values by markers, and the
@@ -34,6 +35,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/tplfuncs"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
+	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
 
 // Input is what an offline run needs.
@@ -49,11 +51,12 @@ type Input struct {
 	// Cluster supplies what only a cluster knows; its zero value is the offline stand-ins.
 	Cluster Cluster
 	// Members are the member clusters placement chooses from (names and labels, as
-	// registered), and Placed, when set, names the one a Workload runs on now ("" for none),
-	// which placement keeps while it matches. With Members nil, placement is not decided: a
-	// placed backend's plan names no cluster and none of its overrides applies.
+	// registered), and Placed, when set, the copies a Workload runs as now (slot and cluster,
+	// as its plans name them), which placement keeps while their clusters match. With Members
+	// nil, placement is not decided: a placed backend's Workload shows as many copies as its
+	// placement asks for (one for All), on no cluster, with no override.
 	Members []placement.Cluster
-	Placed  func(namespace, name string) string
+	Placed  func(namespace, name string) []placement.Copy
 }
 
 // Cluster supplies the values only a cluster knows. Each nil field has an offline stand-in.
@@ -75,7 +78,7 @@ type Cluster struct {
 }
 
 // probeHosts says whether the config admits probes that name a host in the Workload's
-// namespace, as the orchestrator decides it.
+// namespace (orchconfig's ProbeHostsAllowed, which the orchestrator asks too).
 func (in Input) probeHosts(w *scorev1b1.Workload) bool {
 	var labels map[string]string
 	if in.Cluster.NamespaceLabels != nil {
@@ -98,28 +101,36 @@ type Claim struct {
 type Result struct {
 	Workload  *scorev1b1.Workload
 	Selection selection.Result
-	// Placement is where the Workload is placed (its Cluster "" is the hub), decided with
-	// Input.Members.
-	Placement placement.Result
-	Claims    []Claim
-	Plan      *scorev1b1.WorkloadPlan
-	// Objects are what the runtime applies for the plan, prepared.
-	Objects []*unstructured.Unstructured
+	// Placement is where the Workload's copies are placed, decided with Input.Members.
+	Placement placement.Several
+	// Copies are what each copy applies, in placement order; one on the hub when its backend
+	// has no placement.
+	Copies []Copy
 	// Err is why the Workload could not be rendered (what the cluster would report on it);
 	// the fields above hold what was decided before it.
 	Err error
 }
 
+// Copy is one copy of a Workload: its slot and cluster ("" is the hub, or not decided), its
+// claims, its plan and the objects the runtime applies for the plan, prepared.
+type Copy struct {
+	placement.Copy
+	Claims  []Claim
+	Plan    *scorev1b1.WorkloadPlan
+	Objects []*unstructured.Unstructured
+}
+
 // Run runs the pipeline for every Workload and returns a result for each, in the order given.
-// Inputs the orchestrator would report as SpecInvalid, a failed selection, a claim no
-// provisioner serves or an unresolved output fail the Workload (Result.Err); the other
-// Workloads still render, and the returned error joins the failures, each naming its
+// Inputs the orchestrator would report as SpecInvalid, a failed selection, no cluster to place
+// on, a claim no provisioner serves or an unresolved output fail the Workload (Result.Err);
+// the other Workloads still render, and the returned error joins the failures, each naming its
 // Workload.
 func Run(ctx context.Context, in Input) ([]Result, error) {
 	sel, err := selection.New(in.Config)
 	if err != nil {
 		return nil, err
 	}
+	cfg := &workloaddecision.Config{Config: in.Config, Selector: sel}
 	out := make([]Result, 0, len(in.Workloads))
 	var errs []error
 	for _, w := range in.Workloads {
@@ -127,7 +138,7 @@ func Run(ctx context.Context, in Input) ([]Result, error) {
 			w = w.DeepCopy()
 			w.UID = types.UID(fmt.Sprintf("<uid of Workload %s/%s>", w.Namespace, w.Name))
 		}
-		res, err := runOne(ctx, in, sel, w)
+		res, err := runOne(ctx, in, cfg, w)
 		res.Workload = w
 		if err != nil {
 			res.Err = fmt.Errorf("workload %s/%s: %w", w.Namespace, w.Name, err)
@@ -138,7 +149,8 @@ func Run(ctx context.Context, in Input) ([]Result, error) {
 	return out, errors.Join(errs...)
 }
 
-func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1.Workload) (Result, error) {
+// runOne walks the pipeline for one Workload: its inputs, then Desired, then each copy.
+func runOne(ctx context.Context, in Input, cfg *workloaddecision.Config, w *scorev1b1.Workload) (Result, error) {
 	if problems := planner.CheckInputs(w, planner.Allowed{ProbeHosts: in.probeHosts(w)}); len(problems) > 0 {
 		msgs := make([]string, len(problems))
 		for i, p := range problems {
@@ -146,18 +158,53 @@ func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1
 		}
 		return Result{}, fmt.Errorf("the workload is invalid:\n  %s", strings.Join(msgs, "\n  "))
 	}
-	res := Result{Workload: w, Selection: sel.Select(selection.Input{Workload: w, Region: in.Region})}
-	if !res.Selection.OK {
+	desired := workloaddecision.DesiredInput{Workload: w, Config: cfg, Region: in.Region, ProbeHosts: in.probeHosts(w), Clusters: in.Members}
+	if in.Placed != nil {
+		desired.Current = in.Placed(w.Namespace, w.Name)
+	}
+	pipe := workloaddecision.Desired(desired)
+	res := Result{Workload: w, Selection: pipe.Selection, Placement: pipe.Placement}
+	switch b := res.Selection.Backend; {
+	case !res.Selection.OK:
 		return res, fmt.Errorf("selection: %s", res.Selection.Message)
-	}
-	if res.Placement = in.place(w, res.Selection.Backend); !res.Placement.OK {
+	case in.Members == nil && b.Placement != nil:
+		res.Placement = undecided(b.Placement)
+	case !res.Placement.OK:
 		return res, fmt.Errorf("placement: backend %s places on clusters matching %s, and no cluster given does%s",
-			res.Selection.Backend.BackendID, res.Placement.Selector, memberList(res.Placement.Candidates))
+			b.BackendID, res.Placement.Selector, memberList(res.Placement.Candidates))
 	}
+	for _, c := range res.Placement.Copies {
+		copied, err := runCopy(ctx, in, pipe, w, c)
+		res.Copies = append(res.Copies, copied)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
 
+// undecided is the placement render shows when no member cluster is known: as many copies as
+// the placement asks for (All: one, since how many clusters match is the fleet's), in their
+// slots, on no cluster, so no override applies.
+func undecided(p *orchconfig.Placement) placement.Several {
+	n, all := p.Copies()
+	if all {
+		n = 1
+	}
+	res := placement.Several{OK: true, Want: n, Selector: placement.SelectorString(p.ClusterSelector), Policy: p.Policy}
+	for slot := range n {
+		res.Copies = append(res.Copies, placement.Copy{Slot: slot})
+	}
+	return res
+}
+
+// runCopy runs one copy: its claims provisioned in dependency order (each with the outputs of
+// those before it), its plan, and the objects the runtime applies for it.
+func runCopy(ctx context.Context, in Input, pipe workloaddecision.Pipeline, w *scorev1b1.Workload, at placement.Copy) (Copy, error) {
+	res := Copy{Copy: at}
 	views := map[string]planner.ClaimView{}
 	for len(views) < len(w.Spec.Resources) {
-		desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: w, Provisioners: in.Config.Provisioners, Classes: in.Config.Classes, Observed: views})
+		desired, err := pipe.Claims(at, views)
 		if err != nil {
 			return res, err
 		}
@@ -181,18 +228,17 @@ func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1
 	}
 	sort.Slice(res.Claims, func(i, j int) bool { return res.Claims[i].Key < res.Claims[j].Key })
 
-	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: res.Selection.Profile, Backend: *res.Selection.Backend, Claims: views,
-		Cluster: res.Placement.Cluster, ClusterLabels: res.Placement.Labels, ProbeHosts: in.probeHosts(w)})
+	built, err := pipe.Plan(at, views)
 	if err != nil {
 		return res, err
 	}
 	if len(built.Unresolved) > 0 {
 		return res, fmt.Errorf("outputs not provided by the provisioners: %s", strings.Join(built.Unresolved, ", "))
 	}
-	built.Spec.Cluster = res.Placement.Cluster
+	name := planner.CopyName(w.Name, at.Slot)
 	res.Plan = &scorev1b1.WorkloadPlan{
 		TypeMeta:   metav1.TypeMeta{APIVersion: scorev1b1.GroupVersion.String(), Kind: "WorkloadPlan"},
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, UID: in.planUID(w)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, UID: in.planUID(w.Namespace, name)},
 		Spec:       *built.Spec,
 	}
 	tpl, err := in.Template(built.Spec.Template)
@@ -215,19 +261,6 @@ func runOne(ctx context.Context, in Input, sel *selection.Selector, w *scorev1b1
 	return res, err
 }
 
-// place chooses the Workload's cluster as the orchestrator does, among Members; with none
-// given, a placed backend is not decided (the hub, and no override).
-func (in Input) place(w *scorev1b1.Workload, b *orchconfig.Backend) placement.Result {
-	if in.Members == nil || b.Placement == nil {
-		return placement.Result{OK: true}
-	}
-	pin := placement.Input{Placement: b.Placement, Clusters: in.Members, Namespace: w.Namespace, Name: w.Name}
-	if in.Placed != nil {
-		pin.Current = in.Placed(w.Namespace, w.Name)
-	}
-	return placement.Place(pin)
-}
-
 // memberList says why each cluster placement saw was not chosen, for an error.
 func memberList(candidates []placement.Candidate) string {
 	var b strings.Builder
@@ -237,7 +270,7 @@ func memberList(candidates []placement.Candidate) string {
 	return b.String()
 }
 
-// prepareFor marks and orders objects as the applier does.
+// prepareFor marks and orders objects with prepare.Prepare, the applier's own first step.
 func prepareFor(in Input, objs []*unstructured.Unstructured, marks prepare.Marks) ([]*unstructured.Unstructured, error) {
 	prepared, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: marks, Scope: prepare.OfflineScope, Allowed: in.Config.KindAllowed})
 	if err != nil {
@@ -250,11 +283,12 @@ func prepareFor(in Input, objs []*unstructured.Unstructured, marks prepare.Marks
 	return out, nil
 }
 
-func (in Input) planUID(w *scorev1b1.Workload) types.UID {
+// planUID is the UID of the plan named name; offline a marker naming it.
+func (in Input) planUID(namespace, name string) types.UID {
 	if in.Cluster.PlanUID != nil {
-		return in.Cluster.PlanUID(w.Namespace, w.Name)
+		return in.Cluster.PlanUID(namespace, name)
 	}
-	return types.UID(fmt.Sprintf("<uid of WorkloadPlan %s/%s>", w.Namespace, w.Name))
+	return types.UID(fmt.Sprintf("<uid of WorkloadPlan %s/%s>", namespace, name))
 }
 
 func secretName(c Claim) string {
@@ -283,6 +317,7 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 		return Claim{}, err
 	}
 	id := provisioning.NewIdentity(w.Namespace, w.Name, d.Key, d.Spec.Type, d.Spec.Class, d.Spec.ID)
+	id.Cluster = provisioning.InstanceCluster(def, d.Spec.Cluster)
 	data := provisioning.DataInput{Identity: id, Class: served.Class, Params: served.Params, Metadata: metadata,
 		Source: w.Name, Workloads: namespaceOf(in.Workloads, w.Namespace)}
 	if in.Cluster.State != nil {

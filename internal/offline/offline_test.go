@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,8 +74,8 @@ func TestAnAppRendersTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := results[0]
-	if front.Workload.Name != "frontend" || len(front.Claims) != 1 {
+	front := results[0].Copies[0]
+	if results[0].Workload.Name != "frontend" || len(results[0].Copies) != 1 || len(front.Claims) != 1 {
 		t.Fatalf("results %+v", front)
 	}
 	if out := front.Claims[0].Outputs; out["host"] != "backend.shop.svc.cluster.local" || out["port"] != 8080 {
@@ -99,7 +100,7 @@ containers: {main: {image: nginx}}`))
 	if err == nil || !strings.Contains(err.Error(), "workload shop/frontend: resource backend: provisioner template://score-dev/service is waiting for workload backend to be deployed in namespace shop; render the Score file of what it waits for together with this one") {
 		t.Fatalf("error %v", err)
 	}
-	if len(results) != 2 || results[0].Err == nil || results[1].Err != nil || len(results[1].Objects) == 0 {
+	if len(results) != 2 || results[0].Err == nil || results[1].Err != nil || len(results[1].Copies[0].Objects) == 0 {
 		t.Fatalf("the other Workload does not render: %+v", results)
 	}
 }
@@ -118,7 +119,7 @@ resources: {env: {type: environment}, dns: {type: team-dns}}`))
 		t.Fatal(err)
 	}
 	claims := map[string]Claim{}
-	for _, c := range results[0].Claims {
+	for _, c := range results[0].Copies[0].Claims {
 		claims[c.Key] = c
 	}
 	if got := claims["dns"].Outputs["host"]; got != "<output host of cmd:///opt/provisioners/dns#team-dns, known in the cluster>" {
@@ -173,7 +174,7 @@ func TestClusterOverridesOffline(t *testing.T) {
 	cases := []struct {
 		name     string
 		members  []placement.Cluster
-		placed   func(namespace, name string) string
+		placed   func(namespace, name string) []placement.Copy
 		cluster  string
 		replicas int64
 		err      string
@@ -181,7 +182,7 @@ func TestClusterOverridesOffline(t *testing.T) {
 		{name: "on an eu cluster", members: eu, cluster: "eu-1", replicas: 3},
 		{name: "on a us cluster", members: us, cluster: "us-1", replicas: 1},
 		{name: "kept where it runs while it matches", members: append(append([]placement.Cluster{}, eu...), us...),
-			placed: func(string, string) string { return "us-1" }, cluster: "us-1", replicas: 1},
+			placed: func(string, string) []placement.Copy { return []placement.Copy{{Cluster: "us-1"}} }, cluster: "us-1", replicas: 1},
 		{name: "no member matches", members: dev, err: "placement: backend k8s-web-v2 places on clusters matching env=prod, and no cluster given does; dev-1: Its labels (env=dev) do not match the selector."},
 		{name: "no members: not decided", members: nil, cluster: "", replicas: 1},
 	}
@@ -200,8 +201,11 @@ func TestClusterOverridesOffline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := results[0]
-			if res.Plan.Spec.Cluster != tc.cluster || res.Placement.Cluster != tc.cluster {
+			if len(results[0].Copies) != 1 {
+				t.Fatalf("%d copies, want 1", len(results[0].Copies))
+			}
+			res := results[0].Copies[0]
+			if res.Plan.Spec.Cluster != tc.cluster || res.Cluster != tc.cluster {
 				t.Fatalf("placed on %q, want %q", res.Plan.Spec.Cluster, tc.cluster)
 			}
 			replicas, _, _ := unstructured.NestedInt64(byKind(res.Objects, "Deployment").Object, "spec", "replicas")
@@ -209,5 +213,69 @@ func TestClusterOverridesOffline(t *testing.T) {
 				t.Fatalf("replicas %d, want %d", replicas, tc.replicas)
 			}
 		})
+	}
+}
+
+// Every copy renders: a backend on two clusters gives two copies, in placement order, each
+// with its plan (the Workload's name, then NAME.1), its claims named after its slot with an
+// instance of its own cluster, and its cluster's overrides; without members, as many copies
+// as asked for, on no cluster.
+func TestEveryCopyRenders(t *testing.T) {
+	cfg := devConfig(t)
+	placeAll(cfg)
+	for i := range cfg.Profiles {
+		for j := range cfg.Profiles[i].Backends {
+			cfg.Profiles[i].Backends[j].Placement.Clusters = "2"
+		}
+	}
+	members := []placement.Cluster{{Name: "eu-1", Labels: map[string]string{"env": "prod", "region": "eu"}}, {Name: "us-1", Labels: map[string]string{"env": "prod", "region": "us"}}}
+	db := score(t, `
+apiVersion: score.dev/v1b1
+metadata: {name: web}
+containers: {main: {image: nginx, variables: {DB: "${resources.db.host}"}}}
+service: {ports: {web: {port: 80}}}
+resources: {db: {type: postgres}}`)
+	run := func(members []placement.Cluster) Result {
+		t.Helper()
+		results, err := Run(context.Background(), Input{Workloads: []*scorev1b1.Workload{db}, Config: cfg, Members: members,
+			Template: func(ref scorev1b1.TemplateRef) (render.Template, error) {
+				return templates.FromDir(context.Background(), ref, "../../config/templates", nil)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return results[0]
+	}
+	res := run(members)
+	if len(res.Copies) != 2 {
+		t.Fatalf("%d copies, want 2", len(res.Copies))
+	}
+	replicas := map[string]int64{}
+	plans := map[string]string{}
+	instances := map[string]bool{}
+	for _, c := range res.Copies {
+		if c.Plan.Spec.Cluster != c.Cluster || len(c.Claims) != 1 || c.Claims[0].Spec.Cluster != c.Cluster {
+			t.Fatalf("copy %d on %s: plan on %s, claims %+v", c.Slot, c.Cluster, c.Plan.Spec.Cluster, c.Claims)
+		}
+		if strings.HasSuffix(c.Claims[0].Name, ".1") != (c.Slot == 1) {
+			t.Fatalf("copy %d's claim %s", c.Slot, c.Claims[0].Name)
+		}
+		plans[c.Cluster] = c.Plan.Name
+		instances[c.Claims[0].Instance] = true
+		replicas[c.Cluster], _, _ = unstructured.NestedInt64(byKind(c.Objects, "Deployment").Object, "spec", "replicas")
+	}
+	if replicas["eu-1"] != 3 || replicas["us-1"] != 1 {
+		t.Fatalf("replicas %v, want eu-1's override only", replicas)
+	}
+	if names := []string{plans["eu-1"], plans["us-1"]}; !slices.Contains(names, "web") || !slices.Contains(names, "web.1") {
+		t.Fatalf("plans %v", plans)
+	}
+	if len(instances) != 2 {
+		t.Fatalf("the copies share an instance: %v", instances)
+	}
+
+	undecided := run(nil)
+	if len(undecided.Copies) != 2 || undecided.Copies[0].Cluster != "" || undecided.Copies[1].Plan.Name != "web.1" {
+		t.Fatalf("without members: %+v", undecided.Copies)
 	}
 }

@@ -1,7 +1,8 @@
 package placement
 
-// Failover: a backend's placement.failover moves a Workload off a cluster that has not
-// answered for failover.after, as a relabel moves it today. The rules:
+// Failover: a backend's placement.failover moves a Workload (each of its copies: one cluster is
+// one copy, several_failover.go) off a cluster that has not answered for failover.after, as a
+// relabel moves it. The rules:
 //
 //   - A cluster is lost when it has not answered (DownSince) for after or longer. The
 //     Workload's cluster is kept while it matches and is not lost.
@@ -25,21 +26,21 @@ import (
 // failover is a placement's failover rule at a moment; nil is none (every method holds).
 type failover struct {
 	after, holdDown time.Duration
-	in              Input
+	now             time.Time
 	byName          map[string]Cluster
 }
 
-// failoverOf is in's failover rule, nil when its backend does not fail over or no time is
-// given.
-func failoverOf(in Input, clusters []Cluster) *failover {
-	if in.Placement == nil || in.Now.IsZero() {
+// failoverOf is p's failover rule at now, nil when its backend does not fail over or no time
+// is given.
+func failoverOf(p *orchconfig.Placement, now time.Time, clusters []Cluster) *failover {
+	if p == nil || now.IsZero() {
 		return nil
 	}
-	after, holdDown := in.Placement.Failover.Durations()
+	after, holdDown := p.Failover.Durations()
 	if after <= 0 {
 		return nil
 	}
-	f := &failover{after: after, holdDown: holdDown, in: in, byName: map[string]Cluster{}}
+	f := &failover{after: after, holdDown: holdDown, now: now, byName: map[string]Cluster{}}
 	for _, c := range clusters {
 		f.byName[c.Name] = c
 	}
@@ -55,7 +56,7 @@ func (f *failover) silence(name string) time.Duration {
 	if !f.down(name) {
 		return 0
 	}
-	return max(f.in.Now.Sub(f.byName[name].DownSince), 0)
+	return max(f.now.Sub(f.byName[name].DownSince), 0)
 }
 
 // lost reports whether a cluster has not answered for after or longer.
@@ -67,51 +68,16 @@ func (f *failover) lost(name string) bool {
 // without a break for the hold-down.
 func (f *failover) target(name string) bool {
 	up := f.byName[name].UpSince
-	return !up.IsZero() && f.in.Now.Sub(up) >= f.holdDown
+	return !up.IsZero() && f.now.Sub(up) >= f.holdDown
 }
 
-// failOver places a Workload whose cluster is lost: on a target chosen by the policy, or,
-// with none, where it is.
-func (f *failover) failOver(res *Result, matching []string) {
-	var targets []string
-	for _, n := range matching {
-		if n != f.in.Current && f.target(n) {
-			targets = append(targets, n)
-		}
-	}
-	if len(targets) == 0 {
-		res.Cluster = f.in.Current
-		return
-	}
-	res.Cluster = res.choose(targets, f.in)
-	res.FailedOver, res.Silence = true, f.silence(f.in.Current)
-}
-
-// avoiding are the matching clusters a Workload placed anew may go to: those not lost, when
-// there are any.
-func (f *failover) avoiding(matching []string) []string {
-	if f == nil {
-		return matching
-	}
-	var out []string
-	for _, n := range matching {
-		if !f.lost(n) {
-			out = append(out, n)
-		}
-	}
-	if len(out) == 0 {
-		return matching
-	}
-	return out
-}
-
-// recheck is when the placement may change by time alone: the Workload's cluster, silent,
-// becomes lost; or, lost with no target, the first matching cluster's hold-down ends.
-func (f *failover) recheck(res Result, matching []string) time.Time {
-	if f == nil || res.Cluster != f.in.Current || !f.down(f.in.Current) {
+// recheck is when a copy that stays on current may be placed otherwise by time alone:
+// current, silent, becomes lost; or, lost with no target, the first matching cluster's
+// hold-down ends. Zero: never.
+func (f *failover) recheck(current string, matching []string) time.Time {
+	if f == nil || !f.down(current) {
 		return time.Time{}
 	}
-	current := f.in.Current
 	if !f.lost(current) {
 		return f.byName[current].DownSince.Add(f.after)
 	}
@@ -128,37 +94,48 @@ func (f *failover) recheck(res Result, matching []string) time.Time {
 	return at
 }
 
-// why says what failover made of a matching candidate; "" leaves it to placement's own words.
-func (f *failover) why(c *Candidate, res Result) string {
-	if f == nil || !c.Matches {
+// seen is what placement made of a matching cluster, as failover tells it.
+type seen struct {
+	// runs: a copy runs there (not one failing over to it); stays: it ran there before and is
+	// kept. to: the copy that ran there fails over to this cluster.
+	runs, stays bool
+	to          string
+	// waiting: a copy waits on a lost cluster for a target, so the clusters that are none say
+	// why.
+	waiting bool
+}
+
+// why says what failover made of a matching cluster that no copy fails over to; "" leaves it to
+// placement's own words. one tells it of a Workload on one cluster ("the workload"), else of
+// one of its copies.
+func (f *failover) why(name string, s seen, one bool) string {
+	if f == nil {
 		return ""
 	}
-	name, current := c.Name, f.in.Current
-	lostCurrent := current != "" && f.lost(current)
+	subject, its, others := "a copy of the workload", "its copy", "free matching"
+	if one {
+		subject, its, others = "the workload", "the workload", "matching"
+	}
 	switch {
-	case name == res.Cluster && name == current && lostCurrent:
-		return fmt.Sprintf("Chosen: the workload runs there; it has not answered for %s (failover after %s), but no other matching cluster has answered for the hold-down (%s).",
-			round(f.silence(name)), f.after, f.holdDown)
-	case name == res.Cluster && name == current && f.down(name):
-		return fmt.Sprintf("Chosen: the workload runs there and it still matches; it has not answered for %s (failover after %s).", round(f.silence(name)), f.after)
-	case name == res.Cluster && res.FailedOver && res.Policy == orchconfig.PlacementOrdered:
-		return fmt.Sprintf("Chosen: the workload fails over from %s; the first matching cluster by name that has answered for the hold-down (Ordered).", current)
-	case name == res.Cluster && res.FailedOver:
-		return fmt.Sprintf("Chosen: the workload fails over from %s; the highest rendezvous weight among the matching clusters that have answered for the hold-down (Spread).", current)
-	case name == res.Cluster:
+	case s.stays && f.lost(name):
+		return fmt.Sprintf("Chosen: %s runs there; it has not answered for %s (failover after %s), but no other %s cluster has answered for the hold-down (%s).",
+			subject, round(f.silence(name)), f.after, others, f.holdDown)
+	case s.stays && f.down(name):
+		return fmt.Sprintf("Chosen: %s runs there and it still matches; it has not answered for %s (failover after %s).", subject, round(f.silence(name)), f.after)
+	case s.runs:
 		return ""
-	case name == current && res.FailedOver:
-		return fmt.Sprintf("Matches, but has not answered for %s (failover after %s): the workload fails over to %s.", round(f.silence(name)), f.after, res.Cluster)
+	case s.to != "":
+		return fmt.Sprintf("Matches, but has not answered for %s (failover after %s): %s fails over to %s.", round(f.silence(name)), f.after, its, s.to)
 	case f.lost(name):
 		return fmt.Sprintf("Matches, but has not answered for %s (failover after %s).", round(f.silence(name)), f.after)
-	case !lostCurrent || f.target(name):
+	case !s.waiting || f.target(name):
 		return ""
 	case f.down(name):
 		return "Matches, but does not answer: no failover to it."
 	case f.byName[name].UpSince.IsZero():
 		return "Matches, but since when it answers is not known yet: no failover to it."
 	}
-	return fmt.Sprintf("Matches, but has answered only for %s (hold-down %s): no failover to it yet.", round(f.in.Now.Sub(f.byName[name].UpSince)), f.holdDown)
+	return fmt.Sprintf("Matches, but has answered only for %s (hold-down %s): no failover to it yet.", round(f.now.Sub(f.byName[name].UpSince)), f.holdDown)
 }
 
 func round(d time.Duration) time.Duration {

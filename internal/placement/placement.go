@@ -1,17 +1,17 @@
-// Package placement chooses the one member cluster a Workload runs on: the clusters whose
-// labels match the backend's cluster selector are the candidates; the cluster the Workload
-// already runs on is kept while it is one of them; otherwise the policy chooses — Spread by
-// rendezvous hashing of the Workload's namespace and name over the candidates' names, Ordered
-// the first candidate by name. A Workload is never split across clusters, and it moves only
+// Package placement chooses the member clusters a Workload's copies run on (PlaceSeveral; one
+// cluster is one copy, and Place tells that one copy in a single Workload's words): the
+// clusters whose labels match the backend's cluster selector are the candidates; the cluster a
+// copy already runs on is kept while it is one of them; otherwise the policy chooses — Spread
+// by rendezvous hashing of the Workload's namespace and name over the candidates' names,
+// Ordered the first candidate by name. A copy is never split across clusters, and it moves only
 // when its cluster stops matching or is no longer registered, or, when its backend fails over,
-// when its cluster has not answered for failover.after (failover.go). Pure: the orchestrator
-// and `scorectl why` call it with what they read, the time included.
+// when its cluster has not answered for failover.after (failover.go). Pure: the orchestrator,
+// `scorectl render` and `scorectl why` call it with what they read, the time included.
 package placement
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -75,62 +75,46 @@ type Result struct {
 	Selector, Policy string
 }
 
-// Place chooses the Workload's cluster.
+// Place chooses the Workload's cluster: its one copy, placed by PlaceSeveral (one cluster is
+// one copy: the same rules choose it), told in the words of a Workload on one cluster.
 func Place(in Input) Result {
 	if in.Placement == nil {
 		return Result{OK: true}
 	}
-	res := Result{Selector: SelectorString(in.Placement.ClusterSelector), Policy: in.Placement.Policy}
-	if res.Policy == "" {
-		res.Policy = orchconfig.PlacementSpread
+	one := *in.Placement
+	one.Clusters = "" // one copy
+	sin := SeveralInput{Placement: &one, Clusters: in.Clusters, Namespace: in.Namespace, Name: in.Name, Now: in.Now}
+	if in.Current != "" {
+		sin.Current = []Copy{{Slot: 0, Cluster: in.Current}}
 	}
-	clusters := append([]Cluster(nil), in.Clusters...)
-	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
-	var matching []string
-	for _, c := range clusters {
-		cand := Candidate{Name: c.Name, Matches: in.Placement.ClusterSelector.MatchesLabels(c.Labels)}
-		if cand.Matches {
-			matching = append(matching, c.Name)
-		} else {
-			cand.Why = fmt.Sprintf("Its labels (%s) do not match the selector.", labelString(c.Labels))
-		}
-		res.Candidates = append(res.Candidates, cand)
-	}
-	if len(matching) == 0 {
+	several := PlaceSeveral(sin)
+	res := Result{OK: several.OK, Selector: several.Selector, Policy: several.Policy, RecheckAt: several.RecheckAt, Candidates: several.Candidates}
+	c, ok := several.First()
+	if !ok {
 		return res
 	}
-	res.OK = true
-	fo := failoverOf(in, clusters)
-	switch {
-	case contains(matching, in.Current) && !fo.lost(in.Current):
-		res.Cluster = in.Current
-	case contains(matching, in.Current):
-		fo.failOver(&res, matching)
-	default:
-		res.Cluster = res.choose(fo.avoiding(matching), in)
-	}
+	res.Cluster, res.Labels, res.FailedOver, res.Silence = c.Cluster, c.Labels, c.FailedOver, c.Silence
 	res.Moved = in.Current != "" && in.Current != res.Cluster
-	res.RecheckAt = fo.recheck(res, matching)
-	for _, c := range clusters {
-		if c.Name == res.Cluster {
-			res.Labels = c.Labels
-		}
-	}
+	fo := failoverOf(in.Placement, in.Now, in.Clusters)
+	kept := slices.ContainsFunc(res.Candidates, func(c Candidate) bool { return c.Matches && c.Name == in.Current })
 	for i := range res.Candidates {
 		c := &res.Candidates[i]
-		if why := fo.why(c, res); why != "" {
-			c.Chosen, c.Why = c.Name == res.Cluster, why
+		if !c.Matches {
+			continue // PlaceSeveral said why
+		}
+		c.Chosen = c.Name == res.Cluster
+		if why := res.failoverWhy(fo, c.Name, in.Current); why != "" {
+			c.Why = why
 			continue
 		}
 		switch {
-		case !c.Matches:
-		case c.Name == res.Cluster && c.Name == in.Current:
-			c.Chosen, c.Why = true, "Chosen: the workload runs there and it still matches."
-		case c.Name == res.Cluster && res.Policy == orchconfig.PlacementOrdered:
-			c.Chosen, c.Why = true, "Chosen: the first matching cluster by name (Ordered)."
-		case c.Name == res.Cluster:
-			c.Chosen, c.Why = true, "Chosen: the highest rendezvous weight for this workload (Spread)."
-		case contains(matching, in.Current):
+		case c.Chosen && c.Name == in.Current:
+			c.Why = "Chosen: the workload runs there and it still matches."
+		case c.Chosen && res.Policy == orchconfig.PlacementOrdered:
+			c.Why = "Chosen: the first matching cluster by name (Ordered)."
+		case c.Chosen:
+			c.Why = "Chosen: the highest rendezvous weight for this workload (Spread)."
+		case kept:
 			c.Why = fmt.Sprintf("Matches; the workload stays on %s, which still matches.", in.Current)
 		default:
 			c.Why = fmt.Sprintf("Matches; %s ranks first under %s.", res.Cluster, res.Policy)
@@ -139,27 +123,55 @@ func Place(in Input) Result {
 	return res
 }
 
-// choose is the policy's choice among names.
-func (res *Result) choose(names []string, in Input) string {
-	if res.Policy == orchconfig.PlacementOrdered {
-		return names[0]
+// failoverWhy says what failover made of a matching cluster for a Workload on one cluster,
+// which ran on current; "" leaves it to Place's own words.
+func (res *Result) failoverWhy(fo *failover, name, current string) string {
+	if fo == nil {
+		return ""
 	}
-	return highestWeight(names, in.Namespace+"/"+in.Name)
+	switch {
+	case name == res.Cluster && res.FailedOver && res.Policy == orchconfig.PlacementOrdered:
+		return fmt.Sprintf("Chosen: the workload fails over from %s; the first matching cluster by name that has answered for the hold-down (Ordered).", current)
+	case name == res.Cluster && res.FailedOver:
+		return fmt.Sprintf("Chosen: the workload fails over from %s; the highest rendezvous weight among the matching clusters that have answered for the hold-down (Spread).", current)
+	}
+	s := seen{runs: name == res.Cluster, waiting: current != "" && fo.lost(current)}
+	s.stays = s.runs && name == current
+	if name == current && res.FailedOver {
+		s.to = res.Cluster
+	}
+	return fo.why(name, s, true)
 }
 
-// highestWeight is the name whose hash with key is the largest (rendezvous hashing): each
-// key's choice depends on the candidates only, and a new candidate takes only the keys it
-// now wins.
-func highestWeight(names []string, key string) string {
-	var best string
-	var bestWeight uint64
-	for _, n := range names {
-		sum := sha256.Sum256([]byte(n + "\x00" + key))
-		if w := binary.BigEndian.Uint64(sum[:8]); best == "" || w > bestWeight {
-			best, bestWeight = n, w
+// candidates are the registered clusters by name, each marked whether the placement's selector
+// matches its labels (those that do not are told so), and the names of those that match, by
+// name: the one candidate loop of Place and PlaceSeveral.
+func candidates(p *orchconfig.Placement, clusters []Cluster) (sorted []Cluster, out []Candidate, matching []string) {
+	sorted = slices.Clone(clusters)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, c := range sorted {
+		cand := Candidate{Name: c.Name, Matches: p.ClusterSelector.MatchesLabels(c.Labels)}
+		if cand.Matches {
+			matching = append(matching, c.Name)
+		} else {
+			cand.Why = notMatching(c.Labels)
 		}
+		out = append(out, cand)
 	}
-	return best
+	return sorted, out, matching
+}
+
+// notMatching says why a cluster is no candidate.
+func notMatching(labels map[string]string) string {
+	return fmt.Sprintf("Its labels (%s) do not match the selector.", labelString(labels))
+}
+
+// policyOf is the placement's policy, Spread when it names none.
+func policyOf(p *orchconfig.Placement) string {
+	if p.Policy == "" {
+		return orchconfig.PlacementSpread
+	}
+	return p.Policy
 }
 
 // SelectorString writes a cluster selector as kubectl writes label selectors.
@@ -200,13 +212,4 @@ func labelString(l map[string]string) string {
 		parts[i] = k + "=" + l[k]
 	}
 	return strings.Join(parts, ",")
-}
-
-func contains(names []string, n string) bool {
-	for _, x := range names {
-		if x == n && n != "" {
-			return true
-		}
-	}
-	return false
 }

@@ -94,23 +94,12 @@ func (s Several) First() (Copy, bool) {
 // lost moves to the first free matching cluster that has answered for the hold-down, else
 // stays; and moves and new copies take a free cluster that is not lost when there is one.
 func PlaceSeveral(in SeveralInput) Several {
-	res := Several{Selector: SelectorString(in.Placement.ClusterSelector), Policy: in.Placement.Policy}
-	if res.Policy == "" {
-		res.Policy = orchconfig.PlacementSpread
-	}
-	clusters := append([]Cluster(nil), in.Clusters...)
-	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
+	res := Several{Selector: SelectorString(in.Placement.ClusterSelector), Policy: policyOf(in.Placement)}
+	clusters, cands, matching := candidates(in.Placement, in.Clusters)
+	res.Candidates = cands
 	labels := map[string]map[string]string{}
-	var matching []string
 	for _, c := range clusters {
 		labels[c.Name] = c.Labels
-		cand := Candidate{Name: c.Name, Matches: in.Placement.ClusterSelector.MatchesLabels(c.Labels)}
-		if cand.Matches {
-			matching = append(matching, c.Name)
-		} else {
-			cand.Why = fmt.Sprintf("Its labels (%s) do not match the selector.", labelString(c.Labels))
-		}
-		res.Candidates = append(res.Candidates, cand)
 	}
 	if len(matching) == 0 {
 		return res
@@ -156,7 +145,7 @@ func PlaceSeveral(in SeveralInput) Several {
 	}
 	// The copies kept on a lost cluster fail over, once every kept copy holds its cluster: a
 	// copy that answers is never taken from.
-	fo := failoverOf(Input{Placement: in.Placement, Now: in.Now}, clusters)
+	fo := failoverOf(in.Placement, in.Now, clusters)
 	vacated := fo.failOverCopies(placed, ranked, used, heldByOther)
 	free := func(slot int) string {
 		var lost string
@@ -231,7 +220,7 @@ func (res *Several) explain(in SeveralInput, used map[string]bool, fo *failover)
 }
 
 // rank orders the matching clusters by the policy: Ordered by name, Spread by rendezvous
-// weight for key, highest first (the first is the cluster Place's Spread chooses).
+// weight for key, highest first.
 func rank(matching []string, policy, key string) []string {
 	out := slices.Clone(matching)
 	if policy == orchconfig.PlacementOrdered {
@@ -245,7 +234,9 @@ func rank(matching []string, policy, key string) []string {
 	return out
 }
 
-// weight is a cluster's rendezvous weight for key, as highestWeight computes it.
+// weight is a cluster's rendezvous weight for key: the hash of its name with key (rendezvous
+// hashing: each key's rank depends on the candidates only, and a new candidate takes only the
+// keys it now wins).
 func weight(name, key string) uint64 {
 	sum := sha256.Sum256([]byte(name + "\x00" + key))
 	return binary.BigEndian.Uint64(sum[:8])

@@ -21,16 +21,6 @@ import (
 	"time"
 )
 
-// at is the failover rule judged for a Workload (here: a copy) running on current.
-func (f *failover) at(current string) *failover {
-	if f == nil {
-		return nil
-	}
-	g := *f
-	g.in.Current = current
-	return &g
-}
-
 // failOverCopies moves the kept copies whose cluster is lost to the first free target in rank
 // order, marking it used and their old cluster not; it returns the clusters they left.
 func (f *failover) failOverCopies(placed []Copy, ranked []string, used map[string]bool, heldByOther func(string, int) bool) map[string]bool {
@@ -62,7 +52,7 @@ func (f *failover) recheckCopies(placed []Copy, matching []string) time.Time {
 		if c.From != "" {
 			continue
 		}
-		if due := f.at(c.Cluster).recheck(Result{Cluster: c.Cluster}, matching); !due.IsZero() && (at.IsZero() || due.Before(at)) {
+		if due := f.recheck(c.Cluster, matching); !due.IsZero() && (at.IsZero() || due.Before(at)) {
 			at = due
 		}
 	}
@@ -76,41 +66,24 @@ func (f *failover) whyCopies(c *Candidate, res Several, kept map[string]bool) st
 		return ""
 	}
 	name := c.Name
-	var to, from string
-	running, waiting := false, false
+	var s seen
+	var from string
 	for _, cp := range res.Copies {
 		switch {
 		case cp.FailedOver && cp.From == name:
-			to = cp.Cluster
+			s.to = cp.Cluster
 		case cp.FailedOver && cp.Cluster == name:
 			from = cp.From
 		case cp.Cluster == name:
-			running = true
+			s.runs = true
 		}
 		if cp.From == "" && kept[cp.Cluster] && f.lost(cp.Cluster) {
-			waiting = true
+			s.waiting = true
 		}
 	}
-	switch {
-	case from != "":
+	if from != "" {
 		return fmt.Sprintf("Chosen: a copy of the workload fails over from %s; the first free matching cluster under %s that has answered for the hold-down.", from, res.Policy)
-	case running && kept[name] && f.lost(name):
-		return fmt.Sprintf("Chosen: a copy of the workload runs there; it has not answered for %s (failover after %s), but no other free matching cluster has answered for the hold-down (%s).",
-			round(f.silence(name)), f.after, f.holdDown)
-	case running && kept[name] && f.down(name):
-		return fmt.Sprintf("Chosen: a copy of the workload runs there and it still matches; it has not answered for %s (failover after %s).", round(f.silence(name)), f.after)
-	case running:
-		return ""
-	case to != "":
-		return fmt.Sprintf("Matches, but has not answered for %s (failover after %s): its copy fails over to %s.", round(f.silence(name)), f.after, to)
-	case f.lost(name):
-		return fmt.Sprintf("Matches, but has not answered for %s (failover after %s).", round(f.silence(name)), f.after)
-	case !waiting || f.target(name):
-		return ""
-	case f.down(name):
-		return "Matches, but does not answer: no failover to it."
-	case f.byName[name].UpSince.IsZero():
-		return "Matches, but since when it answers is not known yet: no failover to it."
 	}
-	return fmt.Sprintf("Matches, but has answered only for %s (hold-down %s): no failover to it yet.", round(f.in.Now.Sub(f.byName[name].UpSince)), f.holdDown)
+	s.stays = s.runs && kept[name]
+	return f.why(name, s, false)
 }

@@ -175,3 +175,14 @@ func (r Result) Objects() ([]*unstructured.Unstructured, error) {
 	}
 	return out, nil
 }
+
+// InstanceCluster is the cluster an instance of def goes to for a claim placed on cluster
+// ("" is the hub): the claim's, or the hub when the definition keeps its instances there. An
+// http+api:// instance lives behind an external API the hub calls: it has no objects to
+// place, and is the hub's.
+func InstanceCluster(def orchconfig.Provisioner, cluster string) string {
+	if strategy, _ := StrategyOf(def.URI); def.OnHub() || strategy == StrategyAPI {
+		return ""
+	}
+	return cluster
+}

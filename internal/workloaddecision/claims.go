@@ -10,7 +10,6 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
-	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
@@ -66,17 +65,13 @@ func (cw ClaimWrite) accepts(err error) bool {
 	return false
 }
 
-// claims decides the Workload's claims, one per resource in dependency order, on the cluster
-// it is placed on and from the revision that provisions each; the finalizer first when it has
-// any; then their writes, and each declared claim's state. It reports false when the pass
+// claims decides the decided copy's claims, one per resource in dependency order, on its
+// cluster (Pipeline.Claims) and from the revision that provisions each; the finalizer first
+// when it has any; then their writes, and each declared claim's state. It reports false when the pass
 // stops here: a write to make, an error, or claims that cannot be derived (SpecInvalid).
-func (d *decision) claims(placed placement.Result) ([]workloadstatus.ClaimState, bool) {
-	w, render := d.o.Workload, d.render()
-	in := planner.ClaimsInput{Workload: w, Provisioners: render.Config.Provisioners, Classes: render.Config.Classes, Observed: d.claimViews()}
-	if d.o.Preview != nil {
-		in.Policy = d.o.Preview.Policy
-	}
-	desired, err := planner.DesiredClaims(in)
+func (d *decision) claims() ([]workloadstatus.ClaimState, bool) {
+	w := d.o.Workload
+	desired, err := d.pipe.Claims(d.at, d.claimViews())
 	var problem planner.Problem
 	switch {
 	case errors.As(err, &problem):
@@ -86,8 +81,6 @@ func (d *decision) claims(placed placement.Result) ([]workloadstatus.ClaimState,
 		d.specInvalid(planner.Sentence(err.Error()), 0)
 		return nil, false
 	}
-	desired = d.copyClaims(desired)
-	desired = d.placeClaims(desired, placed)
 	if !d.claimRevisions(desired) {
 		return nil, false
 	}
@@ -255,29 +248,6 @@ func (d *decision) claimViews() map[string]planner.ClaimView {
 		}
 	}
 	return out
-}
-
-// placeClaims records the Workload's cluster in its desired claims. With no cluster to place
-// it on, no claim is created or moved: the existing ones keep theirs.
-func (d *decision) placeClaims(desired []planner.DesiredClaim, placed placement.Result) []planner.DesiredClaim {
-	if placed.OK {
-		for i := range desired {
-			desired[i].Spec.Cluster = placed.Cluster
-		}
-		return desired
-	}
-	owned := map[string]*scorev1b1.ResourceClaim{}
-	for _, c := range d.owned() {
-		owned[c.Name] = c
-	}
-	kept := desired[:0]
-	for _, dc := range desired {
-		if c := owned[dc.Name]; c != nil {
-			dc.Spec.Cluster = c.Spec.Cluster
-			kept = append(kept, dc)
-		}
-	}
-	return kept
 }
 
 // claimRevisions records in each desired claim the revision whose provisioner definitions

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
@@ -19,8 +20,9 @@ import (
 
 // lifecycle walks the stages of a Workload that is not deleted, in order; each either
 // completes, and the next one follows, or names the write it needs, or decides the status, and
-// the pass stops there: the shard's labels → inputs → config → volumes by name → selection →
-// placement → claims → exposure → plan → runtime.
+// the pass stops there: the shard's labels → inputs → config → volumes by name → the pipeline
+// (Desired: selection → placement of its copies) → for each copy in placement order, claims →
+// exposure → plan → runtime → the removal of copies no longer placed (copies).
 func (d *decision) lifecycle() {
 	w := d.o.Workload
 	if !d.handOver() {
@@ -64,44 +66,58 @@ func (d *decision) lifecycle() {
 		d.stop(d.o.RenderErr)
 		return
 	}
-	sel := d.render().Selector.Select(selection.Input{Workload: w, Region: d.o.Region})
+	pipe := Desired(d.desiredInput())
+	sel := pipe.Selection
 	if !sel.OK && sel.Reason == scorev1b1.ReasonSpecInvalid {
 		d.specInvalid(sel.Message, 0)
 		return
 	}
-	// On several clusters, each copy as one Workload is (several.go).
-	if sel.OK && d.several(sel) {
-		d.copies(sel, mirrored)
+	// Where its copies run, before their claims: their instances are provisioned on the same
+	// clusters.
+	if sel.OK && sel.Backend.Placement != nil && d.o.ClustersErr != nil {
+		d.stop(d.o.ClustersErr)
 		return
 	}
-	// Where it runs, before its claims: their instances are provisioned on the same cluster.
-	placed := placement.Result{OK: true}
-	if sel.OK {
-		var ok bool
-		if placed, ok = d.place(sel); !ok {
-			return
+	d.recheckAt = pipe.Placement.RecheckAt
+	d.copies(pipe, mirrored)
+}
+
+// desiredInput is what the pipeline decides the Workload's copies from: the config it is
+// rendered from, and where its copies are: their plans' clusters (a plan being deleted holds
+// its slot and clusters), and, before its first plan, the cluster the Workload's own claims
+// were placed on.
+func (d *decision) desiredInput() DesiredInput {
+	w := d.o.Workload
+	in := DesiredInput{Workload: w, Config: d.render(), Region: d.o.Region, ProbeHosts: d.o.ProbeHosts,
+		Clusters: d.o.Clusters, Held: map[string][]int{}, Now: d.o.Now.Time}
+	if d.o.Preview != nil {
+		in.Policy = d.o.Preview.Policy
+	}
+	current := map[int]string{}
+	for slot, p := range d.plans() {
+		for _, c := range clusters.OfPlan(p) {
+			in.Held[c] = append(in.Held[c], slot)
+		}
+		if p.DeletionTimestamp.IsZero() {
+			current[slot] = p.Spec.Cluster
 		}
 	}
-	states, ok := d.claims(placed)
-	if !ok {
-		d.alongside(sel, placed)
-		return
-	}
-	summaries, claimsReady := workloadstatus.Claims(states)
-	d.summaries = summaries
-	var refused scorev1b1.Reason
-	for _, st := range states {
-		if st.Denied != "" {
-			refused = st.Denied
+	if d.o.Plan == nil {
+		// Before its first plan, the Workload's own copy is where its claims were placed. The
+		// other copies without a plan are placed again as they were placed (the same free slot
+		// and cluster), or are being removed: their claims wait for their release.
+		for _, c := range d.owned() {
+			if d.claimSlot(c) == 0 && c.Spec.Cluster != "" {
+				current[0] = c.Spec.Cluster
+				break
+			}
 		}
 	}
-	if refused != "" {
-		// A refused claim is reported; the refusal is retried with backoff, since what lifts
-		// it (a quota freed, a policy changed) is not something this controller watches.
-		d.denied(claimsReady, workloadstatus.WaitingForClaims(), refused)
-		return
+	for s, c := range current {
+		in.Current = append(in.Current, placement.Copy{Slot: s, Cluster: c})
 	}
-	d.runtime(sel, placed, states, claimsReady, mirrored)
+	slices.SortFunc(in.Current, func(a, b placement.Copy) int { return a.Slot - b.Slot })
+	return in
 }
 
 // meanwhile is the runtime's condition while the plan waits for the claims: what the runtime
@@ -124,16 +140,11 @@ func (d *decision) render() *Config {
 	return d.o.Render
 }
 
-// runtime is the runtime's stages: a backend and a cluster, the exposure's registration, then
-// the plan, and the runtime's progress on it.
+// runtime is the runtime's stages of the decided copy: a backend, the exposure's registration,
+// then the plan, and the runtime's progress on it.
 func (d *decision) runtime(sel selection.Result, placed placement.Result, states []workloadstatus.ClaimState, claimsReady workloadstatus.Condition, mirrored mirror.Result) {
-	w := d.o.Workload
-	switch {
-	case !sel.OK:
+	if !sel.OK {
 		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.Selection(sel.Reason, sel.Message))
-		return
-	case !placed.OK:
-		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.NoCluster())
 		return
 	}
 	if ok, refused := d.exposure(sel.Backend.RuntimeClass); refused != "" {
@@ -146,8 +157,7 @@ func (d *decision) runtime(sel selection.Result, placed placement.Result, states
 		d.decide(workloadstatus.InputsValid(), claimsReady, d.meanwhile(claimsReady, placed, mirrored))
 		return
 	}
-	built, err := planner.BuildPlan(planner.PlanInput{Workload: w, Profile: sel.Profile, Backend: *sel.Backend, Claims: d.claimViews(),
-		Cluster: placed.Cluster, ClusterLabels: placed.Labels, ProbeHosts: d.o.ProbeHosts})
+	built, err := d.pipe.Plan(d.at, d.claimViews())
 	if err != nil {
 		d.specInvalid(planner.Sentence(err.Error()), 0)
 		return
@@ -157,8 +167,6 @@ func (d *decision) runtime(sel selection.Result, placed placement.Result, states
 		d.decide(workloadstatus.InputsValid(), claimsReady, workloadstatus.ProjectionError())
 		return
 	}
-	built.Spec.ConfigRevision = d.render().Revision
-	built.Spec.Cluster = placed.Cluster
 	if written, refused, ok := d.plan(built.Spec, placed, claimsReady.Updating); refused != "" {
 		d.denied(claimsReady, workloadstatus.Denied(refused), refused)
 	} else if ok {
@@ -210,34 +218,6 @@ func (d *decision) mirror(policy mirror.Policy) mirror.Result {
 		Exposure: d.o.Exposure, WorkloadName: w.Name, Namespace: w.Namespace, WorkloadUID: string(w.UID),
 		WorkloadGeneration: w.Generation, Previous: w.Status.Endpoint, Policy: policy,
 	})
-}
-
-// place chooses the cluster the Workload runs on: the hub when the backend has no placement,
-// else one of the registered clusters, kept while it still fits: the plan's, or before its
-// first plan the one its claims were placed on. It reports false when the clusters could not
-// be read.
-func (d *decision) place(sel selection.Result) (placement.Result, bool) {
-	if sel.Backend.Placement == nil {
-		return placement.Result{OK: true}, true
-	}
-	if d.o.ClustersErr != nil {
-		return placement.Result{}, d.stop(d.o.ClustersErr)
-	}
-	w := d.o.Workload
-	in := placement.Input{Placement: sel.Backend.Placement, Clusters: d.o.Clusters, Namespace: w.Namespace, Name: w.Name, Now: d.o.Now.Time}
-	if d.o.Plan != nil {
-		in.Current = d.o.Plan.Spec.Cluster
-	} else {
-		for _, c := range d.owned() {
-			if c.Spec.Cluster != "" {
-				in.Current = c.Spec.Cluster
-				break
-			}
-		}
-	}
-	res := placement.Place(in)
-	d.recheckAt = res.RecheckAt
-	return res, true
 }
 
 // passOn copies the Workload's score.dev/reconcile-requested-at to its claims and plan, so

@@ -112,12 +112,12 @@ func (d *decision) copyExposure(write *ExposureWrite) *ExposureWrite {
 }
 
 // alongside names the exposure's write with the claims' writes, when the Workload has a
-// backend and a cluster and its exposure needs one: the two do not depend on each other, so
-// the pass makes them together (issue 39: a first pass one request shallower). What the
-// exposure's write did is judged by the exposure's stage, once the claims are written; a pass
-// the claims stop leaves it to the next (a creation is remembered, not repeated).
-func (d *decision) alongside(sel selection.Result, placed placement.Result) {
-	if d.Next != WriteClaims || !sel.OK || !placed.OK || d.o.ExposureWritten != nil {
+// backend and its exposure needs one: the two do not depend on each other, so the pass makes
+// them together (a first pass one request shallower). What the exposure's write did is judged
+// by the exposure's stage, once the claims are written; a pass the claims stop leaves it to
+// the next (a creation is remembered, not repeated).
+func (d *decision) alongside(sel selection.Result) {
+	if d.Next != WriteClaims || !sel.OK || d.o.ExposureWritten != nil {
 		return
 	}
 	d.Exposure = d.exposureWrite(sel.Backend.RuntimeClass)

@@ -12,7 +12,6 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
-	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 )
 
 // onClusters places the placed profile's Workloads on n clusters ("All": every match).
@@ -353,8 +352,8 @@ func TestSeveralClustersRemovalIsOrdered(t *testing.T) {
 	}
 }
 
-// Back to one copy: the copies beyond the first are removed, and the Workload is a single
-// Workload again (its own names, today's decision), writing nothing at rest.
+// Back to one copy: the copies beyond the first are removed, and the Workload is one copy
+// again (its own names), writing nothing at rest.
 func TestSeveralClustersBackToOne(t *testing.T) {
 	wd := newWorld(t, "2", euCluster("eu-1"), euCluster("eu-2"))
 	wd.settle()
@@ -367,21 +366,9 @@ func TestSeveralClustersBackToOne(t *testing.T) {
 	if wd.o.Plan.Spec.Cluster != "eu-1" || len(wd.o.Copies.Plans) > 0 || len(wd.o.Claims) != 1 {
 		t.Fatalf("plan on %s, copies %d, claims %d", wd.o.Plan.Spec.Cluster, len(wd.o.Copies.Plans), len(wd.o.Claims))
 	}
-	if d := (&decision{o: wd.o}); d.several(selectionOf(t, wd.o)) {
-		t.Fatal("still decided as copies")
-	}
 	if got := wd.ready(); got != "True/Succeeded: The workload is ready." {
 		t.Fatalf("Ready %s", got)
 	}
-}
-
-func selectionOf(t *testing.T, o Observed) selection.Result {
-	t.Helper()
-	sel := o.Config.Selector.Select(selection.Input{Workload: o.Workload})
-	if !sel.OK {
-		t.Fatalf("selection: %s", sel.Message)
-	}
-	return sel
 }
 
 // A backend that no longer places on members: the first copy runs on the hub, the others are

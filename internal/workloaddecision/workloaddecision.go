@@ -97,7 +97,7 @@ type Observed struct {
 	ClaimsWritten map[string]error
 
 	// Copies are the objects of the Workload's copies on several clusters beyond slot 0, and
-	// what the pass's writes to them did (several.go).
+	// what the pass's writes to them did (copies.go).
 	Copies CopyObserved
 }
 
@@ -266,8 +266,11 @@ type decision struct {
 	// revisionRecorded: the pass wrote the plan only to record the config revision it is
 	// rendered from (its content the same).
 	revisionRecorded bool
-	// slot is the copy decided, on several clusters (0: the Workload's own objects).
+	// slot is the copy decided (0: the Workload's own objects), at where it is placed, and
+	// pipe the pipeline its claims and plan follow: set for a copy's decision.
 	slot int
+	at   placement.Copy
+	pipe *Pipeline
 }
 
 func (d *decision) decide(inputs, claims, runtime workloadstatus.Condition) {

@@ -16,7 +16,7 @@ import (
 
 // A Workload on several clusters: the plans and exposures of its copies beyond slot 0
 // (named NAME.N, planner.CopyName), read with the Workload's, and the removal of a copy no
-// longer placed (workloaddecision's several.go decides).
+// longer placed (workloaddecision's copies.go decides).
 
 // observeCopies reads, as cached, the plans of the Workload's copies beyond slot 0 that it
 // controls and the exposures of their names.

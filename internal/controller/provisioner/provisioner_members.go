@@ -46,14 +46,10 @@ func claimClusters(o client.Object) []string {
 	return out
 }
 
-// instanceCluster is where a claim's instance goes: its Workload's cluster, or the hub when
-// the definition keeps its instances there. An http+api:// instance lives behind an external
-// API the hub calls: it has no objects to place, and is the hub's.
+// instanceCluster is where a claim's instance goes (provisioning.InstanceCluster, which the
+// offline render calls too).
 func instanceCluster(c *scorev1b1.ResourceClaim, def orchconfig.Provisioner) string {
-	if strategy, _ := provisioning.StrategyOf(def.URI); def.OnHub() || strategy == provisioning.StrategyAPI {
-		return ""
-	}
-	return c.Spec.Cluster
+	return provisioning.InstanceCluster(def, c.Spec.Cluster)
 }
 
 // bringBack enqueues the claims placed on, or holding objects on, a cluster that started or

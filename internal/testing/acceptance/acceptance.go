@@ -164,9 +164,12 @@ func (in Input) scoreK8s(app string) string {
 }
 
 func countObjects(res offline.Result) int {
-	n := len(res.Objects)
-	for _, c := range res.Claims {
-		n += len(c.Objects)
+	n := 0
+	for _, cp := range res.Copies {
+		n += len(cp.Objects)
+		for _, c := range cp.Claims {
+			n += len(c.Objects)
+		}
 	}
 	return n
 }

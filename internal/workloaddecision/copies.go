@@ -10,19 +10,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/placement"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
-// A Workload on several clusters (placement.clusters N or All): one copy per cluster
-// (placement.PlaceSeveral), each with its own plan, exposure and claims (slot 0 the
-// Workload's own names, slot N "NAME.N": planner.CopyName). Each copy is decided as a single
-// Workload is — its claims on its cluster, its exposure, its plan with the overrides of its
-// cluster — by a decision over its objects; the first write one needs is the pass's next.
+// A Workload's copies: one per cluster (Desired, placement.PlaceSeveral; placement.clusters N
+// or All, one without it, one on the hub without placement), each with its own plan, exposure
+// and claims (slot 0 the Workload's own names, slot N "NAME.N": planner.CopyName). Each copy
+// is decided by a decision over its objects — its claims on its cluster, its exposure, its plan
+// with the overrides of its cluster; the first write one needs is the pass's next.
 // Copies no longer placed are removed in order: the plan first (the runtime deletes its
 // objects), then, once it is gone, its claims by their policy and its exposure. The status is
 // workloadstatus.Several over the copies in placement order, and the endpoint the first
@@ -80,29 +78,6 @@ func (d *decision) slotOwned() []*scorev1b1.ResourceClaim {
 	return out
 }
 
-// copyClaims names the desired claims of the decided copy.
-func (d *decision) copyClaims(desired []planner.DesiredClaim) []planner.DesiredClaim {
-	for i := range desired {
-		desired[i].Name = planner.CopyName(desired[i].Name, d.slot)
-	}
-	return desired
-}
-
-// several reports whether the Workload is decided as copies: its backend places it on
-// several clusters, or copies other than slot 0 are still there (fewer asked for, or the
-// backend changed: they are removed).
-func (d *decision) several(sel selection.Result) bool {
-	if sel.Backend.Placement.Several() || len(d.o.Copies.Plans) > 0 || len(d.o.Copies.Exposures) > 0 {
-		return true
-	}
-	for _, c := range d.owned() {
-		if d.claimSlot(c) != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // copyObjects are the copies' plans and exposures of slots 1.. (the Workload's own), for the
 // hand-over to its shard.
 func (d *decision) copyObjects() []Object {
@@ -148,44 +123,6 @@ func (d *decision) exposures() map[int]*scorev1b1.WorkloadExposure {
 	return out
 }
 
-// placeCopies places the Workload's copies from where their plans are (a copy without a plan
-// yet is placed again as it was: the same free slot and cluster; one whose plan is being
-// deleted holds its slot and clusters). Without a placement (the backend changed to one on the hub) one copy,
-// slot 0, runs on the hub and the others are removed. It reports false when the clusters
-// could not be read.
-func (d *decision) placeCopies(sel selection.Result) (placement.Several, bool) {
-	w := d.o.Workload
-	in := placement.SeveralInput{Placement: sel.Backend.Placement, Clusters: d.o.Clusters, Namespace: w.Namespace, Name: w.Name, Held: map[string][]int{}, Now: d.o.Now.Time}
-	current := map[int]string{}
-	for slot, p := range d.plans() {
-		for _, c := range clusters.OfPlan(p) {
-			in.Held[c] = append(in.Held[c], slot)
-		}
-		if p.DeletionTimestamp.IsZero() {
-			current[slot] = p.Spec.Cluster
-		}
-	}
-	for s, c := range current {
-		in.Current = append(in.Current, placement.Copy{Slot: s, Cluster: c})
-	}
-	slices.SortFunc(in.Current, func(a, b placement.Copy) int { return a.Slot - b.Slot })
-	if sel.Backend.Placement == nil {
-		res := placement.Several{OK: true, Want: 1, Copies: []placement.Copy{{Slot: 0}}}
-		for _, c := range in.Current {
-			if c.Slot != 0 {
-				res.Removed = append(res.Removed, c.Slot)
-			}
-		}
-		return res, true
-	}
-	if d.o.ClustersErr != nil {
-		return placement.Several{}, d.stop(d.o.ClustersErr)
-	}
-	res := placement.PlaceSeveral(in)
-	d.recheckAt = res.RecheckAt
-	return res, true
-}
-
 // copyObserved is what the pass observed and did, as the decided copy sees it: its plan and
 // exposure, and its writes to them.
 func (d *decision) copyObserved(slot int) Observed {
@@ -204,16 +141,13 @@ func (d *decision) copyObserved(slot int) Observed {
 	return o
 }
 
-// copies decides a Workload on several clusters: each placed copy in placement order, then
-// the removal of the copies no longer placed, then the status from the copies.
-func (d *decision) copies(sel selection.Result, mirrored mirror.Result) {
+// copies decides the Workload's copies: each placed copy in placement order, then the removal
+// of the copies no longer placed, then the status from the copies.
+func (d *decision) copies(pipe Pipeline, mirrored mirror.Result) {
 	w := d.o.Workload
-	placed, ok := d.placeCopies(sel)
-	if !ok {
-		return
-	}
+	sel, placed := pipe.Selection, pipe.Placement
 	if !placed.OK {
-		// No cluster matches: nothing that runs is touched, as for one copy.
+		// No cluster matches: nothing that runs is touched.
 		d.decide(workloadstatus.InputsValid(), d.previousClaims(), workloadstatus.NoCluster())
 		d.summaries = w.Status.Claims
 		return
@@ -221,7 +155,7 @@ func (d *decision) copies(sel selection.Result, mirrored mirror.Result) {
 	policy := mirror.Policy{PublicOnly: d.o.Config.Config.Endpoint.PublicOnly, EndpointTemplate: d.o.Config.Config.Endpoint.Template}
 	var reports []workloadstatus.Copy
 	for i, c := range placed.Copies {
-		sub := &decision{o: d.copyObserved(c.Slot), slot: c.Slot}
+		sub := &decision{o: d.copyObserved(c.Slot), slot: c.Slot, pipe: &pipe, at: c}
 		copyMirrored := mirrored
 		if c.Slot != 0 {
 			copyMirrored = sub.mirror(policy)
@@ -231,12 +165,14 @@ func (d *decision) copies(sel selection.Result, mirrored mirror.Result) {
 			d.endpoint, d.Rejected = copyMirrored.Endpoint, copyMirrored.Rejected
 		}
 		where := placement.Result{OK: true, Cluster: c.Cluster, Labels: c.Labels, Moved: c.From != "", FailedOver: c.FailedOver, Silence: c.Silence, Selector: placed.Selector}
-		states, ok := sub.claims(where)
+		states, ok := sub.claims()
 		if ok {
 			claimsReady := sub.claimsReady(states)
 			if !sub.decided {
 				sub.runtime(sel, where, states, claimsReady, copyMirrored)
 			}
+		} else if c.Slot == 0 {
+			sub.alongside(sel)
 		}
 		if sub.Next != Done || !sub.decided || sub.Retry != nil || sub.NamespaceDeleting || sub.TooLarge != nil ||
 			sub.conds.InputsValid.Status != metav1.ConditionTrue {
@@ -251,7 +187,8 @@ func (d *decision) copies(sel selection.Result, mirrored mirror.Result) {
 		}
 		reports = append(reports, workloadstatus.Copy{States: states, Claims: sub.conds.ClaimsReady, Runtime: sub.conds.RuntimeReady})
 	}
-	if !d.removeCopies(placed) {
+	// Without a backend nothing is decided of the other copies: they stay as they are.
+	if sel.OK && !d.removeCopies(placed) {
 		return
 	}
 	summaries, claims, runtime := workloadstatus.Several(reports)
@@ -259,10 +196,12 @@ func (d *decision) copies(sel selection.Result, mirrored mirror.Result) {
 	d.summaries = summaries
 }
 
-// claimsReady is the decided copy's ClaimsReady from its claims' states; a refused claim
-// decides the copy (denied).
+// claimsReady is the decided copy's ClaimsReady and its claims' summaries from their states;
+// a refused claim decides the copy (denied): the refusal is retried with backoff, since what
+// lifts it (a quota freed, a policy changed) is not something this controller watches.
 func (d *decision) claimsReady(states []workloadstatus.ClaimState) workloadstatus.Condition {
-	_, claimsReady := workloadstatus.Claims(slices.Clone(states))
+	summaries, claimsReady := workloadstatus.Claims(slices.Clone(states))
+	d.summaries = summaries
 	for _, st := range states {
 		if st.Denied != "" {
 			d.denied(claimsReady, workloadstatus.WaitingForClaims(), st.Denied)
