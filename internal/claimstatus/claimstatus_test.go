@@ -191,7 +191,7 @@ func TestFrom(t *testing.T) {
 			want{phase: scorev1b1.ClaimPhaseBinding, message: "Provisioner " + uri + ": retrying after a transient error: " + conflict.Error() + ".", retry: true}},
 		{"a transient error keeps a Bound claim as it was", observed(bound(live), failedAt(provisioning.StepApply, apierrors.NewServiceUnavailable("restarting"))),
 			want{phase: scorev1b1.ClaimPhaseBound, reason: scorev1b1.ReasonSucceeded, message: "Provisioned by " + uri + ".", retry: true, resources: "db"}},
-		{"a transient error keeps a Binding claim as it was (issue 39: no write for no transition)", observed(func(o *Observed) {
+		{"a transient error keeps a Binding claim as it was (no write for no transition)", observed(func(o *Observed) {
 			SetPhase(&o.Claim.Status, o.Claim.Generation, now, scorev1b1.ClaimPhaseBinding, "", "Waiting for StatefulSet db (inprogress).")
 		}, failedAt(provisioning.StepApply, conflict)),
 			want{phase: scorev1b1.ClaimPhaseBinding, message: "Waiting for StatefulSet db (inprogress).", retry: true, check: func(t *testing.T, d Decision) {

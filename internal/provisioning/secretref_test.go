@@ -76,7 +76,7 @@ func TestRunResolvesOnlyTheReferencesTheDefinitionMade(t *testing.T) {
 			refused: "secret platform is not the instance's"},
 		{name: "another instance's Secret", def: withOutputs(`password: {{ encodeSecretRef "pg-other" "password" }}`),
 			refused: "secret pg-other is not the instance's"},
-		{name: "issue 47: the endpoint's path param echoed into its url", def: endpoint, params: map[string]any{"path": "/🔐💬pg-other_password💬🔐"},
+		{name: "the endpoint's path param echoed into its url", def: endpoint, params: map[string]any{"path": "/🔐💬pg-other_password💬🔐"},
 			refused: "params.path holds 🔐 or 💬"},
 		{name: "a reference spelled across two params", def: orchconfig.Provisioner{URI: "template://t/y", Type: "y", Outputs: `url: {{ printf "%s%s" .Params.a .Params.b | quote }}`},
 			params: map[string]any{"a": "x🔐", "b": "💬own_password💬🔐"}, refused: "params.a holds"},

@@ -152,8 +152,8 @@ func written(t *testing.T, d Decision) {
 	}
 }
 
-// Issue 39: every step comes within the window of the one before, so the Workload goes from
-// created to Ready in two status writes (the first, Ready), one event (Ready).
+// Every step comes within the window of the one before, so the Workload goes from created to
+// Ready in two status writes (the first, Ready), one event (Ready).
 func TestProgressHeldUntilTheNextStep(t *testing.T) {
 	j := begin(t)
 	written(t, j.pass(at(0))) // the first status is never held: the claim Pending
@@ -282,7 +282,7 @@ func TestProgressNeverHeld(t *testing.T) {
 	}
 }
 
-// Issue 39: a dependency whose definition changed is provisioned again while the Workload's
+// A dependency whose definition changed is provisioned again while the Workload's
 // running version keeps serving: the Workload stays Ready, says what is being updated, and
 // records no event; the window does not apply to a Ready Workload.
 func TestDependencyUpdateKeepsReady(t *testing.T) {

@@ -59,13 +59,13 @@ func reprojected(t *testing.T) Observed {
 	return o
 }
 
-// TestReadyThroughARolloutsRebinding pins what issue 50's upgrade test found: a rollout that
+// TestReadyThroughARolloutsRebinding: a rollout that
 // provisions a Ready Workload's dependency by a changed definition moves its claim to the new
 // revision (a new spec, a new generation) and, once it is provisioned again, writes the plan
 // with the revision. While what runs still serves (the instance's outputs published, the
 // runtime's previous version healthy), the Workload stays Ready and says the dependency is
-// being updated; before, it went ClaimPending, then RuntimeProvisioning. What the provisioner or
-// the runtime report against it still shows.
+// being updated, where ClaimPending then RuntimeProvisioning would say it was not serving.
+// What the provisioner or the runtime report against it still shows.
 func TestReadyThroughARolloutsRebinding(t *testing.T) {
 	updating := "The workload is ready; a dependency is being updated."
 	for _, tc := range []struct {

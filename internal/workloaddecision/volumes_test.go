@@ -26,8 +26,8 @@ func scratchVolumes(c *orchconfig.Config) {
 		{NamespaceSelector: &orchconfig.Selector{MatchLabels: map[string]string{"archive": "yes"}}, Names: []string{"archive-*", "data-*"}}}
 }
 
-// Issue 47: a volume source that is a plain name mounted any volume claim of the namespace, a
-// colleague's database's included. A Workload mounts by name only what a rule of the platform
+// A volume source that is a plain name must not mount any volume claim of the namespace (a
+// colleague's database's, say). A Workload mounts by name only what a rule of the platform
 // admits for its namespace, and never an instance's volume; nothing is provisioned or deployed
 // for it otherwise, and it says which volume and why.
 func TestNamedVolumes(t *testing.T) {

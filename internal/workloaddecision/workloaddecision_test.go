@@ -677,7 +677,7 @@ func TestFrom(t *testing.T) {
 			},
 			want: want{writes: []string{"creating exposure"}, claims: scorev1b1.ReasonClaimPending, runtime: scorev1b1.ReasonClaimPending, ready: "False/ClaimPending",
 				summaries: []string{"db: Binding/ClaimPending"}}},
-		// A dependency that was ready provisioned again (its definition changed): issue 39.
+		// A dependency that was ready provisioned again (its definition changed).
 		{name: "a ready dependency being updated, its outputs still published, keeps the Workload Ready and says so",
 			observed: func(t *testing.T) Observed {
 				o := settled(t, nil)
@@ -848,7 +848,7 @@ func TestFrom(t *testing.T) {
 				o.Kept = map[string]Kept{revOne: {Config: loaded(t, revOne, withRollout).Config}}
 				return o
 			},
-			// What the runtime deploys is the same: its last report stands (issue 50).
+			// What the runtime deploys is the same: its last report stands.
 			want: want{writes: []string{"updating plan"}, runtime: scorev1b1.ReasonSucceeded, ready: "True/Succeeded", noEvents: true}},
 		{name: "under a rollout, a claim the new revision provisions differently takes it",
 			observed: func(t *testing.T) Observed {
@@ -858,7 +858,7 @@ func TestFrom(t *testing.T) {
 				return o
 			},
 			// Being updated, its outputs the previous revision's until the provisioner takes
-			// the new one: Ready, nothing planned with them (issue 50).
+			// the new one: Ready, nothing planned with them.
 			want: want{writes: []string{"updating claim db"}, claims: scorev1b1.ReasonSucceeded, runtime: scorev1b1.ReasonSucceeded,
 				ready: "True/Succeeded", message: "a dependency is being updated", summaries: []string{"db: Binding/Succeeded"}, noEvents: true}},
 		{name: "under a rollout, a claim whose revision is no longer kept takes the Workload's",
@@ -1255,7 +1255,7 @@ func TestClaimWritesAfterARefusal(t *testing.T) {
 	}
 }
 
-// Issue 39, the first pass one request shallower: the claims and the exposure do not depend on
+// The first pass one request shallower: the claims and the exposure do not depend on
 // each other, so the decision names them together; the finalizer still comes first, alone,
 // and nothing is named twice.
 func TestExposureWrittenWithTheClaims(t *testing.T) {

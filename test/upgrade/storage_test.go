@@ -52,7 +52,7 @@ func readStored(t *testing.T) map[string]*unstructured.Unstructured {
 	return out
 }
 
-// checkReadsBackUnchanged is issue 50's storage check: every object the previous release
+// checkReadsBackUnchanged is the storage check: every object the previous release
 // stored (before, read under its CRDs), read again once this commit's CRDs are applied and
 // before this commit's controllers run, has the same spec, status, labels, annotations and
 // owners — this commit's schemas add no default to stored objects and prune nothing of them —
