@@ -15,46 +15,23 @@ import (
 // that want names of their own, read top-down as steps.
 const maxFunctionLines = 80
 
-// longFunctionsToShrink are the known exceptions, functions over maxFunctionLines by "path:
-// name", each at its length when listed. An entry may only shrink: a function that grows past
-// its listed length fails, and one that falls to maxFunctionLines or under (or is gone) fails
-// until its entry is removed, so that the list only empties.
-var longFunctionsToShrink = map[string]int{
-	"internal/placement/several.go: PlaceSeveral":                110,
-}
-
 // TestFunctionLength fails when a function of the non-test code under internal/ and cmd/ is
 // longer than maxFunctionLines, naming each with its length.
 func TestFunctionLength(t *testing.T) {
-	seen := map[string]bool{}
 	for _, root := range []string{"internal", "cmd"} {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
 			}
 			for name, lines := range functionLengths(t, path) {
-				if lines <= maxFunctionLines && longFunctionsToShrink[name] == 0 {
-					continue
-				}
-				seen[name] = true
-				switch listed := longFunctionsToShrink[name]; {
-				case listed == 0:
+				if lines > maxFunctionLines {
 					t.Errorf("%s is %d lines, over %d: split it into named steps", name, lines, maxFunctionLines)
-				case lines <= maxFunctionLines:
-					t.Errorf("%s is %d lines now: remove it from longFunctionsToShrink", name, lines)
-				case lines > listed:
-					t.Errorf("%s grew to %d lines (listed at %d, the limit is %d): it may only shrink", name, lines, listed, maxFunctionLines)
 				}
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
-		}
-	}
-	for name := range longFunctionsToShrink {
-		if !seen[name] {
-			t.Errorf("%s is listed in longFunctionsToShrink but no longer exists: remove it", name)
 		}
 	}
 }

@@ -97,10 +97,6 @@ func PlaceSeveral(in SeveralInput) Several {
 	res := Several{Selector: SelectorString(in.Placement.ClusterSelector), Policy: policyOf(in.Placement)}
 	clusters, cands, matching := candidates(in.Placement, in.Clusters)
 	res.Candidates = cands
-	labels := map[string]map[string]string{}
-	for _, c := range clusters {
-		labels[c.Name] = c.Labels
-	}
 	if len(matching) == 0 {
 		return res
 	}
@@ -110,87 +106,142 @@ func PlaceSeveral(in SeveralInput) Several {
 	if all || n > len(matching) {
 		res.Want = len(matching)
 	}
-	ranked := rank(matching, res.Policy, in.Namespace+"/"+in.Name)
-	order := map[string]int{}
-	for i, c := range ranked {
-		order[c] = i
-	}
-	matches := func(c string) bool { _, ok := order[c]; return ok && c != "" }
-	// heldByOther: a copy other than slot holds objects on cluster (slot -1: any copy).
-	heldByOther := func(cluster string, slot int) bool {
-		return slices.ContainsFunc(in.Held[cluster], func(s int) bool { return s != slot })
-	}
+	p := newCopyPlacer(in, res.Want, rank(matching, res.Policy, in.Namespace+"/"+in.Name))
+	left := p.keep()
+	// The copies kept on a lost cluster fail over, once every kept copy holds its cluster: a
+	// copy that answers is never taken from.
+	p.fo = failoverOf(in.Placement, in.Now, clusters)
+	p.vacated = p.fo.failOverCopies(p.placed, p.ranked, p.used, p.heldByOther)
+	res.Removed = p.move(left)
+	p.add()
+	res.Copies = p.inOrder(clusters)
+	res.RecheckAt = p.fo.recheckCopies(res.Copies, matching)
+	res.explain(in, p.used, p.fo)
+	sort.Ints(res.Removed)
+	return res
+}
 
-	// The lowest slots are kept first: fewer copies asked for remove the highest, so one copy
-	// asked for again is slot 0, the Workload's own names.
-	current := append([]Copy(nil), in.Current...)
-	sort.SliceStable(current, func(i, j int) bool { return current[i].Slot < current[j].Slot })
-	used := map[string]bool{}
-	// A slot is taken while a plan of that name exists, being deleted included.
-	slots := map[int]bool{}
+// copyPlacer places a Workload's copies on the matching clusters, ranked: the clusters used,
+// the slots taken, and the copies placed so far.
+type copyPlacer struct {
+	in     SeveralInput
+	want   int
+	ranked []string
+	order  map[string]int
+	used   map[string]bool
+	// slots are the slots taken: a slot is taken while a plan of that name exists, being
+	// deleted included.
+	slots  map[int]bool
+	placed []Copy
+	// fo is the placement's failover (nil without), and vacated the clusters the copies it
+	// moved left.
+	fo      *failover
+	vacated map[string]bool
+}
+
+func newCopyPlacer(in SeveralInput, want int, ranked []string) *copyPlacer {
+	p := &copyPlacer{in: in, want: want, ranked: ranked, order: map[string]int{}, used: map[string]bool{}, slots: map[int]bool{}}
+	for i, c := range ranked {
+		p.order[c] = i
+	}
 	for _, held := range in.Held {
 		for _, s := range held {
-			slots[s] = true
+			p.slots[s] = true
 		}
 	}
-	var placed, left []Copy
+	return p
+}
+
+// matches reports whether cluster is one of the matching clusters.
+func (p *copyPlacer) matches(cluster string) bool {
+	_, ok := p.order[cluster]
+	return ok && cluster != ""
+}
+
+// heldByOther reports whether a copy other than slot holds objects on cluster (slot -1: any
+// copy).
+func (p *copyPlacer) heldByOther(cluster string, slot int) bool {
+	return slices.ContainsFunc(p.in.Held[cluster], func(s int) bool { return s != slot })
+}
+
+// keep keeps the current copies on their clusters while these match, the lowest slots first
+// (fewer copies asked for remove the highest, so one copy asked for again is slot 0, the
+// Workload's own names), and returns the others, by slot.
+func (p *copyPlacer) keep() []Copy {
+	current := append([]Copy(nil), p.in.Current...)
+	sort.SliceStable(current, func(i, j int) bool { return current[i].Slot < current[j].Slot })
+	var left []Copy
 	for _, c := range current {
-		slots[c.Slot] = true
-		if matches(c.Cluster) && !used[c.Cluster] && len(placed) < res.Want {
-			used[c.Cluster] = true
-			placed = append(placed, Copy{Slot: c.Slot, Cluster: c.Cluster})
+		p.slots[c.Slot] = true
+		if p.matches(c.Cluster) && !p.used[c.Cluster] && len(p.placed) < p.want {
+			p.used[c.Cluster] = true
+			p.placed = append(p.placed, Copy{Slot: c.Slot, Cluster: c.Cluster})
 			continue
 		}
 		left = append(left, c)
 	}
-	// The copies kept on a lost cluster fail over, once every kept copy holds its cluster: a
-	// copy that answers is never taken from.
-	fo := failoverOf(in.Placement, in.Now, clusters)
-	vacated := fo.failOverCopies(placed, ranked, used, heldByOther)
-	free := func(slot int) string {
-		var lost string
-		for _, c := range ranked {
-			switch {
-			case used[c] || vacated[c] || heldByOther(c, slot):
-			case !fo.lost(c):
-				return c
-			case lost == "":
-				lost = c
-			}
+	return left
+}
+
+// free is the first free matching cluster for the copy of slot (-1: a new copy), one that is
+// not lost when there is one; "" when none is free.
+func (p *copyPlacer) free(slot int) string {
+	var lost string
+	for _, c := range p.ranked {
+		switch {
+		case p.used[c] || p.vacated[c] || p.heldByOther(c, slot):
+		case !p.fo.lost(c):
+			return c
+		case lost == "":
+			lost = c
 		}
-		return lost
 	}
-	sort.SliceStable(left, func(i, j int) bool { return left[i].Slot < left[j].Slot })
+	return lost
+}
+
+// move moves each copy not kept whose cluster stopped matching (or is another copy's) to a
+// free cluster while copies are missing, and returns the slots of those removed: the surplus
+// ones (fewer asked for), and those with no free cluster to go to.
+func (p *copyPlacer) move(left []Copy) []int {
+	var removed []int
 	for _, c := range left {
-		// A copy whose cluster stopped matching (or is another copy's) moves while copies are
-		// missing; a surplus one (fewer asked for) is removed.
-		if to := free(c.Slot); (!matches(c.Cluster) || used[c.Cluster] || vacated[c.Cluster]) && len(placed) < res.Want && to != "" {
-			used[to] = true
-			placed = append(placed, Copy{Slot: c.Slot, Cluster: to, From: c.Cluster})
+		if to := p.free(c.Slot); (!p.matches(c.Cluster) || p.used[c.Cluster] || p.vacated[c.Cluster]) && len(p.placed) < p.want && to != "" {
+			p.used[to] = true
+			p.placed = append(p.placed, Copy{Slot: c.Slot, Cluster: to, From: c.Cluster})
 			continue
 		}
-		res.Removed = append(res.Removed, c.Slot)
+		removed = append(removed, c.Slot)
 	}
-	for slot := 0; len(placed) < res.Want; slot++ {
-		if slots[slot] {
+	return removed
+}
+
+// add places new copies on free clusters, in the lowest free slots, until the copies asked for
+// run or no free cluster is left.
+func (p *copyPlacer) add() {
+	for slot := 0; len(p.placed) < p.want; slot++ {
+		if p.slots[slot] {
 			continue
 		}
-		to := free(-1)
+		to := p.free(-1)
 		if to == "" {
 			break
 		}
-		used[to], slots[slot] = true, true
-		placed = append(placed, Copy{Slot: slot, Cluster: to})
+		p.used[to], p.slots[slot] = true, true
+		p.placed = append(p.placed, Copy{Slot: slot, Cluster: to})
 	}
-	sort.SliceStable(placed, func(i, j int) bool { return order[placed[i].Cluster] < order[placed[j].Cluster] })
-	for i := range placed {
-		placed[i].Labels = labels[placed[i].Cluster]
+}
+
+// inOrder is the copies placed in placement order, each with its cluster's labels.
+func (p *copyPlacer) inOrder(clusters []Cluster) []Copy {
+	labels := map[string]map[string]string{}
+	for _, c := range clusters {
+		labels[c.Name] = c.Labels
 	}
-	res.Copies = placed
-	res.RecheckAt = fo.recheckCopies(placed, matching)
-	res.explain(in, used, fo)
-	sort.Ints(res.Removed)
-	return res
+	sort.SliceStable(p.placed, func(i, j int) bool { return p.order[p.placed[i].Cluster] < p.order[p.placed[j].Cluster] })
+	for i := range p.placed {
+		p.placed[i].Labels = labels[p.placed[i].Cluster]
+	}
+	return p.placed
 }
 
 // explain says for each matching candidate why it runs a copy or not.
