@@ -134,15 +134,9 @@ func overlay(in Input) ([]byte, error) {
 		"kind":       "Kustomization",
 		"resources":  []string{templateDir},
 	}
-	if in.Namespace != "" {
-		k["namespace"] = in.Namespace
-	}
-	if in.NamePrefix != "" {
-		k["namePrefix"] = in.NamePrefix
-	}
-	if in.NameSuffix != "" {
-		k["nameSuffix"] = in.NameSuffix
-	}
+	setIfGiven(k, "namespace", in.Namespace)
+	setIfGiven(k, "namePrefix", in.NamePrefix)
+	setIfGiven(k, "nameSuffix", in.NameSuffix)
 	var labels []any
 	if len(in.SelectorLabels) > 0 {
 		labels = append(labels, map[string]any{"pairs": in.SelectorLabels, "includeSelectors": true, "includeTemplates": true})
@@ -157,15 +151,9 @@ func overlay(in Input) ([]byte, error) {
 		var images []any
 		for _, im := range in.Images {
 			e := map[string]any{"name": im.Name}
-			if im.NewName != "" {
-				e["newName"] = im.NewName
-			}
-			if im.NewTag != "" {
-				e["newTag"] = im.NewTag
-			}
-			if im.Digest != "" {
-				e["digest"] = im.Digest
-			}
+			setIfGiven(e, "newName", im.NewName)
+			setIfGiven(e, "newTag", im.NewTag)
+			setIfGiven(e, "digest", im.Digest)
 			images = append(images, e)
 		}
 		k["images"] = images
@@ -230,6 +218,14 @@ func envFile(values map[string]any) []byte {
 		fmt.Fprintf(&b, "%s=%s\n", k, lines[k])
 	}
 	return []byte(b.String())
+}
+
+// setIfGiven sets m[key] to v unless v is empty, so that the kustomization names only the
+// fields the input gives.
+func setIfGiven(m map[string]any, key, v string) {
+	if v != "" {
+		m[key] = v
+	}
 }
 
 func configMapKey(k string) bool {
