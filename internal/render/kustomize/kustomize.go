@@ -8,8 +8,9 @@ package kustomize
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -208,11 +209,7 @@ func envFile(values map[string]any) []byte {
 		}
 	}
 	walk("", values)
-	keys := make([]string, 0, len(lines))
-	for k := range lines {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(lines))
 	var b strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", k, lines[k])
@@ -267,11 +264,7 @@ func checkFiles(files map[string][]byte) error {
 			return fmt.Errorf("the template's %s is reserved: the runtime writes it", reserved)
 		}
 	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, name := range names {
 		if !kustomizationNames[path.Base(name)] {
 			continue
