@@ -7,7 +7,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -47,4 +49,31 @@ func WaitGone(t testing.TB, c client.Client, obj client.Object) {
 		}
 		return fmt.Errorf("still there")
 	})
+}
+
+// ReadyThroughout reads a watch of Workloads from the version from up to the version to, and
+// fails the test for each Workload it delivers whose Ready is not True ("Ready left True while
+// " and while), and fatally when the watch does not deliver the version to in WaitTimeout. It
+// returns what Ready said at each version it read, in order, for the test's log.
+func ReadyThroughout(t testing.TB, workloads watch.Interface, from, to, while string) []string {
+	t.Helper()
+	var seen []string
+	for rv := from; rv != to; {
+		select {
+		case ev := <-workloads.ResultChan():
+			got, ok := ev.Object.(*scorev1b1.Workload)
+			if !ok {
+				continue
+			}
+			rv = got.ResourceVersion
+			r := meta.FindStatusCondition(got.Status.Conditions, scorev1b1.ConditionReady)
+			seen = append(seen, fmt.Sprintf("%s/%s %q", r.Status, r.Reason, r.Message))
+			if r.Status != metav1.ConditionTrue {
+				t.Errorf("Ready left True while %s: %s/%s %q", while, r.Status, r.Reason, r.Message)
+			}
+		case <-time.After(WaitTimeout):
+			t.Fatalf("the watch did not deliver version %s; it saw %v", to, seen)
+		}
+	}
+	return seen
 }
