@@ -77,3 +77,29 @@ func ReadyThroughout(t testing.TB, workloads watch.Interface, from, to, while st
 	}
 	return seen
 }
+
+// RequestReconcile asks the orchestrator to process the Workload ns/name again, as scorectl
+// reconcile does (a new score.dev/reconcile-requested-at, by a merge patch), and waits for its
+// answer: the request echoed in the Workload's status.
+func RequestReconcile(t testing.TB, c client.Client, ns, name string) {
+	t.Helper()
+	w := &scorev1b1.Workload{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+		t.Fatal(err)
+	}
+	requested := time.Now().UTC().Format(time.RFC3339Nano)
+	patch := client.MergeFrom(w.DeepCopy())
+	metav1.SetMetaDataAnnotation(&w.ObjectMeta, scorev1b1.AnnotationReconcileRequestedAt, requested)
+	if err := c.Patch(context.Background(), w, patch); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, time.Minute, "the orchestrator's answer to the reconcile request", func() error {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+			return err
+		}
+		if w.Status.LastHandledReconcileAt != requested {
+			return fmt.Errorf("lastHandledReconcileAt %q", w.Status.LastHandledReconcileAt)
+		}
+		return nil
+	})
+}
