@@ -103,3 +103,29 @@ func RequestReconcile(t testing.TB, c client.Client, ns, name string) {
 		return nil
 	})
 }
+
+// WaitClaimPhase waits until the provisioner has answered the claim's current generation with
+// the phase, and returns the claim as it then was.
+func WaitClaimPhase(t testing.TB, c client.Client, claim *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase) *scorev1b1.ResourceClaim {
+	t.Helper()
+	return WaitClaim(t, c, claim, string(phase), func(out *scorev1b1.ResourceClaim) bool {
+		return out.Status.Phase == phase && out.Status.ObservedGeneration == out.Generation
+	})
+}
+
+// WaitClaim waits until the claim, as read, is as ok wants it (what says how, in the wait's
+// failure), and returns it.
+func WaitClaim(t testing.TB, c client.Client, claim *scorev1b1.ResourceClaim, what string, ok func(*scorev1b1.ResourceClaim) bool) *scorev1b1.ResourceClaim {
+	t.Helper()
+	out := &scorev1b1.ResourceClaim{}
+	Eventually(t, WaitTimeout, fmt.Sprintf("claim %s %s", claim.Name, what), func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(claim), out); err != nil {
+			return err
+		}
+		if !ok(out) {
+			return fmt.Errorf("%s (%s) for generation %d of %d", out.Status.Phase, out.Status.Message, out.Status.ObservedGeneration, out.Generation)
+		}
+		return nil
+	})
+	return out
+}
