@@ -2,7 +2,8 @@ package yamltemplate
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -102,11 +103,7 @@ func GuardText(name, text string, d Dialect) (string, error) {
 	if _, err := t.Parse(text, "", "", trees); err != nil {
 		return "", err
 	}
-	names := make([]string, 0, len(trees))
-	for n := range trees {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(trees))
 	var b strings.Builder
 	for _, n := range names {
 		tree := trees[n]

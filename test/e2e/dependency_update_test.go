@@ -118,24 +118,7 @@ func TestReadyThroughADependencyUpdate(t *testing.T) {
 	})
 
 	// What the Workload said meanwhile, up to that version: Ready every time.
-	var seen []string
-	for rv := start.ResourceVersion; rv != final.ResourceVersion; {
-		select {
-		case ev := <-workloads.ResultChan():
-			got, ok := ev.Object.(*scorev1b1.Workload)
-			if !ok {
-				continue
-			}
-			rv = got.ResourceVersion
-			r := meta.FindStatusCondition(got.Status.Conditions, scorev1b1.ConditionReady)
-			seen = append(seen, fmt.Sprintf("%s/%s %q", r.Status, r.Reason, r.Message))
-			if r.Status != metav1.ConditionTrue {
-				t.Errorf("Ready left True while the dependency was updated: %s/%s %q", r.Status, r.Reason, r.Message)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the watch did not deliver version %s; it saw %v", final.ResourceVersion, seen)
-		}
-	}
+	seen := testenv.ReadyThroughout(t, workloads, start.ResourceVersion, final.ResourceVersion, "the dependency was updated")
 	t.Logf("the Workload's Ready through the update: %v", seen)
 	if n := countWorkloadEvents(t, ns, "app"); n != events {
 		t.Errorf("%d events on the Workload during the dependency's update; want none", n-events)

@@ -406,20 +406,7 @@ func TestRollouts(t *testing.T) {
 	})
 
 	t.Run("a change that breaks health reaches the first wave only, halts and is pinned back", func(t *testing.T) {
-		// The same template with pods no node takes: its Deployments never become available.
-		tpl, err := os.ReadFile(filepath.Join(root, "config", "templates", "web-service.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		broken := strings.Replace(string(tpl), "    spec: {{ toJson .PodSpec }}", `    spec:
-      nodeSelector: {"score.dev/never": "true"}
-      {{- range $k, $v := .PodSpec }}
-      {{ $k }}: {{ toJson $v }}
-      {{- end }}`, 1)
-		if broken == string(tpl) {
-			t.Fatal("the template changed: no pod spec line to break")
-		}
-		testenv.Create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "rollout-broken"}, Data: map[string]string{"web-service.yaml": broken}})
+		broken := brokenTemplate(t, "rollout-broken")
 		sum := sha256.Sum256([]byte(broken))
 		var mu sync.Mutex
 		target := ""
@@ -718,4 +705,25 @@ func eachWavePassedOnce(t *testing.T, rollout string, waves int) {
 			t.Errorf("%q %d times", m, n)
 		}
 	}
+}
+
+// brokenTemplate is the shipped web-service template with pods no node takes, so that its
+// Deployments never become available; it is created as the web-service.yaml of the ConfigMap
+// score-system/name.
+func brokenTemplate(t *testing.T, name string) string {
+	t.Helper()
+	tpl, err := os.ReadFile(filepath.Join(root, "config", "templates", "web-service.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(tpl), "    spec: {{ toJson .PodSpec }}", `    spec:
+      nodeSelector: {"score.dev/never": "true"}
+      {{- range $k, $v := .PodSpec }}
+      {{ $k }}: {{ toJson $v }}
+      {{- end }}`, 1)
+	if broken == string(tpl) {
+		t.Fatal("the template changed: no pod spec line to break")
+	}
+	testenv.Create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: name}, Data: map[string]string{"web-service.yaml": broken}})
+	return broken
 }

@@ -3,8 +3,6 @@ package rollout
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -285,16 +283,7 @@ func TestShardedRollout(t *testing.T) {
 	})
 
 	t.Run("a halt pins back the Workloads of both shards", func(t *testing.T) {
-		tpl, err := os.ReadFile(filepath.Join(root, "config", "templates", "web-service.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		broken := strings.Replace(string(tpl), "    spec: {{ toJson .PodSpec }}", `    spec:
-      nodeSelector: {"score.dev/never": "true"}
-      {{- range $k, $v := .PodSpec }}
-      {{ $k }}: {{ toJson $v }}
-      {{- end }}`, 1)
-		testenv.Create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "sharded-broken"}, Data: map[string]string{"web-service.yaml": broken}})
+		broken := brokenTemplate(t, "sharded-broken")
 		var target atomic.Value
 		target.Store("")
 		seen, stop := renderedFrom(t, func() string { return target.Load().(string) })

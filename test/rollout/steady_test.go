@@ -106,24 +106,7 @@ func TestReadyThroughARolloutOfADependency(t *testing.T) {
 	})
 
 	// What the Workload said meanwhile, up to that version: Ready every time.
-	var seen []string
-	for rv := start.ResourceVersion; rv != final.ResourceVersion; {
-		select {
-		case ev := <-workloads.ResultChan():
-			got, ok := ev.Object.(*scorev1b1.Workload)
-			if !ok {
-				continue
-			}
-			rv = got.ResourceVersion
-			r := meta.FindStatusCondition(got.Status.Conditions, scorev1b1.ConditionReady)
-			seen = append(seen, fmt.Sprintf("%s/%s %q", r.Status, r.Reason, r.Message))
-			if r.Status != metav1.ConditionTrue {
-				t.Errorf("Ready left True while the rollout went through: %s/%s %q", r.Status, r.Reason, r.Message)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the watch did not deliver version %s; it saw %v", final.ResourceVersion, seen)
-		}
-	}
+	seen := testenv.ReadyThroughout(t, workloads, start.ResourceVersion, final.ResourceVersion, "the rollout went through")
 	t.Logf("the Workload's Ready through the rollout: %v", seen)
 	if n := workloadEvents(t, steady); n != events {
 		t.Errorf("%d events on the Workload during the rollout; want none", n-events)

@@ -343,36 +343,33 @@ func (mem *Member) routesIn(namespace string) (*apply.Watcher, error) {
 	}
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
-	if w := mem.routes[namespace]; w != nil {
-		return w, nil
-	}
-	w, err := mem.newRoutes(namespace)
-	if err != nil {
-		return nil, err
-	}
-	if mem.routes == nil {
-		mem.routes = map[string]*apply.Watcher{}
-	}
-	mem.routes[namespace] = w
-	return w, nil
+	return madeOnce(&mem.routes, namespace, mem.newRoutes)
 }
 
 // applierIn returns the applier of a namespace of the member.
 func (mem *Member) applierIn(namespace string) (*apply.Applier, error) {
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
-	if a := mem.appliers[namespace]; a != nil {
-		return a, nil
+	return madeOnce(&mem.appliers, namespace, mem.newApplier)
+}
+
+// madeOnce returns the namespace's entry of *made, making it with newOne and keeping it there
+// the first time it is asked for (a failed newOne keeps nothing, so the next ask tries again).
+// The caller holds the lock that guards *made.
+func madeOnce[T comparable](made *map[string]T, namespace string, newOne func(string) (T, error)) (T, error) {
+	var none T
+	if v := (*made)[namespace]; v != none {
+		return v, nil
 	}
-	a, err := mem.newApplier(namespace)
+	v, err := newOne(namespace)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	if mem.appliers == nil {
-		mem.appliers = map[string]*apply.Applier{}
+	if *made == nil {
+		*made = map[string]T{}
 	}
-	mem.appliers[namespace] = a
-	return a, nil
+	(*made)[namespace] = v
+	return v, nil
 }
 
 // probe asks the cluster's API server for its version.

@@ -23,15 +23,7 @@ import (
 // life of the process, or the Workload waits for a claim that no longer exists until a
 // restart. The cache here never shows the claim, and the API server no longer has it.
 func TestAClaimGoneBeforeTheCacheSawItIsCreatedAgain(t *testing.T) {
-	doc, err := os.ReadFile("../../../config/samples/orchestrator-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := configsource.NewStore()
-	if _, err := store.Offer("1", doc); err != nil {
-		t.Fatal(err)
-	}
-	store.Settle()
+	store := sampleConfig(t)
 	w := &scorev1b1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "w-uid", Generation: 1},
 		Spec: scorev1b1.WorkloadSpec{
@@ -72,6 +64,22 @@ func TestAClaimGoneBeforeTheCacheSawItIsCreatedAgain(t *testing.T) {
 	if claimsCreated != 2 {
 		t.Fatalf("a pass after the cache should have caught up: %d claims created, want 2 (the claim is gone, so it is created again)", claimsCreated)
 	}
+}
+
+// sampleConfig is a config store that holds the sample Orchestrator Config as revision 1,
+// settled.
+func sampleConfig(t *testing.T) *configsource.Store {
+	t.Helper()
+	doc, err := os.ReadFile("../../../config/samples/orchestrator-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := configsource.NewStore()
+	if _, err := store.Offer("1", doc); err != nil {
+		t.Fatal(err)
+	}
+	store.Settle()
+	return store
 }
 
 // withWorkloadIndex is b, its scheme set, with the index the orchestrator's manager has

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 )
 
@@ -24,15 +22,7 @@ import (
 // refusal lasts until the Workload changes, so it is the Workload's SpecInvalid, said once,
 // and not retried.
 func TestAPlanRefusedAsTooLargeIsReported(t *testing.T) {
-	doc, err := os.ReadFile("../../../config/samples/orchestrator-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := configsource.NewStore()
-	if _, err := store.Offer("1", doc); err != nil {
-		t.Fatal(err)
-	}
-	store.Settle()
+	store := sampleConfig(t)
 	w := &scorev1b1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: "w-uid", Generation: 1},
 		Spec:       scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}},

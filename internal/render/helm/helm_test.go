@@ -210,15 +210,8 @@ data:
 		"name": hostile, "team": hostile, "env": []any{map[string]any{"name": "A", "value": hostile}},
 		"args": []any{hostile, "--flag"}, "extra": map[string]any{hostile: []any{hostile}},
 	}
-	stream, err := Render(Input{Chart: chart(t, map[string]string{"templates/_helpers.tpl": helpers, "templates/all.yaml": deployment}),
+	docs := renderedDocs(t, Input{Chart: chart(t, map[string]string{"templates/_helpers.tpl": helpers, "templates/all.yaml": deployment}),
 		ReleaseName: "web", Namespace: "team", Values: values})
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := yamltemplate.Decode(stream)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, yamltemplate.Plain(string(stream)))
-	}
 	byKind := map[string]map[string]any{}
 	for _, d := range docs {
 		if m, ok := d.(map[string]any); ok {
@@ -308,15 +301,8 @@ data: {{- (.Files.Glob "files/*").AsConfig | nindent 2 }}
 		"name": "web\ninjected: \"yes\"", "tenant": "{{ .Values.secret }}", "secret": "platform-only",
 		"podLabels": map[string]any{"team": hostile, "tier": "gold"},
 	}
-	stream, err := Render(Input{Chart: chart(t, map[string]string{"templates/_helpers.tpl": helpers, "templates/all.yaml": objects, "files/app.conf": "port: 80\n"}),
+	docs := renderedDocs(t, Input{Chart: chart(t, map[string]string{"templates/_helpers.tpl": helpers, "templates/all.yaml": objects, "files/app.conf": "port: 80\n"}),
 		ReleaseName: "web", Namespace: "team", Values: values})
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := yamltemplate.Decode(stream)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, yamltemplate.Plain(string(stream)))
-	}
 	byName := map[string]map[string]any{}
 	for _, d := range docs {
 		if m, ok := d.(map[string]any); ok {
@@ -350,4 +336,19 @@ data: {{- (.Files.Glob "files/*").AsConfig | nindent 2 }}
 	if conf, _ := b["data"].(map[string]any); conf["app.conf"] != "port: 80\n" {
 		t.Errorf("the chart's files as config: %#v", b["data"])
 	}
+}
+
+// renderedDocs renders in and decodes what it renders, failing the test on either error (the
+// output, made plain, shown with a decoding error).
+func renderedDocs(t *testing.T, in Input) []any {
+	t.Helper()
+	stream, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := yamltemplate.Decode(stream)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, yamltemplate.Plain(string(stream)))
+	}
+	return docs
 }

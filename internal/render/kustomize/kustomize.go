@@ -8,8 +8,9 @@ package kustomize
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -134,15 +135,9 @@ func overlay(in Input) ([]byte, error) {
 		"kind":       "Kustomization",
 		"resources":  []string{templateDir},
 	}
-	if in.Namespace != "" {
-		k["namespace"] = in.Namespace
-	}
-	if in.NamePrefix != "" {
-		k["namePrefix"] = in.NamePrefix
-	}
-	if in.NameSuffix != "" {
-		k["nameSuffix"] = in.NameSuffix
-	}
+	setIfGiven(k, "namespace", in.Namespace)
+	setIfGiven(k, "namePrefix", in.NamePrefix)
+	setIfGiven(k, "nameSuffix", in.NameSuffix)
 	var labels []any
 	if len(in.SelectorLabels) > 0 {
 		labels = append(labels, map[string]any{"pairs": in.SelectorLabels, "includeSelectors": true, "includeTemplates": true})
@@ -157,15 +152,9 @@ func overlay(in Input) ([]byte, error) {
 		var images []any
 		for _, im := range in.Images {
 			e := map[string]any{"name": im.Name}
-			if im.NewName != "" {
-				e["newName"] = im.NewName
-			}
-			if im.NewTag != "" {
-				e["newTag"] = im.NewTag
-			}
-			if im.Digest != "" {
-				e["digest"] = im.Digest
-			}
+			setIfGiven(e, "newName", im.NewName)
+			setIfGiven(e, "newTag", im.NewTag)
+			setIfGiven(e, "digest", im.Digest)
 			images = append(images, e)
 		}
 		k["images"] = images
@@ -220,16 +209,20 @@ func envFile(values map[string]any) []byte {
 		}
 	}
 	walk("", values)
-	keys := make([]string, 0, len(lines))
-	for k := range lines {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(lines))
 	var b strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", k, lines[k])
 	}
 	return []byte(b.String())
+}
+
+// setIfGiven sets m[key] to v unless v is empty, so that the kustomization names only the
+// fields the input gives.
+func setIfGiven(m map[string]any, key, v string) {
+	if v != "" {
+		m[key] = v
+	}
 }
 
 func configMapKey(k string) bool {
@@ -271,11 +264,7 @@ func checkFiles(files map[string][]byte) error {
 			return fmt.Errorf("the template's %s is reserved: the runtime writes it", reserved)
 		}
 	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, name := range names {
 		if !kustomizationNames[path.Base(name)] {
 			continue

@@ -90,13 +90,23 @@ func Present(root, commit string) error {
 	return fmt.Errorf("%w: commit %s (named by %s) is missing: %s", ErrNotInClone, commit, File, hint)
 }
 
-// Show is the file at path (relative to the repository's root) as the previous release has it.
-func Show(root, path string) ([]byte, error) {
+// presentCommit is the previous release's commit (Commit), made present in the clone first
+// (Present).
+func presentCommit(root string) (string, error) {
 	commit, err := Commit(root)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := Present(root, commit); err != nil {
+		return "", err
+	}
+	return commit, nil
+}
+
+// Show is the file at path (relative to the repository's root) as the previous release has it.
+func Show(root, path string) ([]byte, error) {
+	commit, err := presentCommit(root)
+	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command("git", "show", commit+":"+path)
@@ -113,11 +123,8 @@ func Show(root, path string) ([]byte, error) {
 // List is the paths (relative to the repository's root) of the previous release's files
 // under dir.
 func List(root, dir string) ([]string, error) {
-	commit, err := Commit(root)
+	commit, err := presentCommit(root)
 	if err != nil {
-		return nil, err
-	}
-	if err := Present(root, commit); err != nil {
 		return nil, err
 	}
 	out, err := git(root, "ls-tree", "-r", "--name-only", commit, "--", dir)
@@ -148,11 +155,8 @@ func CacheDir() (string, error) {
 // extracted again). Two processes extracting at once each extract into a directory of their
 // own and rename it into place: one wins, the other's is dropped.
 func Checkout(root string) (*Release, error) {
-	commit, err := Commit(root)
+	commit, err := presentCommit(root)
 	if err != nil {
-		return nil, err
-	}
-	if err := Present(root, commit); err != nil {
 		return nil, err
 	}
 	cacheRoot, err := CacheDir()

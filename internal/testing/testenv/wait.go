@@ -7,7 +7,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -47,4 +49,83 @@ func WaitGone(t testing.TB, c client.Client, obj client.Object) {
 		}
 		return fmt.Errorf("still there")
 	})
+}
+
+// ReadyThroughout reads a watch of Workloads from the version from up to the version to, and
+// fails the test for each Workload it delivers whose Ready is not True ("Ready left True while
+// " and while), and fatally when the watch does not deliver the version to in WaitTimeout. It
+// returns what Ready said at each version it read, in order, for the test's log.
+func ReadyThroughout(t testing.TB, workloads watch.Interface, from, to, while string) []string {
+	t.Helper()
+	var seen []string
+	for rv := from; rv != to; {
+		select {
+		case ev := <-workloads.ResultChan():
+			got, ok := ev.Object.(*scorev1b1.Workload)
+			if !ok {
+				continue
+			}
+			rv = got.ResourceVersion
+			r := meta.FindStatusCondition(got.Status.Conditions, scorev1b1.ConditionReady)
+			seen = append(seen, fmt.Sprintf("%s/%s %q", r.Status, r.Reason, r.Message))
+			if r.Status != metav1.ConditionTrue {
+				t.Errorf("Ready left True while %s: %s/%s %q", while, r.Status, r.Reason, r.Message)
+			}
+		case <-time.After(WaitTimeout):
+			t.Fatalf("the watch did not deliver version %s; it saw %v", to, seen)
+		}
+	}
+	return seen
+}
+
+// RequestReconcile asks the orchestrator to process the Workload ns/name again, as scorectl
+// reconcile does (a new score.dev/reconcile-requested-at, by a merge patch), and waits for its
+// answer: the request echoed in the Workload's status.
+func RequestReconcile(t testing.TB, c client.Client, ns, name string) {
+	t.Helper()
+	w := &scorev1b1.Workload{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+		t.Fatal(err)
+	}
+	requested := time.Now().UTC().Format(time.RFC3339Nano)
+	patch := client.MergeFrom(w.DeepCopy())
+	metav1.SetMetaDataAnnotation(&w.ObjectMeta, scorev1b1.AnnotationReconcileRequestedAt, requested)
+	if err := c.Patch(context.Background(), w, patch); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, time.Minute, "the orchestrator's answer to the reconcile request", func() error {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+			return err
+		}
+		if w.Status.LastHandledReconcileAt != requested {
+			return fmt.Errorf("lastHandledReconcileAt %q", w.Status.LastHandledReconcileAt)
+		}
+		return nil
+	})
+}
+
+// WaitClaimPhase waits until the provisioner has answered the claim's current generation with
+// the phase, and returns the claim as it then was.
+func WaitClaimPhase(t testing.TB, c client.Client, claim *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase) *scorev1b1.ResourceClaim {
+	t.Helper()
+	return WaitClaim(t, c, claim, string(phase), func(out *scorev1b1.ResourceClaim) bool {
+		return out.Status.Phase == phase && out.Status.ObservedGeneration == out.Generation
+	})
+}
+
+// WaitClaim waits until the claim, as read, is as ok wants it (what says how, in the wait's
+// failure), and returns it.
+func WaitClaim(t testing.TB, c client.Client, claim *scorev1b1.ResourceClaim, what string, ok func(*scorev1b1.ResourceClaim) bool) *scorev1b1.ResourceClaim {
+	t.Helper()
+	out := &scorev1b1.ResourceClaim{}
+	Eventually(t, WaitTimeout, fmt.Sprintf("claim %s %s", claim.Name, what), func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(claim), out); err != nil {
+			return err
+		}
+		if !ok(out) {
+			return fmt.Errorf("%s (%s) for generation %d of %d", out.Status.Phase, out.Status.Message, out.Status.ObservedGeneration, out.Generation)
+		}
+		return nil
+	})
+	return out
 }

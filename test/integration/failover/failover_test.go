@@ -247,31 +247,6 @@ func on(t *testing.T, m *testenv.Env, list client.ObjectList, opts ...client.Lis
 	return len(uids(t, m, list, opts...))
 }
 
-// requestReconcile asks the orchestrator to process the Workload again, as scorectl reconcile
-// does, and waits for its answer.
-func requestReconcile(t *testing.T, ns, name string) {
-	t.Helper()
-	w := &scorev1b1.Workload{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-		t.Fatal(err)
-	}
-	requested := time.Now().UTC().Format(time.RFC3339Nano)
-	patch := client.MergeFrom(w.DeepCopy())
-	metav1.SetMetaDataAnnotation(&w.ObjectMeta, scorev1b1.AnnotationReconcileRequestedAt, requested)
-	if err := env.Client.Patch(ctx, w, patch); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, "the orchestrator's answer to the reconcile request", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-			return err
-		}
-		if w.Status.LastHandledReconcileAt != requested {
-			return fmt.Errorf("lastHandledReconcileAt %q", w.Status.LastHandledReconcileAt)
-		}
-		return nil
-	})
-}
-
 // coexistence is the count and sum of score_runtime_move_coexistence_seconds.
 func coexistence(t *testing.T) (uint64, float64) {
 	t.Helper()
@@ -439,7 +414,7 @@ func TestMemberFailoverOfASilentMember(t *testing.T) {
 		}
 		readyOn(t, ns, "staying", "a", memberA)
 		// No move back: a pass after a answers again keeps the Workload where it runs.
-		requestReconcile(t, ns, "moving")
+		testenv.RequestReconcile(t, env.Client, ns, "moving")
 		readyOn(t, ns, "moving", "b", memberB)
 		if after, sum := coexistence(t); after <= count || sum <= 0 {
 			t.Fatalf("score_runtime_move_coexistence_seconds: %d samples (was %d), sum %.1f", after, count, sum)

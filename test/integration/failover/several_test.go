@@ -168,6 +168,6 @@ func TestSeveralClustersFailoverOfASilentMember(t *testing.T) {
 		}
 		return nil
 	})
-	requestReconcile(t, ns, "web")
+	testenv.RequestReconcile(t, env.Client, ns, "web")
 	copiesReady(t, ns, "web", map[string]string{"web": "cc", "web.1": "cb"}, memberB, memberC)
 }

@@ -211,6 +211,52 @@ func depths(reqs []request) []int {
 	return out
 }
 
+// firstPass waits until r has recorded, in ns, the status write whose path ends with status,
+// which ends the first pass (recorded once its answer was held; what follows is a later pass).
+// It logs the pass's requests step by step, checks that they are want, in any order, and at
+// most deepest steps deep, and returns them in the order they started.
+func firstPass(t *testing.T, r *recorder, ns, status string, want []string, deepest int) []request {
+	t.Helper()
+	var all []request
+	end := -1
+	testenv.Eventually(t, testenv.WaitTimeout, "the status write recorded", func() error {
+		all = r.recorded(ns)
+		if end = slices.IndexFunc(all, func(q request) bool {
+			return q.method == http.MethodPatch && strings.HasSuffix(q.path, status)
+		}); end < 0 {
+			return fmt.Errorf("no status write among %v", all)
+		}
+		return nil
+	})
+	var pass []request
+	for _, q := range all {
+		if q.start.Before(all[end].end) {
+			pass = append(pass, q)
+		}
+	}
+	slices.SortFunc(pass, func(a, b request) int { return a.start.Compare(b.start) })
+	depth := depths(pass)
+	var b strings.Builder
+	for i, q := range pass {
+		fmt.Fprintf(&b, "\n  step %d: %s", depth[i], q)
+	}
+	t.Logf("the first pass:%s", b.String())
+
+	var got []string
+	for _, q := range pass {
+		got = append(got, q.String())
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if n := slices.Max(depth); n > deepest {
+		t.Errorf("the first pass is %d requests deep, want at most %d:%s", n, deepest, b.String())
+	}
+	return pass
+}
+
 // The depth measure can fail: requests in a row are as deep as they are many, requests in
 // flight together are one step, and a request that started before another ended does not
 // wait on it. (The first pass of 5be9eaf measured eleven.)
@@ -279,39 +325,8 @@ func TestFirstPassIsFourStepsDeep(t *testing.T) {
 	testenv.Create(t, env.Client, c)
 	provisioned(t, c)
 
-	// The pass ends with its status (recorded once its answer was held); what follows is a
-	// later pass.
-	var all []request
-	status := -1
-	testenv.Eventually(t, testenv.WaitTimeout, "the status write recorded", func() error {
-		all = requests.recorded(ns)
-		if status = slices.IndexFunc(all, func(q request) bool {
-			return q.method == http.MethodPatch && strings.HasSuffix(q.path, "/resourceclaims/"+c.Name+"/status")
-		}); status < 0 {
-			return fmt.Errorf("no status write among %v", all)
-		}
-		return nil
-	})
-	var pass []request
-	for _, q := range all {
-		if q.start.Before(all[status].end) {
-			pass = append(pass, q)
-		}
-	}
-	slices.SortFunc(pass, func(a, b request) int { return a.start.Compare(b.start) })
-	depth := depths(pass)
-	var b strings.Builder
-	for i, q := range pass {
-		fmt.Fprintf(&b, "\n  step %d: %s", depth[i], q)
-	}
-	t.Logf("the first pass:%s", b.String())
-
 	id := provisioning.NewIdentity(ns, "web", "db", "postgres", "", "")
 	name := "pg-" + id.Guid()[:12]
-	var got []string
-	for _, q := range pass {
-		got = append(got, q.String())
-	}
 	want := []string{
 		"POST api/v1/namespaces/" + ns + "/secrets",
 		"PATCH api/v1/namespaces/" + ns + "/secrets/" + name,
@@ -321,14 +336,9 @@ func TestFirstPassIsFourStepsDeep(t *testing.T) {
 		"POST api/v1/namespaces/" + ns + "/secrets",
 		"PATCH apis/score.dev/v1b1/namespaces/" + ns + "/resourceclaims/" + c.Name + "/status",
 	}
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
-	}
-	if deepest := slices.Max(depth); deepest > 4 {
-		t.Errorf("the first pass is %d requests deep, want at most 4:%s", deepest, b.String())
-	}
+	// The pass ends with its status (recorded once its answer was held); what follows is a
+	// later pass.
+	firstPass(t, requests, ns, "/resourceclaims/"+c.Name+"/status", want, 4)
 }
 
 // The orchestrator's first pass over a new Workload with two dependencies is five requests in
@@ -341,37 +351,6 @@ func TestOrchestratorFirstPassIsThreeStepsDeep(t *testing.T) {
 	w := testenv.Workload(ns, "shop", testenv.WithPort("http", 80), testenv.WithResource("db", "postgres"), testenv.WithResource("cache", "postgres"))
 	testenv.Create(t, env.Client, w)
 
-	// The pass ends with the Workload's status (recorded once its answer was held); what
-	// follows is a later pass.
-	var all []request
-	status := -1
-	testenv.Eventually(t, testenv.WaitTimeout, "the status write recorded", func() error {
-		all = orchestratorRequests.recorded(ns)
-		if status = slices.IndexFunc(all, func(q request) bool {
-			return q.method == http.MethodPatch && strings.HasSuffix(q.path, "/workloads/"+w.Name+"/status")
-		}); status < 0 {
-			return fmt.Errorf("no status write among %v", all)
-		}
-		return nil
-	})
-	var pass []request
-	for _, q := range all {
-		if q.start.Before(all[status].end) {
-			pass = append(pass, q)
-		}
-	}
-	slices.SortFunc(pass, func(a, b request) int { return a.start.Compare(b.start) })
-	depth := depths(pass)
-	var b strings.Builder
-	for i, q := range pass {
-		fmt.Fprintf(&b, "\n  step %d: %s", depth[i], q)
-	}
-	t.Logf("the first pass:%s", b.String())
-
-	var got []string
-	for _, q := range pass {
-		got = append(got, q.String())
-	}
 	base := "apis/score.dev/v1b1/namespaces/" + ns
 	want := []string{
 		"PATCH " + base + "/workloads/shop",
@@ -380,14 +359,9 @@ func TestOrchestratorFirstPassIsThreeStepsDeep(t *testing.T) {
 		"POST " + base + "/workloadexposures",
 		"PATCH " + base + "/workloads/shop/status",
 	}
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
-	}
-	if deepest := slices.Max(depth); deepest > 3 {
-		t.Errorf("the first pass is %d requests deep, want at most 3:%s", deepest, b.String())
-	}
+	// The pass ends with the Workload's status (recorded once its answer was held); what
+	// follows is a later pass.
+	pass := firstPass(t, orchestratorRequests, ns, "/workloads/"+w.Name+"/status", want, 3)
 	// The finalizer is on before any child is created.
 	finalizer := slices.IndexFunc(pass, func(q request) bool {
 		return q.method == http.MethodPatch && strings.HasSuffix(q.path, "/workloads/shop")

@@ -99,34 +99,6 @@ func planOf(t *testing.T, ns, name string) *scorev1b1.WorkloadPlan {
 	return p
 }
 
-// requestReconcile asks the orchestrator to process the Workload again, as scorectl reconcile
-// does, and waits for its answer: a pass under the config it holds now.
-func requestReconcile(t *testing.T, ns, name string) {
-	t.Helper()
-	w := &scorev1b1.Workload{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-		t.Fatal(err)
-	}
-	requested := time.Now().UTC().Format(time.RFC3339Nano)
-	patch := client.MergeFrom(w.DeepCopy())
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
-	}
-	w.Annotations[scorev1b1.AnnotationReconcileRequestedAt] = requested
-	if err := env.Client.Patch(ctx, w, patch); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, "the orchestrator's answer to the reconcile request", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-			return err
-		}
-		if w.Status.LastHandledReconcileAt != requested {
-			return fmt.Errorf("lastHandledReconcileAt %q", w.Status.LastHandledReconcileAt)
-		}
-		return nil
-	})
-}
-
 func TestClusterOverridesOnAMember(t *testing.T) {
 	member := testenv.StartForTest(t)
 	roles, err := registration.HubRoles(os.DirFS(testenv.RepoRoot()))
@@ -184,7 +156,7 @@ func TestClusterOverridesOnAMember(t *testing.T) {
 			t.Fatalf("the placed plan was not written again (generation %d)", p.Generation)
 		}
 		// The Workload on the hub passes under the new config too, and nothing of it changes.
-		requestReconcile(t, ns, "home")
+		testenv.RequestReconcile(t, env.Client, ns, "home")
 		if p := planOf(t, ns, "home"); p.Generation != homePlan.Generation || string(p.Spec.Values.Raw) != string(homePlan.Spec.Values.Raw) {
 			t.Fatalf("the hub's plan was re-planned: generation %d → %d, values %s", homePlan.Generation, p.Generation, p.Spec.Values.Raw)
 		}
@@ -216,7 +188,7 @@ func TestClusterOverridesOnAMember(t *testing.T) {
 			}
 			return fmt.Errorf("none among %d events", len(events.Items))
 		})
-		requestReconcile(t, ns, "placed")
+		testenv.RequestReconcile(t, env.Client, ns, "placed")
 		if p := planOf(t, ns, "placed"); p.Generation != placedPlan.Generation {
 			t.Fatalf("the plan was written under an invalid config: generation %d → %d", placedPlan.Generation, p.Generation)
 		}

@@ -46,6 +46,18 @@ var identities = map[string]rest.ImpersonationConfig{
 	rolloutSA:      serviceAccount("score-rollout"),
 }
 
+// actingAs is a client of env's API server that acts as who, one of identities.
+func actingAs(t *testing.T, env *testenv.Env, who string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = identities[who]
+	cl, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
 func serviceAccount(name string) rest.ImpersonationConfig {
 	ns := devenv.SystemNamespace
 	return rest.ImpersonationConfig{
@@ -297,15 +309,6 @@ func TestAccess(t *testing.T) {
 	t.Logf("%d access rows", len(rows))
 
 	t.Run("real requests agree", func(t *testing.T) {
-		as := func(who string) client.Client {
-			cfg := rest.CopyConfig(env.Config)
-			cfg.Impersonate = identities[who]
-			cl, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cl
-		}
 		mustBe := func(what string, err error, forbidden bool) {
 			t.Helper()
 			if forbidden != apierrors.IsForbidden(err) || (!forbidden && err != nil) {
@@ -314,34 +317,34 @@ func TestAccess(t *testing.T) {
 		}
 		w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: teamNamespace},
 			Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}}}}
-		mustBe("the editor creates a Workload", as(editor).Create(ctx, w), false)
+		mustBe("the editor creates a Workload", actingAs(t, env, editor).Create(ctx, w), false)
 		w.Status.Endpoint = ptr.To("http://web.example")
-		mustBe("the editor writes its status", as(editor).Status().Update(ctx, w), true)
-		mustBe("the orchestrator writes its status", as(orchestratorSA).Status().Update(ctx, w), false)
-		mustBe("the viewer reads it", as(viewer).Get(ctx, client.ObjectKeyFromObject(w), &scorev1b1.Workload{}), false)
-		mustBe("the viewer deletes it", as(viewer).Delete(ctx, w), true)
-		mustBe("the viewer lists Secrets", as(viewer).List(ctx, &corev1.SecretList{}, client.InNamespace(teamNamespace)), true)
+		mustBe("the editor writes its status", actingAs(t, env, editor).Status().Update(ctx, w), true)
+		mustBe("the orchestrator writes its status", actingAs(t, env, orchestratorSA).Status().Update(ctx, w), false)
+		mustBe("the viewer reads it", actingAs(t, env, viewer).Get(ctx, client.ObjectKeyFromObject(w), &scorev1b1.Workload{}), false)
+		mustBe("the viewer deletes it", actingAs(t, env, viewer).Delete(ctx, w), true)
+		mustBe("the viewer lists Secrets", actingAs(t, env, viewer).List(ctx, &corev1.SecretList{}, client.InNamespace(teamNamespace)), true)
 		other := w.DeepCopy()
 		other.Namespace, other.ResourceVersion = otherTeam, ""
-		mustBe("the editor creates a Workload in another team's namespace", as(editor).Create(ctx, other), true)
+		mustBe("the editor creates a Workload in another team's namespace", actingAs(t, env, editor).Create(ctx, other), true)
 
 		trace := &scorev1b1.WorkloadTrace{ObjectMeta: metav1.ObjectMeta{Name: "web-why", Namespace: teamNamespace}, Spec: scorev1b1.WorkloadTraceSpec{Workload: "web"}}
-		mustBe("the editor asks for a trace", as(editor).Create(ctx, trace), false)
+		mustBe("the editor asks for a trace", actingAs(t, env, editor).Create(ctx, trace), false)
 		trace.Status.Trace = &scorev1b1.Trace{Generation: 1, Profile: scorev1b1.TraceProfile{Name: "forged"}}
-		mustBe("the editor writes its answer", as(editor).Status().Update(ctx, trace), true)
+		mustBe("the editor writes its answer", actingAs(t, env, editor).Status().Update(ctx, trace), true)
 		answer := client.MergeFrom(&scorev1b1.WorkloadTrace{})
-		mustBe("the orchestrator writes its answer", as(orchestratorSA).Status().Patch(ctx, trace, answer), false)
+		mustBe("the orchestrator writes its answer", actingAs(t, env, orchestratorSA).Status().Patch(ctx, trace, answer), false)
 
 		claim := &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "web-db", Namespace: teamNamespace},
 			Spec: scorev1b1.ResourceClaimSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: "web", UID: string(w.UID)}, Key: "db", Type: "postgres"}}
-		mustBe("the orchestrator creates a claim", as(orchestratorSA).Create(ctx, claim), false)
+		mustBe("the orchestrator creates a claim", actingAs(t, env, orchestratorSA).Create(ctx, claim), false)
 		claim.Status.Phase = scorev1b1.ClaimPhasePending
-		mustBe("the orchestrator writes the claim's status", as(orchestratorSA).Status().Update(ctx, claim), true)
-		mustBe("the runtime writes the claim's status", as(runtimeSA).Status().Update(ctx, claim), true)
-		mustBe("the provisioner writes the claim's status", as(provisionerSA).Status().Update(ctx, claim), false)
+		mustBe("the orchestrator writes the claim's status", actingAs(t, env, orchestratorSA).Status().Update(ctx, claim), true)
+		mustBe("the runtime writes the claim's status", actingAs(t, env, runtimeSA).Status().Update(ctx, claim), true)
+		mustBe("the provisioner writes the claim's status", actingAs(t, env, provisionerSA).Status().Update(ctx, claim), false)
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-db", Namespace: teamNamespace}}
-		mustBe("the orchestrator creates a Secret", as(orchestratorSA).Create(ctx, secret), true)
-		mustBe("the provisioner creates a Secret", as(provisionerSA).Create(ctx, secret), false)
+		mustBe("the orchestrator creates a Secret", actingAs(t, env, orchestratorSA).Create(ctx, secret), true)
+		mustBe("the provisioner creates a Secret", actingAs(t, env, provisionerSA).Create(ctx, secret), false)
 	})
 
 	// Every identity of the table appears in it, allowed and denied.

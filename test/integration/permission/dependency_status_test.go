@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -34,25 +33,16 @@ func TestEditorCannotWriteWhatTheDependencyRuleReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: teamNamespace}}, userBinding("alice", "score-workload-editor"))
-	as := func(who string) client.Client {
-		cfg := rest.CopyConfig(env.Config)
-		cfg.Impersonate = identities[who]
-		cl, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl
-	}
 	w := &scorev1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: teamNamespace},
 		Spec: scorev1b1.WorkloadSpec{Containers: map[string]scorev1b1.Container{"main": {Image: "nginx"}},
 			Resources: map[string]scorev1b1.Resource{"db": {Type: "postgres"}}}}
-	if err := as(editor).Create(ctx, w); err != nil {
+	if err := actingAs(t, env, editor).Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	// The orchestrator's summary: the dependency is being provisioned, not ready.
 	pending := scorev1b1.ClaimSummary{Key: "db", Phase: scorev1b1.ClaimPhaseBinding, Reason: scorev1b1.ReasonClaimPending, OutputsAvailable: true}
 	w.Status.Claims = []scorev1b1.ClaimSummary{pending}
-	if err := as(orchestratorSA).Status().Update(ctx, w); err != nil {
+	if err := actingAs(t, env, orchestratorSA).Status().Update(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 
@@ -65,7 +55,7 @@ func TestEditorCannotWriteWhatTheDependencyRuleReads(t *testing.T) {
 		return f
 	}
 	forgedStatus := []byte(`{"status":{"claims":[{"key":"db","phase":"Bound","reason":"Succeeded","outputsAvailable":true}]}}`)
-	editorClient := as(editor)
+	editorClient := actingAs(t, env, editor)
 	for _, tc := range []struct {
 		name      string
 		write     func() error

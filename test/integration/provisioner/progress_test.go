@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -30,38 +29,9 @@ func TestClaimCreatedToBoundInTwoStatusWrites(t *testing.T) {
 	binding := waitClaim(t, c, "Binding on its Deployment", func(c *scorev1b1.ResourceClaim) bool {
 		return c.Status.Phase == scorev1b1.ClaimPhaseBinding && len(c.Status.Resources) == 1 && c.Status.Resources[0].Kind == "Deployment"
 	})
-	d := &appsv1.Deployment{}
 	key := client.ObjectKey{Namespace: heldNamespace, Name: binding.Status.Resources[0].Name}
-	if err := env.Client.Get(ctx, key, d); err != nil {
-		t.Fatal(err)
-	}
-
-	// A step of progress: the Deployment's pod created, not available yet. kstatus says
-	// "Available: 0/1" where it said "Replicas: 0/1".
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1}
-	if err := env.Client.Status().Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	// The positive control: a label drifted after the status is corrected by a pass that read
-	// the Deployment with that status (one object's watch delivers in order), so once it is
-	// corrected the provisioner has judged the step of progress.
-	if err := env.Client.Get(ctx, key, d); err != nil {
-		t.Fatal(err)
-	}
-	app := d.Labels["app"]
-	d.Labels["app"] = "drifted"
-	if err := env.Client.Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, testenv.WaitTimeout, "the drifted label corrected", func() error {
-		if err := env.Client.Get(ctx, key, d); err != nil {
-			return err
-		}
-		if d.Labels["app"] != app {
-			return fmt.Errorf("label app=%s", d.Labels["app"])
-		}
-		return nil
-	})
+	// A step of progress, and the positive control that the provisioner has judged it.
+	d := testenv.DeploymentOneStep(t, env.Client, key, "app")
 
 	// Available: the claim is Bound.
 	d.Status = testenv.DeploymentStatus(d, 1)

@@ -404,25 +404,13 @@ func newClaim(ns, name, workload, key, typ, id string, policy scorev1b1.Deprovis
 // the phase, and returns the claim as it then was.
 func waitPhase(t *testing.T, c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase) *scorev1b1.ResourceClaim {
 	t.Helper()
-	return waitClaim(t, c, string(phase), func(out *scorev1b1.ResourceClaim) bool {
-		return out.Status.Phase == phase && out.Status.ObservedGeneration == out.Generation
-	})
+	return testenv.WaitClaimPhase(t, env.Client, c, phase)
 }
 
 // waitClaim waits until the claim, as read, is as ok wants it, and returns it.
 func waitClaim(t *testing.T, c *scorev1b1.ResourceClaim, what string, ok func(*scorev1b1.ResourceClaim) bool) *scorev1b1.ResourceClaim {
 	t.Helper()
-	out := &scorev1b1.ResourceClaim{}
-	testenv.Eventually(t, testenv.WaitTimeout, fmt.Sprintf("claim %s %s", c.Name, what), func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
-			return err
-		}
-		if !ok(out) {
-			return fmt.Errorf("%s (%s) for generation %d of %d", out.Status.Phase, out.Status.Message, out.Status.ObservedGeneration, out.Generation)
-		}
-		return nil
-	})
-	return out
+	return testenv.WaitClaim(t, env.Client, c, what, ok)
 }
 
 // secretValue reads one key of a Secret.

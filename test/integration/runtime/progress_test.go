@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,37 +54,9 @@ func TestPlanCreatedToHealthyInTwoStatusWrites(t *testing.T) {
 		}
 		return nil
 	})
-	d := &appsv1.Deployment{}
 	key := client.ObjectKey{Namespace: heldNamespace, Name: p.Name}
-	if err := env.Client.Get(ctx, key, d); err != nil {
-		t.Fatal(err)
-	}
-
-	// A step of progress: the pod created, not available yet. kstatus says "Available: 0/1"
-	// where it said "Replicas: 0/1".
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1}
-	if err := env.Client.Status().Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	// The positive control: a label drifted after the status is corrected by a pass that read
-	// the Deployment with that status (one object's watch delivers in order), so once it is
-	// corrected the runtime has judged the step of progress.
-	if err := env.Client.Get(ctx, key, d); err != nil {
-		t.Fatal(err)
-	}
-	d.Labels["tier"] = "drifted"
-	if err := env.Client.Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, testenv.WaitTimeout, "the drifted label corrected", func() error {
-		if err := env.Client.Get(ctx, key, d); err != nil {
-			return err
-		}
-		if d.Labels["tier"] != "web" {
-			return fmt.Errorf("label tier=%s", d.Labels["tier"])
-		}
-		return nil
-	})
+	// A step of progress, and the positive control that the runtime has judged it.
+	d := testenv.DeploymentOneStep(t, env.Client, key, "tier")
 
 	// Available: the plan is Projected.
 	available(t, ctx, d, 1)

@@ -7,7 +7,6 @@ package sharing
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -114,17 +113,7 @@ func newClaim(ns, name, workload, key, typ, id string, policy scorev1b1.Deprovis
 // phase, and returns the claim as it then was.
 func waitPhase(t *testing.T, c *scorev1b1.ResourceClaim, phase scorev1b1.ClaimPhase) *scorev1b1.ResourceClaim {
 	t.Helper()
-	out := &scorev1b1.ResourceClaim{}
-	testenv.Eventually(t, testenv.WaitTimeout, fmt.Sprintf("claim %s %s", c.Name, phase), func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), out); err != nil {
-			return err
-		}
-		if out.Status.Phase != phase || out.Status.ObservedGeneration != out.Generation {
-			return fmt.Errorf("%s (%s) for generation %d of %d", out.Status.Phase, out.Status.Message, out.Status.ObservedGeneration, out.Generation)
-		}
-		return nil
-	})
-	return out
+	return testenv.WaitClaimPhase(t, env.Client, c, phase)
 }
 
 func secretValue(t *testing.T, ns, name, key string) string {
