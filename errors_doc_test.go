@@ -19,12 +19,12 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/mirror"
 	"github.com/score-orchestrator/score-orchestrator/internal/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/plandecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
@@ -332,12 +332,12 @@ func provisionerMessage(t *testing.T, input string) string {
 		return "(provisioned)"
 	}
 	claim := &scorev1b1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web-db"}, Spec: scorev1b1.ResourceClaimSpec{Type: def.Type}}
-	return claimstatus.From(claimstatus.Observed{Claim: claim, Definition: &def, Run: &claimstatus.Run{Err: err}}).Status.Message
+	return claimdecision.From(claimdecision.Observed{Claim: claim, Definition: &def, Run: &claimdecision.Run{Err: err}}).Status.Message
 }
 
 // templateMessage renders a manifests template over a one-container plan, prepares what it
 // rendered as the applier does, and writes the plan's message as the runtime decides it
-// (planstatus).
+// (plandecision).
 func templateMessage(t *testing.T, input string) string {
 	spec := &scorev1b1.WorkloadPlanSpec{Projection: scorev1b1.Projection{Containers: []scorev1b1.ContainerProjection{{Name: "main"}}}}
 	fromYAML(t, `{values: {containers: {main: {image: nginx}}}}`, spec)
@@ -345,13 +345,13 @@ func templateMessage(t *testing.T, input string) string {
 	p := &scorev1b1.WorkloadPlan{Spec: *spec}
 	objs, err := render.Render(render.Input{Workload: "web", Namespace: "team-a", Spec: spec, Template: render.Template{Data: []byte(text)}})
 	if err != nil {
-		return planstatus.From(planstatus.Observed{Plan: p, Stopped: planstatus.Render, Err: err}).Status.Message
+		return plandecision.From(plandecision.Observed{Plan: p, Stopped: plandecision.Render, Err: err}).Status.Message
 	}
 	// What the applier refuses before anything is applied: kinds, namespaces, the pod rules.
 	// A HelmRelease is allowed too, for the pod rules' look into a chart's values.
 	cfg := &orchconfig.Config{AllowedKinds: append(slices.Clone(orchconfig.DefaultAllowedKinds), "HelmRelease.helm.toolkit.fluxcd.io")}
 	if _, err := prepare.Prepare(prepare.Input{Objects: objs, Marks: prepare.PlanMarks(p), Scope: prepare.OfflineScope, Allowed: cfg.KindAllowed}); err != nil {
-		return planstatus.From(planstatus.Observed{Plan: p, Stopped: planstatus.Apply, Err: err}).Status.Message
+		return plandecision.From(plandecision.Observed{Plan: p, Stopped: plandecision.Apply, Err: err}).Status.Message
 	}
 	return "(rendered)"
 }

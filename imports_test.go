@@ -16,7 +16,7 @@ import (
 var pure = []string{
 	"api/v1b1",
 	"internal/apierror",
-	"internal/claimstatus",
+	"internal/claimdecision",
 	"internal/clusters",
 	"internal/configdiff",
 	"internal/dashboard/view",
@@ -29,7 +29,7 @@ var pure = []string{
 	"internal/placeholder",
 	"internal/placement",
 	"internal/planner",
-	"internal/planstatus",
+	"internal/plandecision",
 	"internal/podrules",
 	"internal/prepare",
 	"internal/preview",

@@ -9,7 +9,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 )
 
-// The progress hold: a claim's status (claimstatus) and a plan's (planstatus) are not written
+// The progress hold: a claim's status (claimdecision) and a plan's (plandecision) are not written
 // again while they only report more progress of their objects becoming healthy — a claim
 // Binding while its StatefulSet goes from "Replicas: 0/1" to "Ready: 0/1", a plan Planning
 // while its Deployment goes from "Updated: 0/1" to "Available: 0/1" — until the next step

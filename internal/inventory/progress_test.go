@@ -58,7 +58,7 @@ func waiting(health scorev1b1.Health, message, condition string) *status {
 		Conditions: []metav1.Condition{{Type: "Healthy", Status: metav1.ConditionFalse, Message: condition}}}
 }
 
-// The one progress-hold rule, as claimstatus and planstatus apply it: progress alone is held
+// The one progress-hold rule, as claimdecision and plandecision apply it: progress alone is held
 // for the window from when the status began waiting, an object's own message alone for
 // DetailsHold windows, and anything else, or a status that does not wait, is written.
 func TestHold(t *testing.T) {

@@ -9,7 +9,7 @@
 //
 // The orchestrator reads everything first (its gather), asks From, makes the write it names,
 // adds what the write did to Observed and asks again, until the decision is Done; then it
-// writes the status decided, once, only when it changed (the provisioner's claimstatus loop,
+// writes the status decided, once, only when it changed (the provisioner's claimdecision loop,
 // cert-manager's sync/policy split). A write's outcome (a claim refused by a quota, a plan too
 // large, a namespace being deleted) is judged here, by the one classification of API errors
 // (internal/apierror). This package imports no client: its table test covers every way a pass

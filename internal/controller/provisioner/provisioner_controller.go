@@ -23,7 +23,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
@@ -77,7 +77,7 @@ type Reconciler struct {
 	// room; nil: Concurrency, fixed.
 	Workers *workers.Adaptive
 	// ProgressHold is how long a claim Binding keeps what was written while its objects only
-	// progress (claimstatus.Observed.ProgressHold); 0 writes every step.
+	// progress (claimdecision.Observed.ProgressHold); 0 writes every step.
 	ProgressHold time.Duration
 	// Shard selects the claims this instance provisions; nil: every claim. The cache holds
 	// every claim still: whether an instance has other consumers is a question about all of
@@ -170,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // provision takes the claim one step. It reads what the pass needs (observe), asks
-// claimstatus.From for the claim's status and what to do next, does that — record a shared
+// claimdecision.From for the claim's status and what to do next, does that — record a shared
 // instance in the sharing ledger, run the provisioner, publish, retire a moved instance — and
 // asks again with what it did, until the
 // decision is Done. Each action is done at most once: what it did, in Observed, moves the
@@ -180,23 +180,23 @@ func (r *Reconciler) provision(ctx context.Context, c *scorev1b1.ResourceClaim) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	d := claimstatus.From(p.Observed)
-	for d.Next != claimstatus.Done {
+	d := claimdecision.From(p.Observed)
+	for d.Next != claimdecision.Done {
 		// The actions see the status decided so far: where the instance is now, for their
 		// events and identities.
 		c.Status = d.Status
 		switch d.Next {
-		case claimstatus.Record:
-			p.Recorded = &claimstatus.Recorded{Err: r.record(ctx, c, p)}
-		case claimstatus.Provision:
+		case claimdecision.Record:
+			p.Recorded = &claimdecision.Recorded{Err: r.record(ctx, c, p)}
+		case claimdecision.Provision:
 			p.Run = r.run(ctx, p)
-		case claimstatus.Publish:
+		case claimdecision.Publish:
 			p.Published = r.publish(ctx, c, p, d.Prune)
-		case claimstatus.Retire:
+		case claimdecision.Retire:
 			held, err := r.retire(ctx, c, d.Elsewhere)
-			p.Retired = &claimstatus.Retired{Held: held, Err: err}
+			p.Retired = &claimdecision.Retired{Held: held, Err: err}
 		}
-		d = claimstatus.From(p.Observed)
+		d = claimdecision.From(p.Observed)
 	}
 	r.refused.set(client.ObjectKeyFromObject(c), refusedFor(p))
 	c.Status = d.Status

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planner"
@@ -99,7 +99,7 @@ func (r *Reconciler) claimsOfObjectOn(cluster string) handler.EventHandler {
 }
 
 // retire releases a moved claim's objects on the clusters its Workload has left (its plan
-// holds nothing there any more), by the policy its release follows (claimstatus.ReleasePolicy):
+// holds nothing there any more), by the policy its release follows (claimdecision.ReleasePolicy):
 // Delete deletes them, Retain and Orphan leave them where they are, with an event saying so. It
 // returns the entries still held: on a cluster the Workload still runs on, or being deleted, or
 // on a cluster that does not answer.
@@ -123,7 +123,7 @@ func (r *Reconciler) retire(ctx context.Context, c *scorev1b1.ResourceClaim, els
 	if len(leave) == 0 {
 		return keep, nil
 	}
-	if policy := claimstatus.ReleasePolicy(c, ""); policy != scorev1b1.DeprovisionDelete {
+	if policy := claimdecision.ReleasePolicy(c, ""); policy != scorev1b1.DeprovisionDelete {
 		for _, cluster := range clusters.Of(leave) {
 			r.event(c, corev1.EventTypeNormal, "Retained", "Move", "The instance on %s stays there (deprovision policy %s): the workload moved to %s.", clusters.Name(cluster), policy, clusters.Name(c.Status.InstanceCluster))
 		}

@@ -9,7 +9,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
@@ -17,10 +17,10 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
-// pass is one pass over a claim: what claimstatus.From decides on, and what the pass's actions
+// pass is one pass over a claim: what claimdecision.From decides on, and what the pass's actions
 // need of what was read.
 type pass struct {
-	claimstatus.Observed
+	claimdecision.Observed
 	// id is the instance's identity, target where its objects go; set once a definition
 	// serves the claim.
 	id     provisioning.Identity
@@ -37,7 +37,7 @@ type pass struct {
 // change the outcome: the config (the revision the claim's instance follows) and the
 // definition that serves the claim; then where its instance goes (observeInstance).
 func (r *Reconciler) observe(ctx context.Context, c *scorev1b1.ResourceClaim) (*pass, error) {
-	p := &pass{Observed: claimstatus.Observed{Claim: c.DeepCopy(), Now: metav1.NewTime(r.clock().Now()), CmdEnabled: r.EnableCmd, ProgressHold: r.ProgressHold}}
+	p := &pass{Observed: claimdecision.Observed{Claim: c.DeepCopy(), Now: metav1.NewTime(r.clock().Now()), CmdEnabled: r.EnableCmd, ProgressHold: r.ProgressHold}}
 	loaded, err := r.configOf(ctx, c)
 	switch {
 	case errors.Is(err, errNotKept):
@@ -77,8 +77,8 @@ func (r *Reconciler) observeInstance(ctx context.Context, c *scorev1b1.ResourceC
 	if err != nil {
 		return err
 	}
-	p.InstanceNamespace, p.SharingDenied = claimstatus.InstanceNamespace(c, def.Sharing, labels)
-	p.HostnameDenied = claimstatus.HostnameDenied(c, def, served.Params, loaded.Config, labels)
+	p.InstanceNamespace, p.SharingDenied = claimdecision.InstanceNamespace(c, def.Sharing, labels)
+	p.HostnameDenied = claimdecision.HostnameDenied(c, def, served.Params, loaded.Config, labels)
 	if err := def.CheckParams(served.Params); err != nil {
 		p.ParamsRefused = "The claim's " + err.Error() + "."
 	}
@@ -93,7 +93,7 @@ func (r *Reconciler) observeInstance(ctx context.Context, c *scorev1b1.ResourceC
 	if err := r.observeShares(ctx, c, p); err != nil {
 		return err
 	}
-	if next := claimstatus.From(p.Observed).Next; next != claimstatus.Provision && next != claimstatus.Record {
+	if next := claimdecision.From(p.Observed).Next; next != claimdecision.Provision && next != claimdecision.Record {
 		return nil // decided before a run: its inputs are not read
 	}
 	if p.state, err = r.loadState(ctx, p.id, readsShared(def)); err != nil {
@@ -101,7 +101,7 @@ func (r *Reconciler) observeInstance(ctx context.Context, c *scorev1b1.ResourceC
 		if errors.As(err, &owned) {
 			// State the provisioner did not write, under the instance's name: refused as any
 			// object no instance made, where the run would keep it.
-			p.Run = &claimstatus.Run{Err: &provisioning.StepError{Step: provisioning.StepApply, Err: err}}
+			p.Run = &claimdecision.Run{Err: &provisioning.StepError{Step: provisioning.StepApply, Err: err}}
 			return nil
 		}
 		return err

@@ -12,28 +12,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 )
 
 // publish makes the writes that follow a complete run: it prunes what the run no longer
 // produces on the instance's cluster (prune; unless another claim lists it), then writes the
 // outputs Secret. A prune request to a member that got no answer marks the member unreachable.
-func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, p *pass, prune []scorev1b1.AppliedObject) *claimstatus.Published {
+func (r *Reconciler) publish(ctx context.Context, c *scorev1b1.ResourceClaim, p *pass, prune []scorev1b1.AppliedObject) *claimdecision.Published {
 	applied := p.Run.Outcome.Applied.Objects
 	if err := p.target.Applier.Prune(ctx, prune, applied, func(o scorev1b1.AppliedObject) (bool, error) { return r.usedByOthers(ctx, c, o) }); err != nil {
 		if p.target.Member != nil {
 			r.members.Failed(p.target.Member, p.id.Namespace, err)
 		}
-		return &claimstatus.Published{PruneErr: err}
+		return &claimdecision.Published{PruneErr: err}
 	}
-	return &claimstatus.Published{SecretErr: r.publishSecretOutputs(ctx, c, p.Run.Outcome.Secret)}
+	return &claimdecision.Published{SecretErr: r.publishSecretOutputs(ctx, c, p.Run.Outcome.Secret)}
 }
 
 // publishSecretOutputs writes the secret outputs into the claim's outputs Secret, only when
 // they changed, and removes it when there are none. It writes, removes or reads back only a
 // Secret the claim controls (ownsOutputsSecret); one of that name that it does not control —
 // a tenant's, unowned, or another object's — is left as it is, and refused
-// (*claimstatus.ForeignSecret) when there are outputs to write.
+// (*claimdecision.ForeignSecret) when there are outputs to write.
 //
 // The Secret is read from the cache, its absence included: outputs Secrets carry the Workload
 // label the cache selects (taken-over ones get it), and one the cache does not hold is
@@ -111,8 +111,8 @@ func ownsOutputsSecret(c *scorev1b1.ResourceClaim, s *corev1.Secret) bool {
 
 // foreignSecret is the refusal of s, a Secret of the outputs Secret's name the claim does not
 // control.
-func foreignSecret(s *corev1.Secret) *claimstatus.ForeignSecret {
-	e := &claimstatus.ForeignSecret{Name: s.Name}
+func foreignSecret(s *corev1.Secret) *claimdecision.ForeignSecret {
+	e := &claimdecision.ForeignSecret{Name: s.Name}
 	if owner := metav1.GetControllerOf(s); owner != nil {
 		e.Controller = owner.Kind + " " + owner.Name
 	}

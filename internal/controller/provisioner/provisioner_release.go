@@ -14,14 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
-// release deprovisions a deleted claim per its policy (claimstatus.ReleasePolicy: the
+// release deprovisions a deleted claim per its policy (claimdecision.ReleasePolicy: the
 // platform's for a shared instance whose policy it fixes, else the claim's). Delete removes
 // everything it provisioned (unless another claim still uses the same shared instance) and
 // waits until it is gone; Retain keeps the data and the state, so a later claim of the same
@@ -47,7 +47,7 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 			// the sharing ledger — only with a claim whose status names it: one released before
 			// the provisioner ever bound it, or that let go of it, has none of it, and the state
 			// of its identity may be a retained instance's, which the next claim binds to.
-			deprovisions := claimstatus.DeprovisionsInstance(c)
+			deprovisions := claimdecision.DeprovisionsInstance(c)
 			if deprovisions {
 				if err := r.releaseAPI(ctx, c, id); err != nil {
 					r.deprovisioning(c, fmt.Sprintf("Deprovisioning; %v.", err))
@@ -105,12 +105,12 @@ func (r *Reconciler) release(ctx context.Context, c *scorev1b1.ResourceClaim) (c
 	return ctrl.Result{}, nil
 }
 
-// releasePolicy is the policy the deleted claim is released by (claimstatus.ReleasePolicy), with
+// releasePolicy is the policy the deleted claim is released by (claimdecision.ReleasePolicy), with
 // the policy the config fixes for its instance read for a claim bound before the provisioner
-// recorded the platform's (claimstatus.UnrecordedPolicy).
+// recorded the platform's (claimdecision.UnrecordedPolicy).
 func (r *Reconciler) releasePolicy(ctx context.Context, c *scorev1b1.ResourceClaim) (scorev1b1.DeprovisionPolicy, error) {
-	if !claimstatus.UnrecordedPolicy(c) {
-		return claimstatus.ReleasePolicy(c, ""), nil
+	if !claimdecision.UnrecordedPolicy(c) {
+		return claimdecision.ReleasePolicy(c, ""), nil
 	}
 	loaded, err := r.releaseConfig(ctx, c, "decide the release's policy")
 	if err != nil {
@@ -120,12 +120,12 @@ func (r *Reconciler) releasePolicy(ctx context.Context, c *scorev1b1.ResourceCla
 	served, _, ok := provisionermatch.Resolve(provisionermatch.Input{Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
 		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams}})
 	if !ok {
-		return claimstatus.ReleasePolicy(c, ""), nil // no definition serves it now: none fixes its policy
+		return claimdecision.ReleasePolicy(c, ""), nil // no definition serves it now: none fixes its policy
 	}
 	def := loaded.Config.Provisioners[served.Index]
-	fixed := claimstatus.FixedPolicy(claimstatus.Observed{Claim: c, Definition: &def, InstanceNamespace: c.Status.InstanceNamespace,
+	fixed := claimdecision.FixedPolicy(claimdecision.Observed{Claim: c, Definition: &def, InstanceNamespace: c.Status.InstanceNamespace,
 		PlatformPolicy: scorev1b1.DeprovisionPolicy(served.DeprovisionPolicy)})
-	return claimstatus.ReleasePolicy(c, fixed), nil
+	return claimdecision.ReleasePolicy(c, fixed), nil
 }
 
 // otherConsumers counts live claims, other than c, of the same instance: the consumers of a
@@ -176,5 +176,5 @@ func (r *Reconciler) deleteState(ctx context.Context, id provisioning.Identity) 
 
 // deprovisioning says how the release of a deleted claim goes, in its phase.
 func (r *Reconciler) deprovisioning(c *scorev1b1.ResourceClaim, message string) {
-	claimstatus.SetPhase(&c.Status, c.Generation, metav1.NewTime(r.clock().Now()), c.Status.Phase, c.Status.Reason, message)
+	claimdecision.SetPhase(&c.Status, c.Generation, metav1.NewTime(r.clock().Now()), c.Status.Phase, c.Status.Reason, message)
 }

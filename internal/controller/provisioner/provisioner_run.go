@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
@@ -14,7 +14,7 @@ import (
 // run is the pass's provisioning run: provisioning.Run, the one scorectl render makes too,
 // with what only the cluster has — the state stored in Secrets, the applier of the instance's
 // cluster, the Secrets outputs refer to, the command runner and the external APIs (env).
-func (r *Reconciler) run(ctx context.Context, p *pass) *claimstatus.Run {
+func (r *Reconciler) run(ctx context.Context, p *pass) *claimdecision.Run {
 	env := r.env()
 	st := p.state
 	env.SaveState = func(ctx context.Context, res provisioning.Result) error { return r.saveState(ctx, p.id, &st, res) }
@@ -29,7 +29,7 @@ func (r *Reconciler) run(ctx context.Context, p *pass) *claimstatus.Run {
 		return readReferencedSecret(ctx, get, p.id.Namespace, ref)
 	}
 	out, err := provisioning.Run(ctx, provisioning.RunInput{Definition: *p.Definition, Data: p.data}, env)
-	return &claimstatus.Run{Outcome: out, Err: err}
+	return &claimdecision.Run{Outcome: out, Err: err}
 }
 
 // place applies a run's objects on the instance's cluster with the instance's marks, within

@@ -11,12 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 )
 
-// The sharing ledger (claimstatus/shares.go): which instances of a definition each consumer
+// The sharing ledger (claimdecision/shares.go): which instances of a definition each consumer
 // namespace holds in the sharing namespace, kept in a ConfigMap there, read and written through
 // the API server only.
 
@@ -30,7 +30,7 @@ func (r *Reconciler) observeShares(ctx context.Context, c *scorev1b1.ResourceCla
 		return nil
 	}
 	ledger := &corev1.ConfigMap{}
-	switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: sh.Namespace, Name: claimstatus.LedgerName(def.URI)}, ledger); {
+	switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: sh.Namespace, Name: claimdecision.LedgerName(def.URI)}, ledger); {
 	case apierrors.IsNotFound(err):
 		ledger = nil
 	case err != nil:
@@ -38,28 +38,28 @@ func (r *Reconciler) observeShares(ctx context.Context, c *scorev1b1.ResourceCla
 	}
 	var held []string
 	if ledger != nil {
-		held = claimstatus.LedgerInstances(ledger.Data[c.Namespace])
+		held = claimdecision.LedgerInstances(ledger.Data[c.Namespace])
 	}
 	p.ledger = ledger
-	if ledger != nil && ledger.Annotations[annotationLedgerCounts] != claimstatus.LedgerCountsExisting && !slices.Contains(held, p.Instance) {
+	if ledger != nil && ledger.Annotations[annotationLedgerCounts] != claimdecision.LedgerCountsExisting && !slices.Contains(held, p.Instance) {
 		// An earlier version's: the record that follows writes its entries carried over.
 		carried, err := r.carryOver(ctx, ledger, def)
 		if err != nil {
 			return err
 		}
-		p.ledger, held = carried, claimstatus.LedgerInstances(carried.Data[c.Namespace])
+		p.ledger, held = carried, claimdecision.LedgerInstances(carried.Data[c.Namespace])
 	}
-	p.Shares = &claimstatus.Shares{Held: held, Holds: slices.Contains(held, p.Instance)}
+	p.Shares = &claimdecision.Shares{Held: held, Holds: slices.Contains(held, p.Instance)}
 	return nil
 }
 
 // carryOver is a ledger an earlier version wrote with each namespace's entry carried over
-// (claimstatus.CarriedOver), marked as counting the instances that exist. The claims standing
+// (claimdecision.CarriedOver), marked as counting the instances that exist. The claims standing
 // for an instance are as the API server lists them, never a cache: one another worker admitted
 // a moment ago is among them.
 func (r *Reconciler) carryOver(ctx context.Context, ledger *corev1.ConfigMap, def orchconfig.Provisioner) (*corev1.ConfigMap, error) {
 	out := ledger.DeepCopy()
-	metav1.SetMetaDataAnnotation(&out.ObjectMeta, annotationLedgerCounts, claimstatus.LedgerCountsExisting)
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, annotationLedgerCounts, claimdecision.LedgerCountsExisting)
 	for ns, entry := range ledger.Data {
 		var list scorev1b1.ResourceClaimList
 		if err := r.secrets.APIServer.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -72,7 +72,7 @@ func (r *Reconciler) carryOver(ctx context.Context, ledger *corev1.ConfigMap, de
 			}
 		}
 		kept := map[string]bool{}
-		for _, h := range claimstatus.LedgerInstances(entry) {
+		for _, h := range claimdecision.LedgerInstances(entry) {
 			switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: def.Sharing.Namespace, Name: provisioning.StateSecretNameOf(h)}, &corev1.Secret{}); {
 			case err == nil:
 				kept[h] = true
@@ -80,12 +80,12 @@ func (r *Reconciler) carryOver(ctx context.Context, ledger *corev1.ConfigMap, de
 				return nil, fmt.Errorf("reading the state of a shared instance: %w", err)
 			}
 		}
-		carried := claimstatus.CarriedOver(claimstatus.LedgerInstances(entry), func(h string) bool { return live[h] }, func(h string) bool { return kept[h] })
+		carried := claimdecision.CarriedOver(claimdecision.LedgerInstances(entry), func(h string) bool { return live[h] }, func(h string) bool { return kept[h] })
 		if len(carried) == 0 {
 			delete(out.Data, ns)
 			continue
 		}
-		out.Data[ns] = claimstatus.LedgerEntry(carried)
+		out.Data[ns] = claimdecision.LedgerEntry(carried)
 	}
 	return out, nil
 }
@@ -95,11 +95,11 @@ func (r *Reconciler) carryOver(ctx context.Context, ledger *corev1.ConfigMap, de
 // decides from the ledger as it is then.
 func (r *Reconciler) record(ctx context.Context, c *scorev1b1.ResourceClaim, p *pass) error {
 	def := *p.Definition
-	entry := claimstatus.LedgerEntry(append(slices.Clone(p.Shares.Held), p.Instance))
+	entry := claimdecision.LedgerEntry(append(slices.Clone(p.Shares.Held), p.Instance))
 	if p.ledger == nil {
 		ledger := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: def.Sharing.Namespace, Name: claimstatus.LedgerName(def.URI),
-				Annotations: map[string]string{annotationLedgerOf: def.URI, annotationLedgerCounts: claimstatus.LedgerCountsExisting}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: def.Sharing.Namespace, Name: claimdecision.LedgerName(def.URI),
+				Annotations: map[string]string{annotationLedgerOf: def.URI, annotationLedgerCounts: claimdecision.LedgerCountsExisting}},
 			Data: map[string]string{c.Namespace: entry},
 		}
 		return r.Client.Create(ctx, ledger)
@@ -116,14 +116,14 @@ func (r *Reconciler) record(ctx context.Context, c *scorev1b1.ResourceClaim, p *
 // namespace, when its definition keeps one there: out of the entry of every consumer namespace
 // of which no live claim stands for the instance (one made meanwhile keeps it, as it provisions
 // the instance again), over the ledger as it was read; a conflict is retried. Until then the
-// instance keeps its place, whatever became of its claims (claimstatus/shares.go).
+// instance keeps its place, whatever became of its claims (claimdecision/shares.go).
 func (r *Reconciler) unrecord(ctx context.Context, c *scorev1b1.ResourceClaim, id provisioning.Identity) error {
 	uri := c.Status.Provisioner
 	if c.Spec.ID == "" || uri == "" {
 		return nil
 	}
 	ledger := &corev1.ConfigMap{}
-	switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: claimstatus.LedgerName(uri)}, ledger); {
+	switch err := r.secrets.APIServer.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: claimdecision.LedgerName(uri)}, ledger); {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
@@ -134,7 +134,7 @@ func (r *Reconciler) unrecord(ctx context.Context, c *scorev1b1.ResourceClaim, i
 	}
 	instance, changed := id.Hash(), false
 	for ns, entry := range ledger.Data {
-		held := claimstatus.LedgerInstances(entry)
+		held := claimdecision.LedgerInstances(entry)
 		if !slices.Contains(held, instance) {
 			continue
 		}
@@ -146,7 +146,7 @@ func (r *Reconciler) unrecord(ctx context.Context, c *scorev1b1.ResourceClaim, i
 			continue
 		}
 		if rest := slices.DeleteFunc(held, func(h string) bool { return h == instance }); len(rest) > 0 {
-			ledger.Data[ns] = claimstatus.LedgerEntry(rest)
+			ledger.Data[ns] = claimdecision.LedgerEntry(rest)
 		} else {
 			delete(ledger.Data, ns)
 		}
@@ -182,6 +182,6 @@ func (r *Reconciler) standsFor(ctx context.Context, namespace string, id provisi
 const annotationLedgerOf = "score.dev/shares-of"
 
 // annotationLedgerCounts says, on a sharing ledger, what its entries count: the instances that
-// exist (claimstatus.LedgerCountsExisting), else an earlier version's, carried over by the next
+// exist (claimdecision.LedgerCountsExisting), else an earlier version's, carried over by the next
 // record.
 const annotationLedgerCounts = "score.dev/shares-counted"

@@ -44,7 +44,7 @@ func identityIn(c *scorev1b1.ResourceClaim, namespace, cluster string) provision
 }
 
 // namespaceLabels reads a namespace's labels, which the platform's rules select on
-// (claimstatus.InstanceNamespace, claimstatus.HostnameDenied).
+// (claimdecision.InstanceNamespace, claimdecision.HostnameDenied).
 func (r *Reconciler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
 	ns := &metav1.PartialObjectMetadata{} // its labels are all that is read: the watch's cache holds no more
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))

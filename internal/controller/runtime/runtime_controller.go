@@ -35,7 +35,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
-	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/plandecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
 	"github.com/score-orchestrator/score-orchestrator/internal/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
@@ -81,7 +81,7 @@ type Reconciler struct {
 	// Shard selects the plans this instance applies; nil: every plan.
 	Shard labels.Selector
 	// ProgressHold is how long a plan keeps what was written while its objects only progress,
-	// and its exposure's first status waits for their health (planstatus.Observed.ProgressHold);
+	// and its exposure's first status waits for their health (plandecision.Observed.ProgressHold);
 	// 0 writes every step.
 	ProgressHold time.Duration
 	// Namespace is the control plane's, where member clusters are registered; empty applies
@@ -102,7 +102,7 @@ type Reconciler struct {
 }
 
 // Reconcile renders, applies and judges one plan. A pass reads and applies (observe), decides
-// the plan's and the exposure's status from what it found and did (planstatus.From, pure), and
+// the plan's and the exposure's status from what it found and did (plandecision.From, pure), and
 // writes them (write).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &scorev1b1.WorkloadPlan{}
@@ -128,13 +128,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Kept as read: the status is written at the end, once, and only when it changed.
 	patch := statuspatch.Begin(p)
 	ps := r.observe(ctx, p)
-	d := planstatus.From(ps.Observed)
+	d := plandecision.From(ps.Observed)
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, r.write(ctx, patch, ps, d)
 }
 
 // pass is one reconcile of a plan: what it read and did, filled step by step.
 type pass struct {
-	planstatus.Observed
+	plandecision.Observed
 	// objs are the rendered objects (and on a member the outputs Secrets' copies), marks the
 	// plan's identity marks, tgt the cluster they go to: filled by gather.
 	objs  []*unstructured.Unstructured
@@ -145,7 +145,7 @@ type pass struct {
 }
 
 // stop records the step an error stopped the pass at, and reports false.
-func (ps *pass) stop(step planstatus.Step, err error) bool {
+func (ps *pass) stop(step plandecision.Step, err error) bool {
 	ps.Stopped, ps.Err = step, err
 	return false
 }
@@ -154,7 +154,7 @@ func (ps *pass) stop(step planstatus.Step, err error) bool {
 // (gather), then the writes the plan's spec asks for (act), then what the exposure's endpoints
 // are derived from. It stops at the first error.
 func (r *Reconciler) observe(ctx context.Context, p *scorev1b1.WorkloadPlan) *pass {
-	ps := &pass{Observed: planstatus.Observed{Plan: p, Now: time.Now(), ProgressHold: r.ProgressHold}}
+	ps := &pass{Observed: plandecision.Observed{Plan: p, Now: time.Now(), ProgressHold: r.ProgressHold}}
 	if p.Spec.Cluster != "" && r.members.Pending(ctx, p.Spec.Cluster) {
 		ps.MemberPending = true
 		return ps
@@ -171,19 +171,19 @@ func (r *Reconciler) gather(ctx context.Context, ps *pass) bool {
 	tpl, err := r.Templates.Get(ctx, p.Spec.Template)
 	if err != nil {
 		ps.DigestMismatch = errors.Is(err, templates.ErrDigestMismatch)
-		return ps.stop(planstatus.Template, err)
+		return ps.stop(plandecision.Template, err)
 	}
 	revision, err := r.secretsRevision(ctx, p)
 	if err != nil {
-		return ps.stop(planstatus.Outputs, err)
+		return ps.stop(plandecision.Outputs, err)
 	}
 	ps.objs, err = render.Render(render.Input{Workload: p.Spec.WorkloadRef.Name, Namespace: p.Namespace, Spec: &p.Spec, Template: tpl,
 		SecretValue: r.secretValue(ctx, p), SecretsRevision: revision})
 	if err != nil {
-		return ps.stop(planstatus.Render, err)
+		return ps.stop(plandecision.Render, err)
 	}
 	if ps.tgt, err = r.members.Target(p.Spec.Cluster, p.Namespace, r.applier); err != nil {
-		return ps.stop(planstatus.Target, err)
+		return ps.stop(plandecision.Target, err)
 	}
 	ps.Cluster, ps.marks = ps.tgt.Cluster, prepare.PlanMarks(p)
 	if ps.Cluster == "" {
@@ -194,7 +194,7 @@ func (r *Reconciler) gather(ctx context.Context, ps *pass) bool {
 	ps.marks.Controller = nil
 	copies, err := r.outputsCopies(ctx, p)
 	if err != nil {
-		return ps.stop(planstatus.Outputs, err)
+		return ps.stop(plandecision.Outputs, err)
 	}
 	ps.objs = append(copies, ps.objs...)
 	return true
@@ -207,12 +207,12 @@ func (r *Reconciler) act(ctx context.Context, ps *pass) bool {
 	if tgt.Member != nil {
 		// The plan is held before anything reaches the member: only the runtime deletes there.
 		if err := r.hold(ctx, p); err != nil {
-			return ps.stop(planstatus.Hold, err)
+			return ps.stop(plandecision.Hold, err)
 		}
 		if err := tgt.Member.EnsureNamespace(ctx, p.Namespace); err != nil {
 			ps.NotPlaceable = errors.Is(err, clusters.ErrNotPlaceable)
 			r.memberFailed(ps, err)
-			return ps.stop(planstatus.Place, err)
+			return ps.stop(plandecision.Place, err)
 		}
 	}
 	res, err := tgt.Applier.Apply(ctx, ps.objs, ps.marks)
@@ -220,15 +220,15 @@ func (r *Reconciler) act(ctx context.Context, ps *pass) bool {
 	if err != nil {
 		var owned *apply.OwnedElsewhere
 		if errors.As(err, &owned) {
-			ps.Owned = &planstatus.Owned{GroupKind: owned.GroupKind, Namespace: owned.Namespace, Name: owned.Name,
+			ps.Owned = &plandecision.Owned{GroupKind: owned.GroupKind, Namespace: owned.Namespace, Name: owned.Name,
 				OwnerValue: owned.OwnerValue, OwnerName: owned.OwnerName, Message: owned.Error()}
 		}
 		r.memberFailed(ps, err)
-		return ps.stop(planstatus.Apply, err)
+		return ps.stop(plandecision.Apply, err)
 	}
-	if len(planstatus.NotCollected(ps.Applied)) > 0 {
+	if len(plandecision.NotCollected(ps.Applied)) > 0 {
 		if err := r.hold(ctx, p); err != nil {
-			return ps.stop(planstatus.Hold, err)
+			return ps.stop(plandecision.Hold, err)
 		}
 	}
 	return res.Complete() && r.settle(ctx, ps)
@@ -250,19 +250,19 @@ func (r *Reconciler) settle(ctx context.Context, ps *pass) bool {
 		limit, _ := strconv.Atoi(live.GetAnnotations()[scorev1b1.AnnotationHistoryLimit])
 		history, err := a.KeepRuns(ctx, live, limit, ps.marks)
 		if err != nil {
-			return ps.stop(planstatus.Settle, err)
+			return ps.stop(plandecision.Settle, err)
 		}
 		ps.Runs = append(ps.Runs, clusters.Tag(history, ps.Cluster)...)
 	}
 	previous, elsewhere := clusters.Split(ps.Plan.Status.Objects, ps.Cluster)
 	applied := append(slices.Clone(ps.Applied), ps.Runs...)
 	if err := a.Prune(ctx, previous, applied, nil); err != nil {
-		return ps.stop(planstatus.Settle, err)
+		return ps.stop(plandecision.Settle, err)
 	}
-	if planstatus.Leave(applied, elsewhere) {
+	if plandecision.Leave(applied, elsewhere) {
 		left, err := r.leave(ctx, elsewhere)
 		if err != nil {
-			return ps.stop(planstatus.Settle, err)
+			return ps.stop(plandecision.Settle, err)
 		}
 		ps.Left = &left
 		if len(left.Deleted) > 0 {
@@ -274,7 +274,7 @@ func (r *Reconciler) settle(ctx context.Context, ps *pass) bool {
 
 // write records what the pass decided: the exposure's status and the plan's (each through
 // statuspatch, only when it changed), the events, and the plans an object blocks.
-func (r *Reconciler) write(ctx context.Context, patch *statuspatch.Patch, ps *pass, d planstatus.Decision) error {
+func (r *Reconciler) write(ctx context.Context, patch *statuspatch.Patch, ps *pass, d plandecision.Decision) error {
 	p := ps.Plan
 	before := patch.Before().(*scorev1b1.WorkloadPlan)
 	switch key := client.ObjectKeyFromObject(p); {
@@ -304,7 +304,7 @@ func (r *Reconciler) write(ctx context.Context, patch *statuspatch.Patch, ps *pa
 }
 
 // record records the decided events: on the plan, or on the Workload one names.
-func (r *Reconciler) record(p *scorev1b1.WorkloadPlan, events []planstatus.Event) {
+func (r *Reconciler) record(p *scorev1b1.WorkloadPlan, events []plandecision.Event) {
 	if r.Recorder == nil {
 		return
 	}
@@ -401,14 +401,14 @@ func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) err
 	if !controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
 		return nil
 	}
-	left, err := r.leave(ctx, planstatus.NotCollected(p.Status.Objects))
+	left, err := r.leave(ctx, plandecision.NotCollected(p.Status.Objects))
 	if err != nil {
 		return err
 	}
-	r.record(p, planstatus.ReleaseEvents(p, left))
+	r.record(p, plandecision.ReleaseEvents(p, left))
 	if len(left.Waiting) > 0 {
 		patch := statuspatch.Begin(p)
-		p.Status = planstatus.Releasing(p, left.Waiting)
+		p.Status = plandecision.Releasing(p, left.Waiting)
 		_, err := patch.Finish(ctx, r.Client, &r.written)
 		return err // the cluster's next answer brings the plan back
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
-	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/plandecision"
 )
 
 // readExposure reads the Workload's exposure (the plan's name: a copy on several clusters has
@@ -69,7 +69,7 @@ func (r *Reconciler) readExposure(ctx context.Context, ps *pass) {
 		return
 	}
 	ps.exposure = e
-	ps.Exposure = &planstatus.Exposure{Status: e.Status, Endpoints: endpoints}
+	ps.Exposure = &plandecision.Exposure{Status: e.Status, Endpoints: endpoints}
 }
 
 // writeExposure writes the exposure's status, through statuspatch: only when it changed.

@@ -23,7 +23,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
-	"github.com/score-orchestrator/score-orchestrator/internal/planstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/plandecision"
 )
 
 // indexCluster indexes plans by the member clusters they are placed on or still hold objects
@@ -107,12 +107,12 @@ func (r *Reconciler) outputsCopies(ctx context.Context, p *scorev1b1.WorkloadPla
 
 // leave deletes objs, each on its cluster, and says what it did: objects on a cluster that does
 // not answer wait; on a cluster no longer registered they are abandoned.
-func (r *Reconciler) leave(ctx context.Context, objs []scorev1b1.AppliedObject) (planstatus.Left, error) {
+func (r *Reconciler) leave(ctx context.Context, objs []scorev1b1.AppliedObject) (plandecision.Left, error) {
 	released, err := r.members.Release(ctx, r.applier, objs, nil)
 	if err != nil {
-		return planstatus.Left{}, err
+		return plandecision.Left{}, err
 	}
-	return planstatus.Left{Waiting: released.Waiting, Deleted: released.Deleted, Abandoned: released.Abandoned}, nil
+	return plandecision.Left{Waiting: released.Waiting, Deleted: released.Deleted, Abandoned: released.Abandoned}, nil
 }
 
 // reachableOn reports whether a Service on a member has a ready endpoint, from the member's

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -253,11 +253,11 @@ func TestAnEarlierVersionsLedgerIsCarriedOver(t *testing.T) {
 	// instance it deprovisioned, at the bound of two.
 	const deprovisioned = "00000000deadbeef"
 	ledger := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimstatus.LedgerName(uri)}, ledger); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimdecision.LedgerName(uri)}, ledger); err != nil {
 		t.Fatal(err)
 	}
 	delete(ledger.Annotations, "score.dev/shares-counted")
-	ledger.Data[ns] = claimstatus.LedgerEntry([]string{retained.Status.Instance, deprovisioned})
+	ledger.Data[ns] = claimdecision.LedgerEntry([]string{retained.Status.Instance, deprovisioned})
 	if err := env.Client.Update(ctx, ledger); err != nil {
 		t.Fatal(err)
 	}
@@ -279,10 +279,10 @@ func TestAnEarlierVersionsLedgerIsCarriedOver(t *testing.T) {
 func ledgerLists(t *testing.T, uri, namespace, instance string) bool {
 	t.Helper()
 	ledger := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimstatus.LedgerName(uri)}, ledger); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimdecision.LedgerName(uri)}, ledger); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range claimstatus.LedgerInstances(ledger.Data[namespace]) {
+	for _, h := range claimdecision.LedgerInstances(ledger.Data[namespace]) {
 		if h == instance {
 			return true
 		}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimstatus"
+	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
@@ -127,10 +127,10 @@ func TestSharedInstancesPerNamespaceAreBounded(t *testing.T) {
 		t.Fatalf("%d instances in the sharing namespace, want 2", instances)
 	}
 	ledger := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimstatus.LedgerName("template://test/bounded-kv")}, ledger); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: limitsHome, Name: claimdecision.LedgerName("template://test/bounded-kv")}, ledger); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ledger.Data[ns], claimstatus.LedgerEntry([]string{bound[0].Status.Instance, bound[1].Status.Instance}); got != want {
+	if got, want := ledger.Data[ns], claimdecision.LedgerEntry([]string{bound[0].Status.Instance, bound[1].Status.Instance}); got != want {
 		t.Fatalf("the ledger lists %q, want %q", got, want)
 	}
 

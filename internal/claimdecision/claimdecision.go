@@ -1,10 +1,10 @@
-// Package claimstatus decides a ResourceClaim's status from what a pass of the provisioner
+// Package claimdecision decides a ResourceClaim's status from what a pass of the provisioner
 // observed, and what the pass does next: From(observed) is the provisioner's state machine.
 // The provisioner reads (Observed), asks From, does the next action it names (run the
 // provisioner, publish, retire a moved instance), adds what the action did to Observed and
 // asks again, until the decision is Done; then it writes the status decided. It reads no
 // cluster: every path of a pass is a row of its table test.
-package claimstatus
+package claimdecision
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package claimstatus
+package claimdecision
 
 import scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 

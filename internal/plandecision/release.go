@@ -1,4 +1,4 @@
-package planstatus
+package plandecision
 
 import (
 	"fmt"

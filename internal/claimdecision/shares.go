@@ -1,4 +1,4 @@
-package claimstatus
+package claimdecision
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-// Package planstatus is the runtime's policy: from what one pass read and did for a
+// Package plandecision is the runtime's policy: from what one pass read and did for a
 // WorkloadPlan (Observed), From decides the plan's status (phase, reason, message, conditions,
 // inventory), the status of the Workload's exposure, the events to record and whether to try
 // again. The runtime's controller reads and applies, calls From, then writes what it decided
@@ -7,7 +7,7 @@
 //
 // Errors are answered through the one classification of API errors (internal/apierror), as
 // the provisioner answers them: an error that clears by itself keeps what the plan has.
-package planstatus
+package plandecision
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package planstatus
+package plandecision
 
 import (
 	"k8s.io/apimachinery/pkg/api/equality"
