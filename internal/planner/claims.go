@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -205,7 +207,7 @@ func resolveParams(params, meta map[string]any, observed map[string]ClaimView, b
 		}
 	}
 	if len(waiting) > 0 {
-		return params, values.SortedKeys(waiting), nil
+		return params, slices.Sorted(maps.Keys(waiting)), nil
 	}
 	resolved, err := placeholder.SubstituteValue(params, func(r placeholder.Ref) (any, bool) {
 		if r.Root == placeholder.RootMetadata {
@@ -226,7 +228,7 @@ func resolveParams(params, meta map[string]any, observed map[string]ClaimView, b
 
 // dependencyOrder sorts resource keys so that dependencies come first, ties by name.
 func dependencyOrder(w *scorev1b1.Workload) []string {
-	keys := values.SortedKeys(w.Spec.Resources)
+	keys := slices.Sorted(maps.Keys(w.Spec.Resources))
 	placed := map[string]bool{}
 	var out []string
 	for len(out) < len(keys) {

@@ -6,6 +6,8 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,14 +61,14 @@ type Allowed struct {
 // a definition would see them. Problems are sorted by field.
 func CheckInputs(w *scorev1b1.Workload, allowed Allowed) []Problem {
 	c := &inputCheck{w: w, meta: Metadata(w), metaSize: map[string]int{}}
-	for _, name := range values.SortedKeys(w.Spec.Containers) {
+	for _, name := range slices.Sorted(maps.Keys(w.Spec.Containers)) {
 		c.container(name, w.Spec.Containers[name], allowed)
 	}
 	if cycle := beforeCycle(w); cycle != "" {
 		c.add("spec.containers", "The before relationships form a cycle: %s.", cycle)
 	}
 	c.expanded = 0 // the params of all the claims have a budget of their own, as in DesiredClaims
-	for _, key := range values.SortedKeys(w.Spec.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(w.Spec.Resources)) {
 		c.resource(key, w.Spec.Resources[key])
 	}
 	if cycle := paramsCycle(w); cycle != "" {
@@ -156,13 +158,13 @@ func (c *inputCheck) container(name string, ctr scorev1b1.Container, allowed All
 	for i, a := range ctr.Args {
 		c.text(fmt.Sprintf("%s.args[%d]", base, i), a)
 	}
-	for _, k := range values.SortedKeys(ctr.Variables) {
+	for _, k := range slices.Sorted(maps.Keys(ctr.Variables)) {
 		c.text(base+".variables."+k, ctr.Variables[k])
 	}
-	for _, target := range values.SortedKeys(ctr.Files) {
+	for _, target := range slices.Sorted(maps.Keys(ctr.Files)) {
 		c.file(base+".files."+target, ctr.Files[target])
 	}
-	for _, target := range values.SortedKeys(ctr.Volumes) {
+	for _, target := range slices.Sorted(maps.Keys(ctr.Volumes)) {
 		c.volumeSource(base+".volumes."+target+".source", ctr.Volumes[target].Source)
 	}
 	if !allowed.ProbeHosts {
@@ -276,7 +278,7 @@ func scoreAnnotation(k string) bool {
 
 // buildResource is the resource that supplies "." images: the first, by name, of a build type.
 func buildResource(w *scorev1b1.Workload) string {
-	for _, key := range values.SortedKeys(w.Spec.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(w.Spec.Resources)) {
 		for _, t := range BuildResourceTypes {
 			if w.Spec.Resources[key].Type == t {
 				return key
@@ -296,7 +298,7 @@ func beforeCycle(w *scorev1b1.Workload) string {
 			}
 		}
 	}
-	return findCycle(values.SortedKeys(w.Spec.Containers), graph)
+	return findCycle(slices.Sorted(maps.Keys(w.Spec.Containers)), graph)
 }
 
 // paramsCycle returns a cycle among resources whose params reference each other, or "".
@@ -305,7 +307,7 @@ func paramsCycle(w *scorev1b1.Workload) string {
 	for key := range w.Spec.Resources {
 		graph[key] = paramsDependencies(w, key)
 	}
-	return findCycle(values.SortedKeys(w.Spec.Resources), graph)
+	return findCycle(slices.Sorted(maps.Keys(w.Spec.Resources)), graph)
 }
 
 // paramsDependencies are the declared resources whose outputs key's params use, sorted.
@@ -379,9 +381,9 @@ type NamedVolume struct {
 // NamedVolumes are the Workload's volumes mounted by name, by container and target.
 func NamedVolumes(w *scorev1b1.Workload) []NamedVolume {
 	var out []NamedVolume
-	for _, cname := range values.SortedKeys(w.Spec.Containers) {
+	for _, cname := range slices.Sorted(maps.Keys(w.Spec.Containers)) {
 		c := w.Spec.Containers[cname]
-		for _, target := range values.SortedKeys(c.Volumes) {
+		for _, target := range slices.Sorted(maps.Keys(c.Volumes)) {
 			parts, err := placeholder.Parse(c.Volumes[target].Source)
 			if err != nil || len(parts) != 1 || parts[0].Ref != nil || parts[0].Literal == "" {
 				continue

@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -49,7 +50,7 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 	b := &builder{meta: Metadata(w), claims: in.Claims, budget: placeholder.NewBudget(placeholder.MaxExpanded)}
 
 	outputs := map[string]any{}
-	for _, key := range values.SortedKeys(w.Spec.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(w.Spec.Resources)) {
 		res := w.Spec.Resources[key]
 		entry := map[string]any{"type": res.Type, "outputs": copyMap(in.Claims[key].Outputs)}
 		if res.Class != nil {
@@ -63,14 +64,14 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 	composed := values.Compose(Defaults(in.Backend, in.Cluster, in.ClusterLabels), values.Normalize(w), map[string]any{"resources": outputs})
 
 	var projection scorev1b1.Projection
-	for _, cname := range values.SortedKeys(w.Spec.Containers) {
+	for _, cname := range slices.Sorted(maps.Keys(w.Spec.Containers)) {
 		projection.Containers = append(projection.Containers, b.container(w, cname))
 	}
 	if b.err != nil {
 		return PlanResult{}, b.err
 	}
 	if len(b.unresolved) > 0 {
-		return PlanResult{Unresolved: values.SortedKeys(b.unresolved)}, nil
+		return PlanResult{Unresolved: slices.Sorted(maps.Keys(b.unresolved))}, nil
 	}
 
 	raw, err := json.Marshal(composed)
@@ -92,7 +93,7 @@ func BuildPlan(in PlanInput) (PlanResult, error) {
 		Kinds:                      slices.Clone(in.Backend.Kinds),
 		Pods:                       planPods(in.Backend.Pods, in.ProbeHosts),
 	}
-	for _, key := range values.SortedKeys(w.Spec.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(w.Spec.Resources)) {
 		c := in.Claims[key]
 		spec.Claims = append(spec.Claims, scorev1b1.PlanClaim{Key: key, ClaimName: c.Name, SecretName: c.SecretName, SecretKeys: c.SecretKeys, Instance: c.Instance})
 	}
@@ -157,13 +158,13 @@ func (b *builder) container(w *scorev1b1.Workload, name string) scorev1b1.Contai
 	for _, a := range c.Args {
 		p.Args = append(p.Args, b.value(a))
 	}
-	for _, k := range values.SortedKeys(c.Variables) {
+	for _, k := range slices.Sorted(maps.Keys(c.Variables)) {
 		p.Env = append(p.Env, scorev1b1.EnvProjection{Name: k, ValueProjection: b.value(c.Variables[k])})
 	}
-	for _, target := range values.SortedKeys(c.Files) {
+	for _, target := range slices.Sorted(maps.Keys(c.Files)) {
 		p.Files = append(p.Files, b.file(target, c.Files[target]))
 	}
-	for _, target := range values.SortedKeys(c.Volumes) {
+	for _, target := range slices.Sorted(maps.Keys(c.Volumes)) {
 		v := c.Volumes[target]
 		vp := scorev1b1.VolumeProjection{Target: target, Path: v.Path, ReadOnly: v.ReadOnly}
 		parts, err := placeholder.Parse(v.Source)

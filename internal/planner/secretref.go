@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,7 +33,7 @@ func SecretRefIn(field string, v any) string {
 			return field
 		}
 	case map[string]any:
-		for _, k := range values.SortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if strings.ContainsAny(k, SecretRefChars) {
 				return field + "." + k
 			}
@@ -61,15 +63,15 @@ func secretRefProblems(w *scorev1b1.Workload) []Problem {
 			out = append(out, Problem{Field: field + "." + k, Message: SecretRefMessage})
 		}
 	}
-	for _, k := range values.SortedKeys(w.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(w.Annotations)) {
 		if scoreAnnotation(k) {
 			check("metadata.annotations", k, w.Annotations[k])
 		}
 	}
-	for _, k := range values.SortedKeys(w.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(w.Labels)) {
 		check("metadata.labels", k, w.Labels[k])
 	}
-	for _, key := range values.SortedKeys(w.Spec.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(w.Spec.Resources)) {
 		res := w.Spec.Resources[key]
 		for _, part := range []struct {
 			name string

@@ -5,7 +5,6 @@ package values
 import (
 	"encoding/json"
 	"reflect"
-	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -175,16 +174,6 @@ func wholeNumbers(v any) any {
 		}
 	}
 	return v
-}
-
-// SortedKeys returns a map's keys in order.
-func SortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Object decodes a free-form JSON object (params, metadata, outputs); absent is empty.

@@ -2,6 +2,7 @@ package why
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -153,7 +154,7 @@ func (t *walk) claims() []Blocker {
 	}
 	var out []Blocker
 	quotas := map[string]bool{}
-	for _, key := range values.SortedKeys(w.Spec.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(w.Spec.Resources)) {
 		c := t.claim(key)
 		if c == nil {
 			s, ok := summaries[key]
@@ -192,7 +193,7 @@ func (t *walk) claims() []Blocker {
 		}
 		out = append(out, b)
 	}
-	for _, ns := range values.SortedKeys(quotas) {
+	for _, ns := range slices.Sorted(maps.Keys(quotas)) {
 		out = append(out, t.quotas(ns)...)
 	}
 	return out
@@ -280,7 +281,7 @@ func (t *walk) outputs() []Blocker {
 			continue
 		}
 		v := views[key]
-		published := append(values.SortedKeys(v.Outputs), v.SecretKeys...)
+		published := append(slices.Sorted(maps.Keys(v.Outputs)), v.SecretKeys...)
 		sort.Strings(published)
 		says := fmt.Sprintf("ResourceClaim %s/%s (provisioner %s) has not published %s", c.Namespace, c.Name, orNone(c.Status.Provisioner), output)
 		if len(published) > 0 {
@@ -413,7 +414,7 @@ func (t *walk) exposing() []Blocker {
 	if t.in.Plan != nil {
 		objs = append(objs, t.in.Plan.Status.Objects...)
 	}
-	for _, key := range values.SortedKeys(t.in.Workload.Spec.Resources) {
+	for _, key := range slices.Sorted(maps.Keys(t.in.Workload.Spec.Resources)) {
 		if c := t.claim(key); c != nil {
 			objs = append(objs, c.Status.Resources...)
 		}

@@ -18,6 +18,8 @@ package why
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,7 +30,6 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/selection"
-	"github.com/score-orchestrator/score-orchestrator/internal/values"
 )
 
 // Input is what the trace is computed from.
@@ -132,7 +133,7 @@ func Compute(in Input) (scorev1b1.Trace, error) {
 	if r.Backend != nil && r.Backend.Placement != nil {
 		tr.Placement = placementOf(in, r.Backend)
 	}
-	for _, k := range values.SortedKeys(w.Spec.Resources) {
+	for _, k := range slices.Sorted(maps.Keys(w.Spec.Resources)) {
 		res := w.Spec.Resources[k]
 		d := scorev1b1.TraceDependency{Key: k, Type: res.Type, Claim: "not created"}
 		if provider, ok := resolve(in.Config, res); ok {
