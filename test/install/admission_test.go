@@ -19,12 +19,12 @@ import (
 func TestChartAdmissionPolicies(t *testing.T) {
 	policyKinds := map[string]bool{"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	for _, o := range render(t, "platform", nil) {
-		if policyKinds[o.GetKind()] && o.GetName() != "score-preview-makers" {
+		if policyKinds[o.GetKind()] && o.GetName() != "score-preview-makers" && !downgradeGuard(o) {
 			t.Fatalf("rendered by default: %s %s", o.GetKind(), o.GetName())
 		}
 	}
 	for _, o := range render(t, "platform", map[string]any{"admissionPolicies": map[string]any{"previewMakers": map[string]any{"enabled": false}}}) {
-		if policyKinds[o.GetKind()] {
+		if policyKinds[o.GetKind()] && !downgradeGuard(o) {
 			t.Fatalf("rendered with previewMakers.enabled=false: %s %s", o.GetKind(), o.GetName())
 		}
 	}
@@ -39,7 +39,7 @@ func TestChartAdmissionPolicies(t *testing.T) {
 	}})
 	got := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
-		if policyKinds[o.GetKind()] || o.GetName() == "score-allowed-registries" {
+		if (policyKinds[o.GetKind()] || o.GetName() == "score-allowed-registries") && !downgradeGuard(o) {
 			if o.GetLabels()["app.kubernetes.io/instance"] != "score" {
 				t.Errorf("%s %s: labels %v", o.GetKind(), o.GetName(), o.GetLabels())
 			}
@@ -100,5 +100,31 @@ func TestChartAdmissionPolicies(t *testing.T) {
 	_, err = renderManifest(t, "platform", map[string]any{"admissionPolicies": map[string]any{"imageRegistries": map[string]any{"enabled": true}}})
 	if err == nil || !strings.Contains(err.Error(), "admissionPolicies.imageRegistries.prefixes must list at least one registry prefix") {
 		t.Fatalf("image registries without prefixes: %v", err)
+	}
+}
+
+// downgradeGuard reports whether o is the chart's own downgrade guard (its policy or binding),
+// which is not one of config/admission's.
+func downgradeGuard(o *unstructured.Unstructured) bool {
+	return strings.HasPrefix(o.GetName(), "score-no-downgrade-")
+}
+
+// The chart's downgrade guard (tested on a real API server by test/upgrade's rollback) is
+// rendered by default, per release, and not with downgradeGuard.enabled=false.
+func TestChartDowngradeGuard(t *testing.T) {
+	var guard []string
+	for _, o := range render(t, "platform", nil) {
+		if downgradeGuard(o) {
+			guard = append(guard, o.GetKind()+" "+o.GetName())
+		}
+	}
+	want := []string{"ValidatingAdmissionPolicy score-no-downgrade-score", "ValidatingAdmissionPolicyBinding score-no-downgrade-score"}
+	if !reflect.DeepEqual(guard, want) {
+		t.Errorf("rendered by default: %v, want %v", guard, want)
+	}
+	for _, o := range render(t, "platform", map[string]any{"downgradeGuard": map[string]any{"enabled": false}}) {
+		if downgradeGuard(o) {
+			t.Errorf("rendered with downgradeGuard.enabled=false: %s %s", o.GetKind(), o.GetName())
+		}
 	}
 }
