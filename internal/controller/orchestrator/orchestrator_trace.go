@@ -68,6 +68,15 @@ func (r *Tracer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return ctrl.Result{}, fmt.Errorf("listing the namespace's traces: %w", err)
 	}
 	step := why.StepFor(t, all.Items, r.now(), r.keep())
+	if step.Answer {
+		// The cache may not show yet the requests made just before this one, and a request
+		// answered must be one of its namespace's first MaxWorkloadTraces: the bound is
+		// judged again from the API server before the work of an answer is done.
+		if err := r.APIReader.List(ctx, &all, client.InNamespace(t.Namespace)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing the namespace's traces: %w", err)
+		}
+		step = why.StepFor(t, all.Items, r.now(), r.keep())
+	}
 	switch {
 	case step.Remove:
 		return ctrl.Result{}, r.remove(ctx, t)
