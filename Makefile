@@ -73,17 +73,17 @@ render-bench: build ## Time scorectl render of a 100-file app against score-k8s 
 
 # Fuzz targets, one per line as package:Target (go test -fuzz runs one target at a time).
 FUZZ_TARGETS := \
-	./internal/scorefile:FuzzScoreRoundTrip \
-	./internal/scorefile:FuzzScoreMetadata \
-	./internal/orchconfig:FuzzParse \
-	./internal/placeholder:FuzzSubstitute \
-	./internal/values:FuzzCompose \
-	./internal/planner:FuzzBuildPlan \
-	./internal/values:FuzzNormalize \
-	./internal/render:FuzzRenderLiteral \
-	./internal/yamltemplate:FuzzPrintedValueStaysAValue \
-	./internal/mirror:FuzzValidateURL \
-	./internal/mirror:FuzzMirror
+	./internal/cli/scorefile:FuzzScoreRoundTrip \
+	./internal/cli/scorefile:FuzzScoreMetadata \
+	./internal/config/orchconfig:FuzzParse \
+	./internal/templating/placeholder:FuzzSubstitute \
+	./internal/planning/values:FuzzCompose \
+	./internal/planning/planner:FuzzBuildPlan \
+	./internal/planning/values:FuzzNormalize \
+	./internal/rendering/render:FuzzRenderLiteral \
+	./internal/templating/yamltemplate:FuzzPrintedValueStaysAValue \
+	./internal/status/mirror:FuzzValidateURL \
+	./internal/status/mirror:FuzzMirror
 FUZZTIME ?= 30s
 
 .PHONY: fuzz

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
-	"github.com/score-orchestrator/score-orchestrator/internal/changelog"
+	"github.com/score-orchestrator/score-orchestrator/internal/build/changelog"
 	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 
@@ -35,7 +35,7 @@ func fileVersion(t *testing.T) semver.Version {
 
 // TestVersionsAgree: what the binaries report, the chart's version and appVersion (and so its
 // default image tag) and the kustomize base's image are the file VERSION. The images' tags and
-// labels come from it too (make images, make release; internal/image's TestImages checks what
+// labels come from it too (make images, make release; internal/build/image's TestImages checks what
 // their binaries report).
 func TestVersionsAgree(t *testing.T) {
 	want := fileVersion(t).String()

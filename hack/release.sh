@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make release and make release-check: a release of the commit checked out, under
-# dist/VERSION (hack/release, internal/release), built only from a tree without uncommitted
+# dist/VERSION (hack/release, internal/build/release), built only from a tree without uncommitted
 # changes, stamped with the commit and dated by its time (SOURCE_DATE_EPOCH).
 #
 #   hack/release.sh build   (make release VERSION=x.y.z; VERSION must be the file's)

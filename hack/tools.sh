@@ -129,7 +129,7 @@ GO
 }
 
 # build_contour builds Contour's controller, which make dev runs on the host as the development
-# cluster's Gateway API implementation (internal/devenv/gateway.go), and keeps beside it the CRDs
+# cluster's Gateway API implementation (internal/cli/devenv/gateway.go), and keeps beside it the CRDs
 # of its release that it watches besides the Gateway API's (HTTPProxy and others).
 build_contour() {
 	[[ -x "$gateway_dir/contour" && -f "$gateway_dir/contour-crds.yaml" ]] && return

@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 )
 
 func main() {

@@ -20,8 +20,8 @@ import (
 
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 

@@ -5,10 +5,10 @@ import (
 	"fmt"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/selection"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/selection"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/ocifetch"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 )
 
 // configChecks are what a platform's CI checks beyond the orchestrator's own validation.

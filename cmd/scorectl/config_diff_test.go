@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 )
 
 // devConfig writes the config make dev loads (the sample profiles and the development

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/scorefile"
 )
 
 func newConvertCommand() *cobra.Command {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/dashboard"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/dashboard"
 )
 
 // dashboardTokenEnv gives the dashboard its token (else one is drawn): an environment variable,

@@ -12,9 +12,9 @@ import (
 
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/cligc"
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/cligc"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 )
 
 // newDevCommand is scorectl dev: up, down and members share the environment's directory and

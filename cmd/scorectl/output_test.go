@@ -11,16 +11,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/configdiff"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/configdiff"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/termtest"
 )
 
 // TestEveryPrintingPathEscapes feeds each of scorectl's printers a message full of terminal
 // escapes where the cluster (or a file) gives it text: what is printed acts on no terminal
 // and keeps each message on its line, so a tenant's text cannot rewrite what an operator
-// reads. scorectl why is internal/why's
+// reads. scorectl why is internal/status/why's
 // TestWhyEscapesWhatItQuotes; the commands' writer is TestHumanOutputGoesThroughTermtext.
 func TestEveryPrintingPathEscapes(t *testing.T) {
 	h := termtest.Hostile

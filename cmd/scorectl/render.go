@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
-	"github.com/score-orchestrator/score-orchestrator/internal/offline"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/placement"
-	"github.com/score-orchestrator/score-orchestrator/internal/render"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/ocifetch"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 )
 
 func newRenderCommand() *cobra.Command {

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/statesign"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/statesign"
 )
 
 func newStateCommand() *cobra.Command {

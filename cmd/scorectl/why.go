@@ -12,11 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/why"
-	"github.com/score-orchestrator/score-orchestrator/internal/why/ask"
-	"github.com/score-orchestrator/score-orchestrator/internal/why/observe"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/whyask"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/whyobserve"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/why"
 )
 
 func newWhyCommand() *cobra.Command {
@@ -89,7 +89,7 @@ func (o *whyOptions) run(cmd *cobra.Command, name string) error {
 	if err != nil {
 		return err
 	}
-	in.Observed = observe.Read(ctx, c, in)
+	in.Observed = whyobserve.Read(ctx, c, in)
 	return why.Explain(cmd.OutOrStdout(), in)
 }
 
@@ -126,14 +126,14 @@ func (o *whyOptions) input(ctx context.Context, c client.Client, w *scorev1b1.Wo
 // way its answer names with the user's rights, and prints it. denied is why the config was not
 // read (nil with --ask).
 func askWhy(ctx context.Context, out io.Writer, c client.WithWatch, w *scorev1b1.Workload, timeout time.Duration, denied error) error {
-	tr, err := ask.Trace(ctx, c, w.Namespace, w.Name, timeout)
+	tr, err := whyask.Trace(ctx, c, w.Namespace, w.Name, timeout)
 	if err != nil {
 		if denied != nil && apierrors.IsForbidden(err) {
 			return fmt.Errorf("your rights let you neither read the Orchestrator Config (%v) nor ask the control plane for the trace: %w", denied, err)
 		}
 		return err
 	}
-	why.Print(out, w.Namespace, w.Name, why.Resolve(tr, observe.Probes(ctx, c, tr)))
+	why.Print(out, w.Namespace, w.Name, why.Resolve(tr, whyobserve.Probes(ctx, c, tr)))
 	fmt.Fprintln(out, "\nAnswered by the control plane (a WorkloadTrace): what concerns this Workload, in its namespace, and nothing of another's.")
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/scorefile"
 )
 
 // readWorkloads converts the Score files paths name, in order, as Workloads of generation 1 in

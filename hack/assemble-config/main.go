@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 )
 
 func main() {

@@ -12,8 +12,8 @@ import (
 func main() {
 	if _, err := conformance.Dir(); err != nil {
 		fmt.Printf(`NOTE: %v.
-These tests were skipped: the corpus round trip and fuzz seeds (internal/scorefile), the corpus
-provisioner files (internal/provisioning), the acceptance page (internal/testing/acceptance), the API
+These tests were skipped: the corpus round trip and fuzz seeds (internal/cli/scorefile), the corpus
+provisioner files (internal/provisioners/provisioning), the acceptance page (internal/testing/acceptance), the API
 server admitting every corpus file (test/integration), and score-k8s's default provisioners on
 the simulated cluster (test/e2e TestScoreK8sDefaultProvisioners). Run them with
 SCORE_CONFORMANCE_DIR=/path/to/conformance make test; CI (.ci/run) requires them.

@@ -1,5 +1,5 @@
 // Command images builds the score-controllers and scorectl images without a container engine
-// (internal/image) into OUT/NAME, an OCI image layout each, and prints each image's digest and
+// (internal/build/image) into OUT/NAME, an OCI image layout each, and prints each image's digest and
 // size. With --push PREFIX it then pushes them to PREFIX/NAME:VERSION with the credentials of
 // the Docker config (~/.docker/config.json, as docker login or crane auth login write it).
 //
@@ -13,7 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/image"
+	"github.com/score-orchestrator/score-orchestrator/internal/build/image"
 	"github.com/score-orchestrator/score-orchestrator/internal/version"
 )
 

@@ -1,4 +1,4 @@
-// Command release builds a release under OUT/VERSION (internal/release) and prints each file's
+// Command release builds a release under OUT/VERSION (internal/build/release) and prints each file's
 // size and SHA-256; `compare A B` compares two release folders file by file. make release and
 // make release-check run it.
 //
@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/release"
+	"github.com/score-orchestrator/score-orchestrator/internal/build/release"
 )
 
 func main() {

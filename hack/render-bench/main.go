@@ -18,7 +18,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 )
 
 func main() {

@@ -29,11 +29,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/health"
-	"github.com/score-orchestrator/score-orchestrator/internal/offline"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/render"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/health"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 )
 
 // baselineNS holds the baseline's objects while it runs.

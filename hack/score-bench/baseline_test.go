@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/health"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/health"
 )
 
 // The baseline creates what the controllers would apply for the same Workloads: the

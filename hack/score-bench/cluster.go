@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
 )
 

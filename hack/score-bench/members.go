@@ -13,8 +13,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/registration"
 	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/blackhole"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"

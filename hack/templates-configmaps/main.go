@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scoreorchestrator "github.com/score-orchestrator/score-orchestrator"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 )
 
 func main() {

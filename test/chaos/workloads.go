@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 )
 
 // kind is the shape of a Workload in the rollout. Each is a web service with one port whose

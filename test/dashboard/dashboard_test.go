@@ -37,8 +37,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
-	"github.com/score-orchestrator/score-orchestrator/internal/dashboard"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/dashboard"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/preview"
 )
 
 // assertCachesHoldOurs checks, by the watches the controllers opened, that no controller's

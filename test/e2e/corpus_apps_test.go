@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/scorefile"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/acceptance"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"

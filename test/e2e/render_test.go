@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
-	"github.com/score-orchestrator/score-orchestrator/internal/offline"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
-	"github.com/score-orchestrator/score-orchestrator/internal/render"
-	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/inventory"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

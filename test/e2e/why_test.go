@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/dashboard"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/dashboard"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

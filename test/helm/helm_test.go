@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/metricnames"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/simcluster"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"

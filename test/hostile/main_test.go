@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv/controllerproc"
 )

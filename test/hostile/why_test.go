@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/whyask"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/why/ask"
 )
 
 // A tenant can run scorectl why on its own Workload, though the trace is made from the
@@ -105,7 +105,7 @@ func TestHostileWhyTellsATenantOfItsOwnWorkloadOnly(t *testing.T) {
 		}
 	}
 	// Her answer, as the control plane writes it.
-	tr, err := ask.Trace(ctx, tenantWatch(t), teamB, name, 30*time.Second)
+	tr, err := whyask.Trace(ctx, tenantWatch(t), teamB, name, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,13 +122,13 @@ func TestHostileWhyTellsATenantOfItsOwnWorkloadOnly(t *testing.T) {
 
 	// team-a's Workloads, asked from team-b: none of that name there.
 	for _, victim := range append([]string{neighbour.Name}, victims...) {
-		_, err := ask.Trace(ctx, tenantWatch(t), teamB, victim, 30*time.Second)
-		if na := (*ask.NotAnsweredError)(nil); !errors.As(err, &na) || na.Reason != scorev1b1.TraceReasonWorkloadNotFound {
+		_, err := whyask.Trace(ctx, tenantWatch(t), teamB, victim, 30*time.Second)
+		if na := (*whyask.NotAnsweredError)(nil); !errors.As(err, &na) || na.Reason != scorev1b1.TraceReasonWorkloadNotFound {
 			t.Errorf("asking for %s from team-b: %v", victim, err)
 		}
 	}
 	// Where she has no role, she cannot ask.
-	if _, err := ask.Trace(ctx, tenantWatch(t), "score-system", "score-controllers", 30*time.Second); !apierrors.IsForbidden(err) {
+	if _, err := whyask.Trace(ctx, tenantWatch(t), "score-system", "score-controllers", 30*time.Second); !apierrors.IsForbidden(err) {
 		t.Errorf("asking in score-system: %v", err)
 	}
 	othersUntouched(t)

@@ -32,8 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/rollout"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv/inprocess"
 )

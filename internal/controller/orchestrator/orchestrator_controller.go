@@ -21,12 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
 
 // The orchestrator's permissions: it writes Workload status and finalizers, and the spec of

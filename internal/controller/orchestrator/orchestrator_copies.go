@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 )
 
 // A Workload on several clusters: the plans and exposures of its copies beyond slot 0

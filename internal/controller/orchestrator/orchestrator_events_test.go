@@ -7,8 +7,8 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/termtest"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
 )
 
 // TestEventsAreRecordedEscaped: an event whose message quotes a claim's words full of terminal

@@ -5,7 +5,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/placement"
 )
 
 // clustersChanged reports whether a new status of the clusters may change where Workloads

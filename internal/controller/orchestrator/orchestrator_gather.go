@@ -10,12 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/placement"
-	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 )
 
 // gather reads everything the pass decides from; all reads of a pass happen here. A deleted

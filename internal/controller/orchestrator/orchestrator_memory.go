@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 )
 
 // memory remembers, per Workload, the writes whose effect the informer cache may not show

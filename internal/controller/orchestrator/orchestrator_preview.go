@@ -15,18 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/previewpolicy"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/preview"
 )
 
 // The orchestrator reads the admission policy that binds previews to their makers: a preview
-// made without it in force is refused (internal/preview, Untrusted).
+// made without it in force is refused (internal/planning/preview, Untrusted).
 //
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch
 
 // previewOf reads the Workload's namespace as a preview environment and the platform's verdict
-// on it (internal/preview): nil when the namespace is no preview. The namespaces' metadata is
+// on it (internal/planning/preview): nil when the namespace is no preview. The namespaces' metadata is
 // cached (the watch SetupWithManager starts), and so are the admission policy and its
 // bindings; the previews being deleted do not count against the limit.
 func (r *Reconciler) previewOf(ctx context.Context, namespace string, policy orchconfig.Previews) (*preview.Preview, error) {

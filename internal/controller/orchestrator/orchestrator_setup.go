@@ -22,15 +22,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/previewpolicy"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
-	"github.com/score-orchestrator/score-orchestrator/internal/placement"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/caches"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 )
 
 // Options configure the orchestrator.
@@ -125,11 +125,11 @@ func indexedByWorkload() []client.Object {
 }
 
 // workloadLabel is an object's indexWorkload: the Workload it is labelled with.
-var workloadLabel = apply.ByLabel(scorev1b1.LabelWorkload)
+var workloadLabel = caches.ByLabel(scorev1b1.LabelWorkload)
 
 // SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
 // the claims, plans and exposures they own, the deletion of retained claims, the preview
-// namespaces (internal/preview), namespaces' labels (probeHosts) and the config store: a new valid config
+// namespaces (internal/planning/preview), namespaces' labels (probeHosts) and the config store: a new valid config
 // requeues every Workload. Nothing is polled. A Workload's spec change and the updates that
 // answer it, or report a claim's failure, go ahead of the backlog (urgency).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {

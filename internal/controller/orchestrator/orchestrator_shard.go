@@ -9,7 +9,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 )
 
 // childLabels are the labels of the claims, plan and exposure created for w: its name, and

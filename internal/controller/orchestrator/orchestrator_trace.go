@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
-	"github.com/score-orchestrator/score-orchestrator/internal/why"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/why"
 )
 
 // +kubebuilder:rbac:groups=score.dev,resources=workloadtraces,verbs=get;list;watch;delete

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloaddecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 )
 
 // The writes workloaddecision.From names. Each makes what it is told and returns the API

@@ -1,4 +1,4 @@
-// Package preview is the controller that ends preview environments (internal/preview). When a
+// Package preview is the controller that ends preview environments (internal/planning/preview). When a
 // preview namespace expires (or scorectl preview down sets its expiry to now), it deletes the
 // namespace's Workloads — each released as any deleted Workload is, its dependencies per the
 // preview's deprovision policy — and, once none is left, the namespace. It runs once for the
@@ -31,10 +31,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/previewpolicy"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	core "github.com/score-orchestrator/score-orchestrator/internal/preview"
+	core "github.com/score-orchestrator/score-orchestrator/internal/planning/preview"
 )
 
 // The preview controller's permissions: it deletes the Workloads of an expired preview, then

@@ -1,7 +1,7 @@
 // Package previewpolicy is what the two controllers that act on previews — the orchestrator,
 // which admits a preview's Workloads under the platform's limit, and the preview controller,
 // which ends previews — read of the admission policy that binds previews to their makers
-// (internal/preview): the policy and its binding, both named preview.PolicyName, judged by
+// (internal/planning/preview): the policy and its binding, both named preview.PolicyName, judged by
 // preview.GuardOf, and a watch that brings the previews back when either changes. Without the
 // policy in force neither acts on a preview: whoever may label namespaces could have written
 // it. The caches hold these two objects alone (CacheOptions), no other admission policy.
@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/preview"
 )
 
 // Read reads the policy and its binding through c (the manager's cache, which Watch fills)

@@ -13,12 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionerapi"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
-	"github.com/score-orchestrator/score-orchestrator/internal/values"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/values"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisionerapi"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
 )
 
 // releaseAPI sends an http+api:// instance's delete request, when it has one and something

@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/inventory"
 )
 
 // usedByOthers reports whether another live claim lists o in its inventory: an object several

@@ -22,17 +22,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
-	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/caches"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisionercmd"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/shard"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/claimdecision"
 )
 
 // The provisioner's permissions: it writes claim status and finalizers, the state and
@@ -88,7 +89,7 @@ type Reconciler struct {
 	// secrets reads Secrets: the manager's cache holds only the outputs Secrets, the API
 	// server answers for the rest (referenced and credentials Secrets, the shared state);
 	// state Secrets are read with readState.
-	secrets apply.CacheFirst
+	secrets caches.CacheFirst
 	// raced are the state Secrets to read from the API server on their next pass (readState).
 	raced stateRaces
 	// readers remembers, per config, which definitions can read other Workloads' ports.

@@ -23,11 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 

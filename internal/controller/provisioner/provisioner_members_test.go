@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 )
 
 // An instance goes to its Workload's cluster unless its definition keeps it on the hub; an

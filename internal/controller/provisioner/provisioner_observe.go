@@ -8,13 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
-	"github.com/score-orchestrator/score-orchestrator/internal/values"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/values"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/claimdecision"
 )
 
 // pass is one pass over a claim: what claimdecision.From decides on, and what the pass's actions

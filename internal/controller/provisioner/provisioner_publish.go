@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/claimdecision"
 )
 
 // publish makes the writes that follow a complete run: it prunes what the run no longer

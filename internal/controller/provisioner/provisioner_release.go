@@ -14,11 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionermatch"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
-	"github.com/score-orchestrator/score-orchestrator/internal/values"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/provisionermatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/values"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/claimdecision"
 )
 
 // release deprovisions a deleted claim per its policy (claimdecision.ReleasePolicy: the

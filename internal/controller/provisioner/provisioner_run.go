@@ -5,10 +5,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/claimdecision"
 )
 
 // run is the pass's provisioning run: provisioning.Run, the one scorectl render makes too,

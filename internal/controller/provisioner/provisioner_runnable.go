@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/prepare"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
-	"github.com/score-orchestrator/score-orchestrator/internal/runnable"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/runnable"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/prepare"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
 )
 
 // judgeRun finishes the runnable:// strategy once its run is applied (the run is named after

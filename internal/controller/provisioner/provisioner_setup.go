@@ -25,16 +25,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
-	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/caches"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/inventory"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisionercmd"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 )
 
 // indexInstance indexes claims by the identity hash of the instance they claim.
@@ -157,7 +158,7 @@ func (r *Reconciler) newController(mgr ctrl.Manager) (controller.Controller, err
 // Secrets, and, with the manager, the tracking of refused kinds and the state's signing key.
 func (r *Reconciler) setupApply(mgr ctrl.Manager, c controller.Controller) error {
 	// Provisioned objects carry their instance's label; the cache holds those only.
-	provisioned, err := apply.NewScopedCache(mgr, scorev1b1.LabelInstance)
+	provisioned, err := caches.NewScopedCache(mgr, scorev1b1.LabelInstance)
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func (r *Reconciler) setupApply(mgr ctrl.Manager, c controller.Controller) error
 	// cache a moment behind, or someone else's), and only then read.
 	r.applier = &apply.Applier{Client: r.Client, FieldManager: scorev1b1.FieldManagerProvisioner, Judge: r.Config.Judge, Allowed: r.Config.KindAllowed, CreateUnseen: true,
 		Watcher: &apply.Watcher{Controller: c, Cache: provisioned, Handler: handler.EnqueueRequestsFromMapFunc(r.claimsOfObject)}}
-	r.secrets = apply.CacheFirst{Cache: r.Client, APIServer: mgr.GetAPIReader()}
+	r.secrets = caches.CacheFirst{Cache: r.Client, APIServer: mgr.GetAPIReader()}
 	md, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
 )
 
 // claimIdentity is the identity of the instance a claim stands for: in the namespace its

@@ -15,10 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/caches"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
 )
 
 // Two claims sharing an instance provision it at the same time: the state each writes is
@@ -29,7 +30,7 @@ func TestStateIsWrittenOnTopOfWhatWasRead(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	r := &Reconciler{Client: c, secrets: apply.CacheFirst{Cache: c, APIServer: c}, APINamespace: "score-system"}
+	r := &Reconciler{Client: c, secrets: caches.CacheFirst{Cache: c, APIServer: c}, APINamespace: "score-system"}
 	ctx := context.Background()
 	id := provisioning.Identity{Namespace: "shared-home", Type: "kv", ID: "main"}
 	conflict := func(err error) bool { return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) }
@@ -118,7 +119,7 @@ func TestStateTheProvisionerDidNotWriteIsRefused(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	r := &Reconciler{Client: c, secrets: apply.CacheFirst{Cache: c, APIServer: c}, APINamespace: "score-system"}
+	r := &Reconciler{Client: c, secrets: caches.CacheFirst{Cache: c, APIServer: c}, APINamespace: "score-system"}
 	ctx := context.Background()
 	k, err := r.signingKey(ctx)
 	if err != nil {

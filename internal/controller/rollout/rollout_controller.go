@@ -30,11 +30,11 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/apierror"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
-	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	core "github.com/score-orchestrator/score-orchestrator/internal/rollout"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/planner"
+	core "github.com/score-orchestrator/score-orchestrator/internal/planning/rollout"
 )
 
 // The rollout controller's permissions: it creates rollouts and writes their status, and

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/ownwrites"
 )
 
 // A rollout this controller created is waited for until the cache shows it, and no longer than

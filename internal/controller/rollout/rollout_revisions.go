@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	core "github.com/score-orchestrator/score-orchestrator/internal/rollout"
+	core "github.com/score-orchestrator/score-orchestrator/internal/planning/rollout"
 )
 
 // pruneOnce prunes the kept revisions once for each state of the config and its rollouts

@@ -9,7 +9,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
-	core "github.com/score-orchestrator/score-orchestrator/internal/rollout"
+	core "github.com/score-orchestrator/score-orchestrator/internal/planning/rollout"
 	"github.com/score-orchestrator/score-orchestrator/internal/termtext"
 )
 

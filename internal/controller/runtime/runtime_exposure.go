@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
-	"github.com/score-orchestrator/score-orchestrator/internal/exposure"
-	"github.com/score-orchestrator/score-orchestrator/internal/plandecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/exposure"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/plandecision"
 )
 
 // readExposure reads the Workload's exposure (the plan's name: a copy on several clusters has

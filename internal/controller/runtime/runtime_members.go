@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
-	"github.com/score-orchestrator/score-orchestrator/internal/plandecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/plandecision"
 )
 
 // indexCluster indexes plans by the member clusters they are placed on or still hold objects

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters"
-	"github.com/score-orchestrator/score-orchestrator/internal/inventory"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/clusters"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/inventory"
 )
 
 // A plan that moved lists its objects on both clusters until the old ones are deleted; each

@@ -24,12 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/caches"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 )
 
 // indexWorkloadUID indexes plans by their Workload's UID: a cluster-scoped object the runtime
@@ -103,10 +104,10 @@ func indexPlans(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkload, apply.ByLabel(scorev1b1.LabelWorkload)); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexWorkload, caches.ByLabel(scorev1b1.LabelWorkload)); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{}, indexService, apply.ByLabel(discoveryv1.LabelServiceName)); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{}, indexService, caches.ByLabel(discoveryv1.LabelServiceName)); err != nil {
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &scorev1b1.WorkloadPlan{}, indexInstance, func(o client.Object) []string {
@@ -156,11 +157,11 @@ func (r *Reconciler) newController(mgr ctrl.Manager) (controller.Controller, err
 func (r *Reconciler) setupApply(mgr ctrl.Manager, c controller.Controller) error {
 	// Applied objects carry the Workload's label, the routes the plan's dependencies
 	// provisioned their instance's; each cache holds those only.
-	applied, err := apply.NewScopedCache(mgr, scorev1b1.LabelWorkload)
+	applied, err := caches.NewScopedCache(mgr, scorev1b1.LabelWorkload)
 	if err != nil {
 		return err
 	}
-	provisioned, err := apply.NewScopedCache(mgr, scorev1b1.LabelInstance)
+	provisioned, err := caches.NewScopedCache(mgr, scorev1b1.LabelInstance)
 	if err != nil {
 		return err
 	}

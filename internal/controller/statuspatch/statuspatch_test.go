@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
-	"github.com/score-orchestrator/score-orchestrator/internal/ownwrites"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

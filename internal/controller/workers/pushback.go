@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/workerlimit"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workerlimit"
 )
 
 // Pushback is the API server's pushback as one process sees it: the latency of its requests

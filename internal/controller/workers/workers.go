@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/workerlimit"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workerlimit"
 )
 
 // Adaptive says how a process's controllers move their worker counts. A nil *Adaptive pins

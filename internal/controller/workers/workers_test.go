@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/workerlimit"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workerlimit"
 )
 
 func request(name string) reconcile.Request {

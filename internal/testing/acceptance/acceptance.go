@@ -19,11 +19,11 @@ import (
 	"strings"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/offline"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
-	"github.com/score-orchestrator/score-orchestrator/internal/render"
-	"github.com/score-orchestrator/score-orchestrator/internal/scorefile"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/offline"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/scorefile"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 )
 

@@ -3,7 +3,7 @@
 // (Show) and build its binaries (Checkout, then Build) from there, cached by commit under the
 // project's cache (as hack/tools.sh caches the cluster binaries), so that a rerun, or another
 // clone on the same machine, reuses them. test/upgrade installs it and upgrades it to this
-// commit; internal/crdcompat compares its CRDs with this commit's.
+// commit; internal/build/crdcompat compares its CRDs with this commit's.
 //
 // Only tests import it.
 package previousrelease

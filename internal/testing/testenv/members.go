@@ -14,7 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/registration"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/registration"
 )
 
 // Kubeconfig writes an administrator's kubeconfig of the API server cfg reaches, for a

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
-	"github.com/score-orchestrator/score-orchestrator/internal/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

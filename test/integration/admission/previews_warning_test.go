@@ -15,9 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	previewcontroller "github.com/score-orchestrator/score-orchestrator/internal/controller/preview"
-	"github.com/score-orchestrator/score-orchestrator/internal/preview"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/preview"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

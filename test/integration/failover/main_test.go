@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
-	"github.com/score-orchestrator/score-orchestrator/internal/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/members"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/blackhole"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )

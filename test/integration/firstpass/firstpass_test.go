@@ -26,10 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/orchestrator"
 	provisionerctl "github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/apply"
-	"github.com/score-orchestrator/score-orchestrator/internal/clusters/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/members"
+	"github.com/score-orchestrator/score-orchestrator/internal/objects/apply"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/workloadstatus"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/workloadstatus"
 )
 
 const digest = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"

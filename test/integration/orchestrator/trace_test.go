@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/whyask"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/why/ask"
 )
 
 // traceKeep is how long the orchestrator keeps an answered WorkloadTrace here (a minute in a
@@ -89,7 +89,7 @@ func TestATenantAsksWhy(t *testing.T) {
 	}
 
 	start := time.Now()
-	tr, err := ask.Trace(ctx, dev, ns, "orders", 30*time.Second)
+	tr, err := whyask.Trace(ctx, dev, ns, "orders", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +120,8 @@ func TestATenantAsksWhy(t *testing.T) {
 		t.Errorf("the request is left: %v %+v", err, left.Items)
 	}
 
-	_, err = ask.Trace(ctx, dev, ns, "nothing", 30*time.Second)
-	if na := (*ask.NotAnsweredError)(nil); !errors.As(err, &na) || na.Reason != scorev1b1.TraceReasonWorkloadNotFound {
+	_, err = whyask.Trace(ctx, dev, ns, "nothing", 30*time.Second)
+	if na := (*whyask.NotAnsweredError)(nil); !errors.As(err, &na) || na.Reason != scorev1b1.TraceReasonWorkloadNotFound {
 		t.Errorf("a Workload that does not exist: %v", err)
 	}
 }

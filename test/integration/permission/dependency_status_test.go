@@ -12,13 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/devenv"
+	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
 // The dependency-update rule keeps a Workload Ready while a dependency that was ready is
 // provisioned again with its outputs still published, and it reads "was ready" from the
-// Workload's own status.claims (internal/workloaddecision, WasReady). A tenant who could write
+// Workload's own status.claims (internal/status/workloaddecision, WasReady). A tenant who could write
 // that summary could have a dependency that is being provisioned for the first time counted
 // as ready (workloadstatus: TestAForgedSummaryIsTrustedOnlyForAnUpdate). They cannot: the status is
 // a subresource, which score-workload-editor does not grant, and what a write of the Workload

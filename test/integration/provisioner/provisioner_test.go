@@ -28,12 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/configsource"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/configsource"
 	provisionerctl "github.com/score-orchestrator/score-orchestrator/internal/controller/provisioner"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
-	"github.com/score-orchestrator/score-orchestrator/internal/planner"
-	"github.com/score-orchestrator/score-orchestrator/internal/provisionercmd"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisionercmd"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

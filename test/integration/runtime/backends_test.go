@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/render"
-	"github.com/score-orchestrator/score-orchestrator/internal/render/archive"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/archive"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/render"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

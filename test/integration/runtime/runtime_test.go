@@ -33,8 +33,8 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	runtimectl "github.com/score-orchestrator/score-orchestrator/internal/controller/runtime"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
-	"github.com/score-orchestrator/score-orchestrator/internal/ocifetch"
-	"github.com/score-orchestrator/score-orchestrator/internal/templates"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/ocifetch"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/claimdecision"
+	"github.com/score-orchestrator/score-orchestrator/internal/status/claimdecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 

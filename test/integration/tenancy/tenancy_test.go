@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
-	"github.com/score-orchestrator/score-orchestrator/internal/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/planning/planner"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -38,7 +38,7 @@ type attempt struct {
 // namespace. The platform's web template and postgres provisioner are deliberately careless
 // (they take a namespace from Workload data); the controllers must hold the boundary anyway.
 // Template injection through Workload values is also covered, exhaustively, by
-// internal/render's TestValuesCannotInjectTemplatesOrObjects; a ClusterRoleBinding on a plan
+// internal/rendering/render's TestValuesCannotInjectTemplatesOrObjects; a ClusterRoleBinding on a plan
 // alone by test/integration/runtime's TestDisallowedKindIsRefused.
 func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 	for _, ns := range []string{teamA, teamB} {

@@ -10,7 +10,7 @@
 // one (a level with seats would reject only when enough requests happen to meet, which no
 // test can wait for without timing luck). Latency is left out of the law here (Near and Far
 // infinite): the windows are short and the machine shared, and the law's latency rules are
-// table-tested (internal/workerlimit). Last, the control plane as the binary builds it gates
+// table-tested (internal/controller/workerlimit). Last, the control plane as the binary builds it gates
 // the orchestrator, the provisioner and the runtime.
 package workers
 
@@ -41,11 +41,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/urgency"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/workerlimit"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/workers"
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
-	"github.com/score-orchestrator/score-orchestrator/internal/workerlimit"
 )
 
 const (

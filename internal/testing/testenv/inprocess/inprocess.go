@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/score-orchestrator/score-orchestrator/internal/controlplane"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
