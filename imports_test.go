@@ -159,3 +159,61 @@ func TestShippedCommandsUseNoTestTooling(t *testing.T) {
 		}
 	}
 }
+
+// areas are the folders under internal/, each on a floor: an area imports only areas on lower
+// floors, and none on its own (docs/architecture.md draws them). A package directly under
+// internal/ is shared, on the ground floor.
+var areas = map[string]int{
+	"templating": 1, "build": 1,
+	"config":   2,
+	"planning": 3, "objects": 3,
+	"fleet": 4, "rendering": 4,
+	"provisioners": 5,
+	"status":       6,
+	"controller":   7,
+	"cli":          8,
+	"testing":      9,
+}
+
+// TestAreasImportDownward fails when a package under internal/ imports one in an area on its
+// own floor or above, or stands in a folder that is no area.
+func TestAreasImportDownward(t *testing.T) {
+	const internal = "github.com/score-orchestrator/score-orchestrator/internal/"
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	area := func(path string) (string, int, bool) {
+		rest := strings.TrimPrefix(path, internal)
+		name, _, nested := strings.Cut(rest, "/")
+		if !nested {
+			return "shared", 0, true
+		}
+		floor, ok := areas[name]
+		return name, floor, ok
+	}
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		from, floor, ok := area(p.ImportPath)
+		if !ok {
+			t.Errorf("%s stands in %s, which is no area: add it to areas here and to docs/architecture.md", p.ImportPath, from)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, internal) {
+				continue
+			}
+			if to, toFloor, _ := area(imp); to != from && toFloor >= floor {
+				t.Errorf("%s (%s, floor %d) imports %s (%s, floor %d): an area imports only lower floors", p.ImportPath, from, floor, imp, to, toFloor)
+			}
+		}
+	}
+}

@@ -1,7 +1,7 @@
 package placement
 
 // Failover: a backend's placement.failover moves a Workload (each of its copies: one cluster is
-// one copy, several_failover.go) off a cluster that has not answered for failover.after, as a
+// one copy, copies_failover.go) off a cluster that has not answered for failover.after, as a
 // relabel moves it. The rules:
 //
 //   - A cluster is lost when it has not answered (DownSince) for after or longer. The

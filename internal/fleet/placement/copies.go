@@ -31,7 +31,7 @@ type Copy struct {
 	// Workload's does.
 	From string
 	// FailedOver is set when the copy moves because From has not answered for Silence, longer
-	// than the backend's failover.after (several_failover.go).
+	// than the backend's failover.after (copies_failover.go).
 	FailedOver bool
 	Silence    time.Duration
 }
@@ -90,7 +90,7 @@ func (s Several) First() (Copy, bool) {
 // cluster stopped matching moves to the first free matching cluster while copies are missing,
 // else it is removed; then new copies take the first free matching clusters, in the lowest
 // free slots, until Want copies run or no free cluster is left. A cluster is free when no copy
-// runs there or holds objects there. With failover (several_failover.go) a copy whose cluster is
+// runs there or holds objects there. With failover (copies_failover.go) a copy whose cluster is
 // lost moves to the first free matching cluster that has answered for the hold-down, else
 // stays; and moves and new copies take a free cluster that is not lost when there is one.
 func PlaceSeveral(in SeveralInput) Several {
