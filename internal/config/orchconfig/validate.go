@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/config/runnable"
 	"github.com/score-orchestrator/score-orchestrator/internal/templating/placeholder"
 	"github.com/score-orchestrator/score-orchestrator/internal/templating/tplfuncs"
@@ -30,6 +31,10 @@ var (
 	allowedKindPattern  = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	featurePattern      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 )
+
+// RuntimeClasses are the runtime classes the control plane's runtimes serve: a backend of
+// another class would be selected and planned, and no runtime would ever answer its plan.
+var RuntimeClasses = []string{scorev1b1.RuntimeClassKubernetes}
 
 // The template kinds a backend may use.
 var templateKinds = map[string]bool{"manifests": true, "helm": true, "kustomize": true}
@@ -115,8 +120,11 @@ func (v *validator) backend(path string, b Backend, allowMutable bool) {
 	if !backendIDPattern.MatchString(b.BackendID) || len(b.BackendID) > 253 {
 		v.fail(path+".backendId", "%q must be lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", b.BackendID)
 	}
-	if !isDNSLabel(b.RuntimeClass) {
+	switch {
+	case !isDNSLabel(b.RuntimeClass):
 		v.fail(path+".runtimeClass", "%q must be a DNS label such as kubernetes", b.RuntimeClass)
+	case !slices.Contains(RuntimeClasses, b.RuntimeClass):
+		v.fail(path+".runtimeClass", "no runtime of this control plane serves %q: use %s", b.RuntimeClass, strings.Join(RuntimeClasses, " or "))
 	}
 	if b.Priority < 0 {
 		v.fail(path+".priority", "must not be negative, found %d", b.Priority)

@@ -141,6 +141,7 @@ func TestValidate(t *testing.T) {
 		{"duplicate backendId across profiles", func(c *Config) { c.Profiles[1].Backends[0].BackendID = "k8s-web" }, "profiles[1].backends[0].backendId", "unique across the document"},
 		{"bad backendId", func(c *Config) { c.Profiles[0].Backends[0].BackendID = "K8S web" }, "profiles[0].backends[0].backendId", "lower-case letters"},
 		{"missing runtimeClass", func(c *Config) { c.Profiles[0].Backends[0].RuntimeClass = "" }, "profiles[0].backends[0].runtimeClass", "DNS label"},
+		{"a runtimeClass no runtime serves", func(c *Config) { c.Profiles[0].Backends[0].RuntimeClass = "ecs" }, "profiles[0].backends[0].runtimeClass", `no runtime of this control plane serves "ecs": use kubernetes`},
 		{"negative priority", func(c *Config) { c.Profiles[0].Backends[0].Priority = -1 }, "profiles[0].backends[0].priority", "must not be negative"},
 		{"version not SemVer", func(c *Config) { c.Profiles[0].Backends[0].Version = "v1.2" }, "profiles[0].backends[0].version", "SemVer 2.0.0"},
 		{"missing version", func(c *Config) { c.Profiles[0].Backends[0].Version = "" }, "profiles[0].backends[0].version", "SemVer"},
