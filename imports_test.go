@@ -78,27 +78,11 @@ var gateways = []string{"helm.sh/helm/v4/"}
 // reaches a forbidden package.
 func TestImportRestrictions(t *testing.T) {
 	const module = "github.com/score-orchestrator/score-orchestrator/"
-	args := []string{"list", "-deps", "-json=ImportPath,Imports"}
+	args := []string{"-deps"}
 	for _, p := range pure {
 		args = append(args, "./"+p)
 	}
-	out, err := exec.Command("go", args...).Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	imports := map[string][]string{}
-	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p struct {
-			ImportPath string
-			Imports    []string
-		}
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		imports[p.ImportPath] = p.Imports
-	}
+	imports := goListImports(t, args...)
 	isForbidden := func(path string) bool {
 		if path == "k8s.io/client-go/kubernetes" { // the clientset
 			return true
@@ -179,10 +163,6 @@ var areas = map[string]int{
 // own floor or above, or stands in a folder that is no area.
 func TestAreasImportDownward(t *testing.T) {
 	const internal = "github.com/score-orchestrator/score-orchestrator/internal/"
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./internal/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
 	area := func(path string) (string, int, bool) {
 		rest := strings.TrimPrefix(path, internal)
 		name, _, nested := strings.Cut(rest, "/")
@@ -192,28 +172,41 @@ func TestAreasImportDownward(t *testing.T) {
 		floor, ok := areas[name]
 		return name, floor, ok
 	}
+	for path, imps := range goListImports(t, "./internal/...") {
+		from, floor, ok := area(path)
+		if !ok {
+			t.Errorf("%s stands in %s, which is no area: add it to areas here and to docs/architecture.md", path, from)
+			continue
+		}
+		for _, imp := range imps {
+			if !strings.HasPrefix(imp, internal) {
+				continue
+			}
+			if to, toFloor, _ := area(imp); to != from && toFloor >= floor {
+				t.Errorf("%s (%s, floor %d) imports %s (%s, floor %d): an area imports only lower floors", path, from, floor, imp, to, toFloor)
+			}
+		}
+	}
+}
+
+// goListImports is `go list` of args: each package's import path and its imports.
+func goListImports(t *testing.T, args ...string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
 	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
 		var p struct {
 			ImportPath string
 			Imports    []string
 		}
 		if err := dec.Decode(&p); err == io.EOF {
-			break
+			return imports
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		from, floor, ok := area(p.ImportPath)
-		if !ok {
-			t.Errorf("%s stands in %s, which is no area: add it to areas here and to docs/architecture.md", p.ImportPath, from)
-			continue
-		}
-		for _, imp := range p.Imports {
-			if !strings.HasPrefix(imp, internal) {
-				continue
-			}
-			if to, toFloor, _ := area(imp); to != from && toFloor >= floor {
-				t.Errorf("%s (%s, floor %d) imports %s (%s, floor %d): an area imports only lower floors", p.ImportPath, from, floor, imp, to, toFloor)
-			}
-		}
+		imports[p.ImportPath] = p.Imports
 	}
 }
