@@ -377,13 +377,16 @@ func (r *Reconciler) secretValue(ctx context.Context, p *scorev1b1.WorkloadPlan)
 }
 
 // hold adds the plan's finalizer, once. The write is recorded like a status write: a cached
-// copy without the finalizer is older than it.
+// copy without the finalizer is older than it. It also resets the plan's managed fields, as the
+// orchestrator's writes of a plan do: nothing applies plans server-side, and after the reset
+// the API server records none for the plan's later status writes.
 func (r *Reconciler) hold(ctx context.Context, p *scorev1b1.WorkloadPlan) error {
 	if controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(p, scorev1b1.PlanFinalizer)
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{}}
 	status, replaced := p.Status, p.ResourceVersion
 	if err := r.Client.Patch(ctx, p, patch); err != nil {
 		return fmt.Errorf("adding the finalizer: %w", err)

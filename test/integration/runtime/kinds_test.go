@@ -16,8 +16,8 @@ import (
 )
 
 // A template may create cluster-scoped objects of the kinds the config allows (here a
-// Namespace): applied first, marked with the Workload, held by the plan's finalizer and
-// deleted with the plan.
+// Namespace): applied first, marked with the Workload, held by the plan's finalizer (whose write
+// leaves the plan without managed fields) and deleted with the plan.
 func TestAllowedClusterScopedKind(t *testing.T) {
 	text := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ .Workload.Name }}-sandbox\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Workload.Name }}\n"
 	ns := setup(t, text)
@@ -41,6 +41,11 @@ func TestAllowedClusterScopedKind(t *testing.T) {
 	}
 	if p.Status.Objects[0].Kind != "Namespace" || p.Status.Objects[0].Namespace != "" {
 		t.Fatalf("the Namespace is applied first: %+v", p.Status.Objects)
+	}
+	// The finalizer's write reset the plan's managed fields (the creation's), and the status
+	// written after it recorded none.
+	if len(p.ManagedFields) != 0 {
+		t.Errorf("the plan has %d managed-fields entries after the finalizer and its status", len(p.ManagedFields))
 	}
 
 	if err := env.Client.Delete(ctx, p); err != nil {
