@@ -1,7 +1,8 @@
 // Command images builds the score-controllers and scorectl images without a container engine
-// (internal/build/image) into OUT/NAME, an OCI image layout each, and prints each image's digest and
-// size. With --push PREFIX it then pushes them to PREFIX/NAME:VERSION with the credentials of
-// the Docker config (~/.docker/config.json, as docker login or crane auth login write it).
+// (internal/build/image) into OUT/NAME, an OCI image layout each, and prints each image's
+// digest and size. With --push PREFIX it then pushes them to PREFIX/NAME:VERSION with the
+// credentials of the Docker config (~/.docker/config.json, as docker login or crane auth login
+// write it).
 //
 //	go run ./hack/images --commit $(git rev-parse HEAD) [--version 0.2.0] [--out bin/images] [--push registry.example.com/platform]
 package main

@@ -1,6 +1,6 @@
-// Command release builds a release under OUT/VERSION (internal/build/release) and prints each file's
-// size and SHA-256; `compare A B` compares two release folders file by file. make release and
-// make release-check run it.
+// Command release builds a release under OUT/VERSION (internal/build/release) and prints each
+// file's size and SHA-256; `compare A B` compares two release folders file by file. make
+// release and make release-check run it.
 //
 //	go run ./hack/release --version 0.2.0 --commit $(git rev-parse HEAD) --epoch $(git log -1 --format=%ct) [--out dist]
 //	go run ./hack/release compare dist/0.2.0 /tmp/elsewhere/dist/0.2.0

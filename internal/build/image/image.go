@@ -81,8 +81,8 @@ func (b Build) arch() string {
 	return runtime.GOARCH
 }
 
-// Binary builds spec's command as a static linux binary at out (internal/build/gobuild: stamped with
-// the commit, reproducible).
+// Binary builds spec's command as a static linux binary at out (internal/build/gobuild: stamped
+// with the commit, reproducible).
 func (b Build) Binary(ctx context.Context, spec Spec, out string) error {
 	return gobuild.Build{Dir: b.Root, Package: spec.Package, Target: gobuild.Target{OS: "linux", Arch: b.arch()}, Commit: b.Commit}.Run(ctx, out)
 }

@@ -2,13 +2,13 @@
 // every platform it ships on, the images as OCI archives, the packaged chart, the CRD bundle, a
 // CycloneDX SBOM of every binary and the SHA-256 sums of them all.
 //
-// Built twice from one commit, the folders are byte-identical: the binaries by internal/build/gobuild,
-// the images by internal/build/image (their layers dated 1970), every archive this package writes with
-// its entries sorted, owned by root and dated by the commit (SOURCE_DATE_EPOCH), and the SBOMs
-// without a time, with a serial number drawn from the binary's bytes, written by a generator
-// built as reproducibly as the binaries. make test checks each kind of file so (release_test.go);
-// make release-check builds the whole release a second time from a copy of the commit elsewhere
-// with an empty build cache, and compares.
+// Built twice from one commit, the folders are byte-identical: the binaries by
+// internal/build/gobuild, the images by internal/build/image (their layers dated 1970), every
+// archive this package writes with its entries sorted, owned by root and dated by the commit
+// (SOURCE_DATE_EPOCH), and the SBOMs without a time, with a serial number drawn from the
+// binary's bytes, written by a generator built as reproducibly as the binaries. make test
+// checks each kind of file so (release_test.go); make release-check builds the whole release a
+// second time from a copy of the commit elsewhere with an empty build cache, and compares.
 package release
 
 import (

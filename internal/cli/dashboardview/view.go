@@ -1,7 +1,7 @@
-// Package dashboardview turns what the cluster holds about Workloads into what the dashboard shows: the
-// fleet's rows and one Workload's graph, each object coloured by its health. It is pure: the
-// dashboard server reads the objects (with the reader's own rights) and renders what this
-// package returns.
+// Package dashboardview turns what the cluster holds about Workloads into what the dashboard
+// shows: the fleet's rows and one Workload's graph, each object coloured by its health. It is
+// pure: the dashboard server reads the objects (with the reader's own rights) and renders what
+// this package returns.
 package dashboardview
 
 import (

@@ -1,10 +1,10 @@
-// Package whyobserve reads, for the decision trace (internal/status/why), the objects in a Workload's way
-// that only the cluster can tell about: what why.Next names (or, for a trace the control plane
-// answered, why.Reads), then what those show they wait for, until nothing more is named or
-// why.MaxReads requests were made. scorectl why reads with the
-// user's kubeconfig, the dashboard with the user's own rights: a read the rights forbid is
-// recorded as such, and the trace says what it could not read. A Secret is read as metadata
-// only: whether it exists, never what it holds.
+// Package whyobserve reads, for the decision trace (internal/status/why), the objects in a
+// Workload's way that only the cluster can tell about: what why.Next names (or, for a trace the
+// control plane answered, why.Reads), then what those show they wait for, until nothing more is
+// named or why.MaxReads requests were made. scorectl why reads with the user's kubeconfig, the
+// dashboard with the user's own rights: a read the rights forbid is recorded as such, and the
+// trace says what it could not read. A Secret is read as metadata only: whether it exists,
+// never what it holds.
 package whyobserve
 
 import (

@@ -26,9 +26,9 @@ import (
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch
 
 // previewOf reads the Workload's namespace as a preview environment and the platform's verdict
-// on it (internal/planning/preview): nil when the namespace is no preview. The namespaces' metadata is
-// cached (the watch SetupWithManager starts), and so are the admission policy and its
-// bindings; the previews being deleted do not count against the limit.
+// on it (internal/planning/preview): nil when the namespace is no preview. The namespaces'
+// metadata is cached (the watch SetupWithManager starts), and so are the admission policy and
+// its bindings; the previews being deleted do not count against the limit.
 func (r *Reconciler) previewOf(ctx context.Context, namespace string, policy orchconfig.Previews) (*preview.Preview, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))

@@ -127,11 +127,11 @@ func indexedByWorkload() []client.Object {
 // workloadLabel is an object's indexWorkload: the Workload it is labelled with.
 var workloadLabel = caches.ByLabel(scorev1b1.LabelWorkload)
 
-// SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status),
-// the claims, plans and exposures they own, the deletion of retained claims, the preview
-// namespaces (internal/planning/preview), namespaces' labels (probeHosts) and the config store: a new valid config
-// requeues every Workload. Nothing is polled. A Workload's spec change and the updates that
-// answer it, or report a claim's failure, go ahead of the backlog (urgency).
+// SetupWithManager watches Workloads (spec, labels, annotations and deletion, not status), the
+// claims, plans and exposures they own, the deletion of retained claims, the preview namespaces
+// (internal/planning/preview), namespaces' labels (probeHosts) and the config store: a new
+// valid config requeues every Workload. Nothing is polled. A Workload's spec change and the
+// updates that answer it, or report a claim's failure, go ahead of the backlog (urgency).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	deletionStarted := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()

@@ -1,8 +1,9 @@
-// Package preview is the controller that ends preview environments (internal/planning/preview). When a
-// preview namespace expires (or scorectl preview down sets its expiry to now), it deletes the
-// namespace's Workloads — each released as any deleted Workload is, its dependencies per the
-// preview's deprovision policy — and, once none is left, the namespace. It runs once for the
-// fleet, beside the rollout, under the fleet's lease; its only timer is the next expiry.
+// Package preview is the controller that ends preview environments (internal/planning/preview).
+// When a preview namespace expires (or scorectl preview down sets its expiry to now), it
+// deletes the namespace's Workloads — each released as any deleted Workload is, its
+// dependencies per the preview's deprovision policy — and, once none is left, the namespace. It
+// runs once for the fleet, beside the rollout, under the fleet's lease; its only timer is the
+// next expiry.
 //
 // It deletes with its own rights what a namespace's metadata asks for, so it acts only on a
 // preview that metadata can be trusted for: one created, naming its maker, while the admission

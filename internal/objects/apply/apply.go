@@ -1,18 +1,19 @@
 // Package apply is the one way objects reach a cluster. The runtime applies what a backend
 // template rendered, the provisioner what a provisioner definition produced, and both through
-// it; the offline render prepares through the same pure step (internal/objects/prepare), so it shows
-// exactly what the controllers apply.
+// it; the offline render prepares through the same pure step (internal/objects/prepare), so it
+// shows exactly what the controllers apply.
 //
 // An apply has a pure step, prepare.Prepare (kind allowed, pods within the pod rules,
-// namespace, identity labels and annotations, owner reference, stage), and this cluster step, Applier.Apply: read what exists
-// (from the watch's cache where it holds the object), refuse an object that belongs to
-// another owner, start the kind's watch, server-side-apply in stages — definitions first,
-// waiting until each CustomResourceDefinition is Established before the objects of later
-// stages are applied — skip an apply that would change nothing, and judge each object's
-// health. The inventory it returns is keyed by group, kind, namespace and name, never by
-// version (internal/objects/inventory), so an object a template moves to another served version of its kind is the
-// same object; Prune deletes what an earlier inventory listed and the new one does not, with a
-// hook for objects another consumer still uses; KeepRuns keeps a run's history.
+// namespace, identity labels and annotations, owner reference, stage), and this cluster step,
+// Applier.Apply: read what exists (from the watch's cache where it holds the object), refuse an
+// object that belongs to another owner, start the kind's watch, server-side-apply in stages —
+// definitions first, waiting until each CustomResourceDefinition is Established before the
+// objects of later stages are applied — skip an apply that would change nothing, and judge each
+// object's health. The inventory it returns is keyed by group, kind, namespace and name, never
+// by version (internal/objects/inventory), so an object a template moves to another served
+// version of its kind is the same object; Prune deletes what an earlier inventory listed and
+// the new one does not, with a hook for objects another consumer still uses; KeepRuns keeps a
+// run's history.
 //
 // Why not fluxcd/pkg/ssa as the engine (it is where the staging, the Established wait and
 // the version-free inventory come from): it decides what changed with a dry-run apply of

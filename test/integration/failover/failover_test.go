@@ -32,11 +32,12 @@ const (
 	holdDown = 20 * time.Second
 )
 
-// config is a web-service profile with two backends on the env=test clusters, Ordered (a
-// before b): k8s-failover for the Workloads labelled failover=yes, which fails over, and
-// k8s-stay for the others, which does not; and k8s-copies for the Workloads labelled
-// copies=yes, a copy on 2 of the env=copies clusters, which fails over (copies_test.go). kv-delete and kv-retain are dependencies whose
-// instance is a ConfigMap next to the consumer, deprovisioned by Delete and Retain.
+// config is a web-service profile with two backends on the env=test clusters, Ordered (a before
+// b): k8s-failover for the Workloads labelled failover=yes, which fails over, and k8s-stay for
+// the others, which does not; and k8s-copies for the Workloads labelled copies=yes, a copy on 2
+// of the env=copies clusters, which fails over (copies_test.go). kv-delete and kv-retain are
+// dependencies whose instance is a ConfigMap next to the consumer, deprovisioned by Delete and
+// Retain.
 func config(templateDigest string) string {
 	return fmt.Sprintf(`apiVersion: score.dev/v1b1
 kind: OrchestratorConfig

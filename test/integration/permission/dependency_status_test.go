@@ -18,13 +18,13 @@ import (
 
 // The dependency-update rule keeps a Workload Ready while a dependency that was ready is
 // provisioned again with its outputs still published, and it reads "was ready" from the
-// Workload's own status.claims (internal/status/workloaddecision, WasReady). A tenant who could write
-// that summary could have a dependency that is being provisioned for the first time counted
-// as ready (workloadstatus: TestAForgedSummaryIsTrustedOnlyForAnUpdate). They cannot: the status is
-// a subresource, which score-workload-editor does not grant, and what a write of the Workload
-// itself carries in its status the API server drops. Every way the editor has of writing it,
-// on a real API server with the installed roles, leaves the orchestrator's summary as it wrote
-// it.
+// Workload's own status.claims (internal/status/workloaddecision, WasReady). A tenant who could
+// write that summary could have a dependency that is being provisioned for the first time
+// counted as ready (workloadstatus: TestAForgedSummaryIsTrustedOnlyForAnUpdate). They cannot:
+// the status is a subresource, which score-workload-editor does not grant, and what a write of
+// the Workload itself carries in its status the API server drops. Every way the editor has of
+// writing it, on a real API server with the installed roles, leaves the orchestrator's summary
+// as it wrote it.
 func TestEditorCannotWriteWhatTheDependencyRuleReads(t *testing.T) {
 	env := testenv.StartForTest(t)
 	ctx := context.Background()

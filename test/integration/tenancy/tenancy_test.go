@@ -32,14 +32,14 @@ type attempt struct {
 	check func(t *testing.T, w *scorev1b1.Workload)
 }
 
-// Two tenants, team-a and team-b, under one platform config with no sharing configured.
-// team-a runs a Workload with a postgres database (id main); team-b tries to reach it, its
-// credentials or its namespace in every way a Workload can say, and to escape its own
-// namespace. The platform's web template and postgres provisioner are deliberately careless
-// (they take a namespace from Workload data); the controllers must hold the boundary anyway.
-// Template injection through Workload values is also covered, exhaustively, by
-// internal/rendering/render's TestValuesCannotInjectTemplatesOrObjects; a ClusterRoleBinding on a plan
-// alone by test/integration/runtime's TestDisallowedKindIsRefused.
+// Two tenants, team-a and team-b, under one platform config with no sharing configured. team-a
+// runs a Workload with a postgres database (id main); team-b tries to reach it, its credentials
+// or its namespace in every way a Workload can say, and to escape its own namespace. The
+// platform's web template and postgres provisioner are deliberately careless (they take a
+// namespace from Workload data); the controllers must hold the boundary anyway. Template
+// injection through Workload values is also covered, exhaustively, by
+// internal/rendering/render's TestValuesCannotInjectTemplatesOrObjects; a ClusterRoleBinding on
+// a plan alone by test/integration/runtime's TestDisallowedKindIsRefused.
 func TestTenantCannotCrossIntoAnotherNamespace(t *testing.T) {
 	for _, ns := range []string{teamA, teamB} {
 		testenv.Create(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})

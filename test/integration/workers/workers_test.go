@@ -6,12 +6,12 @@
 //
 // The 429s come from a transport between the pushback and the API server, switched on by the
 // test, and, in TestTheLimitFallsUnderPriorityAndFairness, from the API server itself: a flow
-// schema puts the controller's reads in a priority level without seats, which rejects every
-// one (a level with seats would reject only when enough requests happen to meet, which no
-// test can wait for without timing luck). Latency is left out of the law here (Near and Far
-// infinite): the windows are short and the machine shared, and the law's latency rules are
-// table-tested (internal/controller/workerlimit). Last, the control plane as the binary builds it gates
-// the orchestrator, the provisioner and the runtime.
+// schema puts the controller's reads in a priority level without seats, which rejects every one
+// (a level with seats would reject only when enough requests happen to meet, which no test can
+// wait for without timing luck). Latency is left out of the law here (Near and Far infinite):
+// the windows are short and the machine shared, and the law's latency rules are table-tested
+// (internal/controller/workerlimit). Last, the control plane as the binary builds it gates the
+// orchestrator, the provisioner and the runtime.
 package workers
 
 import (
