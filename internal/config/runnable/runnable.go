@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/templating/yamltemplate"
 )
 
 // DefaultHistoryLimit is how many runs are kept, the current one included.
@@ -45,7 +46,7 @@ func Stamp(obj map[string]any, namespace, instance string) (*unstructured.Unstru
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("the run is not an object: %w", err)
+		return nil, yamltemplate.OutputErrorf("the run is not an object: %w", err)
 	}
 	if u.GetKind() == "" || u.GetAPIVersion() == "" {
 		return nil, fmt.Errorf("the run needs an apiVersion and a kind")

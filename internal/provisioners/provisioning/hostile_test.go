@@ -235,3 +235,32 @@ func renderObjects(def orchconfig.Provisioner, params, annotations map[string]an
 	res, err := Provision(context.Background(), strategy, def, data, Env{Funcs: tplfuncs.Deterministic("hostile")})
 	return res.Manifests, err
 }
+
+// What the hostile tests count as a value breaking out, breakout.Broken, is every run error of
+// an output that is not the YAML it must be, and no refusal.
+func TestBrokenOutputIsTold(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		def    orchconfig.Provisioner
+		broken bool
+	}{
+		{"outputs that do not parse", orchconfig.Provisioner{Outputs: "a: [\n"}, true},
+		{"outputs that are a list", orchconfig.Provisioner{Outputs: "- 1\n"}, true},
+		{"manifests that are a mapping", orchconfig.Provisioner{Manifests: "a: 1\n"}, true},
+		{"a manifest that is a scalar", orchconfig.Provisioner{Manifests: "- 1\n"}, true},
+		{"a manifest without a kind", orchconfig.Provisioner{Manifests: "- {apiVersion: v1}\n"}, true},
+		{"a template that refuses", orchconfig.Provisioner{Outputs: `{{ fail "no" }}`}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := tc.def
+			def.URI, def.Type = "template://broken", "broken"
+			_, err := renderObjects(def, nil, nil)
+			if err == nil {
+				t.Fatal("rendered")
+			}
+			if got := breakout.Broken(err); got != tc.broken {
+				t.Errorf("Broken(%v) = %v, want %v", err, got, tc.broken)
+			}
+		})
+	}
+}

@@ -97,12 +97,12 @@ func RenderTemplatesWith(overrides template.FuncMap, def orchconfig.Provisioner,
 	if out != nil {
 		list, ok := out.([]any)
 		if !ok {
-			return Result{}, fmt.Errorf("manifests template: must produce a list of objects")
+			return Result{}, yamltemplate.OutputErrorf("manifests template: must produce a list of objects")
 		}
 		for i, item := range list {
 			m, ok := item.(map[string]any)
 			if !ok {
-				return Result{}, fmt.Errorf("manifests template: item %d is not an object", i)
+				return Result{}, yamltemplate.OutputErrorf("manifests template: item %d is not an object", i)
 			}
 			r.Manifests = append(r.Manifests, m)
 		}
@@ -117,7 +117,7 @@ func RenderTemplatesWith(overrides template.FuncMap, def orchconfig.Provisioner,
 func CheckManifests(manifests []map[string]any) error {
 	for i, m := range manifests {
 		if m["apiVersion"] == nil || m["kind"] == nil {
-			return fmt.Errorf("item %d has no apiVersion or kind", i)
+			return yamltemplate.OutputErrorf("item %d has no apiVersion or kind", i)
 		}
 	}
 	return nil
@@ -136,7 +136,7 @@ func renderMap(overrides template.FuncMap, name, text string, data Data) (map[st
 	}
 	m, ok := out.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s template: must produce a mapping", name)
+		return nil, yamltemplate.OutputErrorf("%s template: must produce a mapping", name)
 	}
 	return m, nil
 }
@@ -159,7 +159,7 @@ func render(overrides template.FuncMap, name, text string, data Data) (any, erro
 	}
 	out, err := yamltemplate.DecodeOne(b.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("%s template output is not YAML: %w", name, err)
+		return nil, yamltemplate.OutputErrorf("%s template output is not YAML: %w", name, err)
 	}
 	return out, nil
 }

@@ -94,7 +94,7 @@ func Render(in Input) ([]byte, error) {
 	}
 	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
-		return nil, fmt.Errorf("the chart's output: %w", err)
+		return nil, yamltemplate.OutputErrorf("the chart's output: %w", err)
 	}
 	var out bytes.Buffer
 	for _, m := range manifests {

@@ -130,3 +130,27 @@ func objects(objs []*unstructured.Unstructured) []map[string]any {
 	}
 	return out
 }
+
+// What the hostile tests count as a value breaking out, breakout.Broken, is every render
+// error of an output that is not the YAML it must be, and no refusal.
+func TestBrokenOutputIsTold(t *testing.T) {
+	for _, tc := range []struct {
+		name, template string
+		broken         bool
+	}{
+		{"text that does not parse", "a: [\n", true},
+		{"a document that is a list", "- 1\n", true},
+		{"a document that is a scalar", "plain\n", true},
+		{"a template that refuses", `{{ fail "no" }}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderWith(scorev1b1.TemplateManifests, Template{Data: []byte(tc.template)}, breakout.Benign)
+			if err == nil {
+				t.Fatal("rendered")
+			}
+			if got := breakout.Broken(err); got != tc.broken {
+				t.Errorf("Broken(%v) = %v, want %v", err, got, tc.broken)
+			}
+		})
+	}
+}

@@ -298,7 +298,7 @@ func decodeObjects(data []byte, guarded bool) ([]*unstructured.Unstructured, err
 		docs, err = plainDocuments(data)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("the template's output is not YAML: %w", err)
+		return nil, yamltemplate.OutputErrorf("the template's output is not YAML: %w", err)
 	}
 	var out []*unstructured.Unstructured
 	for i, node := range docs {
@@ -307,7 +307,7 @@ func decodeObjects(data []byte, guarded bool) ([]*unstructured.Unstructured, err
 		}
 		doc, ok := node.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("the template's document %d is not an object: a manifest is a mapping with apiVersion, kind and metadata", i+1)
+			return nil, yamltemplate.OutputErrorf("the template's document %d is not an object: a manifest is a mapping with apiVersion, kind and metadata", i+1)
 		}
 		u, err := prepare.FromMap(doc)
 		if err != nil {

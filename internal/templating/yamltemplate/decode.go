@@ -12,6 +12,21 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// OutputError is a template's output that is not the YAML its use needs: text that does not
+// parse, or a document of the wrong shape (not an object, a list where a mapping is needed, an
+// object without apiVersion or kind). A value a guarded template prints never causes one, so
+// a value that does has broken out of its place.
+type OutputError struct{ Err error }
+
+func (e *OutputError) Error() string { return e.Err.Error() }
+
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// OutputErrorf is an OutputError with fmt.Errorf's message.
+func OutputErrorf(format string, a ...any) error {
+	return &OutputError{Err: fmt.Errorf(format, a...)}
+}
+
 // errMangled is a token whose text was changed after it was printed.
 var errMangled = errors.New("a printed value was changed after it was printed")
 

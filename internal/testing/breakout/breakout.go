@@ -4,10 +4,13 @@
 package breakout
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/templating/yamltemplate"
 )
 
 // Values end the scalar they are printed into, in each YAML context a template can print
@@ -35,12 +38,8 @@ const Benign = "zbenign7"
 // Broken reports whether a render failed for its output's YAML, which a value may never
 // cause.
 func Broken(err error) bool {
-	for _, s := range []string{"not YAML", "YAML parse error", "must produce", "is not an object", "no apiVersion or kind"} {
-		if strings.Contains(err.Error(), s) {
-			return true
-		}
-	}
-	return false
+	var out *yamltemplate.OutputError
+	return errors.As(err, &out)
 }
 
 // Holds reports whether some string of the objects (a value or a key) holds s as it is.
