@@ -179,9 +179,28 @@ install_chromium() {
 	DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null; }
 }
 
+# install_docker installs Debian's Docker Engine (dockerd, containerd, runc) for the Docker
+# runtime's tests, when it is missing and this runs as root; the packages are kept in the cache.
+# Nothing starts it here: each test run starts its own dockerd, with its own data root and
+# socket (internal/testing/dockerd), and stops it. Elsewhere it says how; the tests skip without
+# it unless SCORE_DOCKER_REQUIRED is set.
+install_docker() {
+	command -v dockerd >/dev/null && return
+	if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+		log "the Docker runtime's tests need a Docker Engine: apt-get install docker.io (as root)"
+		return
+	fi
+	log "installing Debian's docker.io for the Docker runtime's tests"
+	local debs="$cache/apt"
+	mkdir -p "$debs/partial"
+	local install=(apt-get install -y -q --no-install-recommends -o "Dir::Cache::archives=$debs" -o APT::Sandbox::User=root docker.io)
+	DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null; }
+}
+
 case "${1:-all}" in
 dir) echo "$dir"; exit 0 ;;
 chromium) install_chromium; exit 0 ;;
+docker) install_docker; exit 0 ;;
 score-k8s)
 	mkdir -p "$cache/tools" "$root/bin"
 	build_score_k8s
@@ -209,6 +228,7 @@ if command -v flock >/dev/null; then
 fi
 build_contour
 install_chromium
+install_docker
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
 	ln -sfn "$dir/$b" "$root/bin/$b"
 done

@@ -90,6 +90,9 @@ const (
 
 	// RuntimeClassKubernetes is the runtime class the Kubernetes runtime serves.
 	RuntimeClassKubernetes = "kubernetes"
+	// RuntimeClassDocker is the runtime class the Docker runtime serves: its agent runs the
+	// plans placed on its Docker host.
+	RuntimeClassDocker = "docker"
 
 	// WorkloadFinalizer orders deletion: claims are deprovisioned before the Workload goes.
 	WorkloadFinalizer = "workloads.score.dev/finalizer"

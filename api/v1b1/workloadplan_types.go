@@ -29,7 +29,7 @@ type WorkloadPlan struct {
 
 // TemplateKind is how a backend template renders.
 //
-// +kubebuilder:validation:Enum=manifests;helm;kustomize
+// +kubebuilder:validation:Enum=manifests;helm;kustomize;compose
 type TemplateKind string
 
 // The template kinds.
@@ -37,14 +37,18 @@ const (
 	TemplateManifests TemplateKind = "manifests"
 	TemplateHelm      TemplateKind = "helm"
 	TemplateKustomize TemplateKind = "kustomize"
+	// TemplateCompose is a Docker backend's: no template to fetch, the Docker runtime runs the
+	// plan's containers as they are (internal/rendering/compose), with the backend's values.
+	TemplateCompose TemplateKind = "compose"
 )
 
 // TemplateRef is an immutable reference to a backend template.
 type TemplateRef struct {
 	Kind TemplateKind `json:"kind"`
-	// Ref is oci://<repository>@sha256:<hex> or configmap://<namespace>/<name>[/<key>].
-	// +kubebuilder:validation:MinLength=1
-	Ref string `json:"ref"`
+	// Ref is oci://<repository>@sha256:<hex> or configmap://<namespace>/<name>[/<key>]; empty
+	// for a compose template, which has nothing to fetch.
+	// +optional
+	Ref string `json:"ref,omitempty"`
 	// Digest is the sha256 digest of the content ("sha256:<hex>").
 	// +optional
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`

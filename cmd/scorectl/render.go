@@ -16,6 +16,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/cli/offline"
 	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/fleet/placement"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/compose"
 	"github.com/score-orchestrator/score-orchestrator/internal/rendering/ocifetch"
 	"github.com/score-orchestrator/score-orchestrator/internal/rendering/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/rendering/templates"
@@ -267,6 +268,10 @@ func writeCopy(out io.Writer, res offline.Result, i int) error {
 			}
 		}
 	}
+	if cp.Project != nil {
+		fmt.Fprintln(out, "# Docker containers (the Docker runtime's project; secret values stand as markers)")
+		return writeDocument(out, projectDocument(*cp.Project))
+	}
 	fmt.Fprintln(out, "# Runtime manifests")
 	for _, m := range cp.Objects {
 		if err := writeDocument(out, m.Object); err != nil {
@@ -300,4 +305,36 @@ func placedOn(res offline.Result, i int) string {
 		return copy + ", cluster " + cp.Cluster + ", no override"
 	}
 	return copy + ", cluster " + cp.Cluster + ", " + strings.Join(applied, ", ")
+}
+
+// projectDocument is a Docker project as a document: its containers, with the text of their
+// files, and the ports the host publishes.
+func projectDocument(p compose.Project) map[string]any {
+	var containers []map[string]any
+	for _, c := range p.Containers {
+		var files []map[string]any
+		for _, f := range c.Files {
+			files = append(files, map[string]any{"target": f.Target, "mode": fmt.Sprintf("%04o", f.Mode), "content": string(f.Content)})
+		}
+		doc := map[string]any{"name": c.Name, "image": c.Image}
+		for key, v := range map[string][]string{"entrypoint": c.Entrypoint, "cmd": c.Cmd, "env": c.Env} {
+			if len(v) > 0 {
+				doc[key] = v
+			}
+		}
+		if len(files) > 0 {
+			doc["files"] = files
+		}
+		if c.Memory > 0 {
+			doc["memory"] = c.Memory
+		}
+		if c.NanoCPUs > 0 {
+			doc["nanoCPUs"] = c.NanoCPUs
+		}
+		if c.Ready != nil {
+			doc["ready"] = c.Ready
+		}
+		containers = append(containers, doc)
+	}
+	return map[string]any{"containers": containers, "ports": p.Ports, "hash": p.Hash}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/planning/selection"
 	"github.com/score-orchestrator/score-orchestrator/internal/planning/values"
 	"github.com/score-orchestrator/score-orchestrator/internal/provisioners/provisioning"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/compose"
 	"github.com/score-orchestrator/score-orchestrator/internal/rendering/render"
 	"github.com/score-orchestrator/score-orchestrator/internal/status/workloaddecision"
 	"github.com/score-orchestrator/score-orchestrator/internal/templating/tplfuncs"
@@ -118,6 +119,8 @@ type Copy struct {
 	Claims  []Claim
 	Plan    *scorev1b1.WorkloadPlan
 	Objects []*unstructured.Unstructured
+	// Project is what the Docker runtime runs for a docker backend's plan (no Objects then).
+	Project *compose.Project
 }
 
 // Run runs the pipeline for every Workload and returns a result for each, in the order given.
@@ -241,13 +244,18 @@ func runCopy(ctx context.Context, in Input, pipe workloaddecision.Pipeline, w *s
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, UID: in.planUID(w.Namespace, name)},
 		Spec:       *built.Spec,
 	}
-	tpl, err := in.Template(built.Spec.Template)
-	if err != nil {
-		return res, fmt.Errorf("template %s: %w", built.Spec.Template.Ref, err)
-	}
 	secretValue := func(ref scorev1b1.OutputRef) (string, error) { return secretMarker(ref), nil }
 	if in.Cluster.SecretValue != nil {
 		secretValue = func(ref scorev1b1.OutputRef) (string, error) { return in.Cluster.SecretValue(w, ref) }
+	}
+	if built.Spec.Template.Kind == scorev1b1.TemplateCompose {
+		project, err := compose.FromPlan(w.Name, &res.Plan.Spec, secretValue)
+		res.Project = &project
+		return res, err
+	}
+	tpl, err := in.Template(built.Spec.Template)
+	if err != nil {
+		return res, fmt.Errorf("template %s: %w", built.Spec.Template.Ref, err)
 	}
 	revision := ""
 	if in.Cluster.SecretsRevision != nil {

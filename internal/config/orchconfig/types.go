@@ -481,7 +481,7 @@ const (
 
 // Template references a backend template by an immutable ref, with default values.
 type Template struct {
-	// Kind is manifests, helm or kustomize.
+	// Kind is manifests, helm or kustomize; compose for a docker backend (no ref).
 	Kind string `json:"kind" yaml:"kind"`
 	// Ref is oci://<registry>/<repository>@sha256:<hex> or configmap://<namespace>/<name>[/<key>].
 	Ref string `json:"ref" yaml:"ref"`

@@ -34,7 +34,7 @@ var (
 
 // RuntimeClasses are the runtime classes the control plane's runtimes serve: a backend of
 // another class would be selected and planned, and no runtime would ever answer its plan.
-var RuntimeClasses = []string{scorev1b1.RuntimeClassKubernetes}
+var RuntimeClasses = []string{scorev1b1.RuntimeClassKubernetes, scorev1b1.RuntimeClassDocker}
 
 // The template kinds a backend may use.
 var templateKinds = map[string]bool{"manifests": true, "helm": true, "kustomize": true}
@@ -133,7 +133,11 @@ func (v *validator) backend(path string, b Backend, allowMutable bool) {
 	if _, err := semver.Parse(b.Version); err != nil {
 		v.fail(path+".version", "%q must be a SemVer 2.0.0 version such as 1.4.0 or 2.0.0-rc.1", b.Version)
 	}
-	v.template(path+".template", b.Template, allowMutable)
+	if b.RuntimeClass == scorev1b1.RuntimeClassDocker {
+		v.composeTemplate(path+".template", b.Template)
+	} else {
+		v.template(path+".template", b.Template, allowMutable)
+	}
 	v.constraints(path+".constraints", b.Constraints)
 	if p := b.Placement; p != nil {
 		v.placement(path+".placement", *p)
@@ -193,6 +197,17 @@ func (v *validator) override(path string, o Override, placement Selector) {
 		v.fail(path+".values", "cannot be encoded as JSON: %v", err)
 	case len(raw) > placeholder.MaxExpanded:
 		v.fail(path+".values", "%d bytes is more than a plan may hold (%d)", len(raw), placeholder.MaxExpanded)
+	}
+}
+
+// composeTemplate checks a Docker backend's template: kind compose, nothing to fetch, only
+// the backend's default values.
+func (v *validator) composeTemplate(path string, t Template) {
+	if t.Kind != string(scorev1b1.TemplateCompose) {
+		v.fail(path+".kind", "%q: a docker backend's template is kind compose (the Docker runtime runs the plan's containers itself)", t.Kind)
+	}
+	if t.Ref != "" || t.Digest != "" {
+		v.fail(path+".ref", "a compose template has nothing to fetch: leave ref and digest out")
 	}
 }
 

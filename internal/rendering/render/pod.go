@@ -64,8 +64,8 @@ type SecretValue func(scorev1b1.OutputRef) (string, error)
 
 // Volume names of the files the runtime mounts.
 const (
-	filesVolume       = "score-files"
-	secretFilesVolume = "score-secret-files"
+	FilesVolume       = "score-files"
+	SecretFilesVolume = "score-secret-files"
 )
 
 type projector struct {
@@ -127,9 +127,9 @@ func (p *projector) nameFiles() {
 	p.pod.SecretFilesName = SecretFilesObjectName(p.name) + "-" + contentHash(p.pod.FilesSecret)
 	for _, v := range p.pod.Volumes {
 		switch v["name"] {
-		case filesVolume:
+		case FilesVolume:
 			asMap(v["configMap"])["name"] = p.pod.FilesName
-		case secretFilesVolume:
+		case SecretFilesVolume:
 			asMap(v["secret"])["secretName"] = p.pod.SecretFilesName
 		}
 	}
@@ -380,7 +380,7 @@ func (p *projector) outputValue(ref scorev1b1.OutputRef) (any, bool) {
 // can be composed only where the values are); the others into a ConfigMap.
 func (p *projector) file(container string, f scorev1b1.FileProjection) (map[string]any, error) {
 	key := FileKey(container, f.Target)
-	volume := filesVolume
+	volume := FilesVolume
 	switch {
 	case f.BinaryContent != nil:
 		p.pod.FilesBinary[key] = *f.BinaryContent
@@ -393,7 +393,7 @@ func (p *projector) file(container string, f scorev1b1.FileProjection) (map[stri
 			return nil, err
 		}
 		p.pod.FilesSecret[key] = base64.StdEncoding.EncodeToString([]byte(content))
-		volume = secretFilesVolume
+		volume = SecretFilesVolume
 	default:
 		content, err := p.fileText(f)
 		if err != nil {
@@ -438,7 +438,7 @@ func (p *projector) addFilesVolume(volume, key string, mode *string) {
 		}
 	}
 	source := "configMap"
-	if volume == secretFilesVolume {
+	if volume == SecretFilesVolume {
 		source = "secret"
 	}
 	if vol == nil {

@@ -77,7 +77,10 @@ func Mirror(in Input) Result {
 		return r
 	}
 	first := e.Status.Exposures[0]
-	if err := ValidateURL(first.URL); err != nil {
+	// A Docker host's endpoint is the address the platform gave its agent and a port the
+	// Engine chose, nothing a Workload wrote: it may be the host's loopback address (a
+	// developer's machine). Every other runtime's URL carries names a Workload chose.
+	if err := validateURL(first.URL, e.Spec.RuntimeClass == scorev1b1.RuntimeClassDocker); err != nil {
 		r.Endpoint, r.Rejected = in.Previous, err.Error()
 		return r
 	}
@@ -99,7 +102,10 @@ func Mirror(in Input) Result {
 
 // ValidateURL accepts an absolute URI with a scheme and a host, without credentials, that
 // does not point at the loopback interface.
-func ValidateURL(raw string) error {
+func ValidateURL(raw string) error { return validateURL(raw, false) }
+
+// validateURL is ValidateURL, which accepts local addresses when allowLocal says so.
+func validateURL(raw string, allowLocal bool) error {
 	if raw == "" || strings.TrimSpace(raw) != raw || strings.ContainsAny(raw, " \t\n") {
 		return fmt.Errorf("the URL %q is empty or contains white space", raw)
 	}
@@ -112,6 +118,9 @@ func ValidateURL(raw string) error {
 	}
 	if u.User != nil {
 		return fmt.Errorf("the URL %q carries credentials", redact(u))
+	}
+	if allowLocal {
+		return nil
 	}
 	switch localHost(u.Hostname()) {
 	case localName:

@@ -17,6 +17,12 @@ func exposure(uid string, gen int64, exposures ...scorev1b1.Exposure) *scorev1b1
 	return e
 }
 
+// onDocker is an exposure the Docker runtime publishes.
+func onDocker(e *scorev1b1.WorkloadExposure) *scorev1b1.WorkloadExposure {
+	e.Spec.RuntimeClass = scorev1b1.RuntimeClassDocker
+	return e
+}
+
 func published(u string, scope scorev1b1.ExposureScope) scorev1b1.Exposure {
 	return scorev1b1.Exposure{URL: u, Scope: scope}
 }
@@ -43,6 +49,8 @@ func TestMirror(t *testing.T) {
 		{name: "relative URL", exposure: exposure("u1", 2, published("/path", "Public")), previous: nil, want: nil, wantRejected: true},
 		{name: "localhost is never an endpoint", exposure: exposure("u1", 2, published("http://localhost:8080", "Public")), previous: prev, want: prev, wantRejected: true},
 		{name: "loopback address", exposure: exposure("u1", 2, published("http://127.0.0.1", "Public")), previous: prev, want: prev, wantRejected: true},
+		{name: "a Docker host's loopback address is the platform's, mirrored", exposure: onDocker(exposure("u1", 2, published("http://127.0.0.1:32768", "VPC"))), previous: prev, want: ptr.To("http://127.0.0.1:32768")},
+		{name: "a Docker host's URL with credentials is still rejected", exposure: onDocker(exposure("u1", 2, published("http://u:p@127.0.0.1:32768", "VPC"))), previous: prev, want: prev, wantRejected: true},
 		{name: "credentials in a URL are rejected", exposure: exposure("u1", 2, published("https://user:secret@app.example.com", "Public")), previous: nil, want: nil, wantRejected: true},
 		{name: "empty exposures clear the endpoint", exposure: exposure("u1", 2), previous: prev, want: nil},
 		{name: "public only hides a cluster-local endpoint", exposure: exposure("u1", 2, published("http://web.ns.svc.cluster.local:80", "ClusterLocal")), policy: Policy{PublicOnly: true}, want: nil},

@@ -91,6 +91,10 @@ type Observed struct {
 	// what it applied before it); Live the same objects as the API server has them.
 	Applied []scorev1b1.AppliedObject
 	Live    []*unstructured.Unstructured
+	// Serves, from a runtime whose objects are not Kubernetes objects (Docker), says whether
+	// what serves the Workload (its version before this one, or this one) runs; nil: judged
+	// from Live.
+	Serves *bool
 	// Waiting names the definitions the apply's later stages wait for (CustomResourceDefinitions
 	// not Established yet).
 	Waiting []string
@@ -265,13 +269,13 @@ func (d *decision) judge(o Observed, pending []string) Health {
 		d.plan.Status.Phase = scorev1b1.PlanPhaseProjected
 		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionTrue, scorev1b1.PlanReasonCurrent, "Every object is healthy.")
 		return Healthy
-	case before.Phase == scorev1b1.PlanPhaseProjected && before.ObservedGeneration == d.plan.Generation && health.Serving(o.Live):
+	case before.Phase == scorev1b1.PlanPhaseProjected && before.ObservedGeneration == d.plan.Generation && o.serving():
 		// It was healthy for this very plan and still serves: degraded, not provisioning, so
 		// the Workload stays Ready and says so.
 		d.plan.Status.Phase = scorev1b1.PlanPhaseProjected
 		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonDegraded, "Serving, but waiting for "+strings.Join(pending, ", ")+".")
 		return Degraded
-	case servedBefore(before) && (health.Serving(o.Live) || health.ServesNothing(o.Live)) && !inventory.AnyFailed(d.plan.Status.Objects):
+	case servedBefore(before) && o.servingOrRunsToCompletion() && !inventory.AnyFailed(d.plan.Status.Objects):
 		// A new generation rolls out behind what an earlier one made healthy, which still
 		// serves (or, for runs to completion, stands): the plan is provisioning, and the
 		// Workload's orchestrator keeps it Ready when the Workload itself did not change. The
@@ -287,6 +291,23 @@ func (d *decision) judge(o Observed, pending []string) Health {
 		d.condition(scorev1b1.PlanConditionHealthy, metav1.ConditionFalse, scorev1b1.PlanReasonInProgress, "Waiting for "+strings.Join(pending, ", ")+".")
 		return Provisioning
 	}
+}
+
+// serving reports whether what serves the Workload runs: a runtime's word, or a workload
+// controller's serving replicas.
+func (o Observed) serving() bool {
+	if o.Serves != nil {
+		return *o.Serves
+	}
+	return health.Serving(o.Live)
+}
+
+// servingOrRunsToCompletion is serving, or objects that serve nothing (Jobs) standing.
+func (o Observed) servingOrRunsToCompletion() bool {
+	if o.Serves != nil {
+		return *o.Serves
+	}
+	return health.Serving(o.Live) || health.ServesNothing(o.Live)
 }
 
 // servedBefore reports whether a plan's status as read says its objects served: Projected (for
