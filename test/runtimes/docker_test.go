@@ -288,6 +288,29 @@ func TestRuntimeConformance(t *testing.T) {
 			}
 		})
 
+		t.Run("a tenant's container holds nothing of the host's", func(t *testing.T) {
+			for _, id := range containers(t, ns, "web") {
+				c, err := engine.Client.ContainerInspect(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := c.HostConfig
+				if h.Privileged || len(h.Binds) > 0 || len(h.Mounts) > 0 || h.PidMode != "" || h.IpcMode.IsHost() || h.NetworkMode.IsHost() {
+					t.Errorf("privileged %v, binds %v, mounts %v, pid %q, ipc %q, network %q", h.Privileged, h.Binds, h.Mounts, h.PidMode, h.IpcMode, h.NetworkMode)
+				}
+				if !slices.Contains(h.SecurityOpt, "no-new-privileges") || h.PidsLimit == nil || *h.PidsLimit <= 0 {
+					t.Errorf("security options %v, pids limit %v", h.SecurityOpt, h.PidsLimit)
+				}
+				for port, bindings := range h.PortBindings {
+					for _, b := range bindings {
+						if b.HostIP != "127.0.0.1" {
+							t.Errorf("port %s published on %q, not the platform's address", port, b.HostIP)
+						}
+					}
+				}
+			}
+		})
+
 		t.Run("an update starts the new version, then removes the old", func(t *testing.T) {
 			before := containers(t, ns, "web")
 			update(t, w, func(w *scorev1b1.Workload) { w.Spec.Containers["main"].Variables["GREETING"] = "hello again" })

@@ -135,6 +135,7 @@ func (v *validator) backend(path string, b Backend, allowMutable bool) {
 	}
 	if b.RuntimeClass == scorev1b1.RuntimeClassDocker {
 		v.composeTemplate(path+".template", b.Template)
+		v.dockerBackend(path, b)
 	} else {
 		v.template(path+".template", b.Template, allowMutable)
 	}
@@ -208,6 +209,21 @@ func (v *validator) composeTemplate(path string, t Template) {
 	}
 	if t.Ref != "" || t.Digest != "" {
 		v.fail(path+".ref", "a compose template has nothing to fetch: leave ref and digest out")
+	}
+}
+
+// dockerBackend refuses what a docker backend cannot mean: placement chooses member clusters
+// (a Docker host's agent serves the plans placed on no host, or on its own), and kinds and
+// pods are Kubernetes objects' rules.
+func (v *validator) dockerBackend(path string, b Backend) {
+	if b.Placement != nil {
+		v.fail(path+".placement", "a docker backend runs on the Docker host whose agent serves unplaced plans; placement chooses member clusters")
+	}
+	if len(b.Kinds) > 0 {
+		v.fail(path+".kinds", "a docker backend creates containers, not Kubernetes objects")
+	}
+	if b.Pods != nil {
+		v.fail(path+".pods", "a docker backend runs no pods")
 	}
 }
 

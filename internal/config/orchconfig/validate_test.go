@@ -142,6 +142,17 @@ func TestValidate(t *testing.T) {
 		{"bad backendId", func(c *Config) { c.Profiles[0].Backends[0].BackendID = "K8S web" }, "profiles[0].backends[0].backendId", "lower-case letters"},
 		{"missing runtimeClass", func(c *Config) { c.Profiles[0].Backends[0].RuntimeClass = "" }, "profiles[0].backends[0].runtimeClass", "DNS label"},
 		{"a runtimeClass no runtime serves", func(c *Config) { c.Profiles[0].Backends[0].RuntimeClass = "ecs" }, "profiles[0].backends[0].runtimeClass", `no runtime of this control plane serves "ecs": use kubernetes`},
+		{"a docker backend with a template to fetch", func(c *Config) { c.Profiles[0].Backends[0].RuntimeClass = "docker" }, "profiles[0].backends[0].template.kind", "a docker backend's template is kind compose"},
+		{"a compose template with a ref", func(c *Config) {
+			b := &c.Profiles[0].Backends[0]
+			b.RuntimeClass, b.Template.Kind = "docker", "compose"
+		}, "profiles[0].backends[0].template.ref", "a compose template has nothing to fetch"},
+		{"a compose template on kubernetes", func(c *Config) { c.Profiles[0].Backends[0].Template.Kind = "compose" }, "profiles[0].backends[0].template.kind", "manifests, helm or kustomize"},
+		{"a docker backend placed on clusters", func(c *Config) {
+			b := &c.Profiles[0].Backends[0]
+			b.RuntimeClass, b.Template = "docker", Template{Kind: "compose"}
+			b.Placement = &Placement{}
+		}, "profiles[0].backends[0].placement", "placement chooses member clusters"},
 		{"negative priority", func(c *Config) { c.Profiles[0].Backends[0].Priority = -1 }, "profiles[0].backends[0].priority", "must not be negative"},
 		{"version not SemVer", func(c *Config) { c.Profiles[0].Backends[0].Version = "v1.2" }, "profiles[0].backends[0].version", "SemVer 2.0.0"},
 		{"missing version", func(c *Config) { c.Profiles[0].Backends[0].Version = "" }, "profiles[0].backends[0].version", "SemVer"},

@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/errdefs"
 	"github.com/docker/go-connections/nat"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"k8s.io/utils/ptr"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/rendering/compose"
@@ -46,6 +47,9 @@ const (
 	// LabelOrder is the container's place in its set: 0 holds the network namespace.
 	LabelOrder = "score.dev/order"
 )
+
+// pidsLimit bounds the processes of one container.
+const pidsLimit int64 = 1024
 
 // set is the containers of one version of a plan, by Score container name.
 type set struct {
@@ -136,9 +140,12 @@ func (r *Reconciler) create(ctx context.Context, p *scorev1b1.WorkloadPlan, proj
 		"score.dev/generation": strconv.FormatInt(p.Generation, 10),
 	}
 	config := &container.Config{Image: c.Image, Env: c.Env, Entrypoint: c.Entrypoint, Cmd: c.Cmd, Labels: labels}
+	// A tenant's process gains no privilege by exec (setuid binaries), and cannot fork the
+	// host's process table full; nothing of the host is mounted, nothing is privileged.
 	host := &container.HostConfig{
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
-		Resources:     container.Resources{Memory: c.Memory, NanoCPUs: c.NanoCPUs},
+		Resources:     container.Resources{Memory: c.Memory, NanoCPUs: c.NanoCPUs, PidsLimit: ptr.To(pidsLimit)},
+		SecurityOpt:   []string{"no-new-privileges"},
 	}
 	if i == 0 {
 		config.ExposedPorts, host.PortBindings = nat.PortSet{}, nat.PortMap{}
