@@ -38,6 +38,7 @@ var pure = []string{
 	"internal/planning/values",
 	"internal/provisioners/provisioning",
 	"internal/provisioners/statesign",
+	"internal/rendering/compose",
 	"internal/rendering/helm",
 	"internal/rendering/kustomize",
 	"internal/rendering/render",
