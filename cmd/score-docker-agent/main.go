@@ -11,10 +11,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	dockerclient "github.com/docker/docker/client"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -36,6 +38,7 @@ func run(args []string) error {
 	unplaced := fs.Bool("unplaced", true, "also run the docker plans placed on no host (a control plane with one Docker host)")
 	address := fs.String("address", "", "the host address Workloads' ports are published on and their endpoints name (required)")
 	scope := fs.String("scope", string(scorev1b1.ScopeVPC), "the scope of the endpoints: Public, VPC, ClusterLocal or Other")
+	namespaces := fs.String("namespaces", "", "the namespaces the host serves, comma-separated, as scorectl host add registered them (empty: every namespace, for an identity that may read them all)")
 	metrics := fs.String("metrics-bind-address", "0", "the metrics endpoint's address (0: none)")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
@@ -62,7 +65,15 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("the hub's kubeconfig: %w", err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: *metrics}})
+	mgrOpts := ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: *metrics}}
+	if *namespaces != "" {
+		// The identity scorectl host add makes may read only these: the caches watch them alone.
+		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range strings.Split(*namespaces, ",") {
+			mgrOpts.Cache.DefaultNamespaces[strings.TrimSpace(ns)] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return err
 	}

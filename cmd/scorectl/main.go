@@ -50,7 +50,7 @@ func newRootCommand() *cobra.Command {
 			}
 		},
 	}
-	root.AddCommand(dataCommand(newConvertCommand()), newConfigCommand(), dataCommand(newRenderCommand()), newApplyCommand(), dataCommand(newStatusCommand()), newWhyCommand(), newDashboardCommand(), newClusterCommand(), newRolloutCommand(), newDeleteCommand(), newPreviewCommand(), newReconcileCommand(), newStateCommand(), newDevCommand(), newVersionCommand())
+	root.AddCommand(dataCommand(newConvertCommand()), newConfigCommand(), dataCommand(newRenderCommand()), newApplyCommand(), dataCommand(newStatusCommand()), newWhyCommand(), newDashboardCommand(), newClusterCommand(), newHostCommand(), newRolloutCommand(), newDeleteCommand(), newPreviewCommand(), newReconcileCommand(), newStateCommand(), newDevCommand(), newVersionCommand())
 	return root
 }
 

@@ -24,14 +24,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/dockerruntime"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/hosts"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/dockerd"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
@@ -49,7 +53,12 @@ var (
 const (
 	image = "local/testserver:1"
 	host  = "test-host"
+	// shop and other are the namespaces the host serves; elsewhere is one it does not.
+	shop, other, elsewhere = "shop", "other", "elsewhere"
 )
+
+// agentConfig is the agent's connection to the hub: the identity scorectl host add makes.
+var agentConfig *rest.Config
 
 // config: one profile on the Docker host, and a dependency with a secret output.
 const config = `apiVersion: score.dev/v1b1
@@ -96,6 +105,9 @@ func TestMain(m *testing.M) {
 		}
 		if err := testenv.CreateAll(c, env.Client,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "score-system"}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shop}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "score-system", Name: "orchestrator-config"}, Data: map[string]string{"config.yaml": config}},
 		); err != nil {
 			return err
@@ -108,6 +120,13 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		go func() { _ = mgr.Start(c) }()
+		kubeconfig, err := hosts.Register(c, env.Config, env.Client, hosts.Registration{Name: host, Namespaces: []string{shop, other}, Address: "127.0.0.1"})
+		if err != nil {
+			return fmt.Errorf("registering the host: %w", err)
+		}
+		if agentConfig, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
+			return err
+		}
 		stopAgent, err = startAgent()
 		return err
 	}))
@@ -134,7 +153,8 @@ func startAgent() (stop func(), err error) {
 	opts := testenv.ManagerOptions()
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.Controller.SkipNameValidation = ptr.To(true)
-	mgr, err := ctrl.NewManager(env.Config, opts)
+	opts.Cache.DefaultNamespaces = map[string]cache.Config{shop: {}, other: {}}
+	mgr, err := ctrl.NewManager(agentConfig, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +277,7 @@ func planOf(t *testing.T, w *scorev1b1.Workload) *scorev1b1.WorkloadPlan {
 func TestRuntimeConformance(t *testing.T) {
 	t.Run("docker", func(t *testing.T) {
 		needDocker(t)
-		ns := testenv.Namespace(t, env.Client)
+		ns := shop
 		w := workload(ns, "web", map[string]string{"GREETING": "hello", "DB_HOST": "${resources.db.host}", "DB_PASSWORD": "${resources.db.password}"}, func(s *scorev1b1.WorkloadSpec) {
 			s.Resources = map[string]scorev1b1.Resource{"db": {Type: "db"}}
 			c := s.Containers["main"]
@@ -374,7 +394,6 @@ func TestRuntimeConformance(t *testing.T) {
 		})
 
 		t.Run("two Workloads with the same names in two namespaces stay apart", func(t *testing.T) {
-			other := testenv.Namespace(t, env.Client)
 			a := workload(other, "web", map[string]string{"GREETING": "from " + other}, nil)
 			testenv.Create(t, env.Client, a)
 			ea := ready(t, a)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
@@ -34,6 +35,7 @@ type Engine interface {
 	ContainerStart(ctx context.Context, id string, options container.StartOptions) error
 	ContainerRemove(ctx context.Context, id string, options container.RemoveOptions) error
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
+	ServerVersion(ctx context.Context) (types.Version, error)
 }
 
 // Labels every container of the agent carries: whose it is and which version.

@@ -26,6 +26,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(manager(func(ctx context.Context) error { r.follow(ctx, changed); return nil })); err != nil {
 		return err
 	}
+	if err := mgr.Add(manager(func(ctx context.Context) error { r.renew(ctx); return nil })); err != nil {
+		return err
+	}
 	serves := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		p, ok := o.(*scorev1b1.WorkloadPlan)
 		return ok && r.Serves(p)
