@@ -107,6 +107,11 @@ bench: tools build ## The scale benchmark: make bench N=200 MIX=postgres RATE=0 
 	go build -o bin/score-bench ./hack/score-bench
 	bin/score-bench --n $(or $(N),200) --mix $(MIX) --rate $(RATE) --out $(BENCH_OUT) $(BENCH_ARGS)
 
+.PHONY: bench-docker
+bench-docker: tools ## The Docker runtime against docker compose up --wait, alternating: make bench-docker N=50 COMPOSE_SRC=compose-checkout
+	hack/tools.sh docker && hack/tools.sh docker-compose
+	go run ./hack/docker-bench --n $(or $(N),50) --compose bin/docker-compose --out $(or $(BENCH_OUT),docker-bench.json) $(BENCH_ARGS)
+
 .PHONY: chaos
 chaos: tools ## Roll out N Workloads (default 300) while killing controllers, the API server and etcd; audit the result (MEMBERS=2: on member clusters too)
 	go run ./test/chaos/score-chaos -workloads $(or $(N),300) -members $(or $(MEMBERS),0)

@@ -179,6 +179,20 @@ install_chromium() {
 	DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null; }
 }
 
+# build_docker_compose builds Docker Compose, the comparison of make bench-docker (not a test
+# dependency), into the same cache. `go install` refuses its module (its go.mod excludes
+# versions), so it builds from a source checkout: $COMPOSE_SRC (dependencies from the proxy).
+build_docker_compose() {
+	local out="$cache/tools/docker-compose"
+	if [[ -z "${COMPOSE_SRC:-}" ]]; then
+		[[ -x "$out" ]] && return
+		log "set COMPOSE_SRC to a checkout of github.com/docker/compose (v5)"
+		exit 1
+	fi
+	log "building docker-compose from $COMPOSE_SRC"
+	(cd "$COMPOSE_SRC" && go build -o "$out.tmp" ./cmd) && mv "$out.tmp" "$out"
+}
+
 # install_docker installs Debian's Docker Engine (dockerd, containerd, runc) for the Docker
 # runtime's tests, when it is missing and this runs as root; the packages are kept in the cache.
 # Nothing starts it here: each test run starts its own dockerd, with its own data root and
@@ -201,6 +215,12 @@ case "${1:-all}" in
 dir) echo "$dir"; exit 0 ;;
 chromium) install_chromium; exit 0 ;;
 docker) install_docker; exit 0 ;;
+docker-compose)
+	mkdir -p "$cache/tools" "$root/bin"
+	build_docker_compose
+	ln -sfn "$cache/tools/docker-compose" "$root/bin/docker-compose"
+	exit 0
+	;;
 score-k8s)
 	mkdir -p "$cache/tools" "$root/bin"
 	build_score_k8s

@@ -39,6 +39,7 @@ func run(args []string) error {
 	address := fs.String("address", "", "the host address Workloads' ports are published on and their endpoints name (required)")
 	scope := fs.String("scope", string(scorev1b1.ScopeVPC), "the scope of the endpoints: Public, VPC, ClusterLocal or Other")
 	namespaces := fs.String("namespaces", "", "the namespaces the host serves, comma-separated, as scorectl host add registered them (empty: every namespace, for an identity that may read them all)")
+	concurrency := fs.Int("concurrency", dockerruntime.DefaultConcurrency, "how many plans are reconciled at once")
 	metrics := fs.String("metrics-bind-address", "0", "the metrics endpoint's address (0: none)")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
@@ -80,7 +81,7 @@ func run(args []string) error {
 	r := &dockerruntime.Reconciler{
 		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Docker: engine,
 		Host: *host, Unplaced: *unplaced, Address: *address, Scope: scorev1b1.ExposureScope(*scope),
-		Probe: &http.Client{Timeout: time.Second}, ProbeEvery: time.Second,
+		Probe: &http.Client{Timeout: time.Second}, ProbeEvery: dockerruntime.DefaultProbeEvery, Concurrency: *concurrency,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err

@@ -73,7 +73,9 @@ namespaces. The kubeconfig written carries the token: copy it to the host, and r
 			return nil
 		},
 	}
-	flags.bind(cmd, false)
+	// Not flags.bind: --namespace here is a namespace the host serves.
+	cmd.Flags().StringVar(&flags.kubeconfig, "kubeconfig", "", "the hub's kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&flags.context, "context", "", "the hub kubeconfig's context")
 	cmd.Flags().StringArrayVar(&r.Namespaces, "namespace", nil, "a namespace the host serves (repeatable)")
 	cmd.Flags().StringVar(&r.Address, "address", "", "the host address its Workloads' ports are published on")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "where to write the agent's kubeconfig (mode 0600)")

@@ -12,8 +12,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,9 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
@@ -51,7 +47,7 @@ var (
 )
 
 const (
-	image = "local/testserver:1"
+	image = dockerd.TestServer
 	host  = "test-host"
 	// shop and other are the namespaces the host serves; elsewhere is one it does not.
 	shop, other, elsewhere = "shop", "other", "elsewhere"
@@ -100,7 +96,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		go func() { <-c.Done(); engine.Stop() }()
-		if err := importTestServer(c); err != nil {
+		if err := engine.ImportTestServer(c, testenv.RepoRoot()); err != nil {
 			return err
 		}
 		if err := testenv.CreateAll(c, env.Client,
@@ -132,42 +128,9 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// importTestServer builds the test server statically and imports it as the image.
-func importTestServer(ctx context.Context) error {
-	dir, err := os.MkdirTemp("", "testserver")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "testserver")
-	build := exec.Command("go", "build", "-o", bin, "./testserver")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the test server: %v\n%s", err, out)
-	}
-	return engine.Import(ctx, image, bin)
-}
-
-// startAgent runs the agent as its command sets it up, until stop.
+// startAgent runs the agent on the host's identity, serving its namespaces.
 func startAgent() (stop func(), err error) {
-	opts := testenv.ManagerOptions()
-	opts.Metrics = metricsserver.Options{BindAddress: "0"}
-	opts.Controller.SkipNameValidation = ptr.To(true)
-	opts.Cache.DefaultNamespaces = map[string]cache.Config{shop: {}, other: {}}
-	mgr, err := ctrl.NewManager(agentConfig, opts)
-	if err != nil {
-		return nil, err
-	}
-	r := &dockerruntime.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Docker: engine.Client,
-		Host: host, Unplaced: true, Address: "127.0.0.1", Scope: scorev1b1.ScopeVPC,
-		Probe: &http.Client{Timeout: time.Second}, ProbeEvery: 250 * time.Millisecond}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	mctx, cancel := context.WithCancel(running)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(mctx) }()
-	return func() { cancel(); <-done }, nil
+	return engine.StartAgent(running, agentConfig, dockerd.Agent{Host: host, Namespaces: []string{shop, other}, ProbeEvery: 250 * time.Millisecond})
 }
 
 func needDocker(t *testing.T) {

@@ -47,7 +47,16 @@ type Reconciler struct {
 	Probe *http.Client
 	// ProbeEvery is how soon a container that is not ready yet is probed again.
 	ProbeEvery time.Duration
+	// Concurrency is how many plans are reconciled at once.
+	Concurrency int
 }
+
+// The agent's defaults: a container not ready yet is probed again after a second (as a
+// Compose healthcheck of interval 1s), and four plans are reconciled at once.
+const (
+	DefaultProbeEvery  = time.Second
+	DefaultConcurrency = 4
+)
 
 // Serves reports whether a plan is this agent's: of class docker, placed on its host.
 func (r *Reconciler) Serves(p *scorev1b1.WorkloadPlan) bool {

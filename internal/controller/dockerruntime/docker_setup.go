@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -39,6 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("docker-runtime").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Concurrency, 1)}).
 		For(&scorev1b1.WorkloadPlan{}, builder.WithPredicates(serves)).
 		Watches(&scorev1b1.WorkloadExposure{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(docker)).
 		WatchesRawSource(source.Channel(changed, &handler.EnqueueRequestForObject{})).

@@ -1,7 +1,8 @@
 // Command testserver is the program the runtime conformance tests run in their containers:
 // a static binary, imported as an image from a file. It serves on $PORT (8080): /env/NAME
 // answers a variable's value, /file/PATH a file's content, /ready 200 once it serves. With
-// $EXIT_CODE it exits at once with that code.
+// $EXIT_CODE it exits at once with that code. "testserver healthcheck" asks its own /ready and
+// exits 0 when it answers: a Docker healthcheck for an image without a shell.
 package main
 
 import (
@@ -13,14 +14,21 @@ import (
 )
 
 func main() {
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		resp, err := http.Get("http://127.0.0.1:" + port + "/ready")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if code := os.Getenv("EXIT_CODE"); code != "" {
 		n, _ := strconv.Atoi(code)
 		fmt.Fprintln(os.Stderr, "exiting with", n)
 		os.Exit(n)
-	}
-	port := os.Getenv("PORT")
-	if port == "" {
-		port = "8080"
 	}
 	http.HandleFunc("/env/", func(w http.ResponseWriter, r *http.Request) {
 		v, ok := os.LookupEnv(strings.TrimPrefix(r.URL.Path, "/env/"))

@@ -1,0 +1,83 @@
+package dockerd
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/controller/dockerruntime"
+	"github.com/score-orchestrator/score-orchestrator/internal/scheme"
+)
+
+// TestServer is the image of test/runtimes/testserver that ImportTestServer makes.
+const TestServer = "local/testserver:1"
+
+// ImportTestServer builds test/runtimes/testserver statically, from the repository at root,
+// and imports it as TestServer.
+func (e *Engine) ImportTestServer(ctx context.Context, root string) error {
+	dir, err := os.MkdirTemp("", "testserver")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "testserver")
+	build := exec.Command("go", "build", "-o", bin, "./test/runtimes/testserver")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the test server: %v\n%s", err, out)
+	}
+	return e.Import(ctx, TestServer, bin)
+}
+
+// Agent is how StartAgent runs the agent: the host it serves and its namespaces; Concurrency
+// and ProbeEvery as score-docker-agent's flags (0: their defaults).
+type Agent struct {
+	Host        string
+	Namespaces  []string
+	Concurrency int
+	ProbeEvery  time.Duration
+}
+
+// StartAgent runs the Docker runtime's agent in this process, as score-docker-agent sets it up,
+// connected to the hub as cfg, publishing on 127.0.0.1, until stop, which returns once it has
+// stopped.
+func (e *Engine) StartAgent(ctx context.Context, cfg *rest.Config, a Agent) (stop func(), err error) {
+	opts := ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
+	opts.Controller.SkipNameValidation = ptr.To(true)
+	opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+	for _, ns := range a.Namespaces {
+		opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+	}
+	// As score-docker-agent's ctrl.GetConfig: no client-side rate limit, the API server's
+	// priority and fairness applies.
+	if cfg = rest.CopyConfig(cfg); cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &dockerruntime.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Docker: e.Client,
+		Host: a.Host, Unplaced: true, Address: "127.0.0.1", Scope: scorev1b1.ScopeVPC,
+		Probe: &http.Client{Timeout: time.Second}, ProbeEvery: cmp.Or(a.ProbeEvery, dockerruntime.DefaultProbeEvery),
+		Concurrency: cmp.Or(a.Concurrency, dockerruntime.DefaultConcurrency)}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mctx) }()
+	return func() { cancel(); <-done }, nil
+}
