@@ -29,7 +29,7 @@ func newPlan(t *testing.T, ns, name, class, placed string) *scorev1b1.WorkloadPl
 	p := &scorev1b1.WorkloadPlan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: scorev1b1.WorkloadPlanSpec{WorkloadRef: scorev1b1.LocalWorkloadRef{Name: name, UID: "uid-" + name}, ObservedWorkloadGeneration: 1,
 			RuntimeClass: class, BackendID: "web", Template: scorev1b1.TemplateRef{Kind: kind, Ref: ref}, Cluster: placed}}
-	testenv.Create(t, env.Client, p)
+	testenv.Create(t, hub, p)
 	return p
 }
 
@@ -46,7 +46,7 @@ func TestHostileDockerHost(t *testing.T) {
 	kube := newPlan(t, shop, "kube", scorev1b1.RuntimeClassKubernetes, "")
 	another := newPlan(t, shop, "another-host", scorev1b1.RuntimeClassDocker, "edge-2")
 	mine := newPlan(t, shop, "mine", scorev1b1.RuntimeClassDocker, "")
-	testenv.Create(t, env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: "db-outputs"}, StringData: map[string]string{"password": "theirs"}})
+	testenv.Create(t, hub, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: "db-outputs"}, StringData: map[string]string{"password": "theirs"}})
 
 	t.Run("nothing of a namespace the host does not serve is read", func(t *testing.T) {
 		for _, obj := range []client.Object{&scorev1b1.WorkloadPlan{}, &corev1.Secret{}} {
@@ -84,7 +84,7 @@ func TestHostileDockerHost(t *testing.T) {
 	})
 
 	t.Run("a namespace of another host is refused", func(t *testing.T) {
-		_, err := hosts.Register(ctx, env.Config, env.Client, hosts.Registration{Name: "edge-2", Namespaces: []string{shop}, Address: "10.0.0.2"})
+		_, err := hosts.Register(ctx, hubConfig, hub, hosts.Registration{Name: "edge-2", Namespaces: []string{shop}, Address: "10.0.0.2"})
 		if err == nil || !strings.Contains(err.Error(), "namespace shop is served by host "+host) {
 			t.Fatalf("registered: %v", err)
 		}
@@ -92,7 +92,7 @@ func TestHostileDockerHost(t *testing.T) {
 
 	t.Run("the agent renews its host's Lease", func(t *testing.T) {
 		testenv.Eventually(t, 30*time.Second, "the Lease renewed", func() error {
-			list, err := hosts.List(ctx, env.Client)
+			list, err := hosts.List(ctx, hub)
 			if err != nil {
 				return err
 			}
@@ -106,7 +106,7 @@ func TestHostileDockerHost(t *testing.T) {
 	})
 
 	t.Run("rotation revokes the previous token, removal the last", func(t *testing.T) {
-		kubeconfig, err := hosts.Register(ctx, env.Config, env.Client, hosts.Registration{Name: "edge-3", Namespaces: []string{elsewhere}, Address: "10.0.0.3"})
+		kubeconfig, err := hosts.Register(ctx, hubConfig, hub, hosts.Registration{Name: "edge-3", Namespaces: []string{elsewhere}, Address: "10.0.0.3"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestHostileDockerHost(t *testing.T) {
 		if err := first.Get(ctx, client.ObjectKeyFromObject(theirs), &scorev1b1.WorkloadPlan{}); err != nil {
 			t.Fatalf("the first token: %v", err)
 		}
-		kubeconfig, err = hosts.Register(ctx, env.Config, env.Client, hosts.Registration{Name: "edge-3", Namespaces: []string{elsewhere}, Address: "10.0.0.3"})
+		kubeconfig, err = hosts.Register(ctx, hubConfig, hub, hosts.Registration{Name: "edge-3", Namespaces: []string{elsewhere}, Address: "10.0.0.3"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,11 +123,11 @@ func TestHostileDockerHost(t *testing.T) {
 		if err := second.Get(ctx, client.ObjectKeyFromObject(theirs), &scorev1b1.WorkloadPlan{}); err != nil {
 			t.Fatalf("the new token: %v", err)
 		}
-		if err := hosts.Remove(ctx, env.Client, "edge-3"); err != nil {
+		if err := hosts.Remove(ctx, hub, "edge-3"); err != nil {
 			t.Fatal(err)
 		}
 		unauthorized(t, second, "the token of a removed host")
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: hosts.Namespace, Name: hosts.ServiceAccountName("edge-3")}, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: hosts.Namespace, Name: hosts.ServiceAccountName("edge-3")}, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the removed host's Lease: %v", err)
 		}
 	})
