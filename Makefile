@@ -132,6 +132,10 @@ dev: ## The main job: local cluster, kinds, config and the examples
 dev-members: ## Two member clusters on this machine, registered on the make dev cluster, an example placed on one by label
 	hack/dev.sh members
 
+.PHONY: dev-docker
+dev-docker: ## A Docker host added to the make dev cluster: dockerd, the agent, examples/hello Ready on it (curl its endpoint on 127.0.0.1)
+	hack/dev.sh docker
+
 .PHONY: dev-down
 dev-down: ## Stop everything make dev started
 	hack/dev.sh down

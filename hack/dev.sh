@@ -4,6 +4,7 @@
 # to re-run.
 #
 #   hack/dev.sh up     (make dev)
+#   hack/dev.sh docker (make dev-docker: a Docker host added to it)
 #   hack/dev.sh down   (make dev-down)
 set -euo pipefail
 
@@ -27,6 +28,13 @@ up)
 	bin/scorectl dev up --dir "$root/.dev"
 	echo "  (from this clone: bin/kubectl --kubeconfig .dev/kubeconfig get score -A; make dev-down)"
 	;;
+docker)
+	build
+	hack/tools.sh docker
+	go build -ldflags "-X github.com/score-orchestrator/score-orchestrator/internal/version.Commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)" -o bin/score-docker-agent ./cmd/score-docker-agent
+	bin/scorectl dev docker --dir "$root/.dev" --agent bin/score-docker-agent
+	echo "  (DOCKER_HOST=unix://$root/.dev/docker/docker.sock docker ps; bin/scorectl host list --kubeconfig .dev/kubeconfig; make dev-down stops it too)"
+	;;
 members)
 	build
 	bin/scorectl dev members --dir "$root/.dev"
@@ -36,5 +44,5 @@ down)
 	[[ -x bin/scorectl ]] || build
 	bin/scorectl dev down --dir "$root/.dev"
 	;;
-*) echo "usage: $0 up|members|down" >&2; exit 2 ;;
+*) echo "usage: $0 up|members|docker|down" >&2; exit 2 ;;
 esac

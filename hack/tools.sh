@@ -194,20 +194,21 @@ build_docker_compose() {
 }
 
 # install_docker installs Debian's Docker Engine (dockerd, containerd, runc) for the Docker
-# runtime's tests, when it is missing and this runs as root; the packages are kept in the cache.
+# runtime's tests, and mmdebstrap, which builds make dev-docker's images from Debian's packages,
+# when they are missing and this runs as root; the packages are kept in the cache.
 # Nothing starts it here: each test run starts its own dockerd, with its own data root and
 # socket (internal/testing/dockerd), and stops it. Elsewhere it says how; the tests skip without
 # it unless SCORE_DOCKER_REQUIRED is set.
 install_docker() {
-	command -v dockerd >/dev/null && return
+	command -v dockerd >/dev/null && command -v mmdebstrap >/dev/null && return
 	if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
 		log "the Docker runtime's tests need a Docker Engine: apt-get install docker.io (as root)"
 		return
 	fi
-	log "installing Debian's docker.io for the Docker runtime's tests"
+	log "installing Debian's docker.io (and mmdebstrap, for make dev-docker's images) for the Docker runtime"
 	local debs="$cache/apt"
 	mkdir -p "$debs/partial"
-	local install=(apt-get install -y -q --no-install-recommends -o "Dir::Cache::archives=$debs" -o APT::Sandbox::User=root docker.io)
+	local install=(apt-get install -y -q --no-install-recommends -o "Dir::Cache::archives=$debs" -o APT::Sandbox::User=root docker.io mmdebstrap)
 	DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null; }
 }
 

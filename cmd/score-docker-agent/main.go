@@ -40,6 +40,15 @@ func run(args []string) error {
 	scope := fs.String("scope", string(scorev1b1.ScopeVPC), "the scope of the endpoints: Public, VPC, ClusterLocal or Other")
 	namespaces := fs.String("namespaces", "", "the namespaces the host serves, comma-separated, as scorectl host add registered them (empty: every namespace, for an identity that may read them all)")
 	concurrency := fs.Int("concurrency", dockerruntime.DefaultConcurrency, "how many plans are reconciled at once")
+	images := map[string]string{}
+	fs.Func("image-alias", "FROM=TO: run the image TO where a Workload names FROM (a local copy of an image this host cannot pull); repeatable", func(v string) error {
+		from, to, ok := strings.Cut(v, "=")
+		if !ok || from == "" || to == "" {
+			return fmt.Errorf("%q is not FROM=TO", v)
+		}
+		images[from] = to
+		return nil
+	})
 	metrics := fs.String("metrics-bind-address", "0", "the metrics endpoint's address (0: none)")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
@@ -81,7 +90,7 @@ func run(args []string) error {
 	r := &dockerruntime.Reconciler{
 		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Docker: engine,
 		Host: *host, Unplaced: *unplaced, Address: *address, Scope: scorev1b1.ExposureScope(*scope),
-		Probe: &http.Client{Timeout: time.Second}, ProbeEvery: dockerruntime.DefaultProbeEvery, Concurrency: *concurrency,
+		Probe: &http.Client{Timeout: time.Second}, ProbeEvery: dockerruntime.DefaultProbeEvery, Concurrency: *concurrency, Images: images,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err

@@ -43,7 +43,7 @@ to run the cluster scripts.`,
 	cmd.PersistentFlags().StringVar(&env.Dir, "dir", defaultDevDir(), "directory of the environment's state (kubeconfig, logs)")
 	cmd.PersistentFlags().StringVar(&env.Cluster, "name", devenv.DefaultCluster, "name of the simulated cluster")
 
-	cmd.AddCommand(newDevUpCommand(&env), newDevDownCommand(&env), newDevMembersCommand(&env), newDevControllersCommand())
+	cmd.AddCommand(newDevUpCommand(&env), newDevDownCommand(&env), newDevMembersCommand(&env), newDevDockerCommand(&env), newDevControllersCommand())
 	return cmd
 }
 
@@ -160,6 +160,41 @@ waits until it is Ready on a member. "dev down" deletes the members too.`,
 	}
 	members.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the example to become Ready")
 	return members
+}
+
+// newDevDockerCommand is scorectl dev docker: a Docker host added to the environment.
+func newDevDockerCommand(env *devenv.Env) *cobra.Command {
+	var timeout time.Duration
+	var agent string
+	docker := &cobra.Command{
+		Use:   "docker",
+		Short: "Add a Docker host to the running environment and run an example on it",
+		Long: `Starts a dockerd of its own on this machine (state under DIR/docker, its socket
+DIR/docker/docker.sock), builds Debian's nginx into an image from Debian's packages (once;
+nothing is pulled), registers the host "local" on the dev cluster for the namespace
+score-docker as scorectl host add does, starts score-docker-agent there (running Debian's
+nginx where a Workload names nginx:1.27, its --image-alias), adds to the Orchestrator Config the
+web-service backend docker-web for that namespace, applies examples/hello there and waits until
+it is Ready, its endpoint on 127.0.0.1. "dev down" stops the agent and dockerd too.`,
+		Example: `  scorectl dev docker --dir .dev --agent bin/score-docker-agent
+  DOCKER_HOST=unix://.dev/docker/docker.sock docker ps`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if env.Dir, err = filepath.Abs(env.Dir); err != nil {
+				return err
+			}
+			if agent, err = filepath.Abs(agent); err != nil {
+				return err
+			}
+			env.Bundle = scoreorchestrator.Bundle
+			env.Progress = cmd.ErrOrStderr()
+			return env.UpDocker(cmd.Context(), agent, timeout)
+		},
+	}
+	docker.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the example to become Ready")
+	docker.Flags().StringVar(&agent, "agent", "bin/score-docker-agent", "the score-docker-agent binary")
+	return docker
 }
 
 // printDev prints the examples' status and endpoints and how to use the cluster.

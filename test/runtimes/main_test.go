@@ -58,18 +58,7 @@ const (
 	kubeShop, kubeOther = "kube-shop", "kube-other"
 )
 
-// dockerBackend runs web services of the Docker host's namespaces on it; db is a dependency
-// with a secret output, for either runtime.
-const dockerBackend = `
-backendId: docker-web
-runtimeClass: docker
-version: 1.0.0
-priority: 1000
-template: {kind: compose}
-constraints:
-  selectors: [{namespaces: [shop, other]}]
-`
-
+// dbProvisioner is a dependency with a secret output, for either runtime.
 const dbProvisioner = `
 uri: template://runtimes/db
 type: db
@@ -173,14 +162,12 @@ func withDocker(root string) ([]byte, error) {
 	if err := yaml.Unmarshal(assembled, &doc); err != nil {
 		return nil, err
 	}
-	var backend, provisioner map[string]any
-	if err := errors.Join(yaml.Unmarshal([]byte(dockerBackend), &backend), yaml.Unmarshal([]byte(dbProvisioner), &provisioner)); err != nil {
+	var provisioner map[string]any
+	if err := yaml.Unmarshal([]byte(dbProvisioner), &provisioner); err != nil {
 		return nil, err
 	}
-	for _, p := range doc["profiles"].([]any) {
-		if profile := p.(map[string]any); profile["name"] == "web-service" {
-			profile["backends"] = append([]any{backend}, profile["backends"].([]any)...)
-		}
+	if err := devenv.AddDockerBackend(doc, "docker-web", shop, other); err != nil {
+		return nil, err
 	}
 	doc["provisioners"] = append(doc["provisioners"].([]any), provisioner)
 	out, err := yaml.Marshal(doc)

@@ -9,6 +9,7 @@ package devenv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -114,7 +115,7 @@ func (e *Env) Up(ctx context.Context, timeout time.Duration) error {
 // Down stops the controllers and the gateway controller and deletes the cluster. It is safe
 // to run when nothing runs.
 func (e *Env) Down(ctx context.Context) error {
-	if err := e.StopControllers(); err != nil {
+	if err := errors.Join(e.StopControllers(), e.DownDocker()); err != nil {
 		return err
 	}
 	pid, err := e.Gateway().Stop()

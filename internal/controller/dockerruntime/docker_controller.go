@@ -49,6 +49,9 @@ type Reconciler struct {
 	ProbeEvery time.Duration
 	// Concurrency is how many plans are reconciled at once.
 	Concurrency int
+	// Images are the platform's aliases of images: a Workload's image named here runs as the
+	// image it maps to (a host's local copy of an image it cannot pull).
+	Images map[string]string
 }
 
 // The agent's defaults: a container not ready yet is probed again after a second (as a
@@ -112,6 +115,7 @@ func (r *Reconciler) observe(ctx context.Context, p *scorev1b1.WorkloadPlan) *pa
 	case err != nil:
 		return ps.stop(plandecision.Render, err)
 	}
+	project.Alias(r.Images)
 	if err := r.hold(ctx, p); err != nil {
 		return ps.stop(plandecision.Hold, err)
 	}

@@ -107,6 +107,17 @@ func FromPlan(name string, spec *scorev1b1.WorkloadPlanSpec, secret SecretValue)
 	return p, nil
 }
 
+// Alias replaces the images named in aliases (the platform's: a host's local copy of an image
+// it cannot pull) and hashes the project again.
+func (p *Project) Alias(aliases map[string]string) {
+	for i, c := range p.Containers {
+		if to, ok := aliases[c.Image]; ok {
+			p.Containers[i].Image = to
+		}
+	}
+	p.Hash = p.digest()
+}
+
 type converter struct {
 	pod    render.Pod
 	secret SecretValue
@@ -294,6 +305,7 @@ func ports(spec *scorev1b1.WorkloadPlanSpec) ([]Port, error) {
 // digest hashes the project: the files' contents by digest, so a secret never leaves in it.
 func (p Project) digest() string {
 	h := sha256.New()
+	p.Hash = ""
 	b, _ := json.Marshal(p)
 	h.Write(b)
 	for _, c := range p.Containers {

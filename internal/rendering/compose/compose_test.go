@@ -191,3 +191,20 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+// An alias replaces the image, and the version with it.
+func TestAlias(t *testing.T) {
+	p, err := FromPlan("web", plan(values(nil), scorev1b1.ContainerProjection{}), secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := p.Hash
+	p.Alias(map[string]string{"other:1": "x"})
+	if p.Containers[0].Image != "local/hello:1" || p.Hash != before {
+		t.Errorf("an alias of another image changed %s, %s", p.Containers[0].Image, p.Hash)
+	}
+	p.Alias(map[string]string{"local/hello:1": "mirror.local/hello:1"})
+	if p.Containers[0].Image != "mirror.local/hello:1" || p.Hash == before {
+		t.Errorf("image %s, hash %s (before %s)", p.Containers[0].Image, p.Hash, before)
+	}
+}

@@ -48,6 +48,12 @@ func Start() (*Engine, error) {
 		lock.Close()
 		return nil, fmt.Errorf("waiting for another dockerd: %w", err)
 	}
+	// Every test's dockerd runs under the lock; one running now is another's (make
+	// dev-docker's), which would share the default bridge and its firewall rules.
+	if out, err := exec.Command("pgrep", "-x", "dockerd").Output(); err == nil && len(bytes.TrimSpace(out)) > 0 {
+		lock.Close()
+		return nil, fmt.Errorf("another dockerd runs on this machine (pid %s; make dev-docker's? make dev-down stops it): stop it first", bytes.TrimSpace(out))
+	}
 	dir, err := os.MkdirTemp("", "dockerd")
 	if err != nil {
 		lock.Close()
