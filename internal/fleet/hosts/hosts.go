@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/registration"
 )
 
 const (
@@ -181,7 +182,7 @@ func Register(ctx context.Context, cfg *rest.Config, c client.Client, r Registra
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: RoleName}, Subjects: subject})
 	}
 	for _, o := range objs {
-		if err := createOrUpdate(ctx, c, o); err != nil {
+		if err := registration.CreateOrUpdate(ctx, c, o); err != nil {
 			return nil, fmt.Errorf("%T %s: %w", o, o.GetName(), err)
 		}
 	}
@@ -325,17 +326,4 @@ func Remove(ctx context.Context, c client.Client, host string) error {
 		}
 	}
 	return nil
-}
-
-func createOrUpdate(ctx context.Context, c client.Client, o client.Object) error {
-	err := c.Create(ctx, o)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	existing := o.DeepCopyObject().(client.Object)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(o), existing); err != nil {
-		return err
-	}
-	o.SetResourceVersion(existing.GetResourceVersion())
-	return c.Update(ctx, o)
 }

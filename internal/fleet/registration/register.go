@@ -231,12 +231,12 @@ func memberIdentity(ctx context.Context, c client.Client, hubRoles [][]byte) err
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: MemberSelfRoleName}, Subjects: []rbacv1.Subject{subject}},
 	}
 	for _, o := range objs {
-		if err := createOrUpdate(ctx, c, o); err != nil {
+		if err := CreateOrUpdate(ctx, c, o); err != nil {
 			return err
 		}
 	}
 	for _, o := range []client.Object{policy, policyBinding} {
-		if err := createOrUpdate(ctx, c, o); meta.IsNoMatchError(err) {
+		if err := CreateOrUpdate(ctx, c, o); meta.IsNoMatchError(err) {
 			return fmt.Errorf("the member does not serve ValidatingAdmissionPolicy (Kubernetes 1.30 or later), which confines the identity to the namespaces the hub places into: %w", err)
 		} else if err != nil {
 			return err
@@ -276,12 +276,12 @@ func waitConfined(ctx context.Context, member *rest.Config, token string) error 
 func allowSelfRevoke(ctx context.Context, c client.Client, anchor string) error {
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: MemberNamespace, Name: MemberSelfRoleName},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"delete"}, ResourceNames: []string{anchor}}}}
-	return createOrUpdate(ctx, c, role)
+	return CreateOrUpdate(ctx, c, role)
 }
 
-// createOrUpdate creates o, or replaces what an object of its name holds with it (at the
+// CreateOrUpdate creates o, or replaces what an object of its name holds with it (at the
 // version read).
-func createOrUpdate(ctx context.Context, c client.Client, o client.Object) error {
+func CreateOrUpdate(ctx context.Context, c client.Client, o client.Object) error {
 	err := c.Create(ctx, o)
 	if !apierrors.IsAlreadyExists(err) {
 		return err
