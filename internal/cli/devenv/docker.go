@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/image"
@@ -169,7 +170,8 @@ func (e *Env) startDockerd(ctx context.Context) (*dockerclient.Client, error) {
 
 // nginxImage makes, once, Debian's nginx as an image: a root filesystem of Debian's packages
 // (mmdebstrap, from this machine's apt sources) serving /usr/share/nginx/html, as the image
-// hello names does.
+// hello names does. The package's default site is a symbolic link with an absolute target,
+// which the hook, running on this machine, must not follow: it is replaced, not edited.
 func (e *Env) nginxImage(ctx context.Context, engine *dockerclient.Client) error {
 	if _, err := engine.ImageInspect(ctx, nginxAlias); err == nil {
 		return nil
@@ -184,10 +186,11 @@ func (e *Env) nginxImage(ctx context.Context, engine *dockerclient.Client) error
 	tarball := filepath.Join(e.dockerDir(), "nginx-rootfs.tar")
 	e.logf("building Debian's nginx into an image (mmdebstrap, about half a minute)")
 	cmd := exec.CommandContext(ctx, "mmdebstrap", "--variant=essential", "--include=nginx-light", "--mode=root", "--format=tar",
-		`--customize-hook=sed -i "s#root /var/www/html#root /usr/share/nginx/html#" "$1/etc/nginx/sites-enabled/default"`,
+		`--customize-hook=rm -f "$1/etc/nginx/sites-enabled/default" && echo "server { listen 80 default_server; root /usr/share/nginx/html; index index.html; }" > "$1/etc/nginx/sites-enabled/default"`,
 		"bookworm", tarball, sources)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("mmdebstrap: %v\n%s", err, out)
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return fmt.Errorf("mmdebstrap: %v: %s", err, strings.Join(lines[max(0, len(lines)-4):], "; "))
 	}
 	defer os.Remove(tarball)
 	f, err := os.Open(tarball)
