@@ -117,3 +117,31 @@ func TestHostileDockerContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// At rest the agent writes nothing (its Lease's renewals aside) and creates nothing, a restart
+// of it neither.
+func TestDockerAgentQuietAtRest(t *testing.T) {
+	needDocker(t)
+	w := workload(other, "quiet", map[string]string{"GREETING": "hi"}, nil)
+	testenv.Create(t, hub, w)
+	ready(t, w)
+	before := containers(t, other, "quiet")
+	// The passes the last writes bring settle first.
+	time.Sleep(2 * time.Second)
+	for _, phase := range []string{"at rest", "after a restart"} {
+		if phase == "after a restart" {
+			restart(t, &stopAgent, startAgent)
+		}
+		start := agentWrites.Load()
+		time.Sleep(5 * time.Second)
+		if n := agentWrites.Load() - start; n != 0 {
+			t.Errorf("%s the agent wrote %d times", phase, n)
+		}
+		if after := containers(t, other, "quiet"); !slices.Equal(before, after) {
+			t.Errorf("%s: containers %v, %v before", phase, after, before)
+		}
+	}
+	if err := hub.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+}

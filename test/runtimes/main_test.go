@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ var (
 	// stopAgent and stopControllers stop what runs now, and return once it has stopped.
 	mu                         sync.Mutex
 	stopAgent, stopControllers func()
+	// agentWrites counts the agent's writes to the hub, its Lease's renewals left out.
+	agentWrites atomic.Int64
 )
 
 const (
@@ -196,7 +199,7 @@ func startControllers() (stop func(), err error) {
 
 // startAgent runs the agent on the host's identity, serving its namespaces.
 func startAgent() (stop func(), err error) {
-	return engine.StartAgent(running, agentConfig, dockerd.Agent{Host: host, Namespaces: []string{shop, other}, ProbeEvery: 250 * time.Millisecond})
+	return engine.StartAgent(running, agentConfig, dockerd.Agent{Host: host, Namespaces: []string{shop, other}, ProbeEvery: 250 * time.Millisecond, Writes: &agentWrites})
 }
 
 func run(mgr ctrl.Manager) func() {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -48,7 +50,14 @@ type Agent struct {
 	Namespaces  []string
 	Concurrency int
 	ProbeEvery  time.Duration
+	// Writes, when set, counts the agent's writes to the hub but its Lease's renewals.
+	Writes *atomic.Int64
 }
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // StartAgent runs the Docker runtime's agent in this process, as score-docker-agent sets it up,
 // connected to the hub as cfg, publishing on 127.0.0.1, until stop, which returns once it has
@@ -64,6 +73,16 @@ func (e *Engine) StartAgent(ctx context.Context, cfg *rest.Config, a Agent) (sto
 	// priority and fairness applies.
 	if cfg = rest.CopyConfig(cfg); cfg.QPS == 0 {
 		cfg.QPS = -1
+	}
+	if a.Writes != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripper(func(req *http.Request) (*http.Response, error) {
+				if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/leases/") {
+					a.Writes.Add(1)
+				}
+				return rt.RoundTrip(req)
+			})
+		})
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
