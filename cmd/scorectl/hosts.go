@@ -22,8 +22,9 @@ func newHostCommand() *cobra.Command {
 		Long: `A Docker host runs score-docker-agent, which runs the docker plans of the namespaces the
 platform gives the host (each namespace has one host). Its identity on the hub is the
 ServiceAccount score-host-NAME in score-system: it reads plans, exposures and outputs Secrets
-in those namespaces only, and writes only the status of the docker plans placed on its host
-(or on none) and of docker exposures. The Docker socket never leaves the host.`,
+in those namespaces only, writes only the status of the docker plans placed on its host (or on
+none) and of docker exposures, and of a plan nothing but its finalizers. The Docker socket
+never leaves the host.`,
 	}
 	cmd.AddCommand(newHostAddCommand(), newHostListCommand(), newHostRemoveCommand())
 	return cmd

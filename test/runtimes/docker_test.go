@@ -145,3 +145,38 @@ func TestDockerAgentQuietAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A Workload that moves to another runtime (its plan's class changes under the agent) has its
+// containers removed and the host's finalizer let go: the plan is not kept from its deletion.
+func TestDockerPlanMovedAwayIsReleased(t *testing.T) {
+	needDocker(t)
+	w := workload(other, "moving", map[string]string{"GREETING": "hi"}, nil)
+	testenv.Create(t, hub, w)
+	ready(t, w)
+	if len(containers(t, other, "moving")) == 0 {
+		t.Fatal("no container runs the Workload")
+	}
+	// The orchestrator would rewrite the plan for the Workload's new backend; it is stopped,
+	// so that this plan stays as the test leaves it.
+	restart(t, &stopControllers, func() (func(), error) { return func() {}, nil })
+	defer restart(t, &stopControllers, startControllers)
+	p := planOf(t, w)
+	before := p.DeepCopy()
+	p.Spec.RuntimeClass, p.Spec.Template = scorev1b1.RuntimeClassKubernetes, scorev1b1.TemplateRef{Kind: scorev1b1.TemplateManifests, Ref: "configmap://score-system/score-templates/web-service.yaml"}
+	if err := hub.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the containers removed and the finalizer let go", func() error {
+		if left := containers(t, other, "moving"); len(left) > 0 {
+			return fmt.Errorf("containers %v", left)
+		}
+		got := planOf(t, w)
+		if slices.Contains(got.Finalizers, "docker.score.dev/"+host) {
+			return fmt.Errorf("finalizers %v", got.Finalizers)
+		}
+		return nil
+	})
+	if err := hub.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+}

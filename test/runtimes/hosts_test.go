@@ -66,8 +66,8 @@ func TestHostileDockerHost(t *testing.T) {
 			plan *scorev1b1.WorkloadPlan
 			want string
 		}{
-			{kube, "writes only the plans and exposures of class docker"},
-			{another, "writes only the plans placed on its host or on none"},
+			{kube, "writes the status of the plans and exposures of class docker only"},
+			{another, "writes the status of the plans placed on its host or on none only"},
 			{mine, ""},
 		} {
 			p := tc.plan.DeepCopy()
@@ -80,6 +80,19 @@ func TestHostileDockerHost(t *testing.T) {
 			case tc.want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("plan %s written: %v, want Forbidden: %s", p.Name, err, tc.want)
 			}
+		}
+	})
+
+	t.Run("of a plan, nothing but its finalizers is changed", func(t *testing.T) {
+		p := &scorev1b1.WorkloadPlan{}
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(mine), p); err != nil {
+			t.Fatal(err)
+		}
+		before := p.DeepCopy()
+		p.Labels = map[string]string{"score.dev/shard": "s9"}
+		err := agent.Patch(ctx, p, client.MergeFrom(before))
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "changes nothing of a plan but its finalizers") {
+			t.Errorf("the agent relabelled a plan: %v", err)
 		}
 	})
 

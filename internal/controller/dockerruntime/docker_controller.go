@@ -67,16 +67,22 @@ func (r *Reconciler) Serves(p *scorev1b1.WorkloadPlan) bool {
 		(p.Spec.Cluster == r.Host || p.Spec.Cluster == "" && r.Unplaced)
 }
 
-// Reconcile runs one plan's containers and reports how they are.
+// Finalizer is the finalizer the agent of a host holds on the plans it runs containers for.
+func (r *Reconciler) Finalizer() string { return "docker.score.dev/" + r.Host }
+
+// Holds reports whether the agent holds the plan: it ran containers for it.
+func (r *Reconciler) Holds(p *scorev1b1.WorkloadPlan) bool {
+	return controllerutil.ContainsFinalizer(p, r.Finalizer())
+}
+
+// Reconcile runs one plan's containers and reports how they are. A plan the agent holds and
+// no longer serves (its Workload moved to another runtime) has its containers removed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &scorev1b1.WorkloadPlan{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !r.Serves(p) {
-		return ctrl.Result{}, nil
-	}
-	if !p.DeletionTimestamp.IsZero() {
+	if !p.DeletionTimestamp.IsZero() || !r.Serves(p) {
 		return ctrl.Result{}, r.release(ctx, p)
 	}
 	patch := statuspatch.Begin(p)
@@ -170,20 +176,21 @@ func (r *Reconciler) write(ctx context.Context, patch *statuspatch.Patch, ps *pa
 	return errors.Join(d.Retry, exposureErr, err)
 }
 
-// hold adds the plan's finalizer before any container runs: containers are not objects of the
-// API server, and only the agent removes them.
+// hold adds the host's finalizer to the plan before any container runs: containers are not
+// objects of the API server, and only the agent removes them.
 func (r *Reconciler) hold(ctx context.Context, p *scorev1b1.WorkloadPlan) error {
-	if controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
+	if r.Holds(p) {
 		return nil
 	}
 	before := p.DeepCopy()
-	controllerutil.AddFinalizer(p, scorev1b1.PlanFinalizer)
+	controllerutil.AddFinalizer(p, r.Finalizer())
 	return r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
-// release removes every container of a plan being deleted, then its finalizer.
+// release removes every container of a plan being deleted, or no longer served, then the
+// host's finalizer.
 func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) error {
-	if !controllerutil.ContainsFinalizer(p, scorev1b1.PlanFinalizer) {
+	if !r.Holds(p) {
 		return nil
 	}
 	sets, err := r.sets(ctx, p)
@@ -196,7 +203,7 @@ func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) err
 		}
 	}
 	before := p.DeepCopy()
-	controllerutil.RemoveFinalizer(p, scorev1b1.PlanFinalizer)
+	controllerutil.RemoveFinalizer(p, r.Finalizer())
 	return client.IgnoreNotFound(r.Client.Patch(ctx, p, client.MergeFrom(before)))
 }
 

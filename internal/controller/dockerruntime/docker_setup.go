@@ -32,7 +32,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	serves := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		p, ok := o.(*scorev1b1.WorkloadPlan)
-		return ok && r.Serves(p)
+		return ok && (r.Serves(p) || r.Holds(p))
 	})
 	docker := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		e, ok := o.(*scorev1b1.WorkloadExposure)

@@ -82,13 +82,16 @@ func Rules() []rbacv1.PolicyRule {
 	}
 }
 
-// Policy is the admission policy that keeps an agent's writes to the docker plans placed on
-// its host (or on no host) and to docker exposures: RBAC grants a verb on every plan of a
-// namespace, the policy narrows it to the host's own.
+// Policy is the admission policy that keeps an agent's status writes to the docker plans placed
+// on its host (or on no host) and to docker exposures, and its other writes of plans to their
+// finalizers (which it must remove from a plan that moved to another runtime): RBAC grants a
+// verb on every plan of a namespace, the policy narrows it to the host's own.
 func Policy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	fail, forbidden := admissionregistrationv1.Fail, metav1.StatusReasonForbidden
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", Namespace, prefix)
 	host := fmt.Sprintf("request.userInfo.username.substring(%d)", len(user))
+	// A request without a subresource has no key subResource.
+	status := "(has(request.subResource) && request.subResource == 'status')"
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: RoleName},
@@ -102,13 +105,18 @@ func Policy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionreg
 			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "a-docker-host", Expression: fmt.Sprintf("request.userInfo.username.startsWith('%s')", user)}},
 			Validations: []admissionregistrationv1.Validation{
 				{
-					Expression: "object.spec.runtimeClass == 'docker'",
-					Message:    "a Docker host's agent writes only the plans and exposures of class docker",
+					Expression: "!" + status + " || object.spec.runtimeClass == 'docker'",
+					Message:    "a Docker host's agent writes the status of the plans and exposures of class docker only",
 					Reason:     &forbidden,
 				},
 				{
-					Expression: fmt.Sprintf("request.resource.resource != 'workloadplans' || !has(object.spec.cluster) || object.spec.cluster == '' || object.spec.cluster == %s", host),
-					Message:    "a Docker host's agent writes only the plans placed on its host or on none",
+					Expression: fmt.Sprintf("!%s || request.resource.resource != 'workloadplans' || !has(object.spec.cluster) || object.spec.cluster == '' || object.spec.cluster == %s", status, host),
+					Message:    "a Docker host's agent writes the status of the plans placed on its host or on none only",
+					Reason:     &forbidden,
+				},
+				{
+					Expression: status + " || (object.spec == oldObject.spec && object.metadata.?labels == oldObject.metadata.?labels && object.metadata.?annotations == oldObject.metadata.?annotations && object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences)",
+					Message:    "a Docker host's agent changes nothing of a plan but its finalizers",
 					Reason:     &forbidden,
 				},
 			},
