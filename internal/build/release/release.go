@@ -1,5 +1,5 @@
 // Package release builds a release of the project under one folder (make release): scorectl for
-// every platform it ships on, the images as OCI archives, the packaged chart, the CRD bundle, a
+// every platform it ships on, the Docker runtime's agent for Linux, the images as OCI archives, the packaged chart, the CRD bundle, a
 // CycloneDX SBOM of every binary and the SHA-256 sums of them all.
 //
 // Built twice from one commit, the folders are byte-identical: the binaries by
@@ -43,6 +43,10 @@ var CLITargets = []gobuild.Target{
 	{OS: "darwin", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"},
 }
 
+// AgentTargets are the platforms score-docker-agent, the Docker runtime's agent, is released
+// for: the Docker hosts it runs on.
+var AgentTargets = []gobuild.Target{{OS: "linux", Arch: "amd64"}, {OS: "linux", Arch: "arm64"}}
+
 // ImageArchs are the architectures of the images (linux), one index each.
 var ImageArchs = []string{"amd64", "arm64"}
 
@@ -85,6 +89,9 @@ type File struct {
 
 // CLIName is the file name of scorectl for t.
 func CLIName(t gobuild.Target) string { return "scorectl-" + t.OS + "-" + t.Arch }
+
+// AgentName is the file name of score-docker-agent for t.
+func AgentName(t gobuild.Target) string { return "score-docker-agent-" + t.OS + "-" + t.Arch }
 
 // SBOMName is the file name of the SBOM of the binary named binary.
 func SBOMName(binary string) string { return binary + ".cdx.json" }
@@ -190,8 +197,8 @@ func (b *build) binary(ctx context.Context, pkg string, t gobuild.Target, path s
 	})
 }
 
-// binaries builds scorectl for every CLITarget into the release, and the other images'
-// commands for every ImageArch into scratch. It returns each image's binary by arch: an
+// binaries builds scorectl for every CLITarget and score-docker-agent for every AgentTarget
+// into the release, and the other images' commands for every ImageArch into scratch. It returns each image's binary by arch: an
 // image of scorectl carries the very binary released.
 func (b *build) binaries(ctx context.Context) (map[string]map[string]string, error) {
 	bins := map[string]map[string]string{} // image name, arch: the binary
@@ -205,6 +212,11 @@ func (b *build) binaries(ctx context.Context) (map[string]map[string]string, err
 		}
 		if t.OS == "linux" {
 			bins["scorectl"][t.Arch] = path // the image carries the very same binary
+		}
+	}
+	for _, t := range AgentTargets {
+		if err := b.binary(ctx, "./cmd/score-docker-agent", t, filepath.Join(b.work, AgentName(t))); err != nil {
+			return nil, err
 		}
 	}
 	for _, spec := range image.Images {
