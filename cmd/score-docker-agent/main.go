@@ -9,10 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	dockerclient "github.com/docker/docker/client"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -90,7 +88,7 @@ func run(args []string) error {
 	r := &dockerruntime.Reconciler{
 		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Docker: engine,
 		Host: *host, Unplaced: *unplaced, Address: *address, Scope: scorev1b1.ExposureScope(*scope),
-		Probe: &http.Client{Timeout: time.Second}, ProbeEvery: dockerruntime.DefaultProbeEvery, Concurrency: *concurrency, Images: images,
+		Probe: dockerruntime.NewProbeClient(), ProbeEvery: dockerruntime.DefaultProbeEvery, Concurrency: *concurrency, Images: images,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err

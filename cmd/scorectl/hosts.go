@@ -125,18 +125,21 @@ func printHosts(out io.Writer, list []hosts.Host, now time.Time) error {
 
 func newHostRemoveCommand() *cobra.Command {
 	var flags clusterFlags
+	var abandon bool
 	cmd := &cobra.Command{
 		Use:   "remove NAME",
 		Short: "Unregister a Docker host: its token revoked, its rights and Lease deleted",
-		Long: `The containers the host runs are left as they are: its agent, without its identity, can
-no longer read or report anything. Register another host for its namespaces to move them.`,
+		Long: `Refused while the host runs plans (they hold its finalizer docker.score.dev/NAME, and
+their deletion would wait for an agent that can no longer answer): delete their Workloads
+first. --abandon removes it anyway and lets go of those plans: their containers are left on the
+host, no longer managed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := flags.connect()
 			if err != nil {
 				return err
 			}
-			if err := hosts.Remove(cmd.Context(), c, args[0]); err != nil {
+			if err := hosts.Remove(cmd.Context(), c, args[0], abandon); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "host %s removed; its token is revoked\n", args[0])
@@ -144,5 +147,6 @@ no longer read or report anything. Register another host for its namespaces to m
 		},
 	}
 	flags.bind(cmd, false)
+	cmd.Flags().BoolVar(&abandon, "abandon", false, "remove it while it runs plans, leaving their containers unmanaged")
 	return cmd
 }

@@ -87,7 +87,8 @@ func containers(t *testing.T, ns, name string) []string {
 }
 
 // A tenant's container holds nothing of the host's: not privileged, no mounts, no host
-// namespaces, no new privileges, a process limit, ports only on the platform's address.
+// namespaces, no new privileges, no raw sockets, a process limit, a bounded log, ports only on
+// the platform's address.
 func TestHostileDockerContainer(t *testing.T) {
 	needDocker(t)
 	w := workload(other, "holds", map[string]string{"GREETING": "hi"}, nil)
@@ -102,8 +103,11 @@ func TestHostileDockerContainer(t *testing.T) {
 		if h.Privileged || len(h.Binds) > 0 || len(h.Mounts) > 0 || h.PidMode != "" || h.IpcMode.IsHost() || h.NetworkMode.IsHost() {
 			t.Errorf("privileged %v, binds %v, mounts %v, pid %q, ipc %q, network %q", h.Privileged, h.Binds, h.Mounts, h.PidMode, h.IpcMode, h.NetworkMode)
 		}
-		if !slices.Contains(h.SecurityOpt, "no-new-privileges") || h.PidsLimit == nil || *h.PidsLimit <= 0 {
-			t.Errorf("security options %v, pids limit %v", h.SecurityOpt, h.PidsLimit)
+		if !slices.Contains(h.SecurityOpt, "no-new-privileges") || h.PidsLimit == nil || *h.PidsLimit <= 0 || !slices.ContainsFunc(h.CapDrop, func(c string) bool { return strings.TrimPrefix(c, "CAP_") == "NET_RAW" }) {
+			t.Errorf("security options %v, pids limit %v, capabilities dropped %v", h.SecurityOpt, h.PidsLimit, h.CapDrop)
+		}
+		if h.LogConfig.Config["max-size"] == "" {
+			t.Errorf("the container's log is not bounded: %+v", h.LogConfig)
 		}
 		for port, bindings := range h.PortBindings {
 			for _, b := range bindings {

@@ -96,6 +96,19 @@ func TestHostileDockerHost(t *testing.T) {
 		}
 	})
 
+	t.Run("no other finalizer is removed or added", func(t *testing.T) {
+		p := &scorev1b1.WorkloadPlan{}
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(mine), p); err != nil {
+			t.Fatal(err)
+		}
+		before := p.DeepCopy()
+		p.Finalizers = append(p.Finalizers, "example.com/keep-forever")
+		err := agent.Patch(ctx, p, client.MergeFrom(before))
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "adds and removes its own finalizer only") {
+			t.Errorf("the agent added another's finalizer: %v", err)
+		}
+	})
+
 	t.Run("a namespace of another host is refused", func(t *testing.T) {
 		_, err := hosts.Register(ctx, hubConfig, hub, hosts.Registration{Name: "edge-2", Namespaces: []string{shop}, Address: "10.0.0.2"})
 		if err == nil || !strings.Contains(err.Error(), "namespace shop is served by host "+host) {
@@ -136,8 +149,20 @@ func TestHostileDockerHost(t *testing.T) {
 		if err := second.Get(ctx, client.ObjectKeyFromObject(theirs), &scorev1b1.WorkloadPlan{}); err != nil {
 			t.Fatalf("the new token: %v", err)
 		}
-		if err := hosts.Remove(ctx, hub, "edge-3"); err != nil {
+		held := newPlan(t, elsewhere, "held", scorev1b1.RuntimeClassDocker, "")
+		before := held.DeepCopy()
+		held.Finalizers = []string{hosts.Finalizer("edge-3")}
+		if err := hub.Patch(ctx, held, client.MergeFrom(before)); err != nil {
 			t.Fatal(err)
+		}
+		if err := hosts.Remove(ctx, hub, "edge-3", false); err == nil || !strings.Contains(err.Error(), "the host runs 1 plans ("+elsewhere+"/held)") {
+			t.Fatalf("removed a host that runs a plan: %v", err)
+		}
+		if err := hosts.Remove(ctx, hub, "edge-3", true); err != nil {
+			t.Fatal(err)
+		}
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(held), held); err != nil || len(held.Finalizers) > 0 {
+			t.Errorf("the abandoned plan: %v, finalizers %v", err, held.Finalizers)
 		}
 		unauthorized(t, second, "the token of a removed host")
 		if err := hub.Get(ctx, client.ObjectKey{Namespace: hosts.Namespace, Name: hosts.ServiceAccountName("edge-3")}, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {

@@ -4,13 +4,17 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -85,6 +89,9 @@ func (r *Reconciler) list(ctx context.Context, f filters.Args) (map[string]*set,
 		if err != nil {
 			return nil, fmt.Errorf("inspecting container %s: %w", s.ID, err)
 		}
+		if c.ContainerJSONBase == nil || c.Config == nil {
+			continue // an Engine's answer without the container's state or labels
+		}
 		hash := c.Config.Labels[LabelHash]
 		if out[hash] == nil {
 			out[hash] = &set{hash: hash, containers: map[string]container.InspectResponse{}}
@@ -142,12 +149,17 @@ func (r *Reconciler) create(ctx context.Context, p *scorev1b1.WorkloadPlan, proj
 		"score.dev/generation": strconv.FormatInt(p.Generation, 10),
 	}
 	config := &container.Config{Image: c.Image, Env: c.Env, Entrypoint: c.Entrypoint, Cmd: c.Cmd, Labels: labels}
-	// A tenant's process gains no privilege by exec (setuid binaries), and cannot fork the
-	// host's process table full; nothing of the host is mounted, nothing is privileged.
+	// A tenant's process gains no privilege by exec (setuid binaries), cannot fork the host's
+	// process table full nor forge packets; nothing of the host is mounted, nothing is
+	// privileged.
 	host := &container.HostConfig{
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
 		Resources:     container.Resources{Memory: c.Memory, NanoCPUs: c.NanoCPUs, PidsLimit: ptr.To(pidsLimit)},
 		SecurityOpt:   []string{"no-new-privileges"},
+		// Raw sockets would let a process forge traffic on the bridge the Workloads share.
+		CapDrop: []string{"NET_RAW"},
+		// A container's output is kept within a bound, not until the host's disk is full.
+		LogConfig: container.LogConfig{Type: "local", Config: map[string]string{"max-size": "10m", "max-file": "3"}},
 	}
 	if i == 0 {
 		config.ExposedPorts, host.PortBindings = nat.PortSet{}, nat.PortMap{}
@@ -170,7 +182,9 @@ func (r *Reconciler) create(ctx context.Context, p *scorev1b1.WorkloadPlan, proj
 			return "", err
 		}
 		if err := r.Docker.CopyToContainer(ctx, created.ID, "/", archive, container.CopyToContainerOptions{}); err != nil {
-			return "", fmt.Errorf("copying the files in: %w", err)
+			// Removed, not left created: a later pass would start it without its files.
+			rmErr := r.Docker.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+			return "", errors.Join(fmt.Errorf("copying the files in: %w", err), rmErr)
 		}
 	}
 	return created.ID, nil
@@ -293,8 +307,11 @@ func (r *Reconciler) probe(ctx context.Context, ip string, pr compose.HTTPProbe)
 	if ip == "" {
 		return fmt.Errorf("the container has no address to probe")
 	}
-	url := fmt.Sprintf("%s://%s%s", pr.Scheme, net.JoinHostPort(ip, strconv.Itoa(pr.Port)), pr.Path)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	target, err := probeURL(ip, pr)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return err
 	}
@@ -307,6 +324,29 @@ func (r *Reconciler) probe(ctx context.Context, ip string, pr compose.HTTPProbe)
 		return fmt.Errorf("GET %s on port %d answered %d", pr.Path, pr.Port, resp.StatusCode)
 	}
 	return nil
+}
+
+// probeURL is the URL of a readiness probe of the container at ip: the host is always the
+// container's, whatever the Workload's path says (a path is attacker-controlled: one that
+// does not start with / would name another host, as in "@169.254.169.254/").
+func probeURL(ip string, pr compose.HTTPProbe) (string, error) {
+	if !strings.HasPrefix(pr.Path, "/") {
+		return "", fmt.Errorf("the probe's path %q does not start with /", pr.Path)
+	}
+	path, query, _ := strings.Cut(pr.Path, "?")
+	u := url.URL{Scheme: pr.Scheme, Host: net.JoinHostPort(ip, strconv.Itoa(pr.Port)), Path: path, RawQuery: query}
+	return u.String(), nil
+}
+
+// NewProbeClient is the client of the readiness probes: it goes to the container only (no
+// proxy, no redirect followed), answers within a second, and, as the kubelet, does not verify
+// an HTTPS probe's certificate.
+func NewProbeClient() *http.Client {
+	return &http.Client{
+		Timeout:       time.Second,
+		Transport:     &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}, //nolint:gosec // as the kubelet's probes
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // addressOf is a container's address on its network, as the host reaches it.

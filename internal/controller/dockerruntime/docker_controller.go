@@ -21,6 +21,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/statuspatch"
+	"github.com/score-orchestrator/score-orchestrator/internal/fleet/hosts"
 	"github.com/score-orchestrator/score-orchestrator/internal/objects/exposure"
 	"github.com/score-orchestrator/score-orchestrator/internal/rendering/compose"
 	"github.com/score-orchestrator/score-orchestrator/internal/status/plandecision"
@@ -68,7 +69,7 @@ func (r *Reconciler) Serves(p *scorev1b1.WorkloadPlan) bool {
 }
 
 // Finalizer is the finalizer the agent of a host holds on the plans it runs containers for.
-func (r *Reconciler) Finalizer() string { return "docker.score.dev/" + r.Host }
+func (r *Reconciler) Finalizer() string { return hosts.Finalizer(r.Host) }
 
 // Holds reports whether the agent holds the plan: it ran containers for it.
 func (r *Reconciler) Holds(p *scorev1b1.WorkloadPlan) bool {
@@ -204,7 +205,9 @@ func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) err
 	}
 	before := p.DeepCopy()
 	controllerutil.RemoveFinalizer(p, r.Finalizer())
-	return client.IgnoreNotFound(r.Client.Patch(ctx, p, client.MergeFrom(before)))
+	// At the version read: the list of finalizers is written whole, and another runtime may
+	// have added its own since.
+	return client.IgnoreNotFound(r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
 // missingOutputs is an outputs Secret, or a key of it, not there yet.

@@ -73,7 +73,11 @@ func (r *Reconciler) follow(ctx context.Context, changed chan<- event.GenericEve
 				}
 				plan := &scorev1b1.WorkloadPlan{}
 				plan.Namespace, plan.Name = ns, name
-				changed <- event.GenericEvent{Object: plan}
+				select {
+				case changed <- event.GenericEvent{Object: plan}:
+				case <-ctx.Done():
+					return
+				}
 			case err := <-errs:
 				ctrl.LoggerFrom(ctx).Info("The Docker events stream ended; following again", "error", err.Error())
 				break stream

@@ -115,6 +115,11 @@ func Policy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionreg
 					Reason:     &forbidden,
 				},
 				{
+					Expression: fmt.Sprintf("%[1]s || object.metadata.?finalizers.orValue([]).filter(f, f != 'docker.score.dev/' + %[2]s) == oldObject.metadata.?finalizers.orValue([]).filter(f, f != 'docker.score.dev/' + %[2]s)", status, host),
+					Message:    "a Docker host's agent adds and removes its own finalizer only",
+					Reason:     &forbidden,
+				},
+				{
 					Expression: status + " || (object.spec == oldObject.spec && object.metadata.?labels == oldObject.metadata.?labels && object.metadata.?annotations == oldObject.metadata.?annotations && object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences)",
 					Message:    "a Docker host's agent changes nothing of a plan but its finalizers",
 					Reason:     &forbidden,
@@ -216,7 +221,8 @@ func Register(ctx context.Context, cfg *rest.Config, c client.Client, r Registra
 	return kubeconfig(cfg, r.Name, token)
 }
 
-// unbindLeft removes the RoleBindings of namespaces the host no longer serves.
+// unbindLeft removes the RoleBindings of namespaces the host no longer serves, refused while
+// plans there hold the host's finalizer.
 func unbindLeft(ctx context.Context, c client.Client, r Registration) error {
 	bindings := &rbacv1.RoleBindingList{}
 	if err := c.List(ctx, bindings, client.MatchingLabels{LabelHost: r.Name}); err != nil {
@@ -224,6 +230,13 @@ func unbindLeft(ctx context.Context, c client.Client, r Registration) error {
 	}
 	for _, b := range bindings.Items {
 		if b.Namespace != Namespace && !slices.Contains(r.Namespaces, b.Namespace) {
+			plans, err := held(ctx, c, r.Name, []string{b.Namespace})
+			if err != nil {
+				return err
+			}
+			if len(plans) > 0 {
+				return fmt.Errorf("the host runs %d plans in namespace %s (%s): delete their Workloads before the host stops serving it", len(plans), b.Namespace, strings.Join(plans, ", "))
+			}
 			if err := client.IgnoreNotFound(c.Delete(ctx, &b)); err != nil {
 				return err
 			}
@@ -304,9 +317,61 @@ func List(ctx context.Context, c client.Client) ([]Host, error) {
 	return out, nil
 }
 
-// Remove unregisters a host: its token revoked, its bindings, Lease and identity deleted. The
-// containers it runs are not touched: the agent, without its identity, stops.
-func Remove(ctx context.Context, c client.Client, host string) error {
+// Finalizer is the finalizer a host's agent holds on the plans it runs containers for.
+func Finalizer(host string) string { return "docker.score.dev/" + host }
+
+// held lists the plans of the namespaces that a host's agent holds: their deletion waits for
+// it to remove their containers.
+func held(ctx context.Context, c client.Client, host string, namespaces []string) ([]string, error) {
+	var out []string
+	for _, ns := range namespaces {
+		plans := &scorev1b1.WorkloadPlanList{}
+		if err := c.List(ctx, plans, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		for _, p := range plans.Items {
+			if slices.Contains(p.Finalizers, Finalizer(host)) {
+				out = append(out, ns+"/"+p.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Remove unregisters a host: its token revoked, its bindings, Lease and identity deleted. It
+// is refused while plans hold the host's finalizer (their deletion would wait for an agent
+// that can no longer answer), unless abandon, which lets go of them: their containers are left
+// on the host, no longer managed.
+func Remove(ctx context.Context, c client.Client, host string, abandon bool) error {
+	list, err := List(ctx, c)
+	if err != nil {
+		return err
+	}
+	var namespaces []string
+	for _, h := range list {
+		if h.Name == host {
+			namespaces = h.Namespaces
+		}
+	}
+	plans, err := held(ctx, c, host, namespaces)
+	if err != nil {
+		return err
+	}
+	if len(plans) > 0 && !abandon {
+		return fmt.Errorf("the host runs %d plans (%s): delete their Workloads first, or --abandon to leave their containers unmanaged", len(plans), strings.Join(plans, ", "))
+	}
+	for _, key := range plans {
+		ns, name, _ := strings.Cut(key, "/")
+		p := &scorev1b1.WorkloadPlan{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		before := p.DeepCopy()
+		p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == Finalizer(host) })
+		if err := c.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("letting go of plan %s: %w", key, err)
+		}
+	}
 	previous, err := anchors(ctx, c, host)
 	if err != nil {
 		return err

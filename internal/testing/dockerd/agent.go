@@ -90,7 +90,7 @@ func (e *Engine) StartAgent(ctx context.Context, cfg *rest.Config, a Agent) (sto
 	}
 	r := &dockerruntime.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Docker: e.Client,
 		Host: a.Host, Unplaced: true, Address: "127.0.0.1", Scope: scorev1b1.ScopeVPC,
-		Probe: &http.Client{Timeout: time.Second}, ProbeEvery: cmp.Or(a.ProbeEvery, dockerruntime.DefaultProbeEvery),
+		Probe: dockerruntime.NewProbeClient(), ProbeEvery: cmp.Or(a.ProbeEvery, dockerruntime.DefaultProbeEvery),
 		Concurrency: cmp.Or(a.Concurrency, dockerruntime.DefaultConcurrency)}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
