@@ -33,7 +33,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("score-docker-agent", flag.ContinueOnError)
 	host := fs.String("host", "", "the name of this Docker host: the agent runs the docker plans placed on it (required)")
-	unplaced := fs.Bool("unplaced", true, "also run the docker plans placed on no host (a control plane with one Docker host)")
+	unplaced := fs.Bool("unplaced", true, "also run the docker plans of its namespaces placed on no host (a namespace has one host)")
 	address := fs.String("address", "", "the host address Workloads' ports are published on and their endpoints name (required)")
 	scope := fs.String("scope", string(scorev1b1.ScopeVPC), "the scope of the endpoints: Public, VPC, ClusterLocal or Other")
 	namespaces := fs.String("namespaces", "", "the namespaces the host serves, comma-separated, as scorectl host add registered them (empty: every namespace, for an identity that may read them all)")
