@@ -33,8 +33,11 @@ type runtimeUnderTest struct {
 	// units identify what runs a Workload now (containers, ReplicaSets with replicas): a unit
 	// that stays is not recreated, one that goes is removed.
 	units func(t *testing.T, ns, name string) []string
-	// restart restarts the runtime.
-	restart func(t *testing.T)
+	// restart restarts the runtime; controller names its plans' controller, and served counts
+	// the plans its queue holds after a restart.
+	restart    func(t *testing.T)
+	controller string
+	served     func(t *testing.T) int
 	// cannot names the cases the runtime cannot honour here, with why, as docs/runtimes.md
 	// declares them.
 	cannot map[string]string
@@ -111,9 +114,12 @@ func (rt runtimeUnderTest) run(t *testing.T) {
 
 	step("a restart of the runtime recreates nothing", func(t *testing.T) {
 		before := rt.units(t, ns, "web")
+		since, _ := passes(t, rt.controller)
 		rt.restart(t)
 		testenv.RequestReconcile(t, hub, ns, "web")
-		time.Sleep(3 * time.Second)
+		// The restarted runtime has passed over every plan its queue holds (the request's pass
+		// may be one of them), and is done: what it would recreate, it has.
+		settled(t, rt.controller, since, rt.served(t))
 		if after := rt.units(t, ns, "web"); !slices.Equal(before, after) {
 			t.Fatalf("%v after the restart, %v before", after, before)
 		}

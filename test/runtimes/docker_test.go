@@ -40,6 +40,8 @@ func dockerRuntime() runtimeUnderTest {
 		restart: func(t *testing.T) {
 			restart(t, &stopAgent, startAgent)
 		},
+		controller: "docker-runtime",
+		served:     dockerPlans,
 	}
 }
 
@@ -130,14 +132,21 @@ func TestDockerAgentQuietAtRest(t *testing.T) {
 	testenv.Create(t, hub, w)
 	ready(t, w)
 	before := containers(t, other, "quiet")
-	// The passes the last writes bring settle first.
-	time.Sleep(2 * time.Second)
+	// The passes the last writes brought have run first.
+	since, _ := passes(t, "docker-runtime")
+	settled(t, "docker-runtime", since, 0)
 	for _, phase := range []string{"at rest", "after a restart"} {
+		start := agentWrites.Load()
+		since, _ := passes(t, "docker-runtime")
+		queued := 1 // the request's pass
 		if phase == "after a restart" {
 			restart(t, &stopAgent, startAgent)
+			queued = dockerPlans(t) // the request's pass may be one of these
 		}
-		start := agentWrites.Load()
-		time.Sleep(5 * time.Second)
+		// A pass over the plan that changes nothing of it (the request is the Workload's
+		// annotation, passed on to the plan): the agent runs, and must write nothing.
+		testenv.RequestReconcile(t, hub, other, "quiet")
+		settled(t, "docker-runtime", since, queued)
 		if n := agentWrites.Load() - start; n != 0 {
 			t.Errorf("%s the agent wrote %d times", phase, n)
 		}
@@ -183,4 +192,22 @@ func TestDockerPlanMovedAwayIsReleased(t *testing.T) {
 	if err := hub.Delete(ctx, w); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dockerPlans counts the plans the agent serves or holds: after its restart, its queue's.
+func dockerPlans(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, ns := range []string{shop, other} {
+		plans := &scorev1b1.WorkloadPlanList{}
+		if err := hub.List(ctx, plans, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range plans.Items {
+			if p.Spec.RuntimeClass == scorev1b1.RuntimeClassDocker || slices.Contains(p.Finalizers, "docker.score.dev/"+host) {
+				n++
+			}
+		}
+	}
+	return n
 }

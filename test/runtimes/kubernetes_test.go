@@ -85,6 +85,15 @@ func kubernetesRuntime() runtimeUnderTest {
 		restart: func(t *testing.T) {
 			restart(t, &stopControllers, startControllers)
 		},
+		// The runtime's watch of plans is not filtered: its queue holds every plan.
+		controller: "workloadplan",
+		served: func(t *testing.T) int {
+			plans := &scorev1b1.WorkloadPlanList{}
+			if err := hub.List(ctx, plans); err != nil {
+				t.Fatal(err)
+			}
+			return len(plans.Items)
+		},
 		cannot: map[string]string{
 			caseBrokenImage: "a simulated node runs any image (kwok), so no image is ever missing",
 			caseCrash:       "a simulated node runs no process (kwok), so none exits",

@@ -11,11 +11,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
@@ -226,4 +229,42 @@ func needDocker(t *testing.T) {
 	if skipped != "" {
 		t.Skip(skipped)
 	}
+}
+
+// passes is how many passes the controller named has finished, and how many run now (its
+// workers' gauges, in this process's metrics registry, which every manager here shares).
+func passes(t *testing.T, controller string) (finished, running float64) {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "controller" && l.GetValue() == controller }) {
+				continue
+			}
+			switch f.GetName() {
+			case "controller_runtime_reconcile_total":
+				finished += m.GetCounter().GetValue()
+			case "controller_runtime_active_workers":
+				running += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return finished, running
+}
+
+// settled waits until the controller named has finished at least n passes since it had
+// finished since, and runs none: the positive control of a test that then asserts that those
+// passes did nothing (they ran, and they wrote or created nothing).
+func settled(t *testing.T, controller string, since float64, n int) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("%d passes of %s, none running", n, controller), func() error {
+		finished, running := passes(t, controller)
+		if finished < since+float64(n) || running > 0 {
+			return fmt.Errorf("%.0f finished since, %.0f running", finished-since, running)
+		}
+		return nil
+	})
 }
