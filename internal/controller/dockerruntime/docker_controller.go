@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -206,8 +207,13 @@ func (r *Reconciler) release(ctx context.Context, p *scorev1b1.WorkloadPlan) err
 	before := p.DeepCopy()
 	controllerutil.RemoveFinalizer(p, r.Finalizer())
 	// At the version read: the list of finalizers is written whole, and another runtime may
-	// have added its own since.
-	return client.IgnoreNotFound(r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	// have added its own since. A conflict is the cache behind the plan: the newer version's
+	// event brings the plan back, without the backoff a plan that failed before has piled up.
+	err = r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return client.IgnoreNotFound(err)
 }
 
 // missingOutputs is an outputs Secret, or a key of it, not there yet.
