@@ -105,10 +105,10 @@ func (r *Reconciler) list(ctx context.Context, f filters.Args) (map[string]*set,
 	return out, nil
 }
 
-// run creates and starts what of the project's containers is missing or stopped. A
-// container's name is its plan's and version's, so a pass that stopped half-way (a crash,
-// an error) finds what it created and goes on from there.
-func (r *Reconciler) run(ctx context.Context, p *scorev1b1.WorkloadPlan, project compose.Project, current *set) error {
+// run creates and starts what of the project's containers is missing or not started, and
+// reports whether it did anything. A container's name is its plan's and version's, so a pass
+// that stopped half-way (a crash, an error) finds what it created and goes on from there.
+func (r *Reconciler) run(ctx context.Context, p *scorev1b1.WorkloadPlan, project compose.Project, current *set) (changed bool, err error) {
 	var ownerID string
 	for i, c := range project.Containers {
 		var existing container.InspectResponse
@@ -121,7 +121,7 @@ func (r *Reconciler) run(ctx context.Context, p *scorev1b1.WorkloadPlan, project
 		} else {
 			created, err := r.create(ctx, p, project, i, ownerID)
 			if err != nil {
-				return fmt.Errorf("container %s: %w", c.Name, err)
+				return true, fmt.Errorf("container %s: %w", c.Name, err)
 			}
 			id = created
 		}
@@ -131,11 +131,12 @@ func (r *Reconciler) run(ctx context.Context, p *scorev1b1.WorkloadPlan, project
 		if ok && existing.State != nil && existing.State.Status != "created" {
 			continue // started once: its restart policy restarts it, and its exit is reported
 		}
+		changed = true
 		if err := r.Docker.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-			return fmt.Errorf("starting container %s: %w", c.Name, err)
+			return true, fmt.Errorf("starting container %s: %w", c.Name, err)
 		}
 	}
-	return nil
+	return changed, nil
 }
 
 // create creates container i of the project, with its files copied in; the first publishes

@@ -132,11 +132,16 @@ func (r *Reconciler) observe(ctx context.Context, p *scorev1b1.WorkloadPlan) *pa
 		return ps.stop(plandecision.Apply, err)
 	}
 	current := sets[project.Hash]
-	if err := r.run(ctx, p, project, current); err != nil {
+	changed, err := r.run(ctx, p, project, current)
+	if err != nil {
 		return ps.stop(plandecision.Apply, err)
 	}
-	if current, err = r.set(ctx, p, project.Hash); err != nil {
-		return ps.stop(plandecision.Apply, err)
+	if changed {
+		// What run created or started is read again, with its state and ports; a pass that
+		// changed nothing judges what it listed.
+		if current, err = r.set(ctx, p, project.Hash); err != nil {
+			return ps.stop(plandecision.Apply, err)
+		}
 	}
 	judged := r.judge(ctx, project, current)
 	ps.Applied = judged.objects(p.Spec.Cluster)
