@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -182,7 +183,15 @@ func (rt runtimeUnderTest) run(t *testing.T) {
 				t.Fatal(err)
 			}
 			testenv.WaitGone(t, hub, obj)
-			testenv.WaitGone(t, hub, &scorev1b1.WorkloadPlan{ObjectMeta: obj.ObjectMeta})
+			// The garbage collector deletes the plan, the Workload's dependent; on a loaded
+			// machine it has taken more than 30 s.
+			testenv.Eventually(t, 2*time.Minute, "plan "+key.String()+" gone", func() error {
+				err := hub.Get(ctx, key, &scorev1b1.WorkloadPlan{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return fmt.Errorf("still there (%v)", err)
+			})
 			testenv.Eventually(t, 60*time.Second, "nothing of "+key.String()+" left", func() error {
 				if left := rt.units(t, key.Namespace, key.Name); len(left) > 0 {
 					return fmt.Errorf("%v left", left)
