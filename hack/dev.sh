@@ -32,7 +32,8 @@ docker)
 	build
 	hack/tools.sh docker
 	go build -ldflags "-X github.com/score-orchestrator/score-orchestrator/internal/version.Commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)" -o bin/score-docker-agent ./cmd/score-docker-agent
-	bin/scorectl dev docker --dir "$root/.dev" --agent bin/score-docker-agent
+	CGO_ENABLED=0 go build -o bin/orders-api ./examples/web-postgres-redis/orders-api
+	bin/scorectl dev docker --dir "$root/.dev" --agent bin/score-docker-agent --orders-api bin/orders-api
 	echo "  (DOCKER_HOST=unix://$root/.dev/docker/docker.sock docker ps; bin/scorectl host list --kubeconfig .dev/kubeconfig; make dev-down stops it too)"
 	;;
 members)

@@ -94,6 +94,12 @@ const (
 	// plans placed on its Docker host.
 	RuntimeClassDocker = "docker"
 
+	// LabelComposeFragment marks the Secret in which a definition in score-compose's format
+	// leaves its instance's Compose services, volumes and files (ComposeFragmentKey, JSON) for
+	// the Docker agent serving the namespace.
+	LabelComposeFragment = "docker.score.dev/fragment"
+	ComposeFragmentKey   = "fragment.json"
+
 	// WorkloadFinalizer orders deletion: claims are deprovisioned before the Workload goes.
 	WorkloadFinalizer = "workloads.score.dev/finalizer"
 

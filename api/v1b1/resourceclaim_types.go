@@ -102,6 +102,13 @@ type ResourceClaimSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster,omitempty"`
 
+	// RuntimeClass is the runtime the claim's Workload runs on (its backend's); empty is
+	// kubernetes. It chooses among definitions: one that emits Compose services serves
+	// docker claims only, and serves them before any other.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	RuntimeClass string `json:"runtimeClass,omitempty"`
+
 	// ConfigRevision is the revision of the Orchestrator Config whose provisioner definitions
 	// and classes provision the claim (a fleet rollout's: the orchestrator sets it when the
 	// config has a rollout policy); empty is the current revision.
@@ -201,6 +208,10 @@ type ResourceClaimStatus struct {
 // OutputsSecretName is the name of the Secret, in a claim's namespace, that holds the secret
 // outputs of the claim named claim. The provisioner writes it only while the claim controls it.
 func OutputsSecretName(claim string) string { return claim + "-outputs" }
+
+// ComposeSecretName is the Secret in which a definition in score-compose's format leaves the
+// Compose fragment of an instance (by its identity hash) for the Docker agent of its namespace.
+func ComposeSecretName(instance string) string { return "score-compose-" + instance }
 
 // OutputsSecretRef names a Secret and the output keys it holds.
 type OutputsSecretRef struct {

@@ -14,7 +14,6 @@ import (
 
 	dockerclient "github.com/docker/docker/client"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -74,13 +73,14 @@ func run(args []string) error {
 		return fmt.Errorf("the hub's kubeconfig: %w", err)
 	}
 	mgrOpts := ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: *metrics}}
+	var served []string
 	if *namespaces != "" {
 		// The identity scorectl host add makes may read only these: the caches watch them alone.
-		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range strings.Split(*namespaces, ",") {
-			mgrOpts.Cache.DefaultNamespaces[strings.TrimSpace(ns)] = cache.Config{}
+			served = append(served, strings.TrimSpace(ns))
 		}
 	}
+	mgrOpts.Cache = dockerruntime.CacheOptions(served)
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return err

@@ -165,18 +165,21 @@ waits until it is Ready on a member. "dev down" deletes the members too.`,
 // newDevDockerCommand is scorectl dev docker: a Docker host added to the environment.
 func newDevDockerCommand(env *devenv.Env) *cobra.Command {
 	var timeout time.Duration
-	var agent string
+	var agent, ordersAPI string
 	docker := &cobra.Command{
 		Use:   "docker",
 		Short: "Add a Docker host to the running environment and run an example on it",
 		Long: `Starts a dockerd of its own on this machine (state under DIR/docker, its socket
-DIR/docker/docker.sock), builds Debian's nginx into an image from Debian's packages (once;
-nothing is pulled), registers the host "local" on the dev cluster for the namespace
-score-docker as scorectl host add does, starts score-docker-agent there (running Debian's
-nginx where a Workload names nginx:1.27, its --image-alias), adds to the Orchestrator Config the
-web-service backend docker-web for that namespace, applies examples/hello there and waits until
-it is Ready, its endpoint on 127.0.0.1. "dev down" stops the agent and dockerd too.`,
-		Example: `  scorectl dev docker --dir .dev --agent bin/score-docker-agent
+DIR/docker/docker.sock), builds Debian's nginx, postgres and redis into images from Debian's
+packages (once; nothing is pulled) and imports the orders stand-in, registers the host "local"
+on the dev cluster for the namespace score-docker as scorectl host add does, starts
+score-docker-agent there (running those images where a Workload or a Compose definition names
+nginx:1.27, postgres:17-alpine, redis:7-alpine or the orders image, its --image-alias), adds to
+the Orchestrator Config the web-service backend docker-web for that namespace, applies
+examples/hello and examples/web-postgres-redis (orders) there and waits until they are Ready,
+their endpoints on 127.0.0.1, orders' postgres and redis beside them. "dev down" stops the
+agent and dockerd too.`,
+		Example: `  scorectl dev docker --dir .dev --agent bin/score-docker-agent --orders-api bin/orders-api
   DOCKER_HOST=unix://.dev/docker/docker.sock docker ps`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -189,11 +192,15 @@ it is Ready, its endpoint on 127.0.0.1. "dev down" stops the agent and dockerd t
 			}
 			env.Bundle = scoreorchestrator.Bundle
 			env.Progress = cmd.ErrOrStderr()
-			return env.UpDocker(cmd.Context(), agent, timeout)
+			if ordersAPI, err = filepath.Abs(ordersAPI); err != nil {
+				return err
+			}
+			return env.UpDocker(cmd.Context(), devenv.DockerBinaries{Agent: agent, OrdersAPI: ordersAPI}, timeout)
 		},
 	}
 	docker.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the example to become Ready")
 	docker.Flags().StringVar(&agent, "agent", "bin/score-docker-agent", "the score-docker-agent binary")
+	docker.Flags().StringVar(&ordersAPI, "orders-api", "bin/orders-api", "the orders example's stand-in (a static build of examples/web-postgres-redis/orders-api)")
 	return docker
 }
 

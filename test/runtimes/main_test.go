@@ -9,8 +9,10 @@ package runtimes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,11 +30,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/score-orchestrator/score-orchestrator/internal/build/debimage"
 	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/fleet/hosts"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/dockerd"
+	"github.com/score-orchestrator/score-orchestrator/internal/testing/previousrelease"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -52,6 +57,9 @@ var (
 	stopAgent, stopControllers func()
 	// agentWrites counts the agent's writes to the hub, its Lease's renewals left out.
 	agentWrites atomic.Int64
+	// composeSkipped says why score-compose's provisioners are not in the config (no
+	// conformance corpus here), "" when they are.
+	composeSkipped string
 )
 
 const (
@@ -147,6 +155,18 @@ func setUp(root string) error {
 	if err := engine.ImportTestServer(running, root); err != nil {
 		return err
 	}
+	if composeSkipped == "" {
+		// What score-compose's postgres and redis name, made from Debian's packages.
+		cache, err := previousrelease.CacheDir()
+		if err != nil {
+			return err
+		}
+		for _, img := range []debimage.Image{debimage.Postgres, debimage.Redis} {
+			if err := debimage.Ensure(running, engine.Client, img, filepath.Join(cache, "images"), func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }); err != nil {
+				return err
+			}
+		}
+	}
 	kubeconfig, err := hosts.Register(running, hubConfig, hub, hosts.Registration{Name: host, Namespaces: []string{shop, other}, Address: "127.0.0.1"})
 	if err != nil {
 		return fmt.Errorf("registering the host: %w", err)
@@ -177,6 +197,26 @@ func withDocker(root string) ([]byte, error) {
 		return nil, err
 	}
 	doc["provisioners"] = append(doc["provisioners"].([]any), provisioner)
+	// score-compose's default provisioners, unchanged, first: they serve the Docker host's
+	// claims before the development catalog's Compose definitions.
+	files, err := conformance.ComposeProvisionerFiles()
+	if err != nil || len(files) == 0 {
+		composeSkipped = fmt.Sprintf("score-compose's provisioner file is not here (%v); set SCORE_CONFORMANCE_DIR", err)
+		if os.Getenv(conformance.RequiredEnv) != "" {
+			return nil, errors.New(composeSkipped)
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var list []any
+		if err := yaml.Unmarshal(data, &list); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		doc["provisioners"] = append(list, doc["provisioners"].([]any)...)
+	}
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, err
@@ -203,7 +243,8 @@ func startControllers() (stop func(), err error) {
 
 // startAgent runs the agent on the host's identity, serving its namespaces.
 func startAgent() (stop func(), err error) {
-	return engine.StartAgent(running, agentConfig, dockerd.Agent{Host: host, Namespaces: []string{shop, other}, ProbeEvery: 250 * time.Millisecond, Writes: &agentWrites})
+	return engine.StartAgent(running, agentConfig, dockerd.Agent{Host: host, Namespaces: []string{shop, other}, ProbeEvery: 250 * time.Millisecond, Writes: &agentWrites,
+		Images: debimage.Aliases()})
 }
 
 func run(mgr ctrl.Manager) func() {

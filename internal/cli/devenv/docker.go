@@ -2,22 +2,20 @@ package devenv
 
 // A Docker host for the local environment (make dev-docker): a dockerd of its own under
 // Dir/docker, registered on the dev cluster as the host "local" serving the namespace
-// score-docker, its agent running, a docker backend for that namespace, and the hello example
-// Ready there with its endpoint on 127.0.0.1. Nothing is pulled: hello's nginx is Debian's,
-// built into an image from Debian's packages (mmdebstrap) and given to the agent as an alias.
+// score-docker, its agent running, a docker backend for that namespace, and the hello and
+// orders examples Ready there with their endpoints on 127.0.0.1, orders' postgres and redis
+// running beside it. Nothing is pulled: nginx, postgres and redis are Debian's, built into
+// images from Debian's packages (internal/build/debimage) and given to the agent as aliases.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/image"
 	dockerclient "github.com/docker/docker/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
+	"github.com/score-orchestrator/score-orchestrator/internal/build/debimage"
 	"github.com/score-orchestrator/score-orchestrator/internal/fleet/hosts"
 )
 
@@ -33,8 +32,6 @@ const (
 	DockerHost      = "local"
 	DockerNamespace = "score-docker"
 	DockerBackend   = "docker-web"
-	// nginxAlias is the image the agent runs where hello names nginx:1.27: Debian's nginx.
-	nginxAlias = "score-dev/nginx:debian-bookworm"
 )
 
 func (e *Env) dockerDir() string { return filepath.Join(e.Dir, "docker") }
@@ -50,10 +47,22 @@ func (e *Env) agent() background {
 	return background{name: "the Docker agent", log: filepath.Join(e.dockerDir(), "agent.log"), pid: filepath.Join(e.dockerDir(), "agent.pid"), owner: e.dockerDir()}
 }
 
-// UpDocker starts the local Docker host (Up must have run): dockerd, the nginx image, the
-// host's registration and agent, the docker backend, and hello in score-docker, waited for
-// Ready. agentBin is the score-docker-agent binary. It is safe to run again.
-func (e *Env) UpDocker(ctx context.Context, agentBin string, timeout time.Duration) error {
+// DockerBinaries are the programs the local Docker host runs: the agent, and the stand-in
+// for the orders example's image (examples/web-postgres-redis/orders-api), both static.
+type DockerBinaries struct{ Agent, OrdersAPI string }
+
+// ordersImage is the orders example's image, and ordersStandIn what the host runs in its place.
+const (
+	ordersImage   = "ghcr.io/example/orders-api:1.4.2"
+	ordersStandIn = "score-dev/orders-api:stand-in"
+)
+
+// UpDocker starts the local Docker host (Up must have run): dockerd, the images (Debian's
+// nginx, postgres and redis, and the orders stand-in), the host's registration and agent, the
+// docker backend, and hello and orders (with its postgres and redis, from the catalog's
+// Compose definitions, config/provisioners/docker.yaml) in score-docker, waited for Ready.
+// It is safe to run again.
+func (e *Env) UpDocker(ctx context.Context, bins DockerBinaries, timeout time.Duration) error {
 	hub, err := Connect(e.Kubeconfig())
 	if err != nil {
 		return fmt.Errorf("the hub (run dev up first): %w", err)
@@ -65,8 +74,13 @@ func (e *Env) UpDocker(ctx context.Context, agentBin string, timeout time.Durati
 	if err != nil {
 		return err
 	}
-	if err := e.nginxImage(ctx, engine); err != nil {
-		return err
+	for _, img := range []debimage.Image{debimage.Nginx, debimage.Postgres, debimage.Redis} {
+		if err := debimage.Ensure(ctx, engine, img, filepath.Join(e.dockerDir(), "images"), e.logf); err != nil {
+			return err
+		}
+	}
+	if err := debimage.ImportProgram(ctx, engine, ordersStandIn, bins.OrdersAPI); err != nil {
+		return fmt.Errorf("the orders stand-in: %w", err)
 	}
 	if err := applyObject(ctx, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DockerNamespace}}); err != nil {
 		return err
@@ -86,8 +100,12 @@ func (e *Env) UpDocker(ctx context.Context, agentBin string, timeout time.Durati
 	if _, err := e.agent().stop(); err != nil {
 		return err
 	}
-	pid, _, err := e.agent().start([]string{"env", "DOCKER_HOST=" + e.DockerHostAddr(), agentBin, "--kubeconfig", agentKubeconfig,
-		"--host", DockerHost, "--address", "127.0.0.1", "--namespaces", DockerNamespace, "--image-alias", "nginx:1.27=" + nginxAlias})
+	args := []string{"env", "DOCKER_HOST=" + e.DockerHostAddr(), bins.Agent, "--kubeconfig", agentKubeconfig,
+		"--host", DockerHost, "--address", "127.0.0.1", "--namespaces", DockerNamespace, "--image-alias", ordersImage + "=" + ordersStandIn}
+	for from, to := range debimage.Aliases() {
+		args = append(args, "--image-alias", from+"="+to)
+	}
+	pid, _, err := e.agent().start(args)
 	if err != nil {
 		return err
 	}
@@ -95,10 +113,14 @@ func (e *Env) UpDocker(ctx context.Context, agentBin string, timeout time.Durati
 	if err := addDockerBackend(ctx, hub); err != nil {
 		return err
 	}
-	e.logf("applying examples/hello to namespace %s, on the Docker host", DockerNamespace)
-	workloads, err := Example(e.Bundle, "examples/hello/score.yaml", DockerNamespace)
-	if err != nil {
-		return err
+	var workloads []*scorev1b1.Workload
+	for _, example := range []string{"hello", "web-postgres-redis"} {
+		e.logf("applying examples/%s to namespace %s, on the Docker host", example, DockerNamespace)
+		ws, err := Example(e.Bundle, "examples/"+example+"/score.yaml", DockerNamespace)
+		if err != nil {
+			return err
+		}
+		workloads = append(workloads, ws...)
 	}
 	for _, w := range workloads {
 		if err := applyObject(ctx, hub, w); err != nil {
@@ -166,46 +188,6 @@ func (e *Env) startDockerd(ctx context.Context) (*dockerclient.Client, error) {
 			return nil, fmt.Errorf("dockerd did not answer within a minute; its log: %s", e.dockerd().log)
 		}
 	}
-}
-
-// nginxImage makes, once, Debian's nginx as an image: a root filesystem of Debian's packages
-// (mmdebstrap, from this machine's apt sources) serving /usr/share/nginx/html, as the image
-// hello names does. The package's default site is a symbolic link with an absolute target,
-// which the hook, running on this machine, must not follow: it is replaced, not edited.
-func (e *Env) nginxImage(ctx context.Context, engine *dockerclient.Client) error {
-	if _, err := engine.ImageInspect(ctx, nginxAlias); err == nil {
-		return nil
-	}
-	sources := "/etc/apt/sources.list.d/debian.sources"
-	if _, err := os.Stat(sources); err != nil {
-		sources = "/etc/apt/sources.list"
-	}
-	if _, err := exec.LookPath("mmdebstrap"); err != nil {
-		return errors.New("mmdebstrap is not installed: hack/tools.sh docker installs it (as root)")
-	}
-	tarball := filepath.Join(e.dockerDir(), "nginx-rootfs.tar")
-	e.logf("building Debian's nginx into an image (mmdebstrap, about half a minute)")
-	cmd := exec.CommandContext(ctx, "mmdebstrap", "--variant=essential", "--include=nginx-light", "--mode=root", "--format=tar",
-		`--customize-hook=rm -f "$1/etc/nginx/sites-enabled/default" && echo "server { listen 80 default_server; root /usr/share/nginx/html; index index.html; }" > "$1/etc/nginx/sites-enabled/default"`,
-		"bookworm", tarball, sources)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		return fmt.Errorf("mmdebstrap: %v: %s", err, strings.Join(lines[max(0, len(lines)-4):], "; "))
-	}
-	defer os.Remove(tarball)
-	f, err := os.Open(tarball)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	out, err := engine.ImageImport(ctx, image.ImportSource{Source: f, SourceName: "-"}, nginxAlias,
-		image.ImportOptions{Changes: []string{`ENTRYPOINT ["nginx", "-g", "daemon off;"]`}})
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	_, err = io.Copy(io.Discard, out)
-	return err
 }
 
 // addDockerBackend adds, once, the docker web-service backend for the namespace score-docker

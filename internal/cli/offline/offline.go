@@ -315,7 +315,7 @@ func provision(ctx context.Context, in Input, w *scorev1b1.Workload, d planner.D
 		return Claim{}, err
 	}
 	served, message, ok := provisionermatch.Resolve(provisionermatch.Input{Classes: in.Config.Classes, Provisioners: in.Config.Provisioners,
-		Claim: provisionermatch.Claim{Type: d.Spec.Type, Class: d.Spec.Class, ID: d.Spec.ID, Params: params}})
+		Claim: provisionermatch.Claim{Type: d.Spec.Type, Class: d.Spec.Class, ID: d.Spec.ID, Params: params, RuntimeClass: d.Spec.RuntimeClass}})
 	if !ok {
 		return Claim{}, errors.New(message)
 	}

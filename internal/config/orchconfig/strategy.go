@@ -24,6 +24,13 @@ const (
 	StrategyAPI Strategy = "http+api"
 )
 
+// LocalEnvScheme is score-compose's local-env://: outputs read from the developer's shell
+// environment when a Compose file is generated. The config accepts such a definition, so
+// that score-compose's provisioner files load unchanged, and it serves no claim: a control
+// plane lends tenants no environment of its own (a platform serves that type with a
+// definition of its values).
+const LocalEnvScheme = "local-env"
+
 // ErrUnknownStrategy is a provisioner definition whose scheme no strategy serves.
 var ErrUnknownStrategy = errors.New("no strategy serves this scheme")
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/config/podrules"
 )
 
@@ -564,6 +565,19 @@ type Provisioner struct {
 	Outputs   string `json:"outputs,omitempty" yaml:"outputs,omitempty"`
 	Manifests string `json:"manifests,omitempty" yaml:"manifests,omitempty"`
 
+	// Compose templates of the template:// strategy, in score-compose's provisioner file
+	// format: the services, volumes and networks a Compose file holds, and the files its
+	// services bind from .MountsDirectory. A definition with any of them serves claims of
+	// runtimeClass docker only; the Docker agent serving the claim's namespace runs them
+	// (internal/rendering/compose.Fragment says what of Compose it runs).
+	Services string `json:"services,omitempty" yaml:"services,omitempty"`
+	Volumes  string `json:"volumes,omitempty" yaml:"volumes,omitempty"`
+	Networks string `json:"networks,omitempty" yaml:"networks,omitempty"`
+	Files    string `json:"files,omitempty" yaml:"files,omitempty"`
+	// InfoLogs are score-compose's hints for a developer's terminal. They are accepted and
+	// never rendered: they print credentials, and a control plane has no terminal.
+	InfoLogs string `json:"info_logs,omitempty" yaml:"info_logs,omitempty"`
+
 	// Args of the cmd:// strategy.
 	Args []string `json:"args,omitempty" yaml:"args,omitempty"`
 
@@ -622,6 +636,30 @@ type Provisioner struct {
 	// environment type). A Secret the run's manifests create, or that carries the instance's
 	// label, or whose owner is one of the instance's objects, needs no entry.
 	PlatformSecrets []string `json:"platformSecrets,omitempty" yaml:"platformSecrets,omitempty"`
+}
+
+// EmitsCompose reports whether the definition runs Compose services, volumes or files on a
+// Docker host.
+func (p Provisioner) EmitsCompose() bool {
+	return p.Services != "" || p.Volumes != "" || p.Networks != "" || p.Files != ""
+}
+
+// ReadsLocalEnv reports whether the definition is score-compose's local-env://, which
+// serves no claim (LocalEnvScheme).
+func (p Provisioner) ReadsLocalEnv() bool { return strings.HasPrefix(p.URI, LocalEnvScheme+"://") }
+
+// ServesRuntime reports whether the definition can realise a claim whose Workload runs on
+// the runtime class ("" is kubernetes): Compose services only on a Docker host (where they are
+// preferred: provisionermatch.Match), any other definition anywhere, its objects on the hub's
+// cluster for a Docker Workload.
+func (p Provisioner) ServesRuntime(class string) bool {
+	switch {
+	case p.ReadsLocalEnv():
+		return false
+	case p.EmitsCompose():
+		return class == scorev1b1.RuntimeClassDocker
+	}
+	return true
 }
 
 // MayReferToPlatformSecret reports whether the definition lists the Secret name in

@@ -363,6 +363,9 @@ func (v *validator) provisioners(cfg *Config) {
 			v.fail(path+".uri", "a uri is required, for example template://my-org/postgres")
 		case m == nil:
 			v.fail(path+".uri", "%q must be <scheme>://<name>", p.URI)
+		case m[1] == LocalEnvScheme:
+			v.localEnv(path, p)
+			continue
 		case !Strategy(m[1]).Known():
 			v.fail(path+".uri", "scheme %q is not a provisioner strategy: use template, cmd, http+api, runnable or helm", m[1])
 		}
@@ -390,6 +393,9 @@ func (v *validator) provisioners(cfg *Config) {
 		if p.API != nil {
 			v.fail(path+".api", "only http+api:// provisioners take api")
 		}
+		if p.EmitsCompose() {
+			v.compose(path, p, m)
+		}
 		if m != nil && m[1] == "cmd" {
 			for _, f := range []struct{ name, text string }{ // in document order, so the errors are too
 				{"init", p.Init}, {"state", p.State}, {"shared", p.Shared}, {"outputs", p.Outputs}, {"manifests", p.Manifests},
@@ -411,6 +417,38 @@ func (v *validator) provisioners(cfg *Config) {
 		} {
 			v.parsesYAML(path+"."+f.name, f.name, f.text)
 		}
+	}
+}
+
+// compose checks a definition in score-compose's format: a template:// one, each Compose
+// template YAML once rendered, its instances next to their Workload on its Docker host (not
+// on the hub, not shared across namespaces: a host's services are on its namespace's
+// network), and nothing for a cluster beside them.
+func (v *validator) compose(path string, p Provisioner, scheme []string) {
+	if scheme != nil && scheme[1] != string(StrategyTemplate) {
+		v.fail(path+".uri", "services, volumes, networks and files are score-compose's template:// fields: use template://")
+	}
+	if p.Manifests != "" || p.Helm != nil || p.Runnable != nil {
+		v.fail(path+".manifests", "a definition emits Compose services for a Docker host or objects for a cluster, not both")
+	}
+	if p.OnHub() {
+		v.fail(path+".location", "Compose services run on the Workload's Docker host, not on the hub")
+	}
+	if p.Sharing != nil {
+		v.fail(path+".sharing", "Compose services are shared within their namespace's network only")
+	}
+	for _, f := range []struct{ name, text string }{{"services", p.Services}, {"volumes", p.Volumes}, {"networks", p.Networks}, {"files", p.Files}} {
+		v.parsesYAML(path+"."+f.name, f.name, f.text)
+	}
+}
+
+// localEnv checks a local-env:// definition: a type, and nothing that would run.
+func (v *validator) localEnv(path string, p Provisioner) {
+	if !resourceTypePattern.MatchString(p.Type) {
+		v.fail(path+".type", "%q must be 2-63 letters, digits and '-', starting and ending with a letter or digit", p.Type)
+	}
+	if p.Init != "" || p.State != "" || p.Outputs != "" || p.Manifests != "" || p.EmitsCompose() || len(p.Args) > 0 || p.API != nil {
+		v.fail(path+".uri", "a local-env:// definition takes no templates: it serves no claim (a control plane lends no environment)")
 	}
 }
 

@@ -15,20 +15,28 @@ import (
 	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 )
 
-// Claim is what a claim asks for.
+// Claim is what a claim asks for, and the runtime its Workload runs on ("" is kubernetes):
+// only definitions that can realise it there serve it (orchconfig.Provisioner.ServesRuntime),
+// and on a Docker host a Compose definition first.
 type Claim struct {
 	Type, Class, ID string
 	Params          map[string]any
+	RuntimeClass    string
 }
 
 // Match returns the index of the provisioner that serves c, or -1.
 func Match(provisioners []orchconfig.Provisioner, c Claim) int {
 	best, bestTier := -1, 0
 	for i, p := range provisioners {
-		if p.Type != c.Type || (p.Class != nil && *p.Class != c.Class) || (p.ID != nil && *p.ID != c.ID) {
+		if p.Type != c.Type || (p.Class != nil && *p.Class != c.Class) || (p.ID != nil && *p.ID != c.ID) || !p.ServesRuntime(c.RuntimeClass) {
 			continue
 		}
 		tier := paramsTier(p.MatchParams, c.Params)
+		if tier > 0 && p.EmitsCompose() {
+			// Beside a Docker Workload, its services run on its host, where it reaches them:
+			// a Compose definition beats any other, whatever their params.
+			tier += composeTier
+		}
 		if tier > bestTier {
 			best, bestTier = i, tier
 		}
@@ -36,7 +44,11 @@ func Match(provisioners []orchconfig.Provisioner, c Claim) int {
 	return best
 }
 
-// Tiers: 3 exact params match, 2 subset match, 1 no matchParams, 0 no match.
+// Tiers: 3 exact params match, 2 subset match, 1 no matchParams, 0 no match; a Compose
+// definition (which serves Docker claims only) composeTier more.
+const composeTier = 10
+
+// paramsTier is a definition's tier by its matchParams.
 func paramsTier(match, params map[string]any) int {
 	if len(match) == 0 {
 		return 1
@@ -113,9 +125,9 @@ func Resolve(in Input) (res Result, message string, ok bool) {
 	if class != nil {
 		res.Class, res.Params, res.DeprovisionPolicy = class.Name, MergeParams(class.Params, c.Params), class.DeprovisionPolicy
 	}
-	res.Index = Match(in.Provisioners, Claim{Type: c.Type, Class: res.Class, ID: c.ID, Params: res.Params})
+	res.Index = Match(in.Provisioners, Claim{Type: c.Type, Class: res.Class, ID: c.ID, Params: res.Params, RuntimeClass: c.RuntimeClass})
 	if res.Index < 0 {
-		return res, noProvisionerMessage(in.Provisioners, c.Type, res.Class, c.ID), false
+		return res, noProvisionerMessage(in.Provisioners, Claim{Type: c.Type, Class: res.Class, ID: c.ID, RuntimeClass: c.RuntimeClass}), false
 	}
 	if res.DeprovisionPolicy == "" {
 		res.DeprovisionPolicy = in.Provisioners[res.Index].DeprovisionPolicy
@@ -145,10 +157,19 @@ func MergeParams(under, over map[string]any) map[string]any {
 	return out
 }
 
-func noProvisionerMessage(provisioners []orchconfig.Provisioner, typ, class, id string) string {
+func noProvisionerMessage(provisioners []orchconfig.Provisioner, c Claim) string {
+	typ, class, id := c.Type, c.Class, c.ID
 	types := map[string]bool{}
+	elsewhere, localEnv := false, false
 	for _, p := range provisioners {
-		types[p.Type] = true
+		switch {
+		case p.ServesRuntime(c.RuntimeClass):
+			types[p.Type] = true
+		case p.Type == typ && p.ReadsLocalEnv():
+			localEnv = true
+		case p.Type == typ:
+			elsewhere = true
+		}
 	}
 	list := make([]string, 0, len(types))
 	for t := range types {
@@ -163,6 +184,16 @@ func noProvisionerMessage(provisioners []orchconfig.Provisioner, typ, class, id 
 		what += " with id " + id
 	}
 	msg := fmt.Sprintf("No provisioner serves %s. Available types: %s.", what, strings.Join(list, ", "))
+	if localEnv && !elsewhere {
+		msg = fmt.Sprintf("No provisioner serves %s: its definition is score-compose's local-env://, which reads a developer's shell environment, and a control plane lends none. Available types: %s.", what, strings.Join(list, ", "))
+	}
+	if elsewhere {
+		runtime := c.RuntimeClass
+		if runtime == "" {
+			runtime = "kubernetes"
+		}
+		msg = fmt.Sprintf("No provisioner serves %s on the %s runtime: the definitions of %s realise it on another (Compose services on a Docker host, objects on a cluster). Available types: %s.", what, runtime, typ, strings.Join(list, ", "))
+	}
 	if near := closest(typ, list); near != "" {
 		msg += fmt.Sprintf(" Did you mean %s?", near)
 	}

@@ -2,6 +2,7 @@ package provisionermatch
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
@@ -156,5 +157,34 @@ func TestResolve(t *testing.T) {
 	// The class's params are not modified by a merge.
 	if classes[0].Params["size"] != "small" || classes[0].Params["backup"].(map[string]any)["days"] != 7 {
 		t.Fatalf("a merge changed the class: %v", classes[0].Params)
+	}
+}
+
+// A Docker Workload's claim is served by a Compose definition before any other, whatever
+// their params; a Kubernetes Workload's never by one; score-compose's local-env:// by none.
+func TestMatchByRuntime(t *testing.T) {
+	k8s := p("template://k8s-pg", "postgres", nil, nil, map[string]any{"size": "large"})
+	k8s.Manifests = "- {}"
+	compose := p("template://compose-pg", "postgres", nil, nil, nil)
+	compose.Services = "pg: {image: postgres}"
+	env := p("local-env://env", "environment", nil, nil, nil)
+	provs := []orchconfig.Provisioner{k8s, compose, env}
+	large := map[string]any{"size": "large"}
+	for _, tc := range []struct {
+		claim Claim
+		want  int
+	}{
+		{Claim{Type: "postgres", Params: large, RuntimeClass: "docker"}, 1},
+		{Claim{Type: "postgres", Params: large}, 0},
+		{Claim{Type: "postgres", Params: large, RuntimeClass: "kubernetes"}, 0},
+		{Claim{Type: "environment", RuntimeClass: "docker"}, -1},
+	} {
+		if got := Match(provs, tc.claim); got != tc.want {
+			t.Errorf("%+v: served by %d, want %d", tc.claim, got, tc.want)
+		}
+	}
+	_, msg, _ := Resolve(Input{Provisioners: provs, Claim: Claim{Type: "environment"}})
+	if !strings.Contains(msg, "local-env://") {
+		t.Errorf("message %q does not say why local-env serves nothing", msg)
 	}
 }

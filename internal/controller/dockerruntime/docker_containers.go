@@ -21,10 +21,10 @@ import (
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/errdefs"
 	"github.com/docker/go-connections/nat"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"k8s.io/utils/ptr"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/rendering/compose"
@@ -40,6 +40,11 @@ type Engine interface {
 	ContainerRemove(ctx context.Context, id string, options container.RemoveOptions) error
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
 	ServerVersion(ctx context.Context) (types.Version, error)
+	NetworkInspect(ctx context.Context, networkID string, options network.InspectOptions) (network.Inspect, error)
+	NetworkCreate(ctx context.Context, name string, options network.CreateOptions) (network.CreateResponse, error)
+	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
+	VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)
+	VolumeRemove(ctx context.Context, volumeID string, force bool) error
 }
 
 // Labels every container of the agent carries: whose it is and which version.
@@ -150,19 +155,16 @@ func (r *Reconciler) create(ctx context.Context, p *scorev1b1.WorkloadPlan, proj
 		"score.dev/generation": strconv.FormatInt(p.Generation, 10),
 	}
 	config := &container.Config{Image: c.Image, Env: c.Env, Entrypoint: c.Entrypoint, Cmd: c.Cmd, Labels: labels}
-	// A tenant's process gains no privilege by exec (setuid binaries), cannot fork the host's
-	// process table full nor forge packets; nothing of the host is mounted, nothing is
-	// privileged.
-	host := &container.HostConfig{
-		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
-		Resources:     container.Resources{Memory: c.Memory, NanoCPUs: c.NanoCPUs, PidsLimit: ptr.To(pidsLimit)},
-		SecurityOpt:   []string{"no-new-privileges"},
-		// Raw sockets would let a process forge traffic on the bridge the Workloads share.
-		CapDrop: []string{"NET_RAW"},
-		// A container's output is kept within a bound, not until the host's disk is full.
-		LogConfig: container.LogConfig{Type: "local", Config: map[string]string{"max-size": "10m", "max-file": "3"}},
-	}
+	host := hardened(container.RestartPolicy{Name: container.RestartPolicyUnlessStopped})
+	host.Memory, host.NanoCPUs = c.Memory, c.NanoCPUs
+	var endpoints *network.NetworkingConfig
 	if i == 0 {
+		// On the namespace's network, where its Compose services answer by their names.
+		if err := r.ensureNetwork(ctx, p.Namespace); err != nil {
+			return "", err
+		}
+		host.NetworkMode = container.NetworkMode(networkName(p.Namespace))
+		endpoints = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{networkName(p.Namespace): {}}}
 		config.ExposedPorts, host.PortBindings = nat.PortSet{}, nat.PortMap{}
 		for _, port := range project.Ports {
 			key := nat.Port(fmt.Sprintf("%d/%s", port.TargetPort, port.Protocol))
@@ -173,22 +175,28 @@ func (r *Reconciler) create(ctx context.Context, p *scorev1b1.WorkloadPlan, proj
 		host.NetworkMode = container.NetworkMode("container:" + ownerID)
 	}
 	name := containerName(p, project.Hash, c.Name)
-	created, err := r.Docker.ContainerCreate(ctx, config, host, nil, nil, name)
+	created, err := r.Docker.ContainerCreate(ctx, config, host, endpoints, nil, name)
 	if err != nil {
 		return "", err
 	}
-	if len(c.Files) > 0 {
-		archive, err := tarOf(c.Files)
-		if err != nil {
-			return "", err
-		}
-		if err := r.Docker.CopyToContainer(ctx, created.ID, "/", archive, container.CopyToContainerOptions{}); err != nil {
-			// Removed, not left created: a later pass would start it without its files.
-			rmErr := r.Docker.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
-			return "", errors.Join(fmt.Errorf("copying the files in: %w", err), rmErr)
-		}
+	return created.ID, r.copyFiles(ctx, created.ID, c.Files)
+}
+
+// copyFiles copies files into a container created and not started; if it cannot, the
+// container is removed, not left created: a later pass would start it without its files.
+func (r *Reconciler) copyFiles(ctx context.Context, id string, files []compose.File) error {
+	if len(files) == 0 {
+		return nil
 	}
-	return created.ID, nil
+	archive, err := tarOf(files)
+	if err == nil {
+		err = r.Docker.CopyToContainer(ctx, id, "/", archive, container.CopyToContainerOptions{})
+	}
+	if err != nil {
+		rmErr := r.Docker.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+		return errors.Join(fmt.Errorf("copying the files in: %w", err), rmErr)
+	}
+	return nil
 }
 
 // containerName is unique per plan (namespace and name), version and container.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,9 @@ type Reconciler struct {
 	// Images are the platform's aliases of images: a Workload's image named here runs as the
 	// image it maps to (a host's local copy of an image it cannot pull).
 	Images map[string]string
+
+	// networks serialises the making of the namespaces' networks.
+	networks sync.Mutex
 }
 
 // The agent's defaults: a container not ready yet is probed again after a second (as a
@@ -144,7 +148,11 @@ func (r *Reconciler) observe(ctx context.Context, p *scorev1b1.WorkloadPlan) *pa
 		}
 	}
 	judged := r.judge(ctx, project, current)
-	ps.Applied = judged.objects(p.Spec.Cluster)
+	deps, err := r.dependencies(ctx, p)
+	if err != nil {
+		return ps.stop(plandecision.Apply, err)
+	}
+	ps.Applied = append(judged.objects(p.Spec.Cluster), deps...)
 	ps.probing = judged.probing
 	serving := judged.ready
 	var older []*set

@@ -51,7 +51,7 @@ func (r *Reconciler) releaseAPI(ctx context.Context, c *scorev1b1.ResourceClaim,
 	}
 	claimParams, _ := values.Object(c.Spec.Params)
 	served, _, _ := provisionermatch.Resolve(provisionermatch.Input{Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
-		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams}})
+		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams, RuntimeClass: c.Spec.RuntimeClass}})
 	data, err := r.templateData(ctx, c, *def, id, served.Class, served.Params, st)
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func (r *Reconciler) observe(ctx context.Context, c *scorev1b1.ResourceClaim) (*
 	claimParams, _ := values.Object(c.Spec.Params)
 	served, message, ok := provisionermatch.Resolve(provisionermatch.Input{
 		Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
-		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams},
+		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams, RuntimeClass: c.Spec.RuntimeClass},
 	})
 	if !ok {
 		p.Unserved = message

@@ -118,7 +118,7 @@ func (r *Reconciler) releasePolicy(ctx context.Context, c *scorev1b1.ResourceCla
 	}
 	claimParams, _ := values.Object(c.Spec.Params)
 	served, _, ok := provisionermatch.Resolve(provisionermatch.Input{Classes: loaded.Config.Classes, Provisioners: loaded.Config.Provisioners,
-		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams}})
+		Claim: provisionermatch.Claim{Type: c.Spec.Type, Class: c.Spec.Class, ID: c.Spec.ID, Params: claimParams, RuntimeClass: c.Spec.RuntimeClass}})
 	if !ok {
 		return claimdecision.ReleasePolicy(c, ""), nil // no definition serves it now: none fixes its policy
 	}

@@ -78,7 +78,9 @@ func Rules() []rbacv1.PolicyRule {
 		{APIGroups: []string{scorev1b1.GroupVersion.Group}, Resources: []string{"workloadplans", "workloadexposures"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{scorev1b1.GroupVersion.Group}, Resources: []string{"workloadplans"}, Verbs: []string{"patch", "update"}},
 		{APIGroups: []string{scorev1b1.GroupVersion.Group}, Resources: []string{"workloadplans/status", "workloadexposures/status"}, Verbs: []string{"patch", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		// The outputs Secrets its plans read, and the fragments of Compose definitions (its
+		// cache holds those alone).
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
 	}
 }
 

@@ -118,6 +118,9 @@ type ClaimsInput struct {
 	// Policy, when set, is every claim's deprovision policy, whatever the resource, its
 	// class or its provisioner says: a preview environment's (internal/planning/preview).
 	Policy scorev1b1.DeprovisionPolicy
+	// RuntimeClass is the selected backend's runtime ("" until one is selected, and for
+	// kubernetes): each claim carries it, and only definitions that realise it there serve it.
+	RuntimeClass string
 }
 
 // DesiredClaims returns one claim per resource, in dependency order (a resource whose params
@@ -143,7 +146,7 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 		d.WaitingFor = waiting
 		class, id := deref(res.Class), deref(res.ID)
 		served, _, found := provisionermatch.Resolve(provisionermatch.Input{Classes: in.Classes, Provisioners: in.Provisioners,
-			Claim: provisionermatch.Claim{Type: res.Type, Class: class, ID: id, Params: resolved}})
+			Claim: provisionermatch.Claim{Type: res.Type, Class: class, ID: id, Params: resolved, RuntimeClass: in.RuntimeClass}})
 		if found && len(waiting) == 0 {
 			// What the definition says its params may be, told before anything is provisioned.
 			var refused *orchconfig.ParamError
@@ -172,6 +175,7 @@ func DesiredClaims(in ClaimsInput) ([]DesiredClaim, error) {
 			ID:                id,
 			Metadata:          res.Metadata,
 			DeprovisionPolicy: policy,
+			RuntimeClass:      in.RuntimeClass,
 		}
 		if len(resolved) > 0 {
 			raw, err := json.Marshal(resolved)

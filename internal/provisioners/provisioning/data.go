@@ -4,6 +4,7 @@ import (
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/planning/planner"
+	"github.com/score-orchestrator/score-orchestrator/internal/rendering/compose"
 )
 
 // DataInput is what a definition's data is made of; the provisioner reads it from the cluster,
@@ -35,6 +36,7 @@ func NewData(in DataInput) Data {
 		Params: in.Params, Metadata: in.Metadata, State: in.State, Shared: in.Shared,
 		SourceWorkload: in.Source, Namespace: id.Namespace, Instance: id.Hash(),
 		WorkloadServices: map[string]NetworkService{},
+		MountsDirectory:  compose.MountsDirectory, ComposeProjectName: id.Namespace,
 	}
 	if in.Class != "" {
 		d.Class = in.Class

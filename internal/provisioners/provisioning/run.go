@@ -156,6 +156,9 @@ func Run(ctx context.Context, in RunInput, env Env) (Outcome, error) {
 	if strategy == orchconfig.StrategyAPI && def.API != nil {
 		moveToSecret(def.API.SecretOutputs, out.Plain, out.Secret)
 	}
+	if def.EmitsCompose() {
+		moveToSecret(composeSecretOutputs(out.Plain), out.Plain, out.Secret)
+	}
 	return out, nil
 }
 

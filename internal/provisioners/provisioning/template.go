@@ -43,6 +43,10 @@ type Data struct {
 	WorkloadMetadata           map[string]any
 	WorkloadServices           map[string]NetworkService
 	Namespace                  string
+	// MountsDirectory and ComposeProjectName are what score-compose's templates see:
+	// compose.MountsDirectory, the root of the definition's files, and the namespace, whose
+	// network the Docker runtime runs the services on.
+	MountsDirectory, ComposeProjectName string
 	// Instance is the instance's identity hash (an addition to score-k8s's data): consumer
 	// pods carry the label consumer.score.dev/<Instance>=true, for NetworkPolicies.
 	Instance string
@@ -93,6 +97,13 @@ func RenderTemplatesWith(overrides template.FuncMap, def orchconfig.Provisioner,
 	out, err := render(funcs, "manifests", def.Manifests, data)
 	if err != nil {
 		return Result{}, err
+	}
+	if def.EmitsCompose() {
+		m, err := composeManifest(funcs, def, data)
+		if err != nil {
+			return Result{}, err
+		}
+		r.Manifests = append(r.Manifests, m)
 	}
 	if out != nil {
 		list, ok := out.([]any)

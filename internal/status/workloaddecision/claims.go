@@ -166,9 +166,9 @@ func (d *decision) ownClaim(state *workloadstatus.ClaimState, existing *scorev1b
 	switch err, done := d.o.ClaimsWritten[dc.Name]; {
 	case done && err != nil:
 		state.Denied = d.refusal(dc.Name)
-	case done && existing.Spec.Cluster != dc.Spec.Cluster:
-		// The Workload moved: the claim's outputs are the old cluster's instance's, and
-		// nothing is planned with them.
+	case done && (existing.Spec.Cluster != dc.Spec.Cluster || existing.Spec.RuntimeClass != dc.Spec.RuntimeClass):
+		// The Workload moved (to another cluster or runtime): the claim's outputs are the old
+		// place's instance's, and nothing is planned with them.
 		state.Phase, state.Reason, state.OutputsAvailable, state.Respecified = scorev1b1.ClaimPhasePending, "", false, true
 	case done:
 		// A new spec, written now (a rollout provisions the claim from another revision, its
@@ -280,7 +280,7 @@ func (d *decision) claimRevisions(desired []planner.DesiredClaim) bool {
 			return d.stop(have.Err)
 		}
 		params, _ := values.Object(dc.Spec.Params)
-		if provisionermatch.Same(have.Config, render.Config, provisionermatch.Claim{Type: dc.Spec.Type, Class: dc.Spec.Class, ID: dc.Spec.ID, Params: params}) {
+		if provisionermatch.Same(have.Config, render.Config, provisionermatch.Claim{Type: dc.Spec.Type, Class: dc.Spec.Class, ID: dc.Spec.ID, Params: params, RuntimeClass: dc.Spec.RuntimeClass}) {
 			dc.Spec.ConfigRevision = existing.Spec.ConfigRevision
 		}
 	}

@@ -80,8 +80,11 @@ func Desired(in DesiredInput) Pipeline {
 // the Workload's: its resources cannot be provisioned as declared.
 func (p Pipeline) Claims(c placement.Copy, observed map[string]planner.ClaimView) ([]planner.DesiredClaim, error) {
 	cfg := p.in.Config.Config
-	desired, err := planner.DesiredClaims(planner.ClaimsInput{Workload: p.in.Workload, Provisioners: cfg.Provisioners, Classes: cfg.Classes,
-		Observed: observed, Policy: p.in.Policy})
+	in := planner.ClaimsInput{Workload: p.in.Workload, Provisioners: cfg.Provisioners, Classes: cfg.Classes, Observed: observed, Policy: p.in.Policy}
+	if p.Selection.OK && p.Selection.Backend.RuntimeClass != scorev1b1.RuntimeClassKubernetes {
+		in.RuntimeClass = p.Selection.Backend.RuntimeClass
+	}
+	desired, err := planner.DesiredClaims(in)
 	if err != nil {
 		return nil, err
 	}

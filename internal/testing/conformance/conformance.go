@@ -68,6 +68,18 @@ func ProvisionerFiles() ([]string, error) {
 	return out, nil
 }
 
+// ComposeProvisionerFiles returns the provisioner files of score-compose in the corpus
+// (compose-provisioners/), sorted.
+func ComposeProvisionerFiles() ([]string, error) {
+	d, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	out, err := filepath.Glob(filepath.Join(d, "compose-provisioners", "*", "*.yaml"))
+	sort.Strings(out)
+	return out, err
+}
+
 // RequiredEnv, set to any value (.ci/run sets it), makes a missing corpus fail the tests that
 // need it instead of skipping them.
 const RequiredEnv = "SCORE_CONFORMANCE_REQUIRED"

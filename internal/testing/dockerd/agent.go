@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
@@ -50,6 +49,8 @@ type Agent struct {
 	Namespaces  []string
 	Concurrency int
 	ProbeEvery  time.Duration
+	// Images are the agent's image aliases (--image-alias).
+	Images map[string]string
 	// Writes, when set, counts the agent's writes to the hub but its Lease's renewals.
 	Writes *atomic.Int64
 }
@@ -65,10 +66,7 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 func (e *Engine) StartAgent(ctx context.Context, cfg *rest.Config, a Agent) (stop func(), err error) {
 	opts := ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
 	opts.Controller.SkipNameValidation = ptr.To(true)
-	opts.Cache.DefaultNamespaces = map[string]cache.Config{}
-	for _, ns := range a.Namespaces {
-		opts.Cache.DefaultNamespaces[ns] = cache.Config{}
-	}
+	opts.Cache = dockerruntime.CacheOptions(a.Namespaces)
 	// As score-docker-agent's ctrl.GetConfig: no client-side rate limit, the API server's
 	// priority and fairness applies.
 	if cfg = rest.CopyConfig(cfg); cfg.QPS == 0 {
@@ -91,7 +89,7 @@ func (e *Engine) StartAgent(ctx context.Context, cfg *rest.Config, a Agent) (sto
 	r := &dockerruntime.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Docker: e.Client,
 		Host: a.Host, Unplaced: true, Address: "127.0.0.1", Scope: scorev1b1.ScopeVPC,
 		Probe: dockerruntime.NewProbeClient(), ProbeEvery: cmp.Or(a.ProbeEvery, dockerruntime.DefaultProbeEvery),
-		Concurrency: cmp.Or(a.Concurrency, dockerruntime.DefaultConcurrency)}
+		Concurrency: cmp.Or(a.Concurrency, dockerruntime.DefaultConcurrency), Images: a.Images}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -4,20 +4,19 @@
 package dockerd
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/docker/docker/api/types/image"
 	dockerclient "github.com/docker/docker/client"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/build/debimage"
 )
 
 // Engine is a running dockerd.
@@ -115,33 +114,7 @@ func (e *Engine) Stop() {
 // Import makes an image named ref of one static program: a root filesystem with the file
 // at /program, its entrypoint.
 func (e *Engine) Import(ctx context.Context, ref, program string) error {
-	data, err := os.ReadFile(program)
-	if err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	if err := tw.WriteHeader(&tar.Header{Name: "program", Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return err
-	}
-	for _, d := range []string{"tmp", "etc"} {
-		if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o1777, Typeflag: tar.TypeDir}); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	out, err := e.Client.ImageImport(ctx, image.ImportSource{Source: &b, SourceName: "-"}, ref, image.ImportOptions{Changes: []string{`ENTRYPOINT ["/program"]`}})
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	_, err = io.Copy(io.Discard, out)
-	return err
+	return debimage.ImportProgram(ctx, e.Client, ref, program)
 }
 
 func tail(b []byte) []byte {
