@@ -31,13 +31,13 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/score-orchestrator/score-orchestrator/internal/build/debimage"
+	"github.com/score-orchestrator/score-orchestrator/internal/build/toolcache"
 	"github.com/score-orchestrator/score-orchestrator/internal/cli/devenv"
 	"github.com/score-orchestrator/score-orchestrator/internal/config/orchconfig"
 	"github.com/score-orchestrator/score-orchestrator/internal/controller/controlplane"
 	"github.com/score-orchestrator/score-orchestrator/internal/fleet/hosts"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/conformance"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/dockerd"
-	"github.com/score-orchestrator/score-orchestrator/internal/testing/previousrelease"
 	"github.com/score-orchestrator/score-orchestrator/internal/testing/testenv"
 )
 
@@ -157,7 +157,7 @@ func setUp(root string) error {
 	}
 	if composeSkipped == "" {
 		// What score-compose's postgres and redis name, made from Debian's packages.
-		cache, err := previousrelease.CacheDir()
+		cache, err := toolcache.Dir()
 		if err != nil {
 			return err
 		}

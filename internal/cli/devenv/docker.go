@@ -24,6 +24,7 @@ import (
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/build/debimage"
+	"github.com/score-orchestrator/score-orchestrator/internal/build/toolcache"
 	"github.com/score-orchestrator/score-orchestrator/internal/fleet/hosts"
 )
 
@@ -74,8 +75,12 @@ func (e *Env) UpDocker(ctx context.Context, bins DockerBinaries, timeout time.Du
 	if err != nil {
 		return err
 	}
+	cache, err := toolcache.Dir()
+	if err != nil {
+		return err
+	}
 	for _, img := range []debimage.Image{debimage.Nginx, debimage.Postgres, debimage.Redis} {
-		if err := debimage.Ensure(ctx, engine, img, filepath.Join(e.dockerDir(), "images"), e.logf); err != nil {
+		if err := debimage.Ensure(ctx, engine, img, filepath.Join(cache, "images"), e.logf); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/score-orchestrator/score-orchestrator/internal/build/toolcache"
 )
 
 // File is where the repository names the previous release, relative to its root.
@@ -134,22 +136,6 @@ func List(root, dir string) ([]string, error) {
 	return strings.Fields(out), nil
 }
 
-// CacheDir is the project's cache (hack/tools.sh's): $SCORE_TOOLS_CACHE, else
-// $XDG_CACHE_HOME/score-orchestrator, else ~/.cache/score-orchestrator.
-func CacheDir() (string, error) {
-	if dir := os.Getenv("SCORE_TOOLS_CACHE"); dir != "" {
-		return dir, nil
-	}
-	if dir := os.Getenv("XDG_CACHE_HOME"); dir != "" {
-		return filepath.Join(dir, "score-orchestrator"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(home, ".cache", "score-orchestrator"), nil
-}
-
 // Checkout is the previous release's source tree, extracted from the clone at root with git
 // archive into the cache the first time (a commit's tree never changes, so it is never
 // extracted again). Two processes extracting at once each extract into a directory of their
@@ -159,7 +145,7 @@ func Checkout(root string) (*Release, error) {
 	if err != nil {
 		return nil, err
 	}
-	cacheRoot, err := CacheDir()
+	cacheRoot, err := toolcache.Dir()
 	if err != nil {
 		return nil, err
 	}
