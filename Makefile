@@ -59,7 +59,7 @@ lint: ## gofmt, go vet and a tidy go.mod
 
 .PHONY: test
 test: tools lint ## Every test: unit, integration (real API server) and generated-file checks
-	KUBEBUILDER_ASSETS=$(CURDIR)/bin go test -count=1 ./...
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin go test -count=1 -timeout 25m ./...
 	@go run ./hack/corpus-note
 
 .PHONY: acceptance

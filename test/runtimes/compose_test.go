@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,15 @@ func TestComposeProvisioners(t *testing.T) {
 	if _, err := engine.Client.VolumeInspect(ctx, "score_"+shop+"_"+data["source"]); err != nil {
 		t.Errorf("the volume resource's volume: %v", err)
 	}
+	// An agent that restarts finds its services and recreates none of them.
+	before := serviceContainerIDs(t)
+	since, _ := passes(t, "docker-services")
+	restart(t, &stopAgent, startAgent)
+	settled(t, "docker-services", since, 1)
+	if after := serviceContainerIDs(t); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("the agent's restart changed the service containers: %v, then %v", before, after)
+	}
+
 	// Another namespace's containers do not reach these by name: its network is another.
 	if !t.Failed() {
 		probe := workload(other, "prober", nil, func(s *scorev1b1.WorkloadSpec) {
@@ -112,6 +122,21 @@ func TestComposeProvisioners(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// serviceContainerIDs are the IDs of shop's service containers, sorted.
+func serviceContainerIDs(t *testing.T) []string {
+	t.Helper()
+	cs, err := engine.Client.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", dockerruntime.LabelNamespace+"="+shop), filters.Arg("label", dockerruntime.LabelService))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // claimOutputs are a claim's outputs, its status's and its outputs Secret's; a password is in

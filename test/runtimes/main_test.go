@@ -193,6 +193,9 @@ func withDocker(root string) ([]byte, error) {
 	if err := yaml.Unmarshal([]byte(dbProvisioner), &provisioner); err != nil {
 		return nil, err
 	}
+	if err := devenv.AddDockerCatalog(doc, os.DirFS(root)); err != nil {
+		return nil, err
+	}
 	if err := devenv.AddDockerBackend(doc, "docker-web", shop, other); err != nil {
 		return nil, err
 	}

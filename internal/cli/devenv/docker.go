@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	scorev1b1 "github.com/score-orchestrator/score-orchestrator/api/v1b1"
 	"github.com/score-orchestrator/score-orchestrator/internal/build/debimage"
@@ -61,7 +63,7 @@ const (
 // UpDocker starts the local Docker host (Up must have run): dockerd, the images (Debian's
 // nginx, postgres and redis, and the orders stand-in), the host's registration and agent, the
 // docker backend, and hello and orders (with its postgres and redis, from the catalog's
-// Compose definitions, config/provisioners/docker.yaml) in score-docker, waited for Ready.
+// Compose definitions, DockerCatalog) in score-docker, waited for Ready.
 // It is safe to run again.
 func (e *Env) UpDocker(ctx context.Context, bins DockerBinaries, timeout time.Duration) error {
 	hub, err := Connect(e.Kubeconfig())
@@ -115,7 +117,7 @@ func (e *Env) UpDocker(ctx context.Context, bins DockerBinaries, timeout time.Du
 		return err
 	}
 	e.logf("started the Docker agent (pid %d), logs in %s", pid, e.agent().log)
-	if err := addDockerBackend(ctx, hub); err != nil {
+	if err := e.addDockerBackend(ctx, hub); err != nil {
 		return err
 	}
 	var workloads []*scorev1b1.Workload
@@ -196,11 +198,44 @@ func (e *Env) startDockerd(ctx context.Context) (*dockerclient.Client, error) {
 }
 
 // addDockerBackend adds, once, the docker web-service backend for the namespace score-docker
-// to the Orchestrator Config the hub runs with.
-func addDockerBackend(ctx context.Context, hub client.Client) error {
+// and the Docker hosts' catalog to the Orchestrator Config the hub runs with.
+func (e *Env) addDockerBackend(ctx context.Context, hub client.Client) error {
 	return EditConfig(ctx, hub, func(doc map[string]any) error {
+		if err := AddDockerCatalog(doc, e.Bundle); err != nil {
+			return err
+		}
 		return AddDockerBackend(doc, DockerBackend, DockerNamespace)
 	})
+}
+
+// DockerCatalog is the development catalog's file for Docker hosts: definitions in
+// score-compose's format (postgres, redis, volume), which serve docker claims only. It is not
+// in the development config (config/provisioners): a Docker host brings it.
+const DockerCatalog = "config/docker/provisioners.yaml"
+
+// AddDockerCatalog appends, once each, the definitions of the Docker hosts' catalog (read from
+// bundle, laid out as the repository) to a config document's provisioners.
+func AddDockerCatalog(doc map[string]any, bundle fs.FS) error {
+	raw, err := fs.ReadFile(bundle, DockerCatalog)
+	if err != nil {
+		return err
+	}
+	var defs []any
+	if err := yaml.Unmarshal(raw, &defs); err != nil {
+		return fmt.Errorf("%s: %w", DockerCatalog, err)
+	}
+	provisioners, _ := doc["provisioners"].([]any)
+	have := map[any]bool{}
+	for _, p := range provisioners {
+		have[p.(map[string]any)["uri"]] = true
+	}
+	for _, d := range defs {
+		if !have[d.(map[string]any)["uri"]] {
+			provisioners = append(provisioners, d)
+		}
+	}
+	doc["provisioners"] = provisioners
+	return nil
 }
 
 // AddDockerBackend puts, once, a docker backend id first in the web-service profile of a

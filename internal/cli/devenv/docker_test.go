@@ -1,6 +1,7 @@
 package devenv
 
 import (
+	"os"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -39,5 +40,31 @@ profiles:
 	}
 	if err := AddDockerBackend(map[string]any{}, "docker-web", "shop"); err == nil {
 		t.Error("a config without web-service took the backend")
+	}
+}
+
+// The Docker hosts' catalog joins the development config once, and the config still
+// validates with it.
+func TestAddDockerCatalog(t *testing.T) {
+	assembled, err := orchconfig.DevelopmentConfig(os.DirFS("../../.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(assembled, &doc); err != nil {
+		t.Fatal(err)
+	}
+	before := len(doc["provisioners"].([]any))
+	for range 2 {
+		if err := AddDockerCatalog(doc, os.DirFS("../../..")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if added := len(doc["provisioners"].([]any)) - before; added != 3 {
+		t.Fatalf("%d definitions added, want the catalog's 3, once", added)
+	}
+	out, _ := yaml.Marshal(doc)
+	if _, err := orchconfig.Parse(out); err != nil {
+		t.Fatal(err)
 	}
 }

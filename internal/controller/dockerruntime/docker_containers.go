@@ -81,22 +81,12 @@ func (r *Reconciler) set(ctx context.Context, p *scorev1b1.WorkloadPlan, hash st
 }
 
 func (r *Reconciler) list(ctx context.Context, f filters.Args) (map[string]*set, error) {
-	summaries, err := r.Docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	containers, err := r.inspectAll(ctx, f)
 	if err != nil {
-		return nil, fmt.Errorf("listing containers: %w", err)
+		return nil, err
 	}
 	out := map[string]*set{}
-	for _, s := range summaries {
-		c, err := r.Docker.ContainerInspect(ctx, s.ID)
-		if errdefs.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("inspecting container %s: %w", s.ID, err)
-		}
-		if c.ContainerJSONBase == nil || c.Config == nil {
-			continue // an Engine's answer without the container's state or labels
-		}
+	for _, c := range containers {
 		hash := c.Config.Labels[LabelHash]
 		if out[hash] == nil {
 			out[hash] = &set{hash: hash, containers: map[string]container.InspectResponse{}}
@@ -105,6 +95,29 @@ func (r *Reconciler) list(ctx context.Context, f filters.Args) (map[string]*set,
 		out[hash].containers[name] = c
 		if c.Config.Labels[LabelOrder] == "0" {
 			out[hash].owner = name
+		}
+	}
+	return out, nil
+}
+
+// inspectAll inspects the containers the filters select, those that exist still and whose
+// state and labels the Engine gives.
+func (r *Reconciler) inspectAll(ctx context.Context, f filters.Args) ([]container.InspectResponse, error) {
+	summaries, err := r.Docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	var out []container.InspectResponse
+	for _, s := range summaries {
+		c, err := r.Docker.ContainerInspect(ctx, s.ID)
+		if errdefs.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("inspecting container %s: %w", s.ID, err)
+		}
+		if c.ContainerJSONBase != nil && c.Config != nil {
+			out = append(out, c)
 		}
 	}
 	return out, nil

@@ -177,22 +177,12 @@ func (r *Reconciler) image(name string) string {
 // serviceContainers are the namespace's service containers, by service.
 func (r *Reconciler) serviceContainers(ctx context.Context, namespace string) (map[string][]container.InspectResponse, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelHost+"="+r.Host), filters.Arg("label", LabelNamespace+"="+namespace), filters.Arg("label", LabelService))
-	summaries, err := r.Docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	containers, err := r.inspectAll(ctx, f)
 	if err != nil {
-		return nil, fmt.Errorf("listing containers: %w", err)
+		return nil, err
 	}
 	out := map[string][]container.InspectResponse{}
-	for _, s := range summaries {
-		c, err := r.Docker.ContainerInspect(ctx, s.ID)
-		if errdefs.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("inspecting container %s: %w", s.ID, err)
-		}
-		if c.ContainerJSONBase == nil || c.Config == nil {
-			continue
-		}
+	for _, c := range containers {
 		name := c.Config.Labels[LabelService]
 		out[name] = append(out[name], c)
 	}

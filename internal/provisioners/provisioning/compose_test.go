@@ -117,12 +117,28 @@ func TestComposeProvisionersLoad(t *testing.T) {
 	}
 }
 
-// The development catalog's Compose definitions (config/provisioners/docker.yaml) serve the
-// Docker host's postgres, redis and volume claims, and no Kubernetes claim: each renders a
+// The Docker hosts' catalog (config/docker/provisioners.yaml, added to the development config
+// with a Docker host) serves the Docker host's postgres, redis and volume claims, and no
+// Kubernetes claim: each renders a
 // fragment the Docker runtime runs, with every output it expects, and keeps its passwords out
 // of its plain outputs.
 func TestDockerCatalog(t *testing.T) {
-	cfg := loadCatalog(t)
+	assembled, err := orchconfig.DevelopmentConfig(os.DirFS("../../.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docker, err := os.ReadFile("../../../config/docker/provisioners.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withDocker, err := orchconfig.AppendProvisioners(assembled, docker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := orchconfig.Parse(withDocker)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, typ := range []string{"postgres", "redis", "volume"} {
 		t.Run(typ, func(t *testing.T) {
 			id := NewIdentity("team", "orders", "dep", typ, "", "")
