@@ -133,7 +133,7 @@ dev-members: ## Two member clusters on this machine, registered on the make dev 
 	hack/dev.sh members
 
 .PHONY: dev-docker
-dev-docker: ## A Docker host added to the make dev cluster: dockerd, the agent, examples/hello Ready on it (curl its endpoint on 127.0.0.1)
+dev-docker: ## A Docker host added to the make dev cluster: dockerd, the agent, hello and orders (postgres, redis) Ready on it (curl their endpoints on 127.0.0.1)
 	hack/dev.sh docker
 
 .PHONY: dev-down
