@@ -77,17 +77,8 @@ func (e *Env) UpDocker(ctx context.Context, bins DockerBinaries, timeout time.Du
 	if err != nil {
 		return err
 	}
-	cache, err := toolcache.Dir()
-	if err != nil {
+	if err := e.dockerImages(ctx, engine, bins.OrdersAPI); err != nil {
 		return err
-	}
-	for _, img := range []debimage.Image{debimage.Nginx, debimage.Postgres, debimage.Redis} {
-		if err := debimage.Ensure(ctx, engine, img, filepath.Join(cache, "images"), e.logf); err != nil {
-			return err
-		}
-	}
-	if err := debimage.ImportProgram(ctx, engine, ordersStandIn, bins.OrdersAPI); err != nil {
-		return fmt.Errorf("the orders stand-in: %w", err)
 	}
 	if err := applyObject(ctx, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DockerNamespace}}); err != nil {
 		return err
@@ -145,6 +136,25 @@ func (e *Env) UpDocker(ctx context.Context, bins DockerBinaries, timeout time.Du
 		if got.Status.Endpoint != nil {
 			e.logf("%s/%s runs on the Docker host: curl %s", w.Namespace, w.Name, *got.Status.Endpoint)
 		}
+	}
+	return nil
+}
+
+// dockerImages makes the images the host runs where the examples and the Docker hosts'
+// catalog name others: Debian's nginx, PostgreSQL and Redis (cached in the tools cache), and
+// the orders stand-in.
+func (e *Env) dockerImages(ctx context.Context, engine *dockerclient.Client, ordersAPI string) error {
+	cache, err := toolcache.Dir()
+	if err != nil {
+		return err
+	}
+	for _, img := range []debimage.Image{debimage.Nginx, debimage.Postgres, debimage.Redis} {
+		if err := debimage.Ensure(ctx, engine, img, filepath.Join(cache, "images"), e.logf); err != nil {
+			return err
+		}
+	}
+	if err := debimage.ImportProgram(ctx, engine, ordersStandIn, ordersAPI); err != nil {
+		return fmt.Errorf("the orders stand-in: %w", err)
 	}
 	return nil
 }

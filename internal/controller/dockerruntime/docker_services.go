@@ -59,9 +59,14 @@ type Services struct{ *Reconciler }
 // Reconcile runs the namespace's services as its fragments say, and removes what none says.
 func (s Services) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r, ns := s.Reconciler, req.Namespace
-	f, err := r.fragments(ctx, ns)
+	f, conflicts, err := r.fragments(ctx, ns)
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "The namespace's Compose fragments disagree; the first of each is run", "namespace", ns)
+		// Nothing is run or removed on a partial view: what a fragment not read declares
+		// would go, volumes too.
+		return ctrl.Result{}, err
+	}
+	if conflicts != nil {
+		ctrl.LoggerFrom(ctx).Error(conflicts, "The namespace's Compose fragments disagree; the first of each is run", "namespace", ns)
 	}
 	order, err := f.Order()
 	if err != nil {
@@ -103,7 +108,15 @@ func (s Services) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		if !dependenciesMet(f.Services[name], live, desired) {
 			continue // the dependency's event brings the namespace back
 		}
-		if err := r.startService(ctx, ns, f, name, hash, current); err != nil {
+		if current != nil {
+			// Created and never started: a pass that stopped between its creation and its
+			// files left it; it is made again rather than started without them.
+			if err := r.removeContainer(ctx, *current); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if err := r.startService(ctx, ns, f, name, hash); err != nil {
 			errs = append(errs, fmt.Errorf("service %s: %w", name, err))
 		}
 	}
@@ -119,31 +132,37 @@ func (s Services) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 }
 
 // fragments reads the namespace's fragment Secrets and merges them, in the order of their
-// names.
-func (r *Reconciler) fragments(ctx context.Context, namespace string) (compose.Fragment, error) {
-	merged := compose.Fragment{Services: map[string]compose.Service{}, Volumes: map[string]compose.Volume{}, Files: map[string]string{}}
+// names. conflicts are names two of them define differently (the first is kept); err is a
+// fragment not read, which leaves the view partial.
+func (r *Reconciler) fragments(ctx context.Context, namespace string) (merged compose.Fragment, conflicts, err error) {
+	merged = compose.Fragment{Services: map[string]compose.Service{}, Volumes: map[string]compose.Volume{}, Files: map[string]string{}}
 	var list corev1.SecretList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{scorev1b1.LabelComposeFragment: "true"}); err != nil {
-		return merged, err
+		return merged, nil, err
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	var errs []error
 	for _, s := range list.Items {
 		f, err := fragmentOf(&s)
-		if err == nil {
-			err = merged.Merge(f)
-		}
 		if err != nil {
+			return merged, nil, err
+		}
+		if err := merged.Merge(f); err != nil {
 			errs = append(errs, fmt.Errorf("secret %s: %w", s.Name, err))
 		}
 	}
-	return merged, errors.Join(errs...)
+	return merged, errors.Join(errs...), nil
 }
 
+// fragmentOf decodes a fragment Secret and checks it again: the label is all that marks it,
+// and whoever may write Secrets in the namespace may write one.
 func fragmentOf(s *corev1.Secret) (compose.Fragment, error) {
 	var f compose.Fragment
 	if err := json.Unmarshal(s.Data[scorev1b1.ComposeFragmentKey], &f); err != nil {
-		return f, fmt.Errorf("the fragment does not decode: %w", err)
+		return f, fmt.Errorf("secret %s: the fragment does not decode: %w", s.Name, err)
+	}
+	if err := f.Check(); err != nil {
+		return f, fmt.Errorf("secret %s: %w", s.Name, err)
 	}
 	return f, nil
 }
@@ -226,14 +245,13 @@ func current(cs []container.InspectResponse, hash string) (container.InspectResp
 
 // startService creates (unless created) and starts a service's container on the namespace's
 // network, under the service's name, with its files copied in; hardened as a Workload's.
-func (r *Reconciler) startService(ctx context.Context, ns string, f compose.Fragment, name, hash string, created *container.InspectResponse) error {
-	if created != nil {
-		return r.Docker.ContainerStart(ctx, created.ID, container.StartOptions{})
-	}
+func (r *Reconciler) startService(ctx context.Context, ns string, f compose.Fragment, name, hash string) error {
 	s := f.Services[name]
 	labels := map[string]string{}
 	for k, v := range s.Labels {
-		labels[k] = v
+		if !strings.HasPrefix(k, "score.dev/") { // the agent's own, which find and judge containers
+			labels[k] = v
+		}
 	}
 	for k, v := range map[string]string{LabelHost: r.Host, LabelNamespace: ns, LabelService: name, LabelHash: hash} {
 		labels[k] = v
@@ -423,7 +441,10 @@ func (r *Reconciler) dependencies(ctx context.Context, p *scorev1b1.WorkloadPlan
 		return nil, nil
 	}
 	sort.Strings(names)
-	f, _ := r.fragments(ctx, p.Namespace) // disagreements are the services pass's to report
+	f, _, err := r.fragments(ctx, p.Namespace) // disagreements are the services pass's to report
+	if err != nil {
+		return nil, err
+	}
 	live, err := r.serviceContainers(ctx, p.Namespace)
 	if err != nil {
 		return nil, err
@@ -455,7 +476,7 @@ func serviceHealth(s compose.Service, c container.InspectResponse, ok bool) (str
 	switch {
 	case st == nil:
 		return scorev1b1.HealthUnknown, "No state reported."
-	case !st.Running && st.Status == "exited" && st.ExitCode == 0 && restartPolicy(s.Restart).Name == container.RestartPolicyDisabled:
+	case !st.Running && st.Status == "exited" && st.ExitCode == 0 && restartPolicy(s.Restart).Name != container.RestartPolicyAlways && restartPolicy(s.Restart).Name != container.RestartPolicyUnlessStopped:
 		return scorev1b1.HealthCurrent, "Completed."
 	case st.Restarting || !st.Running && (st.Status == "exited" || st.Status == "dead"):
 		return scorev1b1.HealthFailed, fmt.Sprintf("Exited with code %d.", st.ExitCode)

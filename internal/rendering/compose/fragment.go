@@ -125,14 +125,84 @@ func ParseFragment(services, volumes, files map[string]any) (Fragment, error) {
 		}
 		f.Services[name] = s
 	}
+	if err := f.Check(); err != nil {
+		return Fragment{}, err
+	}
+	return f, nil
+}
+
+// Check verifies what ParseFragment guarantees of a fragment, for one read back from where it
+// was stored: names of services and volumes, files under the mounts directory, mounts of what
+// the fragment declares, the dependencies it runs with known conditions, ports, restart
+// policies, and no label of the runtime's own (score.dev/).
+func (f Fragment) Check() error {
+	for path := range f.Files {
+		if clean, err := relativeFile(path); err != nil || clean != path {
+			return fmt.Errorf("files: %q is not a path under the mounts directory", path)
+		}
+	}
+	for name := range f.Volumes {
+		if !namePattern.MatchString(name) {
+			return fmt.Errorf("volumes: %q is not a volume name (letters, digits, _ . -)", name)
+		}
+	}
 	for name, s := range f.Services {
-		for dep := range s.DependsOn {
-			if _, ok := f.Services[dep]; !ok {
-				return Fragment{}, fmt.Errorf("services: %s: depends on %s, which the definition does not run", name, dep)
+		if err := f.checkService(name, s); err != nil {
+			return fmt.Errorf("services: %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (f Fragment) checkService(name string, s Service) error {
+	if !namePattern.MatchString(name) {
+		return errors.New("not a service name (letters, digits, _ . -)")
+	}
+	if s.Image == "" {
+		return errors.New("no image")
+	}
+	for dep, condition := range s.DependsOn {
+		if _, ok := f.Services[dep]; !ok {
+			return fmt.Errorf("depends on %s, which the definition does not run", dep)
+		}
+		switch condition {
+		case ServiceStarted, ServiceHealthy, ServiceCompletedSuccessfully:
+		default:
+			return fmt.Errorf("depends_on: %s: condition %q", dep, condition)
+		}
+	}
+	for _, m := range s.Mounts {
+		switch {
+		case !strings.HasPrefix(m.Target, "/"):
+			return fmt.Errorf("volumes: target %q must be an absolute path", m.Target)
+		case m.Volume != "" && m.Files != "":
+			return errors.New("volumes: a mount is a volume or files, not both")
+		case m.Volume != "":
+			if _, ok := f.Volumes[m.Volume]; !ok {
+				return fmt.Errorf("volumes: volume %q is not one the definition declares", m.Volume)
+			}
+		default:
+			if clean, err := relativeFile(m.Files); err != nil || clean != m.Files {
+				return fmt.Errorf("volumes: %q is not a path under the mounts directory", m.Files)
 			}
 		}
 	}
-	return f, nil
+	for _, port := range s.Ports {
+		if port < 1 || port > 65535 {
+			return fmt.Errorf("ports: %d is not a port", port)
+		}
+	}
+	switch policy, _, _ := strings.Cut(s.Restart, ":"); policy {
+	case "", "no", "always", "unless-stopped", "on-failure":
+	default:
+		return fmt.Errorf("restart: %q must be no, always, unless-stopped or on-failure", s.Restart)
+	}
+	for k := range s.Labels {
+		if strings.HasPrefix(k, "score.dev/") {
+			return fmt.Errorf("labels: %s is the runtime's own", k)
+		}
+	}
+	return nil
 }
 
 // Merge adds other's services, volumes and files to f; a name both hold with another
@@ -298,11 +368,6 @@ func parseService(m map[string]any, f Fragment) (Service, error) {
 	if s.Restart, err = str("restart"); err != nil {
 		return s, err
 	}
-	switch policy, _, _ := strings.Cut(s.Restart, ":"); policy {
-	case "", "no", "always", "unless-stopped", "on-failure":
-	default:
-		return s, fmt.Errorf("restart: %q must be no, always, unless-stopped or on-failure", s.Restart)
-	}
 	if s.User, err = str("user"); err != nil {
 		return s, fmt.Errorf("user: %w", err)
 	}
@@ -330,7 +395,8 @@ func interpolate(s string) (string, error) {
 			continue
 		}
 		if i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '_' || isLetter(s[i+1])) {
-			return "", fmt.Errorf("%q reads a variable of the Compose CLI's environment, which the Docker runtime does not have: write $$ for a $", s)
+			// The value is not quoted: it may hold a password.
+			return "", errors.New("a value reads a variable of the Compose CLI's environment, which the Docker runtime does not have: write $$ for a $")
 		}
 		b.WriteByte('$')
 	}
@@ -437,7 +503,7 @@ func environment(v any) (map[string]string, error) {
 		for k, val := range x {
 			s, err := interpolate(scalar(val))
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: %w", k, err)
 			}
 			out[k] = s
 		}
@@ -445,11 +511,11 @@ func environment(v any) (map[string]string, error) {
 		for _, item := range x {
 			k, val, ok := strings.Cut(scalar(item), "=")
 			if !ok {
-				return nil, fmt.Errorf("%q is not NAME=value (a name alone reads the Compose CLI's environment)", scalar(item))
+				return nil, fmt.Errorf("%q is not NAME=value (a name alone reads the Compose CLI's environment)", k)
 			}
 			s, err := interpolate(val)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: %w", k, err)
 			}
 			out[k] = s
 		}

@@ -38,6 +38,7 @@ func TestParseFragmentRefuses(t *testing.T) {
 		{"unknown dependency", "a: {image: x, depends_on: [b]}", "", "", "does not run"},
 		{"no image", "a: {command: [x]}", "", "", "no image"},
 		{"a name that is a path", "'../a': {image: x}", "", "", "not a service name"},
+		{"the runtime's own label", "a: {image: x, labels: {score.dev/plan: web}}", "", "", "the runtime's own"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseYAML(t, tc.services, tc.volumes, tc.files)
@@ -83,5 +84,35 @@ init:
 	cyclic := Fragment{Services: map[string]Service{"a": {DependsOn: map[string]string{"b": ServiceStarted}}, "b": {DependsOn: map[string]string{"a": ServiceStarted}}}}
 	if _, err := cyclic.Order(); err == nil {
 		t.Fatal("a cycle has no order")
+	}
+}
+
+// A refusal of an interpolation names the variable's key, never the value, which may hold a
+// password.
+func TestInterpolationErrorHoldsNoValue(t *testing.T) {
+	_, err := parseYAML(t, "a: {image: x, environment: {PASSWORD: 'pa${ss}word-s3cret'}}", "", "")
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "PASSWORD") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// A fragment read back from its Secret (which whoever writes the namespace's Secrets may
+// write) is checked again: what ParseFragment would refuse is refused.
+func TestFragmentCheck(t *testing.T) {
+	for name, f := range map[string]Fragment{
+		"a path for a name":       {Services: map[string]Service{"../x": {Image: "x"}}},
+		"a file outside":          {Files: map[string]string{"../etc/passwd": "x"}},
+		"a mount of a host path":  {Services: map[string]Service{"a": {Image: "x", Mounts: []Mount{{Files: "/etc", Target: "/x"}}}}},
+		"an undeclared volume":    {Services: map[string]Service{"a": {Image: "x", Mounts: []Mount{{Volume: "other", Target: "/x"}}}}},
+		"a dependency not run":    {Services: map[string]Service{"a": {Image: "x", DependsOn: map[string]string{"b": ServiceStarted}}}},
+		"the runtime's own label": {Services: map[string]Service{"a": {Image: "x", Labels: map[string]string{"score.dev/plan-uid": "u"}}}},
+		"no image":                {Services: map[string]Service{"a": {}}},
+	} {
+		if err := f.Check(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := (Fragment{Services: map[string]Service{"a": {Image: "x"}}}).Check(); err != nil {
+		t.Fatal(err)
 	}
 }

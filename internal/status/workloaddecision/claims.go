@@ -146,6 +146,11 @@ func (d *decision) claimWrites(desired []planner.DesiredClaim) ([]ClaimWrite, []
 // ownClaim is the state of a claim the Workload controls, and its update when its spec
 // changed (not while the outputs its params need are awaited).
 func (d *decision) ownClaim(state *workloadstatus.ClaimState, existing *scorev1b1.ResourceClaim, dc planner.DesiredClaim, writes *[]ClaimWrite) {
+	if !d.pipe.Selection.OK {
+		// No backend is selected now: the claim stays on the runtime it was provisioned for
+		// (its instance's data is there), not moved to the default one.
+		dc.Spec.RuntimeClass = existing.Spec.RuntimeClass
+	}
 	v := planner.ViewClaim(existing)
 	state.Phase, state.Reason, state.OutputsAvailable, state.WaitingFor = v.Phase, v.Reason, v.OutputsAvailable, nil
 	// What the Workload's status last said of it: a dependency that was ready and is being
