@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -127,16 +126,7 @@ func TestComposeProvisioners(t *testing.T) {
 // serviceContainerIDs are the IDs of shop's service containers, sorted.
 func serviceContainerIDs(t *testing.T) []string {
 	t.Helper()
-	cs, err := engine.Client.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", dockerruntime.LabelNamespace+"="+shop), filters.Arg("label", dockerruntime.LabelService))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, c := range cs {
-		ids = append(ids, c.ID)
-	}
-	sort.Strings(ids)
-	return ids
+	return containersLabelled(t, shop, dockerruntime.LabelService)
 }
 
 // claimOutputs are a claim's outputs, its status's and its outputs Secret's; a password is in

@@ -75,8 +75,15 @@ func served(t *testing.T, w *scorev1b1.Workload, path string) string {
 // containers lists the host's containers of a Workload (by name and namespace), by ID.
 func containers(t *testing.T, ns, name string) []string {
 	t.Helper()
+	return containersLabelled(t, ns, scorev1b1.LabelWorkload+"="+name)
+}
+
+// containersLabelled lists the host's containers of a namespace that carry a label (key=value,
+// or a key), by ID, sorted.
+func containersLabelled(t *testing.T, ns, label string) []string {
+	t.Helper()
 	list, err := engine.Client.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", dockerruntime.LabelNamespace+"="+ns), filters.Arg("label", scorev1b1.LabelWorkload+"="+name))})
+		filters.Arg("label", dockerruntime.LabelNamespace+"="+ns), filters.Arg("label", label))})
 	if err != nil {
 		t.Fatal(err)
 	}

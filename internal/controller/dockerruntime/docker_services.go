@@ -77,11 +77,15 @@ func (s Services) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	volumes, err := r.volumes(ctx, ns)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if len(order) > 0 || len(f.Volumes) > 0 {
 		if err := r.ensureNetwork(ctx, ns); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.ensureVolumes(ctx, ns, f); err != nil {
+		if err := r.ensureVolumes(ctx, ns, f, volumes); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -127,7 +131,7 @@ func (s Services) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 			}
 		}
 	}
-	errs = append(errs, r.removeVolumes(ctx, ns, f))
+	errs = append(errs, r.removeVolumes(ctx, ns, f, volumes))
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
@@ -348,12 +352,8 @@ func (r *Reconciler) ensureNetwork(ctx context.Context, ns string) error {
 	return err
 }
 
-// ensureVolumes makes the namespace's declared volumes that do not exist.
-func (r *Reconciler) ensureVolumes(ctx context.Context, ns string, f compose.Fragment) error {
-	have, err := r.volumes(ctx, ns)
-	if err != nil {
-		return err
-	}
+// ensureVolumes makes the namespace's declared volumes that are not among those it has.
+func (r *Reconciler) ensureVolumes(ctx context.Context, ns string, f compose.Fragment, have map[string]bool) error {
 	for name, v := range f.Volumes {
 		if have[name] {
 			continue
@@ -385,13 +385,9 @@ func (r *Reconciler) volumes(ctx context.Context, ns string) (map[string]bool, e
 	return out, nil
 }
 
-// removeVolumes removes the namespace's volumes no fragment declares any more: their claims
-// were released with Delete.
-func (r *Reconciler) removeVolumes(ctx context.Context, ns string, f compose.Fragment) error {
-	have, err := r.volumes(ctx, ns)
-	if err != nil {
-		return err
-	}
+// removeVolumes removes, of the namespace's volumes, those no fragment declares any more:
+// their claims were released with Delete.
+func (r *Reconciler) removeVolumes(ctx context.Context, ns string, f compose.Fragment, have map[string]bool) error {
 	var errs []error
 	for name := range have {
 		if _, ok := f.Volumes[name]; ok {

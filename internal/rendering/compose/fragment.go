@@ -84,8 +84,8 @@ var ServiceKeys = []string{"image", "entrypoint", "command", "environment", "por
 
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
 
-// ParseFragment checks and normalises what a definition's services, volumes and files
-// templates rendered. Compose's interpolation is applied to the services and volumes: $$ is
+// ParseFragment reads and normalises what a definition's services, volumes and files
+// templates rendered, and checks the result (Check). Compose's interpolation is applied to the services and volumes: $$ is
 // a $; any other $ would read the Compose CLI's environment, which a host's agent does not
 // lend, and is refused.
 func ParseFragment(services, volumes, files map[string]any) (Fragment, error) {
@@ -102,9 +102,6 @@ func ParseFragment(services, volumes, files map[string]any) (Fragment, error) {
 		f.Files[clean] = s
 	}
 	for name, v := range volumes {
-		if !namePattern.MatchString(name) {
-			return Fragment{}, fmt.Errorf("volumes: %q is not a volume name (letters, digits, _ . -)", name)
-		}
 		vol, err := parseVolume(v)
 		if err != nil {
 			return Fragment{}, fmt.Errorf("volumes: %s: %w", name, err)
@@ -112,9 +109,6 @@ func ParseFragment(services, volumes, files map[string]any) (Fragment, error) {
 		f.Volumes[name] = vol
 	}
 	for name, v := range services {
-		if !namePattern.MatchString(name) {
-			return Fragment{}, fmt.Errorf("services: %q is not a service name (letters, digits, _ . -)", name)
-		}
 		m, ok := v.(map[string]any)
 		if !ok {
 			return Fragment{}, fmt.Errorf("services: %s: must be a mapping", name)
@@ -340,9 +334,6 @@ func parseService(m map[string]any, f Fragment) (Service, error) {
 	}
 	if s.Image, err = str("image"); err != nil {
 		return s, fmt.Errorf("image: %w", err)
-	}
-	if s.Image == "" {
-		return s, errors.New("no image")
 	}
 	if s.Entrypoint, err = command(m["entrypoint"]); err != nil {
 		return s, fmt.Errorf("entrypoint: %w", err)
@@ -755,11 +746,6 @@ func dependsOn(v any) (map[string]string, error) {
 						return nil, fmt.Errorf("%s: %s is not run by the Docker runtime", name, k)
 					}
 				}
-			}
-			switch cond {
-			case ServiceStarted, ServiceHealthy, ServiceCompletedSuccessfully:
-			default:
-				return nil, fmt.Errorf("%s: condition %q", name, cond)
 			}
 			out[name] = cond
 		}
